@@ -1,0 +1,790 @@
+/*
+ * tdfile.c: write trace.dat files, version 7 (as trace-cmd 3.1.6 reads them)
+ * and version 6.
+ *
+ * Version 7 layout written here:
+ *
+ *	initial format (magic, "7", endian, long size, page size, codec name
+ *	    and version, u64 offset of the options section)
+ *	metadata sections as the caller adds them (HEADER_INFO, FTRACE_EVENTS,
+ *	    EVENT_FORMATS, KALLSYMS, PRINTK, CMDLINES), each a 16-byte header
+ *	    {u16 id, u16 flags, u32 string id, u64 size} then, when compressed,
+ *	    one block {u32 csize, u32 usize, data}
+ *	BUFFER section: per CPU, page aligned, u32 chunk count then chunks
+ *	    {u32 csize, u32 usize, data} of up to TD_CHUNK_PAGES pages
+ *	OPTIONS section: caller options, section offsets, CPUCOUNT, BUFFER,
+ *	    DONE {u64 0}
+ *	STRINGS section: the section descriptions
+ *
+ * trace-cmd finds STRINGS by walking sections from the end of the initial
+ * format, so sections are written back to back with exact sizes.  The BUFFER
+ * option's per-CPU size counts the chunks but not the leading chunk count,
+ * as trace-cmd 3.1.6 writes and reads it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "limits.h"
+#include "tdfile.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+#define TD_NSECT	32
+#define TD_FLUSH_AT	(256 * 1024)
+
+/* One CPU's spool: pages waiting in a chunk, then chunks in a file. */
+struct td_spool {
+	int		 fd;
+	char		*path;
+	uint8_t		*chunk;
+	size_t		 fill;
+	uint64_t	 pages;
+	uint64_t	 bytes;		/* bytes in the spool file */
+	uint32_t	 nchunks;
+};
+
+struct td_file {
+	char			*path;
+	char			*part;
+	int			 fd;
+	uint64_t		 off;		/* end of what was written */
+	struct td_file_params	 p;
+	struct td_codec		*codec;
+	bool			 compress;
+	uint64_t		 opts_ptr_off;	/* where the options offset goes */
+
+	int			 sec_id;	/* section being written, -1 */
+	uint64_t		 sec_hdr;
+	uint64_t		 sec_len;
+	struct td_buf		 sec_out;
+	uint64_t		 sec_off[TD_NSECT];
+	int			 v6_next;
+
+	struct td_buf		 options;
+	struct td_buf		 strings;
+	struct td_spool		*cpu;
+	uint8_t			*cbuf;
+	size_t			 cbuf_size;
+	bool			 done;
+};
+
+static const enum td_opt td_v6_order[] = {
+	TD_OPT_HEADER_INFO, TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS,
+	TD_OPT_KALLSYMS, TD_OPT_PRINTK, TD_OPT_CMDLINES,
+};
+
+static const char *
+td_file_desc(enum td_opt id)
+{
+	switch (id) {
+	case TD_OPT_HEADER_INFO:
+		return "headers";
+	case TD_OPT_FTRACE_EVENTS:
+		return "ftrace events";
+	case TD_OPT_EVENT_FORMATS:
+		return "events format";
+	case TD_OPT_KALLSYMS:
+		return "kallsyms";
+	case TD_OPT_PRINTK:
+		return "printk";
+	case TD_OPT_CMDLINES:
+		return "command lines";
+	case TD_OPT_DONE:
+		return "options";
+	case TD_OPT_BUFFER:
+		return "buffer flyrecord ";
+	case TD_OPT_STRINGS:
+		return "strings";
+	default:
+		return NULL;
+	}
+}
+
+static int
+td_file_write(struct td_file *f, const void *p, size_t n)
+{
+	const uint8_t *c = p;
+	ssize_t w;
+
+	while (n != 0) {
+		w = write(f->fd, c, n);
+		if (w == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		c += w;
+		n -= w;
+		f->off += w;
+	}
+	return 0;
+}
+
+static int
+td_file_pwrite(int fd, const void *p, size_t n, uint64_t off)
+{
+	ssize_t w;
+
+	while (n != 0) {
+		w = pwrite(fd, p, n, off);
+		if (w == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p = (const uint8_t *)p + w;
+		n -= w;
+		off += w;
+	}
+	return 0;
+}
+
+static int
+td_file_pad(struct td_file *f, uint64_t align)
+{
+	static const uint8_t zero[4096];
+	uint64_t n;
+	size_t k;
+
+	n = (align - f->off % align) % align;
+	while (n != 0) {
+		k = n > sizeof zero ? sizeof zero : n;
+		if (td_file_write(f, zero, k) == -1)
+			return -1;
+		n -= k;
+	}
+	return 0;
+}
+
+/* Offset of s in the strings table, adding it if new; -1 if full. */
+static int64_t
+td_file_string(struct td_file *f, const char *s)
+{
+	size_t i, n;
+
+	if (s == NULL)
+		return -1;
+	for (i = 0; i < f->strings.len; i += n + 1) {
+		n = strlen((char *)f->strings.data + i);
+		if (strcmp((char *)f->strings.data + i, s) == 0)
+			return (int64_t)i;
+	}
+	n = f->strings.len;
+	if (td_buf_add_str(&f->strings, s) == -1)
+		return -1;
+	return (int64_t)n;
+}
+
+static int
+td_file_section_header(struct td_file *f, enum td_opt id, bool compressed,
+    uint64_t size)
+{
+	uint8_t h[16];
+	uint16_t id16 = id, flags = compressed ? 1 : 0;
+	int64_t sid = td_file_string(f, td_file_desc(id));
+	uint32_t sid32 = sid < 0 ? UINT32_MAX : (uint32_t)sid;
+
+	memcpy(h, &id16, 2);
+	memcpy(h + 2, &flags, 2);
+	memcpy(h + 4, &sid32, 4);
+	memcpy(h + 8, &size, 8);
+	return td_file_write(f, h, sizeof h);
+}
+
+/* Create the .part file and write the initial format. */
+struct td_file *
+td_file_create(const char *path, const struct td_file_params *p)
+{
+	struct td_file *f;
+	struct td_buf h;
+	uint16_t one = 1;
+	int i;
+
+	if ((p->version != 6 && p->version != 7) ||
+	    p->page_size < TD_MIN_PAGE_SIZE ||
+	    p->page_size > TD_MAX_PAGE_SIZE ||
+	    p->ncpus < 1 || p->ncpus > TD_MAX_CPUS ||
+	    (p->long_size != 4 && p->long_size != 8) || p->clock == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = xcalloc(1, sizeof *f);
+	f->fd = -1;
+	f->p = *p;
+	f->p.clock = xstrdup(p->clock);
+	if (f->p.version == 6)
+		f->p.codec = TD_CODEC_NONE;
+	f->compress = f->p.codec != TD_CODEC_NONE;
+	f->codec = td_codec_new(f->p.codec, f->p.level);
+	if (f->codec == NULL)
+		goto fail_free;
+	f->path = xstrdup(path);
+	xasprintf(&f->part, "%s.part", path);
+	f->sec_id = -1;
+	td_buf_init(&f->sec_out, 2 * TD_FLUSH_AT + 1024 * 1024);
+	td_buf_init(&f->options, TD_MAX_SECTION_SIZE);
+	td_buf_init(&f->strings, TD_MAX_STRINGS_SIZE);
+	f->cpu = xcalloc(p->ncpus, sizeof *f->cpu);
+	for (i = 0; i < p->ncpus; i++)
+		f->cpu[i].fd = -1;
+
+	f->fd = open(f->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (f->fd == -1)
+		goto fail_free;
+
+	td_buf_init(&h, 4096);
+	td_buf_add(&h, "\027\010\104tracing", 10);
+	td_buf_add_str(&h, f->p.version == 7 ? "7" : "6");
+	td_buf_add(&h, (uint8_t[]){ *(uint8_t *)&one == 1 ? 0 : 1 }, 1);
+	td_buf_add(&h, &f->p.long_size, 1);
+	td_buf_add_u32(&h, f->p.page_size);
+	if (f->p.version == 7) {
+		td_buf_add_str(&h, td_codec_name(f->p.codec));
+		td_buf_add_str(&h, td_codec_version(f->p.codec));
+		f->opts_ptr_off = h.len;
+		td_buf_add_u64(&h, 0);
+	}
+	i = td_file_write(f, h.data, h.len);
+	td_buf_free(&h);
+	if (i == -1)
+		goto fail;
+	return f;
+
+fail:
+	td_file_abort(f);
+	td_file_free(f);
+	return NULL;
+fail_free:
+	i = errno;
+	td_file_free(f);
+	errno = i;
+	return NULL;
+}
+
+static int td_file_sec_open(struct td_file *, enum td_opt);
+
+/* Start a metadata section. */
+int
+td_file_section_begin(struct td_file *f, enum td_opt id)
+{
+	if (f->done || f->sec_id != -1 || id >= TD_NSECT ||
+	    td_file_desc(id) == NULL || id == TD_OPT_BUFFER ||
+	    id == TD_OPT_STRINGS || id == TD_OPT_DONE || f->sec_off[id]) {
+		errno = EINVAL;
+		return -1;
+	}
+	return td_file_sec_open(f, id);
+}
+
+static int
+td_file_sec_open(struct td_file *f, enum td_opt id)
+{
+	if (f->p.version == 6) {
+		if (f->v6_next >= 6 || td_v6_order[f->v6_next] != id) {
+			errno = EINVAL;
+			return -1;
+		}
+		f->v6_next++;
+	}
+	f->sec_id = id;
+	f->sec_hdr = f->off;
+	f->sec_off[id] = f->off;
+	f->sec_len = 0;
+	if (f->p.version == 6)
+		return 0;
+	if (td_file_section_header(f, id, f->compress, 0) == -1)
+		return -1;
+	if (f->compress) {
+		uint64_t blk = 0;
+
+		if (td_file_write(f, &blk, sizeof blk) == -1)
+			return -1;
+		td_buf_reset(&f->sec_out);
+		return td_codec_stream_begin(f->codec);
+	}
+	return 0;
+}
+
+static int
+td_file_sec_flush(struct td_file *f)
+{
+	int ret = td_file_write(f, f->sec_out.data, f->sec_out.len);
+
+	td_buf_reset(&f->sec_out);
+	return ret;
+}
+
+/* Append content to the open section. */
+int
+td_file_section_write(struct td_file *f, const void *p, size_t n)
+{
+	if (f->sec_id == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (f->sec_len + n > TD_MAX_SECTION_SIZE) {
+		errno = EFBIG;
+		return -1;
+	}
+	f->sec_len += n;
+	if (!f->compress)
+		return td_file_write(f, p, n);
+	while (n != 0) {
+		size_t k = n > TD_FLUSH_AT ? TD_FLUSH_AT : n;
+
+		if (td_codec_stream_feed(f->codec, p, k, &f->sec_out) == -1)
+			return -1;
+		if (f->sec_out.len >= TD_FLUSH_AT && td_file_sec_flush(f) == -1)
+			return -1;
+		p = (const uint8_t *)p + k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* Close the open section and patch its sizes. */
+int
+td_file_section_end(struct td_file *f)
+{
+	uint64_t size;
+	uint32_t blk[2];
+
+	if (f->sec_id == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	f->sec_id = -1;
+	if (f->p.version == 6)
+		return 0;
+	if (f->compress) {
+		if (td_codec_stream_end(f->codec, &f->sec_out) == -1 ||
+		    td_file_sec_flush(f) == -1)
+			return -1;
+		size = f->off - f->sec_hdr - 16;
+		if (size - 8 > UINT32_MAX) {
+			errno = EFBIG;
+			return -1;
+		}
+		blk[0] = (uint32_t)(size - 8);
+		blk[1] = (uint32_t)f->sec_len;
+		if (td_file_pwrite(f->fd, blk, sizeof blk, f->sec_hdr + 16))
+			return -1;
+	} else
+		size = f->sec_len;
+	return td_file_pwrite(f->fd, &size, sizeof size, f->sec_hdr + 8);
+}
+
+/* Write a whole section from memory. */
+int
+td_file_section_add(struct td_file *f, enum td_opt id, const void *p,
+    size_t n)
+{
+	if (td_file_section_begin(f, id) == -1 ||
+	    td_file_section_write(f, p, n) == -1 ||
+	    td_file_section_end(f) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+td_file_option_rec(struct td_buf *b, enum td_opt id, const void *p, size_t n)
+{
+	size_t old = b->len;
+
+	if (td_buf_add_u16(b, id) == -1 || td_buf_add_u32(b, n) == -1 ||
+	    td_buf_add(b, p, n) == -1) {
+		b->len = old;
+		return -1;
+	}
+	return 0;
+}
+
+/* Queue an option. */
+int
+td_file_add_option(struct td_file *f, enum td_opt id, const void *p, size_t n)
+{
+	if (f->done || id == TD_OPT_DONE || id == TD_OPT_BUFFER ||
+	    id == TD_OPT_CPUCOUNT || (id >= TD_OPT_STRINGS &&
+	    id <= TD_OPT_CMDLINES) || n > TD_MAX_OPTION_SIZE) {
+		errno = EINVAL;
+		return -1;
+	}
+	return td_file_option_rec(&f->options, id, p, n);
+}
+
+static size_t
+td_file_chunk_size(const struct td_file *f)
+{
+	return (size_t)TD_CHUNK_PAGES * f->p.page_size;
+}
+
+static int
+td_spool_flush(struct td_file *f, struct td_spool *s)
+{
+	struct iovec iov[2];
+	uint32_t hdr[2];
+	ssize_t c, w, want;
+	int n;
+
+	if (s->fill == 0)
+		return 0;
+	if (f->compress) {
+		c = td_codec_compress(f->codec, s->chunk, s->fill, f->cbuf,
+		    f->cbuf_size);
+		if (c == -1)
+			return -1;
+		hdr[0] = (uint32_t)c;
+		hdr[1] = (uint32_t)s->fill;
+		iov[0].iov_base = hdr;
+		iov[0].iov_len = sizeof hdr;
+		iov[1].iov_base = f->cbuf;
+		iov[1].iov_len = c;
+		n = 2;
+	} else {
+		iov[0].iov_base = s->chunk;
+		iov[0].iov_len = s->fill;
+		n = 1;
+	}
+	want = (ssize_t)(iov[0].iov_len + (n == 2 ? iov[1].iov_len : 0));
+	w = pwritev(s->fd, iov, n, s->bytes);
+	if (w != want) {
+		/* a short write to a regular file means no space */
+		if (w >= 0)
+			errno = ENOSPC;
+		return -1;
+	}
+	s->bytes += w;
+	if (f->compress)
+		s->nchunks++;
+	s->fill = 0;
+	return 0;
+}
+
+/* Append one page of a CPU. */
+int
+td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
+{
+	struct td_spool *s;
+
+	if (f->done || cpu < 0 || cpu >= f->p.ncpus || n > f->p.page_size) {
+		errno = EINVAL;
+		return -1;
+	}
+	s = &f->cpu[cpu];
+	if (s->fd == -1) {
+		xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
+		s->fd = open(s->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+		    0600);
+		if (s->fd == -1) {
+			free(s->path);
+			s->path = NULL;
+			return -1;
+		}
+		s->chunk = xmalloc(td_file_chunk_size(f));
+		if (f->compress && f->cbuf == NULL) {
+			f->cbuf_size = td_codec_bound(f->codec,
+			    td_file_chunk_size(f));
+			f->cbuf = xmalloc(f->cbuf_size);
+		}
+	}
+	memcpy(s->chunk + s->fill, p, n);
+	if (n < f->p.page_size)
+		memset(s->chunk + s->fill + n, 0, f->p.page_size - n);
+	s->fill += f->p.page_size;
+	s->pages++;
+	if (s->fill == td_file_chunk_size(f))
+		return td_spool_flush(f, s);
+	return 0;
+}
+
+/* Copy a spool into the output at the current offset. */
+static int
+td_file_copy(struct td_file *f, struct td_spool *s)
+{
+	loff_t in = 0;
+	uint64_t left = s->bytes;
+	ssize_t n;
+	char buf[65536];
+
+	while (left != 0) {
+		n = copy_file_range(s->fd, &in, f->fd, NULL, left, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EXDEV || errno == ENOSYS ||
+		    errno == EINVAL || errno == EOPNOTSUPP))
+			break;
+		if (n == -1)
+			return -1;
+		if (n == 0) {
+			errno = EIO;
+			return -1;
+		}
+		left -= n;
+		f->off += n;
+	}
+	while (left != 0) {
+		n = pread(s->fd, buf, left > sizeof buf ? sizeof buf : left,
+		    in);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		if (td_file_write(f, buf, n) == -1)
+			return -1;
+		in += n;
+		left -= n;
+	}
+	return 0;
+}
+
+static int
+td_file_finish_v7(struct td_file *f)
+{
+	struct td_buf bo;
+	uint64_t hdr, start, size, opts;
+	uint32_t n = 0, cnt;
+	int i, ret = -1;
+
+	/* BUFFER section with the CPU data */
+	hdr = f->off;
+	if (td_file_section_header(f, TD_OPT_BUFFER, f->compress, 0) == -1)
+		return -1;
+	start = f->off;
+	td_buf_init(&bo, TD_MAX_OPTION_SIZE);
+	td_buf_add_u64(&bo, hdr);
+	td_buf_add_str(&bo, "");
+	td_buf_add_str(&bo, f->p.clock);
+	td_buf_add_u32(&bo, f->p.page_size);
+	td_buf_add_u32(&bo, 0);		/* patched below */
+	for (i = 0; i < f->p.ncpus; i++) {
+		struct td_spool *s = &f->cpu[i];
+
+		if (s->pages == 0)
+			continue;
+		if (td_file_pad(f, f->p.page_size) == -1)
+			goto out;
+		td_buf_add_u32(&bo, i);
+		td_buf_add_u64(&bo, f->off);
+		td_buf_add_u64(&bo, s->bytes);
+		if (f->compress) {
+			cnt = s->nchunks;
+			if (td_file_write(f, &cnt, sizeof cnt) == -1)
+				goto out;
+		}
+		if (td_file_copy(f, s) == -1)
+			goto out;
+		n++;
+	}
+	memcpy(bo.data + 8 + 1 + strlen(f->p.clock) + 1 + 4, &n, 4);
+	size = f->off - start;
+	if (td_file_pwrite(f->fd, &size, sizeof size, hdr + 8) == -1)
+		goto out;
+
+	/* the options section */
+	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
+		if (f->sec_off[i] && td_file_option_rec(&f->options, i,
+		    &f->sec_off[i], 8) == -1)
+			goto out;
+	cnt = f->p.ncpus;
+	if (td_file_option_rec(&f->options, TD_OPT_CPUCOUNT, &cnt, 4) == -1 ||
+	    td_file_option_rec(&f->options, TD_OPT_BUFFER, bo.data,
+	    bo.len) == -1)
+		goto out;
+	size = 0;
+	if (td_file_option_rec(&f->options, TD_OPT_DONE, &size, 8) == -1)
+		goto out;
+	opts = f->off;
+	if (td_file_section_header(f, TD_OPT_DONE, false,
+	    f->options.len) == -1 ||
+	    td_file_write(f, f->options.data, f->options.len) == -1)
+		goto out;
+	if (td_file_pwrite(f->fd, &opts, sizeof opts, f->opts_ptr_off) == -1)
+		goto out;
+
+	/* the strings, last: they must name themselves too */
+	if (td_file_string(f, td_file_desc(TD_OPT_STRINGS)) == -1)
+		goto out;
+	{
+		struct td_buf copy;
+
+		td_buf_init(&copy, TD_MAX_STRINGS_SIZE);
+		td_buf_add(&copy, f->strings.data, f->strings.len);
+		ret = -1;
+		if (td_file_sec_open(f, TD_OPT_STRINGS) == 0 &&
+		    td_file_section_write(f, copy.data, copy.len) == 0 &&
+		    td_file_section_end(f) == 0)
+			ret = 0;
+		td_buf_free(&copy);
+	}
+out:
+	td_buf_free(&bo);
+	return ret;
+}
+
+static int
+td_file_finish_v6(struct td_file *f)
+{
+	struct td_buf b;
+	uint64_t pos, clen;
+	uint32_t ncpus = f->p.ncpus;
+	uint16_t zero = 0;
+	char clock[128];
+	int i, ret = -1;
+
+	if (f->v6_next != 6) {
+		errno = EINVAL;
+		return -1;
+	}
+	td_buf_init(&b, TD_MAX_SECTION_SIZE);
+	td_buf_add_u32(&b, ncpus);
+	td_buf_add(&b, "options  ", 10);
+	td_buf_add(&b, f->options.data, f->options.len);
+	td_buf_add_u16(&b, zero);
+	td_buf_add(&b, "flyrecord", 10);
+	snprintf(clock, sizeof clock, "[%s]", f->p.clock);
+	clen = strlen(clock);
+	/* data starts after the table and the clock, page aligned */
+	pos = f->off + b.len + 16 * (uint64_t)ncpus + 8 + clen;
+	for (i = 0; i < f->p.ncpus; i++) {
+		struct td_spool *s = &f->cpu[i];
+		uint64_t off = 0;
+
+		if (s->bytes != 0) {
+			pos += (f->p.page_size - pos % f->p.page_size) %
+			    f->p.page_size;
+			off = pos;
+			pos += s->bytes;
+		}
+		td_buf_add_u64(&b, off);
+		td_buf_add_u64(&b, s->bytes);
+	}
+	td_buf_add_u64(&b, clen);
+	td_buf_add(&b, clock, clen);
+	if (td_file_write(f, b.data, b.len) == -1)
+		goto out;
+	for (i = 0; i < f->p.ncpus; i++) {
+		struct td_spool *s = &f->cpu[i];
+
+		if (s->bytes == 0)
+			continue;
+		if (td_file_pad(f, f->p.page_size) == -1 ||
+		    td_file_copy(f, s) == -1)
+			goto out;
+	}
+	ret = 0;
+out:
+	td_buf_free(&b);
+	return ret;
+}
+
+static void
+td_file_close_spools(struct td_file *f, bool unlink_them)
+{
+	int i;
+
+	for (i = 0; f->cpu != NULL && i < f->p.ncpus; i++) {
+		struct td_spool *s = &f->cpu[i];
+
+		if (s->fd != -1)
+			close(s->fd);
+		s->fd = -1;
+		if (s->path != NULL && unlink_them)
+			unlink(s->path);
+		free(s->path);
+		s->path = NULL;
+		free(s->chunk);
+		s->chunk = NULL;
+	}
+}
+
+/* Complete the file and move it into place. */
+int
+td_file_finish(struct td_file *f)
+{
+	int i, ret;
+
+	if (f->done || f->sec_id != -1 || f->fd == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (i = 0; i < f->p.ncpus; i++)
+		if (f->cpu[i].fd != -1 && td_spool_flush(f, &f->cpu[i]) == -1)
+			return -1;
+	ret = f->p.version == 7 ? td_file_finish_v7(f) : td_file_finish_v6(f);
+	if (ret == -1)
+		return -1;
+	if (rename(f->part, f->path) == -1)
+		return -1;
+	f->done = true;
+	td_file_close_spools(f, true);
+	close(f->fd);
+	f->fd = -1;
+	return 0;
+}
+
+/* Throw away an unfinished file. */
+void
+td_file_abort(struct td_file *f)
+{
+	int saved = errno;
+
+	if (f->done)
+		return;
+	td_file_close_spools(f, true);
+	if (f->fd != -1) {
+		close(f->fd);
+		f->fd = -1;
+	}
+	if (f->part != NULL)
+		unlink(f->part);
+	f->done = true;
+	errno = saved;
+}
+
+/* Free a writer. */
+void
+td_file_free(struct td_file *f)
+{
+	if (f == NULL)
+		return;
+	if (!f->done && f->part != NULL)
+		td_file_abort(f);
+	td_file_close_spools(f, false);
+	free(f->cpu);
+	td_buf_free(&f->sec_out);
+	td_buf_free(&f->options);
+	td_buf_free(&f->strings);
+	td_codec_free(f->codec);
+	free(f->cbuf);
+	free(f->path);
+	free(f->part);
+	free((char *)(uintptr_t)f->p.clock);
+	free(f);
+}
+
+/* Pages received for a CPU. */
+uint64_t
+td_file_cpu_pages(const struct td_file *f, int cpu)
+{
+	if (cpu < 0 || cpu >= f->p.ncpus)
+		return 0;
+	return f->cpu[cpu].pages;
+}
+
+/* Size of the written file. */
+uint64_t
+td_file_size(const struct td_file *f)
+{
+	return f->off;
+}

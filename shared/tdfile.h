@@ -1,0 +1,102 @@
+/*
+ * tdfile.h: the trace.dat writer, shared by tdagent (local recording) and
+ * tdlisten (files assembled from the network).
+ *
+ * It writes version 7 files as trace-cmd 3.1.6 reads them (16-byte section
+ * headers, compressed metadata sections, chunked compressed CPU data, a
+ * STRINGS section, linked options sections) and version 6 files (flyrecord
+ * with options, no compression).  All sizes and offsets are 64-bit.
+ *
+ * Life cycle: td_file_create() opens "PATH.part" beside the final path; the
+ * caller adds metadata sections (streamed, so kallsyms never sits in memory
+ * whole), options, and CPU pages in any interleaving across CPUs; pages go to
+ * one spool file per CPU in the same directory ("PATH.cpuN.part"), compressed
+ * chunk by chunk.  td_file_finish() appends the CPU data, options and strings,
+ * renames the file into place and removes the spools.  td_file_abort()
+ * removes everything instead.  A file is therefore either complete at PATH or
+ * absent: never a silently corrupt PATH.
+ *
+ * Version 6 fixes the order of metadata: HEADER_INFO, FTRACE_EVENTS,
+ * EVENT_FORMATS, KALLSYMS, PRINTK, CMDLINES; a section out of that order
+ * fails with EINVAL.  Version 7 takes them in any order, each at most once.
+ *
+ * Numbers are written in host byte order, which the file declares.  Memory
+ * use is bounded: one chunk per CPU plus the options and strings.  Not thread
+ * safe; one writer per recording.  Functions return 0 or -1 with errno set;
+ * nothing here logs.
+ */
+#ifndef TD_TDFILE_H
+#define TD_TDFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compress.h"
+
+/* Section and option ids, trace-cmd's numbering (never renumber). */
+enum td_opt {
+	TD_OPT_DONE		= 0,
+	TD_OPT_DATE		= 1,
+	TD_OPT_CPUSTAT		= 2,
+	TD_OPT_BUFFER		= 3,
+	TD_OPT_TRACECLOCK	= 4,
+	TD_OPT_UNAME		= 5,
+	TD_OPT_HOOK		= 6,
+	TD_OPT_OFFSET		= 7,
+	TD_OPT_CPUCOUNT		= 8,
+	TD_OPT_VERSION		= 9,
+	TD_OPT_PROCMAPS		= 10,
+	TD_OPT_TRACEID		= 11,
+	TD_OPT_TIME_SHIFT	= 12,
+	TD_OPT_GUEST		= 13,
+	TD_OPT_TSC2NSEC		= 14,
+	TD_OPT_STRINGS		= 15,
+	TD_OPT_HEADER_INFO	= 16,
+	TD_OPT_FTRACE_EVENTS	= 17,
+	TD_OPT_EVENT_FORMATS	= 18,
+	TD_OPT_KALLSYMS		= 19,
+	TD_OPT_PRINTK		= 20,
+	TD_OPT_CMDLINES		= 21,
+	TD_OPT_BUFFER_TEXT	= 22,
+};
+
+struct td_file_params {
+	int		 version;	/* 6 or 7 */
+	enum td_codec_id codec;		/* v7 only; v6 is never compressed */
+	int		 level;		/* codec level, 0 = fast default */
+	uint32_t	 page_size;	/* ring-buffer sub-buffer size */
+	uint8_t		 long_size;	/* recorder's user-space long: 4 or 8 */
+	int		 ncpus;		/* CPUs of the traced machine */
+	const char	*clock;		/* trace clock name, e.g. "local" */
+};
+
+struct td_file;
+
+struct td_file	*td_file_create(const char *path,
+		    const struct td_file_params *p);
+/* Stream a metadata section: begin, write its content in pieces, end. */
+int		 td_file_section_begin(struct td_file *f, enum td_opt id);
+int		 td_file_section_write(struct td_file *f, const void *p,
+		    size_t n);
+int		 td_file_section_end(struct td_file *f);
+/* The three calls above in one, for a section held in memory. */
+int		 td_file_section_add(struct td_file *f, enum td_opt id,
+		    const void *p, size_t n);
+/* Queue an option record; written at td_file_finish(). */
+int		 td_file_add_option(struct td_file *f, enum td_opt id,
+		    const void *p, size_t n);
+/* Append one ring-buffer page of a CPU; n < page_size is zero-padded. */
+int		 td_file_cpu_page(struct td_file *f, int cpu, const void *p,
+		    size_t n);
+/* Write everything, rename into place.  The handle must then be freed. */
+int		 td_file_finish(struct td_file *f);
+/* Remove the partial output and spools. */
+void		 td_file_abort(struct td_file *f);
+/* Free a finished or aborted writer (aborts an unfinished one). */
+void		 td_file_free(struct td_file *f);
+/* Pages appended for one CPU so far. */
+uint64_t	 td_file_cpu_pages(const struct td_file *f, int cpu);
+/* Bytes written to the final file (after td_file_finish()). */
+uint64_t	 td_file_size(const struct td_file *f);
+
+#endif
