@@ -163,7 +163,8 @@ td_codec_compress(struct td_codec *c, const void *src, size_t len, void *dst,
 			errno = ENOSPC;
 			return -1;
 		}
-		memcpy(dst, src, len);
+		if (len != 0)	/* an empty td_buf has data == NULL */
+			memcpy(dst, src, len);
 		return (ssize_t)len;
 	}
 }
@@ -190,7 +191,8 @@ td_codec_decompress(struct td_codec *c, const void *src, size_t len,
 	default:
 		if (len != want)
 			goto bad;
-		memcpy(dst, src, len);
+		if (len != 0)
+			memcpy(dst, src, len);
 		return (ssize_t)len;
 	}
 bad:

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "limits.h"
+#include "tdlimits.h"
 #include "tdfile.h"
 #include "xmalloc.h"
 #include "banned.h"

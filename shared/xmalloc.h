@@ -3,7 +3,7 @@
  *
  * Use these for bookkeeping structures whose size the program controls.  Big
  * data buffers, and anything sized by a remote peer, are bounded by
- * shared/limits.h and allocated with plain malloc() and a checked result.
+ * shared/tdlimits.h and allocated with plain malloc() and a checked result.
  */
 #ifndef TD_XMALLOC_H
 #define TD_XMALLOC_H

@@ -1,5 +1,5 @@
 /*
- * limits.h: every cap on a buffer fed from the network, the disk or the
+ * tdlimits.h: every cap on a buffer fed from the network, the disk or the
  * kernel lives here, so that the bounds of the program can be read in one
  * place.  Values are bytes unless the name says otherwise.
  */

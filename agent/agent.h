@@ -1,0 +1,31 @@
+/*
+ * agent.h: what tdagent's command line asks for, shared by its modules.
+ */
+#ifndef TD_AGENT_H
+#define TD_AGENT_H
+
+#include "compress.h"
+#include "tdlimits.h"
+
+struct agent_event {
+	const char	*spec;		/* "SYSTEM", "SYSTEM:EVENT" or "all" */
+	const char	*filter;	/* -f after it, or NULL */
+};
+
+struct agent_opts {
+	const char		*output;	/* -o FILE */
+	int			 file_version;	/* 6 or 7 */
+	enum td_codec_id	 codec;
+	int			 buffer_kb;	/* -b, 0 = kernel default */
+	const char		*clock;		/* -C, NULL = keep */
+	double			 seconds;	/* -s, 0 = until stopped */
+	char			**argv;		/* -- COMMAND ARGS, or NULL */
+	struct agent_event	 events[TD_MAX_EVENT_ARGS];
+	int			 nevents;
+	int			 verbosity;	/* -1 quiet, 0, 1 verbose */
+};
+
+/* tdagent check-events [-N] [-t DIR] */
+int	checkevents_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * instance.h: tdagent's own ftrace instance.
+ *
+ * tdagent never touches the top-level buffer, /proc/sys or the function
+ * tracer files: it creates "instances/tracedock-<pid>", configures it, and
+ * removes it on every exit path (instance_cleanup() is safe to call from the
+ * fatal hook and more than once).  Failures return -1 and fill a caller
+ * buffer with a message a user can act on (the kernel's error_log text for a
+ * rejected filter); this module does not log.
+ */
+#ifndef TD_INSTANCE_H
+#define TD_INSTANCE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct instance;
+struct tracefs_instance;
+
+/* Find or mount tracefs; -1 with a message if there is none. */
+int		 instance_check_tracefs(char *err, size_t errlen);
+struct instance	*instance_create(char *err, size_t errlen);
+/* Enable "SYSTEM", "SYSTEM:EVENT" or "all"; -1 if nothing matched. */
+int		 instance_enable(struct instance *in, const char *spec,
+		    char *err, size_t errlen);
+/* Set a filter on the events of spec (as given to instance_enable). */
+int		 instance_filter(struct instance *in, const char *spec,
+		    const char *filter, char *err, size_t errlen);
+int		 instance_set_clock(struct instance *in, const char *clock,
+		    char *err, size_t errlen);
+int		 instance_set_buffer_kb(struct instance *in, int kb,
+		    char *err, size_t errlen);
+int		 instance_set_tracing(struct instance *in, int on);
+/* Wake readers when a CPU buffer is pct percent full. */
+int		 instance_set_buffer_percent(struct instance *in, int pct);
+/* Do not record the events of this process (set_event_notrace_pid). */
+int		 instance_exclude_pid(struct instance *in, pid_t pid);
+/* Drop what is in the buffer (before a recording starts). */
+int		 instance_clear(struct instance *in);
+/* Read a file of the instance, NUL-terminated; caller frees. */
+char		*instance_read(struct instance *in, const char *file,
+		    size_t *size);
+/* Path of a file in the instance; caller frees. */
+char		*instance_path(struct instance *in, const char *file);
+/* Clock in use, e.g. "local"; owned by the instance. */
+const char	*instance_clock(struct instance *in);
+/* "SYSTEM:EVENT" lines of the enabled events (set_event). */
+char		*instance_enabled_events(struct instance *in);
+struct tracefs_instance *instance_tracefs(struct instance *in);
+/* Remove the instance from tracefs and free it. */
+void		 instance_destroy(struct instance *in);
+/* Remove the live instance, if any (for fatal paths and signals). */
+void		 instance_cleanup(void);
+
+#endif

@@ -1,0 +1,475 @@
+/*
+ * meta.c: header sections and options, read from tracefs and /proc.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <tracefs.h>
+
+#include "buf.h"
+#include "instance.h"
+#include "tdlimits.h"
+#include "meta.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+static int
+meta_file_begin(void *arg, enum td_opt id)
+{
+	return td_file_section_begin(arg, id);
+}
+
+static int
+meta_file_write(void *arg, const void *p, size_t n)
+{
+	return td_file_section_write(arg, p, n);
+}
+
+static int
+meta_file_end(void *arg)
+{
+	return td_file_section_end(arg);
+}
+
+static int
+meta_file_option(void *arg, enum td_opt id, const void *p, size_t n)
+{
+	return td_file_add_option(arg, id, p, n);
+}
+
+/* Point a sink at a trace.dat writer. */
+void
+meta_sink_file(struct meta_sink *s, struct td_file *f)
+{
+	s->begin = meta_file_begin;
+	s->write = meta_file_write;
+	s->end = meta_file_end;
+	s->option = meta_file_option;
+	s->arg = f;
+}
+
+static int
+meta_fail(char *err, size_t errlen, const char *what)
+{
+	snprintf(err, errlen, "%s: %s", what, strerror(errno));
+	return -1;
+}
+
+/* Find "field: ... NAME;\toffset:X;\tsize:Y;" in a header_page text. */
+static int
+meta_field(const char *text, const char *name, unsigned *off, unsigned *size)
+{
+	const char *p = strstr(text, name);
+
+	if (p == NULL)
+		return -1;
+	if (sscanf(p + strlen(name), ";%*[ \t]offset:%u;%*[ \t]size:%u;",
+	    off, size) != 2)
+		return -1;
+	return 0;
+}
+
+/* Page geometry of the kernel's ring buffer. */
+int
+meta_geometry(uint32_t *page_size, int *commit_size, char *err,
+    size_t errlen)
+{
+	unsigned doff, dsize, coff, csize;
+	char *t;
+
+	t = tracefs_instance_file_read(NULL, "events/header_page", NULL);
+	if (t == NULL)
+		return meta_fail(err, errlen, "cannot read events/header_page");
+	if (meta_field(t, "char data", &doff, &dsize) == -1 ||
+	    meta_field(t, "local_t commit", &coff, &csize) == -1 ||
+	    doff + dsize > TD_MAX_PAGE_SIZE || (csize != 4 && csize != 8)) {
+		snprintf(err, errlen, "cannot parse events/header_page");
+		free(t);
+		return -1;
+	}
+	free(t);
+	*page_size = doff + dsize;
+	*commit_size = (int)csize;
+	return 0;
+}
+
+static int
+meta_put(const struct meta_sink *s, const void *p, size_t n)
+{
+	return s->write(s->arg, p, n);
+}
+
+static int
+meta_put_u32(const struct meta_sink *s, uint32_t v)
+{
+	return s->write(s->arg, &v, sizeof v);
+}
+
+static int
+meta_put_u64(const struct meta_sink *s, uint64_t v)
+{
+	return s->write(s->arg, &v, sizeof v);
+}
+
+/* "name\0" u64 size, text: the two entries of HEADER_INFO. */
+static int
+meta_header_file(const struct meta_sink *s, const char *name,
+    const char *file, char *err, size_t errlen)
+{
+	char *t;
+	int n = 0, ret;
+
+	t = tracefs_instance_file_read(NULL, file, &n);
+	if (t == NULL) {
+		snprintf(err, errlen, "cannot read %s: %s", file,
+		    strerror(errno));
+		return -1;
+	}
+	ret = 0;
+	if (meta_put(s, name, strlen(name) + 1) == -1 ||
+	    meta_put_u64(s, n) == -1 || meta_put(s, t, n) == -1)
+		ret = meta_fail(err, errlen, "cannot write header info");
+	free(t);
+	return ret;
+}
+
+/* u64 size + format, for each event of a system in list. */
+static int
+meta_formats(const struct meta_sink *s, const char *sys, char **events,
+    int n, char *err, size_t errlen)
+{
+	char *fmt;
+	int i, size;
+
+	for (i = 0; i < n; i++) {
+		fmt = tracefs_event_file_read(NULL, sys, events[i], "format",
+		    &size);
+		if (fmt == NULL) {
+			snprintf(err, errlen, "cannot read format of %s:%s: %s",
+			    sys, events[i], strerror(errno));
+			return -1;
+		}
+		if (meta_put_u64(s, size) || meta_put(s, fmt, size)) {
+			free(fmt);
+			return meta_fail(err, errlen, "cannot write formats");
+		}
+		free(fmt);
+	}
+	return 0;
+}
+
+static int
+meta_strcmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* FTRACE_EVENTS: every format under events/ftrace. */
+static int
+meta_ftrace(const struct meta_sink *s, char *err, size_t errlen)
+{
+	char **evs;
+	int n, ret;
+
+	evs = tracefs_system_events(NULL, "ftrace");
+	n = evs ? tracefs_list_size(evs) : 0;
+	if (n > 0)
+		qsort(evs, n, sizeof *evs, meta_strcmp);
+	if (s->begin(s->arg, TD_OPT_FTRACE_EVENTS) == -1 ||
+	    meta_put_u32(s, n) == -1) {
+		tracefs_list_free(evs);
+		return meta_fail(err, errlen, "cannot write ftrace formats");
+	}
+	ret = meta_formats(s, "ftrace", evs, n, err, errlen);
+	tracefs_list_free(evs);
+	if (ret == 0 && s->end(s->arg) == -1)
+		return meta_fail(err, errlen, "cannot write ftrace formats");
+	return ret;
+}
+
+/*
+ * EVENT_FORMATS: the formats of the enabled events, grouped by system, in
+ * the order set_event lists them (ftrace's own events live in FTRACE_EVENTS).
+ */
+static int
+meta_events(struct instance *in, const struct meta_sink *s, char *err,
+    size_t errlen)
+{
+	char *set, *line, *save = NULL, *c;
+	char **sys = NULL, ***evs = NULL;
+	int *nev = NULL, nsys = 0, i, j, ret = -1;
+
+	set = instance_enabled_events(in);
+	for (line = set ? strtok_r(set, "\n", &save) : NULL; line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if ((c = strchr(line, ':')) == NULL)
+			continue;
+		*c++ = '\0';
+		if (strcmp(line, "ftrace") == 0)
+			continue;
+		for (i = 0; i < nsys && strcmp(sys[i], line) != 0; i++)
+			;
+		if (i == nsys) {
+			sys = xreallocarray(sys, nsys + 1, sizeof *sys);
+			evs = xreallocarray(evs, nsys + 1, sizeof *evs);
+			nev = xreallocarray(nev, nsys + 1, sizeof *nev);
+			sys[i] = line;
+			evs[i] = NULL;
+			nev[i] = 0;
+			nsys++;
+		}
+		evs[i] = xreallocarray(evs[i], nev[i] + 1, sizeof **evs);
+		evs[i][nev[i]++] = c;
+	}
+	if (s->begin(s->arg, TD_OPT_EVENT_FORMATS) == -1 ||
+	    meta_put_u32(s, nsys) == -1) {
+		meta_fail(err, errlen, "cannot write event formats");
+		goto out;
+	}
+	for (i = 0; i < nsys; i++) {
+		if (meta_put(s, sys[i], strlen(sys[i]) + 1) == -1 ||
+		    meta_put_u32(s, nev[i]) == -1) {
+			meta_fail(err, errlen, "cannot write event formats");
+			goto out;
+		}
+		if (meta_formats(s, sys[i], evs[i], nev[i], err, errlen) == -1)
+			goto out;
+	}
+	if (s->end(s->arg) == -1) {
+		meta_fail(err, errlen, "cannot write event formats");
+		goto out;
+	}
+	ret = 0;
+out:
+	for (j = 0; j < nsys; j++)
+		free(evs[j]);
+	free(evs);
+	free(nev);
+	free(sys);
+	free(set);
+	return ret;
+}
+
+/* Bytes in a file that reports size 0 (procfs): read it through. */
+static int64_t
+meta_file_length(const char *path)
+{
+	char buf[65536];
+	int64_t total = 0;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		total += n;
+	close(fd);
+	return n < 0 ? -1 : total;
+}
+
+/*
+ * KALLSYMS: u32 size then /proc/kallsyms.  The size must come first but the
+ * file reports none, so read it twice: once to count, once to stream.  If a
+ * module loaded in between, cut at the last whole line and pad with newlines
+ * (the parser skips empty lines) so the size stays exact.
+ */
+static int
+meta_kallsyms(const struct meta_sink *s, char *err, size_t errlen)
+{
+	static const char path[] = "/proc/kallsyms";
+	char buf[65536];
+	int64_t size, left;
+	ssize_t n;
+	int fd;
+
+	size = meta_file_length(path);
+	if (size < 0 || size > TD_MAX_SECTION_SIZE - 4)
+		size = 0;	/* no kallsyms: an empty section is valid */
+	if (s->begin(s->arg, TD_OPT_KALLSYMS) == -1 ||
+	    meta_put_u32(s, (uint32_t)size) == -1)
+		return meta_fail(err, errlen, "cannot write kallsyms");
+	left = size;
+	fd = size ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	while (fd != -1 && left > 0) {
+		n = read(fd, buf, left < (int64_t)sizeof buf ? left :
+		    (int64_t)sizeof buf);
+		if (n <= 0)
+			break;
+		if (n == left && buf[n - 1] != '\n') {
+			/* the file grew: end on the last whole line */
+			while (n > 0 && buf[n - 1] != '\n')
+				n--;
+		}
+		if (meta_put(s, buf, n) == -1) {
+			close(fd);
+			return meta_fail(err, errlen, "cannot write kallsyms");
+		}
+		left -= n;
+		if (n == 0)
+			break;
+	}
+	if (fd != -1)
+		close(fd);
+	memset(buf, '\n', sizeof buf);
+	while (left > 0) {
+		n = left < (int64_t)sizeof buf ? left : (int64_t)sizeof buf;
+		if (meta_put(s, buf, n) == -1)
+			return meta_fail(err, errlen, "cannot write kallsyms");
+		left -= n;
+	}
+	if (s->end(s->arg) == -1)
+		return meta_fail(err, errlen, "cannot write kallsyms");
+	return 0;
+}
+
+/* A section of {uN size, text} from a top-level tracefs file. */
+static int
+meta_text_section(const struct meta_sink *s, enum td_opt id,
+    const char *file, int wide, char *err, size_t errlen)
+{
+	char *t;
+	int n = 0, ret;
+
+	t = tracefs_instance_file_read(NULL, file, &n);
+	if (t == NULL)
+		n = 0;		/* absent file: empty but valid section */
+	ret = s->begin(s->arg, id);
+	if (ret == 0)
+		ret = wide ? meta_put_u64(s, n) : meta_put_u32(s, n);
+	if (ret == 0 && n > 0)
+		ret = meta_put(s, t, n);
+	if (ret == 0)
+		ret = s->end(s->arg);
+	free(t);
+	if (ret == -1)
+		return meta_fail(err, errlen, file);
+	return 0;
+}
+
+/* The sections known before recording starts. */
+int
+meta_write_headers(struct instance *in, const struct meta_sink *s,
+    char *err, size_t errlen)
+{
+	if (s->begin(s->arg, TD_OPT_HEADER_INFO) == -1)
+		return meta_fail(err, errlen, "cannot write header info");
+	if (meta_header_file(s, "header_page", "events/header_page", err,
+	    errlen) == -1 || meta_header_file(s, "header_event",
+	    "events/header_event", err, errlen) == -1)
+		return -1;
+	if (s->end(s->arg) == -1)
+		return meta_fail(err, errlen, "cannot write header info");
+	if (meta_ftrace(s, err, errlen) == -1 ||
+	    meta_events(in, s, err, errlen) == -1 ||
+	    meta_kallsyms(s, err, errlen) == -1 ||
+	    meta_text_section(s, TD_OPT_PRINTK, "printk_formats", 0, err,
+	    errlen) == -1)
+		return -1;
+	return 0;
+}
+
+/* The saved command lines, at the end of a recording. */
+int
+meta_write_cmdlines(const struct meta_sink *s, char *err, size_t errlen)
+{
+	return meta_text_section(s, TD_OPT_CMDLINES, "saved_cmdlines", 1,
+	    err, errlen);
+}
+
+static int
+meta_option_str(const struct meta_sink *s, enum td_opt id, const char *str)
+{
+	return s->option(s->arg, id, str, strlen(str) + 1);
+}
+
+/* Options describing the machine and the recording. */
+int
+meta_write_options(struct instance *in, const struct meta_sink *s,
+    uint64_t trace_id, char *err, size_t errlen)
+{
+	struct utsname u;
+	char *clock, *uts = NULL;
+	int ret;
+
+	clock = instance_read(in, "trace_clock", NULL);
+	if (uname(&u) == 0)
+		xasprintf(&uts, "%s %s %s %s", u.sysname, u.nodename,
+		    u.release, u.machine);
+	ret = 0;
+	if (meta_option_str(s, TD_OPT_TRACECLOCK, clock ? clock : "") == -1 ||
+	    meta_option_str(s, TD_OPT_UNAME, uts ? uts : "") == -1 ||
+	    meta_option_str(s, TD_OPT_VERSION,
+	    "tracedock " PACKAGE_VERSION) == -1 ||
+	    s->option(s->arg, TD_OPT_TRACEID, &trace_id,
+	    sizeof trace_id) == -1)
+		ret = -1;
+	free(clock);
+	free(uts);
+	if (ret)
+		return meta_fail(err, errlen, "cannot write options");
+	return 0;
+}
+
+static uint64_t
+meta_stat_value(const char *text, const char *key)
+{
+	const char *p = text;
+	size_t n = strlen(key);
+
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, key, n) == 0 && p[n] == ':')
+			return strtoull(p + n + 1, NULL, 10);
+		p = strchr(p, '\n');
+		if (p != NULL)
+			p++;
+	}
+	return 0;
+}
+
+/* Pick the counters tdagent reports out of a stats file. */
+void
+meta_parse_cpustat(const char *text, struct meta_cpustat *st)
+{
+	st->entries = meta_stat_value(text, "entries");
+	st->overrun = meta_stat_value(text, "overrun");
+	st->commit_overrun = meta_stat_value(text, "commit overrun");
+	st->dropped = meta_stat_value(text, "dropped events");
+	st->read = meta_stat_value(text, "read events");
+}
+
+/* CPUSTAT options: "CPU: N\n" then the stats file. */
+int
+meta_write_cpustats(struct instance *in, int ncpus,
+    const struct meta_sink *s, struct meta_cpustat *st, char *err,
+    size_t errlen)
+{
+	struct td_buf b;
+	char file[64], *text;
+	int cpu, ret = 0;
+
+	td_buf_init(&b, TD_MAX_OPTION_SIZE);
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		snprintf(file, sizeof file, "per_cpu/cpu%d/stats", cpu);
+		text = instance_read(in, file, NULL);
+		memset(&st[cpu], 0, sizeof st[cpu]);
+		if (text == NULL)
+			continue;
+		meta_parse_cpustat(text, &st[cpu]);
+		td_buf_reset(&b);
+		if (td_buf_printf(&b, "CPU: %d\n%s", cpu, text) == -1 ||
+		    td_buf_add(&b, "", 1) == -1 ||
+		    s->option(s->arg, TD_OPT_CPUSTAT, b.data, b.len) == -1)
+			ret = -1;
+		free(text);
+	}
+	td_buf_free(&b);
+	if (ret == -1)
+		return meta_fail(err, errlen, "cannot write CPU stats");
+	return 0;
+}

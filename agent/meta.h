@@ -1,0 +1,58 @@
+/*
+ * meta.h: collect the header sections and options of a recording.
+ *
+ * The content of every section is produced in trace.dat's own layout (the
+ * same bytes in v6 and v7) and handed to a meta_sink, which frames it: the
+ * local file writer today, the network sender tomorrow.  Sections are
+ * streamed in pieces, so kallsyms (megabytes) never sits in memory whole.
+ * Returns 0 or -1 with a message in err; never logs.
+ */
+#ifndef TD_META_H
+#define TD_META_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tdfile.h"
+
+struct instance;
+
+struct meta_sink {
+	int	(*begin)(void *arg, enum td_opt id);
+	int	(*write)(void *arg, const void *p, size_t n);
+	int	(*end)(void *arg);
+	int	(*option)(void *arg, enum td_opt id, const void *p, size_t n);
+	void	*arg;
+};
+
+/* Per-CPU figures from per_cpu/cpuN/stats at the end of a recording. */
+struct meta_cpustat {
+	uint64_t	entries;
+	uint64_t	overrun;
+	uint64_t	commit_overrun;
+	uint64_t	dropped;
+	uint64_t	read;
+};
+
+/* A sink that writes into a td_file. */
+void	meta_sink_file(struct meta_sink *s, struct td_file *f);
+/* Sub-buffer size and commit field size from events/header_page. */
+int	meta_geometry(uint32_t *page_size, int *commit_size, char *err,
+	    size_t errlen);
+/* HEADER_INFO, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS, PRINTK. */
+int	meta_write_headers(struct instance *in, const struct meta_sink *s,
+	    char *err, size_t errlen);
+/* CMDLINES (taken at the end, when the recorded tasks are known). */
+int	meta_write_cmdlines(const struct meta_sink *s, char *err,
+	    size_t errlen);
+/* TRACECLOCK, UNAME, VERSION, TRACEID. */
+int	meta_write_options(struct instance *in, const struct meta_sink *s,
+	    uint64_t trace_id, char *err, size_t errlen);
+/* One CPUSTAT option per CPU; fills st[ncpus]. */
+int	meta_write_cpustats(struct instance *in, int ncpus,
+	    const struct meta_sink *s, struct meta_cpustat *st, char *err,
+	    size_t errlen);
+/* Parse the text of a per-CPU stats file. */
+void	meta_parse_cpustat(const char *text, struct meta_cpustat *st);
+
+#endif

@@ -1,0 +1,519 @@
+/*
+ * record.c: the local recording loop of tdagent.
+ *
+ * One thread, one epoll set: the per-CPU trace_pipe_raw readers, a
+ * signalfd (SIGINT, SIGTERM, SIGHUP, SIGCHLD) and a 100 ms timer.  A CPU is
+ * read when the kernel says its buffer reached the instance's buffer_percent
+ * watermark; reading stops at the first page that is not full, so the
+ * reader never chases the writer page by page.  The timer drains every CPU
+ * completely, partial pages included, so quiet CPUs still reach the file.
+ * Pages go to the trace.dat writer as they come: memory use does not grow
+ * with the length of the recording.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "instance.h"
+#include "log.h"
+#include "meta.h"
+#include "page.h"
+#include "record.h"
+#include "ring.h"
+#include "tdfile.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+#define RECORD_TICK_MS		100
+#define RECORD_BURST_PAGES	256
+#define RECORD_STATUS_AFTER_S	3.0
+#define RECORD_BUFFER_PERCENT	10
+
+struct record_cpu {
+	struct ring	*ring;
+	uint64_t	 pages;
+	uint64_t	 events;
+	uint64_t	 missed_pages;	/* pages flagged "events lost before" */
+	uint64_t	 missed_events;	/* counts the kernel stored */
+};
+
+struct recorder {
+	const struct agent_opts	*o;
+	struct instance		*in;
+	struct td_file		*file;
+	struct meta_sink	 sink;
+	uint32_t		 page_size;
+	int			 commit_size;
+	int			 ncpus;
+	struct record_cpu	*cpu;
+	uint8_t			*page;
+	int			 epfd;
+	int			 sigfd;
+	int			 timerfd;
+	pid_t			 child;
+	int			 child_status;
+	int			 go_fd;
+	bool			 stop;
+	int			 stop_sig;
+	bool			 failed;
+	bool			 status_shown;
+	struct timespec		 start;
+	char			 err[2048];
+};
+
+static double
+record_elapsed(const struct recorder *r)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - r->start.tv_sec) +
+	    (now.tv_nsec - r->start.tv_nsec) / 1e9;
+}
+
+/* Hand one page to the writer and count what it holds. */
+static int
+record_page(struct recorder *r, struct record_cpu *c, size_t n)
+{
+	struct td_page_info info;
+
+	if (td_page_parse(r->page, r->page_size, r->commit_size, &info) == 0) {
+		c->events += info.events;
+		if (info.missed) {
+			c->missed_pages++;
+			if (info.missed_stored)
+				c->missed_events += info.missed_count;
+		}
+	}
+	c->pages++;
+	if (td_file_cpu_page(r->file, ring_cpu(c->ring), r->page, n) == -1) {
+		snprintf(r->err, sizeof r->err, "cannot write '%s': %s",
+		    r->o->output, strerror(errno));
+		r->failed = true;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Read pages of one CPU.  At the end (final), read until the ring is empty.
+ * Otherwise stop at the first page that is not nearly full: that is the page
+ * the kernel is writing, and reading on would chase the writer one event at
+ * a time.  A burst limit keeps one busy CPU from starving the others.
+ */
+static int
+record_drain(struct recorder *r, struct record_cpu *c, bool final)
+{
+	struct td_page_info info;
+	size_t cap = r->page_size - 8 - r->commit_size;
+	ssize_t n;
+	int i;
+
+	for (i = 0; final || i < RECORD_BURST_PAGES; i++) {
+		n = ring_read(c->ring, r->page);
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			snprintf(r->err, sizeof r->err, "cannot read CPU %d "
+			    "ring buffer: %s", ring_cpu(c->ring),
+			    strerror(errno));
+			r->failed = true;
+			return -1;
+		}
+		if (record_page(r, c, n) == -1)
+			return -1;
+		if (!final && td_page_parse(r->page, r->page_size,
+		    r->commit_size, &info) == 0 && info.data_len < cap * 3 / 4)
+			return 0;
+	}
+	return 0;
+}
+
+static void
+record_status(struct recorder *r, bool final)
+{
+	uint64_t pages = 0, events = 0;
+	double t = record_elapsed(r);
+	int i;
+
+	if (r->o->verbosity < 0 || !isatty(STDERR_FILENO))
+		return;
+	if (!final && t < RECORD_STATUS_AFTER_S)
+		return;
+	if (final && !r->status_shown)
+		return;
+	for (i = 0; i < r->ncpus; i++) {
+		pages += r->cpu[i].pages;
+		events += r->cpu[i].events;
+	}
+	fprintf(stderr, "\rtdagent: %.1f s, %" PRIu64 " events, %.1f MB%s",
+	    t, events, pages * (double)r->page_size / 1e6,
+	    final ? "\n" : "   ");
+	r->status_shown = true;
+}
+
+/* Handle one signal from the signalfd. */
+static void
+record_signal(struct recorder *r)
+{
+	struct signalfd_siginfo si;
+	int status;
+
+	while (read(r->sigfd, &si, sizeof si) == sizeof si) {
+		if (si.ssi_signo == SIGCHLD) {
+			if (r->child > 0 &&
+			    waitpid(r->child, &status, WNOHANG) == r->child) {
+				r->child_status = status;
+				r->child = 0;
+				r->stop = true;
+			}
+			continue;
+		}
+		log_debug("signal %d: stopping", (int)si.ssi_signo);
+		r->stop = true;
+		r->stop_sig = si.ssi_signo;
+	}
+}
+
+/*
+ * Fork the command now, but let it exec only once tracing is on (the parent
+ * writes one byte to its pipe), so its first system call is recorded.
+ */
+static int
+record_spawn(struct recorder *r)
+{
+	sigset_t none;
+	int p[2];
+	char go;
+
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return -1;
+	r->child = fork();
+	if (r->child == -1) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (r->child == 0) {
+		close(p[1]);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (read(p[0], &go, 1) != 1)
+			_exit(127);
+		close(p[0]);
+		execvp(r->o->argv[0], r->o->argv);
+		fprintf(stderr, "tdagent: cannot run '%s': %s\n",
+		    r->o->argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[0]);
+	r->go_fd = p[1];
+	return 0;
+}
+
+static int
+record_setup(struct recorder *r)
+{
+	struct td_file_params fp;
+	struct epoll_event ev;
+	struct itimerspec its;
+	sigset_t set;
+	int i;
+
+	r->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+	if (r->ncpus < 1 || r->ncpus > TD_MAX_CPUS) {
+		snprintf(r->err, sizeof r->err, "cannot count CPUs");
+		return -1;
+	}
+	if (meta_geometry(&r->page_size, &r->commit_size, r->err,
+	    sizeof r->err) == -1)
+		return -1;
+	/*
+	 * Wake up when a CPU's buffer is 10% full rather than the kernel's
+	 * 50%: the syscall storm of bench/ loses events at 50% and 25% and
+	 * none at 10%, while 1% doubles the bytes through partial pages.
+	 */
+	if (instance_set_buffer_percent(r->in, RECORD_BUFFER_PERCENT) == -1)
+		log_debug("cannot set buffer_percent: %s", strerror(errno));
+	/* tdagent's own reads would feed the trace they read: leave them out */
+	if (instance_exclude_pid(r->in, getpid()) == -1)
+		log_debug("cannot exclude tdagent's own events: %s",
+		    strerror(errno));
+	r->page = xmalloc(r->page_size);
+	r->cpu = xcalloc(r->ncpus, sizeof *r->cpu);
+
+	memset(&fp, 0, sizeof fp);
+	fp.version = r->o->file_version;
+	fp.codec = r->o->codec;
+	fp.page_size = r->page_size;
+	fp.long_size = sizeof(long);
+	fp.ncpus = r->ncpus;
+	fp.clock = instance_clock(r->in);
+	r->file = td_file_create(r->o->output, &fp);
+	if (r->file == NULL) {
+		snprintf(r->err, sizeof r->err, "cannot create '%s': %s",
+		    r->o->output, strerror(errno));
+		return -1;
+	}
+	meta_sink_file(&r->sink, r->file);
+	if (meta_write_headers(r->in, &r->sink, r->err, sizeof r->err) == -1)
+		return -1;
+
+	if ((r->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		goto sys;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	r->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	r->timerfd = timerfd_create(CLOCK_MONOTONIC,
+	    TFD_NONBLOCK | TFD_CLOEXEC);
+	if (r->sigfd == -1 || r->timerfd == -1)
+		goto sys;
+	memset(&its, 0, sizeof its);
+	its.it_interval.tv_nsec = RECORD_TICK_MS * 1000000L;
+	its.it_value = its.it_interval;
+	if (timerfd_settime(r->timerfd, 0, &its, NULL) == -1)
+		goto sys;
+	memset(&ev, 0, sizeof ev);
+	ev.events = EPOLLIN;
+	ev.data.u32 = UINT32_MAX;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev) == -1)
+		goto sys;
+	ev.data.u32 = UINT32_MAX - 1;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev) == -1)
+		goto sys;
+	for (i = 0; i < r->ncpus; i++) {
+		r->cpu[i].ring = ring_open(r->in, i, r->page_size);
+		if (r->cpu[i].ring == NULL) {
+			if (errno == ENOENT)
+				continue;	/* CPU not present */
+			snprintf(r->err, sizeof r->err, "cannot open CPU %d "
+			    "ring buffer: %s", i, strerror(errno));
+			return -1;
+		}
+		ev.data.u32 = i;
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD,
+		    ring_fd(r->cpu[i].ring), &ev) == -1)
+			goto sys;
+	}
+	if (r->o->argv != NULL && record_spawn(r) == -1)
+		goto sys;
+	return 0;
+sys:
+	snprintf(r->err, sizeof r->err, "cannot set up recording: %s",
+	    strerror(errno));
+	return -1;
+}
+
+static void
+record_loop(struct recorder *r)
+{
+	struct epoll_event evs[64];
+	uint64_t ticks;
+	int i, n;
+
+	while (!r->stop && !r->failed) {
+		n = epoll_wait(r->epfd, evs, 64, -1);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			snprintf(r->err, sizeof r->err, "epoll_wait: %s",
+			    strerror(errno));
+			r->failed = true;
+			return;
+		}
+		for (i = 0; i < n && !r->failed; i++) {
+			uint32_t id = evs[i].data.u32;
+
+			if (id == UINT32_MAX)
+				record_signal(r);
+			else if (id == UINT32_MAX - 1) {
+				while (read(r->timerfd, &ticks,
+				    sizeof ticks) > 0)
+					;
+				for (int c = 0; c < r->ncpus; c++)
+					if (r->cpu[c].ring != NULL &&
+					    record_drain(r, &r->cpu[c],
+					    false) == -1)
+						break;
+				if (r->o->seconds > 0 &&
+				    record_elapsed(r) >= r->o->seconds)
+					r->stop = true;
+				record_status(r, false);
+			} else
+				record_drain(r, &r->cpu[id], false);
+		}
+	}
+}
+
+/* Stop tracing, take the rest of the data and finish the file. */
+static int
+record_finish(struct recorder *r, struct meta_cpustat *st)
+{
+	uint64_t id;
+	int i;
+
+	instance_set_tracing(r->in, 0);
+	for (i = 0; i < r->ncpus; i++)
+		if (r->cpu[i].ring != NULL &&
+		    record_drain(r, &r->cpu[i], true) == -1)
+			return -1;
+	if (getrandom(&id, sizeof id, 0) != sizeof id)
+		id = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (meta_write_cmdlines(&r->sink, r->err, sizeof r->err) == -1 ||
+	    meta_write_options(r->in, &r->sink, id, r->err,
+	    sizeof r->err) == -1 ||
+	    meta_write_cpustats(r->in, r->ncpus, &r->sink, st, r->err,
+	    sizeof r->err) == -1)
+		return -1;
+	if (td_file_finish(r->file) == -1) {
+		snprintf(r->err, sizeof r->err, "cannot write '%s': %s",
+		    r->o->output, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The one-line summary: events and bytes per CPU, and what was lost. */
+static void
+record_summary(struct recorder *r, const struct meta_cpustat *st)
+{
+	char line[4096];
+	size_t len = 0;
+	uint64_t overrun = 0, dropped = 0, events = 0;
+	int i;
+
+	for (i = 0; i < r->ncpus; i++) {
+		struct record_cpu *c = &r->cpu[i];
+
+		overrun += st[i].overrun;
+		dropped += st[i].dropped;
+		events += c->events;
+		if (c->pages == 0 || len >= sizeof line)
+			continue;
+		len += snprintf(line + len, sizeof line - len,
+		    "%scpu%d %" PRIu64 " events %.1f MB", len ? ", " : "", i,
+		    c->events, c->pages * (double)r->page_size / 1e6);
+	}
+	if (len == 0)
+		snprintf(line, sizeof line, "no events");
+	record_status(r, true);
+	log_info("%.2f s: %s; lost %" PRIu64 " (overrun %" PRIu64
+	    ", dropped %" PRIu64 "); %" PRIu64 " events in '%s' (%.1f MB)",
+	    record_elapsed(r), line, overrun + dropped, overrun, dropped,
+	    events, r->o->output, td_file_size(r->file) / 1e6);
+	if (overrun + dropped != 0)
+		log_warnx("the ring buffer lost %" PRIu64 " events: a larger "
+		    "buffer (-b) or fewer events (-e, -f) avoid it; the "
+		    "losses are marked in the file", overrun + dropped);
+}
+
+static void
+record_free(struct recorder *r)
+{
+	int i;
+
+	for (i = 0; r->cpu != NULL && i < r->ncpus; i++)
+		ring_close(r->cpu[i].ring);
+	if (r->file != NULL)
+		td_file_free(r->file);
+	if (r->epfd > 0)
+		close(r->epfd);
+	if (r->sigfd > 0)
+		close(r->sigfd);
+	if (r->timerfd > 0)
+		close(r->timerfd);
+	if (r->go_fd > 0)
+		close(r->go_fd);
+	free(r->cpu);
+	free(r->page);
+}
+
+static int
+record_exit_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+/* Run one recording; returns tdagent's exit status. */
+int
+record_run(struct instance *in, const struct agent_opts *o)
+{
+	struct recorder r;
+	struct meta_cpustat *st = NULL;
+	int ret = 1, status;
+
+	memset(&r, 0, sizeof r);
+	r.o = o;
+	r.in = in;
+	r.epfd = r.sigfd = r.timerfd = r.go_fd = -1;
+	if (record_setup(&r) == -1)
+		goto fail;
+	if (instance_clear(in) == -1 || instance_set_tracing(in, 1) == -1) {
+		snprintf(r.err, sizeof r.err, "cannot start tracing: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &r.start);
+	if (r.go_fd != -1) {
+		if (write(r.go_fd, "g", 1) != 1) {
+			snprintf(r.err, sizeof r.err, "cannot start '%s': %s",
+			    o->argv[0], strerror(errno));
+			goto fail;
+		}
+		close(r.go_fd);
+		r.go_fd = -1;
+	}
+	log_debug("recording %d CPUs into '%s'", r.ncpus, o->output);
+	record_loop(&r);
+	if (r.failed)
+		goto fail;
+	st = xcalloc(r.ncpus, sizeof *st);
+	if (record_finish(&r, st) == -1)
+		goto fail;
+	record_summary(&r, st);
+	ret = 0;
+	if (r.child > 0) {
+		/* stopped by a signal or -s: the command goes too */
+		kill(r.child, SIGTERM);
+		if (waitpid(r.child, &status, 0) == r.child)
+			r.child_status = status;
+		r.child = 0;
+	}
+	if (o->argv != NULL)
+		ret = record_exit_status(r.child_status);
+	goto out;
+fail:
+	log_warnx("%s", r.err);
+	instance_set_tracing(in, 0);
+	if (r.file != NULL)
+		td_file_abort(r.file);
+	if (r.child > 0) {
+		kill(r.child, SIGTERM);
+		waitpid(r.child, NULL, 0);
+	}
+	ret = 1;
+out:
+	free(st);
+	record_free(&r);
+	return ret;
+}

@@ -1,0 +1,268 @@
+/*
+ * tdagent.c: command line of tdagent, the recording side of tracedock.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "instance.h"
+#include "log.h"
+#include "record.h"
+#include "banned.h"
+
+/* Events recorded when no -e is given: who runs where, and interrupts. */
+static const char *const tdagent_default_events[] = {
+	"sched:sched_switch", "sched:sched_wakeup", "sched:sched_process_exec",
+	"sched:sched_process_exit", "irq",
+};
+
+enum {
+	OPT_FILE_VERSION = 1000,
+	OPT_COMPRESSION,
+	OPT_HELP,
+	OPT_VERSION,
+};
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: tdagent -o FILE [-e SYSTEM[:EVENT]]... [-f FILTER] [-b KB] [-C CLOCK]\n"
+"               [-s SECONDS] [--file-version 6|7]\n"
+"               [--compression zstd|zlib|none] [-q | -v] [-- COMMAND [ARGS...]]\n"
+"       tdagent check-events [-N] [-t TRACING_DIR]\n"
+"       tdagent --help | --version\n"
+"\n"
+"Record kernel trace events into a trace.dat file through a private ftrace\n"
+"instance.  Recording stops when COMMAND exits, after -s SECONDS, or on\n"
+"SIGINT/SIGTERM.\n"
+"\n"
+"  -o FILE            output trace.dat file\n"
+"  -e SYSTEM[:EVENT]  enable an event, a whole system, or \"all\" (repeatable;\n"
+"                     default: sched_switch, sched_wakeup, sched_process_exec,\n"
+"                     sched_process_exit and irq)\n"
+"  -f FILTER          filter for the -e just before it (kernel filter syntax)\n"
+"  -b KB              ring-buffer size per CPU in KiB (default: the kernel's)\n"
+"  -C CLOCK           trace clock: local, global, mono, mono_raw, boot, x86-tsc...\n"
+"  -s SECONDS         stop after SECONDS\n"
+"  --file-version N   7 (default) or 6\n"
+"  --compression C    zstd (default for v7), zlib or none; v6 is never compressed\n"
+"  -q                 print nothing but errors\n"
+"  -v                 say more\n"
+"  --help             show this help\n"
+"  --version          show the version\n");
+}
+
+static const struct option tdagent_longopts[] = {
+	{ "file-version", required_argument, NULL, OPT_FILE_VERSION },
+	{ "compression", required_argument, NULL, OPT_COMPRESSION },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+tdagent_number(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+tdagent_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tdagent: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'tdagent --help'.\n");
+	exit(2);
+}
+
+static void
+tdagent_parse(int argc, char **argv, struct agent_opts *o)
+{
+	bool codec_set = false;
+	double v;
+	int ch;
+
+	memset(o, 0, sizeof *o);
+	o->file_version = 7;
+	o->codec = TD_CODEC_ZSTD;
+	while ((ch = getopt_long(argc, argv, "+o:e:f:b:C:s:qv",
+	    tdagent_longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'e':
+			if (o->nevents == TD_MAX_EVENT_ARGS)
+				tdagent_usage_error("too many -e (at most "
+				    "%d)", TD_MAX_EVENT_ARGS);
+			o->events[o->nevents++].spec = optarg;
+			break;
+		case 'f':
+			if (o->nevents == 0)
+				tdagent_usage_error("-f '%s' needs an -e "
+				    "before it", optarg);
+			if (strlen(optarg) > TD_MAX_FILTER_LEN)
+				tdagent_usage_error("filter too long: '%.40s'",
+				    optarg);
+			o->events[o->nevents - 1].filter = optarg;
+			break;
+		case 'b':
+			if (tdagent_number(optarg, 1, 16 * 1024 * 1024,
+			    &v) == -1)
+				tdagent_usage_error("invalid buffer size '%s' "
+				    "(KiB, 1 to 16777216)", optarg);
+			o->buffer_kb = (int)v;
+			break;
+		case 'C':
+			o->clock = optarg;
+			break;
+		case 's':
+			if (tdagent_number(optarg, 0.001, 1e9, &v) == -1)
+				tdagent_usage_error("invalid duration '%s' "
+				    "(seconds)", optarg);
+			o->seconds = v;
+			break;
+		case 'q':
+			o->verbosity = -1;
+			break;
+		case 'v':
+			o->verbosity = 1;
+			break;
+		case OPT_FILE_VERSION:
+			if (strcmp(optarg, "6") == 0)
+				o->file_version = 6;
+			else if (strcmp(optarg, "7") == 0)
+				o->file_version = 7;
+			else
+				tdagent_usage_error("invalid file version '%s' "
+				    "(6 or 7)", optarg);
+			break;
+		case OPT_COMPRESSION:
+			if (td_codec_parse(optarg, &o->codec) == -1)
+				tdagent_usage_error("unknown compression '%s' "
+				    "(zstd, zlib or none)", optarg);
+			codec_set = true;
+			break;
+		case OPT_HELP:
+			usage(stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("tdagent (tracedock) %s\n", PACKAGE_VERSION);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'tdagent --help'.\n");
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		if (strcmp(argv[optind - 1], "--") != 0)
+			tdagent_usage_error("unexpected argument '%s' (put a "
+			    "command after --)", argv[optind]);
+		o->argv = argv + optind;
+	}
+	if (o->output == NULL)
+		tdagent_usage_error("no output: give -o FILE");
+	if (o->file_version == 6) {
+		if (codec_set && o->codec != TD_CODEC_NONE)
+			tdagent_usage_error("version 6 files cannot be "
+			    "compressed (drop --compression %s)",
+			    td_codec_name(o->codec));
+		o->codec = TD_CODEC_NONE;
+	}
+}
+
+/* Set up the instance as the options say; exit status on failure. */
+static int
+tdagent_configure(struct instance *in, struct agent_opts *o)
+{
+	char err[4096];
+	int i;
+
+	if (o->nevents == 0) {
+		for (i = 0; i < (int)(sizeof tdagent_default_events /
+		    sizeof *tdagent_default_events); i++)
+			o->events[o->nevents++].spec =
+			    tdagent_default_events[i];
+	}
+	for (i = 0; i < o->nevents; i++) {
+		if (instance_enable(in, o->events[i].spec, err,
+		    sizeof err) == -1) {
+			log_warnx("%s", err);
+			return 2;
+		}
+		if (o->events[i].filter != NULL &&
+		    instance_filter(in, o->events[i].spec,
+		    o->events[i].filter, err, sizeof err) == -1) {
+			log_warnx("%s", err);
+			return 2;
+		}
+	}
+	if (o->clock != NULL &&
+	    instance_set_clock(in, o->clock, err, sizeof err) == -1) {
+		log_warnx("%s", err);
+		return 2;
+	}
+	if (o->buffer_kb > 0 &&
+	    instance_set_buffer_kb(in, o->buffer_kb, err, sizeof err) == -1) {
+		log_warnx("%s", err);
+		return 1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct agent_opts o;
+	struct instance *in;
+	sigset_t set;
+	char err[1024];
+	int ret;
+
+	if (argc > 1 && strcmp(argv[1], "check-events") == 0)
+		return checkevents_main(argc - 1, argv + 1);
+
+	/* no signal may leave the instance behind: take them in the loop */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	tdagent_parse(argc, argv, &o);
+	log_init("tdagent", o.verbosity, 0);
+	if (geteuid() != 0)
+		fatalx("recording needs root: ftrace instances and per-CPU "
+		    "ring buffers are root-only");
+	if (instance_check_tracefs(err, sizeof err) == -1)
+		fatalx("%s", err);
+	if ((in = instance_create(err, sizeof err)) == NULL)
+		fatalx("%s", err);
+	log_set_fatal_hook(instance_cleanup);
+	ret = tdagent_configure(in, &o);
+	if (ret == 0)
+		ret = record_run(in, &o);
+	instance_destroy(in);
+	return ret;
+}

@@ -1,0 +1,92 @@
+/*
+ * tdread.h: a small bounded reader of trace.dat files, versions 6 and 7
+ * (v7 compressed with zstd or zlib, or not compressed).
+ *
+ * It exists because no tool on a Debian 12 machine reads zlib-compressed v7
+ * files, and because replaying and recovering recordings needs a reader that
+ * is safe on damaged input.  It gives back the bytes the writer
+ * (tdfile.h) was handed: the decompressed content of each metadata section,
+ * the raw data of each option, and every ring-buffer page of each CPU of the
+ * top-level buffer.  It does not interpret events.
+ *
+ * Bounds: every length and offset read from the file is checked against the
+ * file size and against the caps of tdlimits.h before anything is allocated or
+ * read, so a hostile or truncated file makes a call fail with EBADMSG and
+ * never crash or allocate without bound.  Memory use is one decompressed
+ * chunk (at most TD_MAX_CHUNK_SIZE) plus one page while pages are walked,
+ * and the caller's buffer for sections and options.
+ *
+ * Numbers are converted from the endianness the file declares; pages are
+ * handed out as stored.  A handle is not thread safe.  Functions return 0 or
+ * -1 with errno set, constructors a pointer or NULL; nothing here logs.
+ */
+#ifndef TD_TDREAD_H
+#define TD_TDREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compress.h"
+#include "tdfile.h"
+
+struct td_buf;
+struct td_read;
+
+/*
+ * Open and check a trace.dat file: the initial format, the options (v7) or
+ * the whole header (v6), and the table of CPU data.  NULL with errno set on
+ * failure: EBADMSG for a malformed file, EOPNOTSUPP for an unknown codec or
+ * version, or the error of open/read.
+ */
+struct td_read	*td_read_open(const char *path);
+/* Close a reader; NULL is fine. */
+void		 td_read_close(struct td_read *r);
+
+/* File version: 6 or 7. */
+int		 td_read_version(const struct td_read *r);
+/* Codec of the metadata and CPU data (always TD_CODEC_NONE for v6). */
+enum td_codec_id td_read_codec(const struct td_read *r);
+/* Ring-buffer page size declared by the file. */
+uint32_t	 td_read_page_size(const struct td_read *r);
+/* Size of a long of the recording machine: 4 or 8. */
+int		 td_read_long_size(const struct td_read *r);
+/* CPU count of the recording (CPUCOUNT option in v7, header in v6). */
+int		 td_read_ncpus(const struct td_read *r);
+/* Trace clock of the top-level buffer ("" if the file names none). */
+const char	*td_read_clock(const struct td_read *r);
+/* Bytes of stored data of one CPU, as the file declares them. */
+uint64_t	 td_read_cpu_size(const struct td_read *r, int cpu);
+
+/*
+ * Replace the content of out with the decompressed content of a metadata
+ * section: TD_OPT_HEADER_INFO, _FTRACE_EVENTS, _EVENT_FORMATS, _KALLSYMS,
+ * _PRINTK, _CMDLINES, or TD_OPT_STRINGS (all STRINGS sections concatenated,
+ * v7 only).  The bytes are the same for v6 and v7.  ENOENT if the file has
+ * no such section, EINVAL for another id, ENOBUFS if out's cap is too small.
+ */
+int		 td_read_section(struct td_read *r, enum td_opt id,
+		    struct td_buf *out);
+
+/*
+ * Replace the content of out with the data of the nth (from 0) option
+ * record with this id, in file order across all options sections (v7) or
+ * in the options block (v6).  ENOENT if there are not that many.
+ */
+int		 td_read_option(struct td_read *r, enum td_opt id, int nth,
+		    struct td_buf *out);
+
+/*
+ * Call cb for every page of a CPU of the top-level buffer, in order,
+ * decompressing chunks as needed.  Pages are page_size bytes except perhaps
+ * a short last one; the memory is valid only during the call.  A CPU
+ * without data gives no call.  The chunk table is checked before the first
+ * call, so a malformed layout gives EBADMSG with no page delivered; a chunk
+ * that fails to decompress stops the walk at that chunk.  If cb returns
+ * non-zero the walk stops and -1 is returned with cb's errno.  EINVAL for a
+ * CPU out of range.
+ */
+int		 td_read_cpu_pages(struct td_read *r, int cpu,
+		    int (*cb)(void *arg, const void *page, size_t len),
+		    void *arg);
+
+#endif
