@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,41 @@ instance_check_tracefs(char *err, size_t errlen)
 	return -1;
 }
 
+/*
+ * Remove instances left by tdagents that died without cleaning up (kill -9,
+ * a crash): their name carries a pid that no longer exists.
+ */
+static void
+instance_reap_stale(void)
+{
+	char **list;
+	long pid;
+	char *end;
+	int i;
+
+	list = tracefs_instances(NULL);
+	for (i = 0; list != NULL && list[i] != NULL; i++) {
+		if (strncmp(list[i], "tracedock-", 10) != 0)
+			continue;
+		pid = strtol(list[i] + 10, &end, 10);
+		if (*end != '\0' || pid <= 0 || kill((pid_t)pid, 0) == 0 ||
+		    errno != ESRCH) {
+			continue;
+		}
+		{
+			struct tracefs_instance *ti;
+
+			ti = tracefs_instance_alloc(NULL, list[i]);
+			if (ti != NULL) {
+				tracefs_trace_off(ti);
+				tracefs_instance_destroy(ti);
+				tracefs_instance_free(ti);
+			}
+		}
+	}
+	tracefs_list_free(list);
+}
+
 /* Create instances/tracedock-<pid>, tracing off, buffer empty. */
 struct instance *
 instance_create(char *err, size_t errlen)
@@ -49,6 +85,7 @@ instance_create(char *err, size_t errlen)
 	struct instance *in;
 	char name[64];
 
+	instance_reap_stale();
 	snprintf(name, sizeof name, "tracedock-%ld", (long)getpid());
 	in = xcalloc(1, sizeof *in);
 	in->ti = tracefs_instance_create(name);
@@ -188,6 +225,8 @@ instance_set_clock(struct instance *in, const char *clock, char *err,
 		}
 	}
 	if (found == NULL) {
+		if (avail != NULL)
+			avail[strcspn(avail, "\n")] = '\0';
 		snprintf(err, errlen, "unknown trace clock '%s' (available: "
 		    "%s)", clock, avail ? avail : "?");
 		free(avail);

@@ -37,7 +37,7 @@ usage(FILE *fp)
 "usage: tdagent -o FILE [-e SYSTEM[:EVENT]]... [-f FILTER] [-b KB] [-C CLOCK]\n"
 "               [-s SECONDS] [--file-version 6|7]\n"
 "               [--compression zstd|zlib|none] [-q | -v] [-- COMMAND [ARGS...]]\n"
-"       tdagent check-events [-N] [-t TRACING_DIR]\n"
+"       tdagent check-events [-N] [-v] [-t TRACING_DIR]\n"
 "       tdagent --help | --version\n"
 "\n"
 "Record kernel trace events into a trace.dat file through a private ftrace\n"

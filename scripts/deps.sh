@@ -1,0 +1,23 @@
+#!/bin/sh
+# deps.sh: install the Debian 12 packages tracedock needs to build, test and
+# benchmark; does nothing when they are all present.  Run as root.
+set -eu
+PKGS="build-essential autoconf automake libtool pkg-config
+libevent-dev libssl-dev zlib1g-dev libzstd-dev
+libtracefs-dev libtraceevent-dev libtracecmd-dev libcmocka-dev
+trace-cmd util-linux procps time"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+	    missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "deps.sh: missing packages:$missing (run as root to install them)" >&2
+	exit 1
+fi
+echo "deps.sh: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

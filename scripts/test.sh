@@ -1,0 +1,58 @@
+#!/bin/sh
+# test.sh: the whole test suite.  Installs what is missing, builds, runs
+# "make check" (unit tests and end-to-end tests on the real tracefs), then
+# the same suite built with ASan+UBSan, then "make distcheck".  As root the
+# end-to-end tests must run: a missing tracefs is a failure, not a skip.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/deps.sh" || exit 1
+if [ "$(id -u)" = 0 ]; then
+	TD_REQUIRE_TRACEFS=1
+	export TD_REQUIRE_TRACEFS
+fi
+pass=0 fail=0 skip=0 rc=0
+
+# stage NAME BUILDDIR [CONFIGURE ARGS...]: build and run make check there
+stage() {
+	name=$1
+	dir=$2
+	shift 2
+	echo "== $name"
+	if ! "$top/scripts/build.sh" "$dir" "$@"; then
+		echo "== $name: build failed"
+		fail=$((fail + 1))
+		rc=1
+		return
+	fi
+	make -C "$top/$dir" -s check > "$top/$dir/check.out" 2>&1
+	r=$?
+	sed -n '/^PASS\|^FAIL\|^SKIP\|^ERROR\|^XPASS\|^# /p' "$top/$dir/check.out"
+	if [ $r != 0 ]; then
+		rc=1
+		for f in "$top/$dir"/tests/*.log; do
+			grep -q "^not ok\|FAIL\|ERROR" "$f" 2>/dev/null &&
+			    { echo "---- $f"; grep -v "^ok" "$f" | tail -40; }
+		done
+	fi
+	p=$(awk '/^# PASS:/ {print $3}' "$top/$dir/check.out")
+	f=$(awk '/^# (FAIL|XPASS|ERROR):/ {s += $3} END {print s+0}' "$top/$dir/check.out")
+	s=$(awk '/^# SKIP:/ {print $3}' "$top/$dir/check.out")
+	pass=$((pass + ${p:-0}))
+	fail=$((fail + ${f:-0}))
+	skip=$((skip + ${s:-0}))
+	[ -n "$p" ] || { fail=$((fail + 1)); rc=1; }
+}
+
+stage "tests" build
+stage "tests under ASan+UBSan" build-asan --enable-sanitizers
+echo "== make distcheck"
+if make -C "$top/build" -s distcheck > "$top/build/distcheck.out" 2>&1; then
+	grep "archives ready" -A2 "$top/build/distcheck.out" | head -3
+	pass=$((pass + 1))
+else
+	tail -30 "$top/build/distcheck.out"
+	fail=$((fail + 1))
+	rc=1
+fi
+echo "tests: $pass passed, $fail failed, $skip skipped"
+exit $rc

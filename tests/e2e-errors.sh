@@ -1,0 +1,77 @@
+#!/bin/sh
+# End-to-end: bad input gives a clear error, the right exit status, and
+# leaves nothing behind in tracefs or beside the output.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+
+# run EXPECTED_RC PATTERN ARGS...: tdagent fails as expected, says why,
+# removes its instance and writes no file.
+run() {
+	want=$1
+	pat=$2
+	shift 2
+	rm -f "$WORK"/out.dat*
+	"$TDAGENT" "$@" > "$WORK/out" 2> "$WORK/err" &
+	pid=$!
+	wait $pid
+	rc=$?
+	eq "tdagent $* exits $want" "$rc" "$want"
+	check "tdagent $* says '$pat'" grep -q -- "$pat" "$WORK/err"
+	check "tdagent $*: instance removed" no_instances $pid
+	check "tdagent $*: no output left" \
+	    test -z "$(ls "$WORK" | grep 'out\.dat')"
+}
+
+run 2 "unknown event 'nosuch:event'" -o "$WORK/out.dat" -e nosuch:event -s 1
+run 2 "unknown event 'nosuchsystem' (no such event system)" \
+    -o "$WORK/out.dat" -e nosuchsystem -s 1
+run 2 "unknown event 'sched:nosuch'" -o "$WORK/out.dat" -e sched:sched_switch \
+    -e sched:nosuch -s 1
+# the kernel's own error_log text is shown for a bad filter
+run 2 "Field not found" -o "$WORK/out.dat" -e sched:sched_switch \
+    -f 'no_such_field == 1' -s 1
+run 2 "unknown trace clock 'bogus'" -o "$WORK/out.dat" -C bogus -s 1
+run 2 "cannot be compressed" -o "$WORK/out.dat" --file-version 6 \
+    --compression zstd -s 1
+run 2 "no output" -s 1
+run 2 "invalid file version" -o "$WORK/out.dat" --file-version 8
+run 2 "unknown compression" -o "$WORK/out.dat" --compression lz4
+run 2 "invalid duration" -o "$WORK/out.dat" -s -1
+run 1 "cannot create '/nonexistent/dir/out.dat'" -o /nonexistent/dir/out.dat -s 1
+
+# Disk full: a 2 MiB tmpfs fills up; the error is clear, the instance and
+# every partial file are removed.
+mkdir -p "$WORK/full"
+if mount -t tmpfs -o size=2m tmpfs "$WORK/full" 2>/dev/null; then
+	"$TDAGENT" -o "$WORK/full/out.dat" --compression none -e raw_syscalls \
+	    -- dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none \
+	    2> "$WORK/err" &
+	pid=$!
+	wait $pid
+	rc=$?
+	eq "disk full exits 1" "$rc" 1
+	check "disk full says so" grep -q "No space left on device" "$WORK/err"
+	check "disk full: instance removed" no_instances $pid
+	eq "disk full: nothing left in the full directory" \
+	    "$(ls -A "$WORK/full" | wc -l)" 0
+	umount "$WORK/full"
+else
+	fail "cannot mount a tmpfs for the disk-full test"
+fi
+
+# Not root: a clear message, no instance.
+if command -v setpriv >/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$TDAGENT" \
+	    -o /tmp/never.dat -s 1 2> "$WORK/err"
+	eq "non-root exits 1" $? 1
+	check "non-root is told it needs root" grep -q "needs root" "$WORK/err"
+fi
+
+# --help and --version work without root and mention every option.
+"$TDAGENT" --help > "$WORK/help"
+eq "--help exits 0" $? 0
+for o in -o -e -f -b -C -s --file-version --compression -q -v check-events; do
+	check "--help mentions $o" grep -q -- "$o" "$WORK/help"
+done
+check "--version" sh -c "'$TDAGENT' --version | grep -q tracedock"
+finish

@@ -1,0 +1,101 @@
+# e2e-lib.sh: common code of the end-to-end tests (sourced, not run).
+#
+# The tests drive the real tdagent on the real tracefs and check the files
+# with trace-cmd 3.1.6 and libtracecmd (tests/tdcount).  They need root.
+# Without root or tracefs they skip (exit 77) and say why; with
+# TD_REQUIRE_TRACEFS=1 (set by CI) that is a hard failure (exit 99)
+# instead, so a CI run can never report a skipped test as passed.
+
+set -u
+B=${TD_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+S=${TD_SRCDIR:-$B}
+TDAGENT=$B/tdagent
+TDCOUNT=$B/tests/tdcount
+TRACING=/sys/kernel/tracing
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/td-e2e.XXXXXX")
+FAILS=0
+CHECKS=0
+trap 'rm -rf "$WORK"' EXIT
+
+skip() {
+	if [ "${TD_REQUIRE_TRACEFS:-0}" = 1 ]; then
+		echo "FAIL: cannot run: $* (TD_REQUIRE_TRACEFS=1)"
+		exit 99
+	fi
+	echo "SKIP: $*"
+	exit 77
+}
+
+need_tracefs() {
+	[ "$(id -u)" = 0 ] || skip "end-to-end tests need root (real tracefs)"
+	if [ ! -d $TRACING/instances ]; then
+		mount -t tracefs nodev $TRACING 2>/dev/null
+		[ -d $TRACING/instances ] || skip "tracefs is not available"
+	fi
+	command -v trace-cmd >/dev/null || skip "trace-cmd is not installed"
+	[ -x "$TDAGENT" ] || { echo "FAIL: no $TDAGENT"; exit 99; }
+}
+
+ok() {
+	CHECKS=$((CHECKS + 1))
+	echo "ok $CHECKS - $*"
+}
+
+fail() {
+	CHECKS=$((CHECKS + 1))
+	FAILS=$((FAILS + 1))
+	echo "not ok $CHECKS - $*"
+}
+
+# check DESCRIPTION COMMAND...: pass if the command succeeds
+check() {
+	desc=$1
+	shift
+	if "$@"; then ok "$desc"; else fail "$desc"; fi
+}
+
+# eq DESCRIPTION GOT WANT
+eq() {
+	if [ "$2" = "$3" ]; then ok "$1 ($2)"; else fail "$1: got '$2', want '$3'"; fi
+}
+
+finish() {
+	echo "# $CHECKS checks, $FAILS failed"
+	[ "$FAILS" = 0 ] || exit 1
+	exit 0
+}
+
+# No tracedock instance of a live test process may stay behind.
+no_instances() {
+	! ls $TRACING/instances 2>/dev/null | grep -q "^tracedock-$1\$"
+}
+
+# field KEY FILE...: the value of "KEY N" in tdcount output
+field() {
+	awk -v k="$1" '$1 == k { print $2 }'
+}
+
+# storm FILE N [ARGS...]: record dd with N one-byte blocks; sets STORM_PID
+# and STORM_EVENTS (raw_syscalls events of dd, counted with libtracecmd).
+storm() {
+	f=$1
+	n=$2
+	shift 2
+	rm -f "$WORK/pid"
+	"$TDAGENT" -q -o "$f" -e raw_syscalls "$@" -- sh -c \
+	    'echo $$ > '"$WORK/pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count='"$n"' status=none' \
+	    2>"$WORK/storm.err"
+	STORM_RC=$?
+	STORM_PID=$(cat "$WORK/pid" 2>/dev/null)
+	"$TDCOUNT" "$f" -p "${STORM_PID:-0}" > "$WORK/count" 2>&1
+	STORM_EVENTS=$(field events < "$WORK/count")
+	STORM_MISSED=$(field missed < "$WORK/count")
+}
+
+# trace-cmd must read the file without a warning or an error.
+tc_clean() {
+	trace-cmd report -i "$1" > "$WORK/report.out" 2> "$WORK/report.err" &&
+	    [ ! -s "$WORK/report.err" ] &&
+	    trace-cmd dump --summary -i "$1" > "$WORK/dump.out" \
+	    2> "$WORK/dump.err" && [ ! -s "$WORK/dump.err" ]
+}

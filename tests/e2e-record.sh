@@ -1,0 +1,115 @@
+#!/bin/sh
+# End-to-end: tdagent -o on real tracefs, exact event counts checked with
+# libtracecmd, files checked with trace-cmd 3.1.6.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+
+# dd bs=1 makes one read and one write per block: 4 raw_syscalls events.
+# Two runs that differ only in N cancel dd's fixed start-up system calls.
+for mode in "v7-zstd" "v7-none" "v6"; do
+	case $mode in
+	v7-zstd) args="" ;;
+	v7-none) args="--compression none" ;;
+	v6) args="--file-version 6" ;;
+	esac
+	storm "$WORK/a.dat" 3000 $args
+	a=$STORM_EVENTS
+	pid_a=$STORM_PID
+	ma=$STORM_MISSED
+	eq "$mode: tdagent exit status is dd's" "$STORM_RC" 0
+	check "$mode: trace-cmd reads the file cleanly" tc_clean "$WORK/a.dat"
+	storm "$WORK/b.dat" 8000 $args
+	b=$STORM_EVENTS
+	mb=$STORM_MISSED
+	if [ "$ma$mb" = 00 ]; then
+		eq "$mode: exact count difference for 5000 blocks" \
+		    "$((b - a))" 20000
+		c=$((a - 12000))
+		check "$mode: dd's start-up constant is small ($c)" \
+		    test "$c" -gt 0 -a "$c" -lt 2000
+	else
+		fail "$mode: the ring lost events (missed $ma/$mb), no exact count"
+	fi
+	check "$mode: no file left but the output" \
+	    test "$(ls "$WORK" | grep -c 'part$')" = 0
+	# the report shows the same number of dd events as libtracecmd
+	n=$(trace-cmd report -i "$WORK/a.dat" 2>/dev/null |
+	    grep -c -- "-$pid_a *\[")
+	eq "$mode: trace-cmd report shows as many dd events" "$n" "$a"
+done
+
+# The file declares what was recorded.
+trace-cmd dump --summary -i "$WORK/a.dat" > "$WORK/sum" 2>&1
+check "v6 summary names the flyrecord" grep -q "Flyrecord" "$WORK/sum"
+"$TDAGENT" -q -o "$WORK/c.dat" -e raw_syscalls -s 0.3
+trace-cmd dump --summary -i "$WORK/c.dat" > "$WORK/sum" 2>&1
+check "v7 file is zstd-compressed" grep -q "zstd.*Compression algorithm" "$WORK/sum"
+trace-cmd dump --options -i "$WORK/c.dat" > "$WORK/opts" 2>&1
+ncpu=$(nproc)
+eq "one CPUSTAT option per CPU" "$(grep -c 'Option CPUSTAT' "$WORK/opts")" "$ncpu"
+check "UNAME option" grep -q "Option UNAME" "$WORK/opts"
+check "TRACECLOCK option" grep -q "Option TRACECLOCK" "$WORK/opts"
+check "TRACEID option" grep -q "Option TRACEID" "$WORK/opts"
+check "VERSION option names tracedock" grep -q "^tracedock" "$WORK/opts"
+eq "CPUCOUNT option" "$(grep -A1 'Option CPUCOUNT' "$WORK/opts" | tail -1)" "$ncpu"
+
+# Several CPUs carry data, each exact: one dd pinned to each CPU.
+if [ "$ncpu" -ge 2 ]; then
+	"$TDAGENT" -q -o "$WORK/m.dat" -e raw_syscalls -- sh -c "
+		taskset -c 0 sh -c 'echo \$\$ > $WORK/p0; exec dd if=/dev/zero of=/dev/null bs=1 count=1000 status=none' &
+		taskset -c 1 sh -c 'echo \$\$ > $WORK/p1; exec dd if=/dev/zero of=/dev/null bs=1 count=3000 status=none' &
+		wait"
+	"$TDCOUNT" "$WORK/m.dat" -p "$(cat "$WORK/p0")" > "$WORK/c0"
+	"$TDCOUNT" "$WORK/m.dat" -p "$(cat "$WORK/p1")" > "$WORK/c1"
+	# (taskset's own calls before it pins itself may land elsewhere)
+	check "dd's 4000 block events pinned to CPU 0 are on CPU 0" \
+	    test "$(field cpu0 < "$WORK/c0")" -ge 4000
+	check "dd's 12000 block events pinned to CPU 1 are on CPU 1" \
+	    test "$(field cpu1 < "$WORK/c1")" -ge 12000
+	d=$(( $(field events < "$WORK/c1") - $(field events < "$WORK/c0") ))
+	eq "pinned runs differ by exactly 4 x 2000 events" "$d" 8000
+	"$TDCOUNT" "$WORK/m.dat" > "$WORK/call"
+	check "both CPUs carry data" test "$(field cpus < "$WORK/call")" -ge 2
+	check "timestamps in order on every CPU" grep -q "order ok" "$WORK/call"
+fi
+
+# Stop conditions and exit status.
+"$TDAGENT" -q -o "$WORK/x.dat" -- sh -c 'exit 3'
+eq "the command's exit status is tdagent's" $? 3
+"$TDAGENT" -q -o "$WORK/x.dat" -- /nonexistent/command 2>/dev/null
+eq "a command that cannot run exits 127" $? 127
+check "and the file is still complete" tc_clean "$WORK/x.dat"
+start=$(date +%s%N)
+"$TDAGENT" -q -o "$WORK/s.dat" -s 1
+rc=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+eq "-s 1 exits 0" $rc 0
+check "-s 1 stops after about a second ($ms ms)" test "$ms" -ge 1000 -a "$ms" -lt 5000
+check "-s file is complete" tc_clean "$WORK/s.dat"
+
+for sig in INT TERM; do
+	"$TDAGENT" -q -o "$WORK/g.dat" -e sched &
+	pid=$!
+	i=0
+	while [ ! -d $TRACING/instances/tracedock-$pid ] && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	sleep 0.5
+	kill -$sig $pid
+	wait $pid
+	eq "SIG$sig stops tdagent with status 0" $? 0
+	check "SIG$sig: instance removed" no_instances $pid
+	check "SIG$sig: file complete" tc_clean "$WORK/g.dat"
+done
+
+# A signal to a recording with a command: the command is stopped too.
+"$TDAGENT" -q -o "$WORK/k.dat" -- sleep 30 &
+pid=$!
+sleep 1
+kill -INT $pid
+wait $pid
+eq "SIGINT during a command: the command's status (SIGTERM)" $? 143
+check "file complete after SIGINT" tc_clean "$WORK/k.dat"
+
+finish
