@@ -53,8 +53,10 @@ struct td_read_cpu {
 	uint64_t	 size;		/* bytes after the count */
 };
 
+/* An open file: its declared layout and where its parts lie. */
 struct td_read {
 	int			 fd;
+	int			 ioerr;		/* pread() error of this call */
 	uint64_t		 fsize;
 	int			 version;
 	bool			 swap;
@@ -65,7 +67,7 @@ struct td_read {
 	uint64_t		 hdr_end;	/* end of the initial format */
 	uint64_t		 opts_off;	/* v7: first options section */
 	uint64_t		 v6_opts;	/* v6: first option record */
-	uint64_t		 v6_opts_len;	/* v6: bytes of option records */
+	uint64_t		 v6_opts_len;	/* v6: bytes of the records */
 	struct td_v6_sect	 v6[TD_OPT_CMDLINES + 1];
 	int			 ncpus;
 	char			*clock;
@@ -77,10 +79,14 @@ struct td_read {
 typedef int (*td_read_opt_fn)(struct td_read *, uint16_t, const uint8_t *,
     uint32_t, void *);
 
+/*
+ * Fail a read of the file: EBADMSG for a malformed file, or the error of
+ * pread() if one happened during the current call.
+ */
 static int
-td_read_bad(void)
+td_read_bad(const struct td_read *r)
 {
-	errno = EBADMSG;
+	errno = r->ioerr != 0 ? r->ioerr : EBADMSG;
 	return -1;
 }
 
@@ -119,15 +125,17 @@ td_read_at(struct td_read *r, uint64_t off, void *p, size_t n)
 	ssize_t got;
 
 	if (off > r->fsize || n > r->fsize - off)
-		return td_read_bad();
+		return td_read_bad(r);
 	while (n != 0) {
 		got = pread(r->fd, c, n, (off_t)off);
 		if (got == -1 && errno == EINTR)
 			continue;
-		if (got == -1)
+		if (got == -1) {
+			r->ioerr = errno;
 			return -1;
+		}
 		if (got == 0)
-			return td_read_bad();	/* the file shrank */
+			return td_read_bad(r);	/* the file shrank */
 		c += got;
 		n -= got;
 		off += got;
@@ -170,7 +178,7 @@ static int
 td_read_skip(struct td_read *r, uint64_t *pos, uint64_t n)
 {
 	if (!td_read_in_file(r, *pos, n))
-		return td_read_bad();
+		return td_read_bad(r);
 	*pos += n;
 	return 0;
 }
@@ -183,13 +191,13 @@ td_read_str(struct td_read *r, uint64_t *pos, char *s, size_t cap)
 	char *nul;
 
 	if (*pos > r->fsize)
-		return td_read_bad();
+		return td_read_bad(r);
 	if (r->fsize - *pos < n)
 		n = r->fsize - *pos;
 	if (n == 0 || td_read_at(r, *pos, s, n) == -1)
-		return td_read_bad();
+		return td_read_bad(r);
 	if ((nul = memchr(s, '\0', n)) == NULL)
-		return td_read_bad();
+		return td_read_bad(r);
 	*pos += (uint64_t)(nul - s) + 1;
 	return 0;
 }
@@ -203,7 +211,7 @@ td_read_skip_str(struct td_read *r, uint64_t *pos)
 
 	for (;;) {
 		if (*pos >= r->fsize)
-			return td_read_bad();
+			return td_read_bad(r);
 		n = r->fsize - *pos < sizeof tmp ? r->fsize - *pos : sizeof tmp;
 		if (td_read_at(r, *pos, tmp, n) == -1)
 			return -1;
@@ -230,15 +238,15 @@ td_read_sect_load(struct td_read *r, uint64_t off, uint16_t want_id,
 	void *dst;
 
 	if (off < r->hdr_end || td_read_at(r, off, h, sizeof h) == -1)
-		return td_read_bad();
+		return td_read_bad(r);
 	size = td_read_u64(r, h + 8);
 	if (td_read_u16(r, h) != want_id ||
 	    !td_read_in_file(r, off + TD_SECT_HDR, size))
-		return td_read_bad();
+		return td_read_bad(r);
 	off += TD_SECT_HDR;
 	if (!(td_read_u16(r, h + 2) & TD_SECT_COMPRESSED)) {
 		if (size > TD_MAX_SECTION_SIZE)
-			return td_read_bad();
+			return td_read_bad(r);
 		if (td_buf_add_zero(out, size) == -1)
 			return -1;
 		if (td_read_at(r, off, out->data + old, size) == -1)
@@ -247,12 +255,12 @@ td_read_sect_load(struct td_read *r, uint64_t off, uint16_t want_id,
 	}
 	if (r->codec == TD_CODEC_NONE || size < sizeof blk ||
 	    td_read_at(r, off, blk, sizeof blk) == -1)
-		return td_read_bad();
+		return td_read_bad(r);
 	csize = td_read_u32(r, blk);
 	usize = td_read_u32(r, blk + 4);
 	if (csize != size - sizeof blk || csize > TD_MAX_SECTION_SIZE ||
 	    usize > TD_MAX_SECTION_SIZE)
-		return td_read_bad();
+		return td_read_bad(r);
 	if ((tmp = malloc(csize ? csize : 1)) == NULL)
 		return -1;
 	if (td_read_at(r, off + sizeof blk, tmp, csize) == -1)
@@ -282,15 +290,15 @@ td_read_opts_block(struct td_read *r, const uint8_t *p, size_t len,
 
 	while (pos < len) {
 		if (len - pos < 6)
-			return td_read_bad();
+			return td_read_bad(r);
 		id = td_read_u16(r, p + pos);
 		size = td_read_u32(r, p + pos + 2);
 		pos += 6;
 		if (size > len - pos || size > TD_MAX_OPTION_SIZE)
-			return td_read_bad();
+			return td_read_bad(r);
 		if (id == TD_OPT_DONE && next != NULL) {
 			if (size != 8)
-				return td_read_bad();
+				return td_read_bad(r);
 			*next = td_read_u64(r, p + pos);
 			return 0;
 		}
@@ -299,7 +307,7 @@ td_read_opts_block(struct td_read *r, const uint8_t *p, size_t len,
 		pos += size;
 	}
 	/* v7 options sections end with DONE; the v6 block has no DONE */
-	return next != NULL ? td_read_bad() : 0;
+	return next != NULL ? td_read_bad(r) : 0;
 }
 
 /* Call fn for every option record of the file, in file order. */
@@ -325,7 +333,7 @@ td_read_opts_walk(struct td_read *r, td_read_opt_fn fn, void *arg)
 	}
 	for (off = r->opts_off; off != 0; off = next) {
 		if (off <= prev) {
-			ret = td_read_bad();
+			ret = td_read_bad(r);
 			break;
 		}
 		td_buf_reset(&b);
@@ -359,7 +367,7 @@ td_read_scan_cb(struct td_read *r, uint16_t id, const uint8_t *p,
 
 	if (id == TD_OPT_CPUCOUNT) {
 		if (n != 4 || s->have_ncpus)
-			return td_read_bad();
+			return td_read_bad(r);
 		s->ncpus = td_read_u32(r, p);
 		s->have_ncpus = true;
 	} else if (id == TD_OPT_BUFFER && !s->have_buffer) {
@@ -367,7 +375,7 @@ td_read_scan_cb(struct td_read *r, uint16_t id, const uint8_t *p,
 		if (n < 9 || p[8] != '\0')
 			return 0;
 		if (td_buf_add(&s->buffer, p, n) == -1)
-			return td_read_bad();
+			return td_read_bad(r);
 		s->have_buffer = true;
 	}
 	return 0;
@@ -388,43 +396,43 @@ td_read_parse_buffer(struct td_read *r, const uint8_t *p, size_t n)
 	pos = 9;
 	clock = p + pos;
 	if ((nul = memchr(clock, '\0', n - pos)) == NULL)
-		return td_read_bad();
+		return td_read_bad(r);
 	pos = (size_t)(nul - p) + 1;
 	if (n - pos < 8)
-		return td_read_bad();
+		return td_read_bad(r);
 	if (td_read_u32(r, p + pos) != r->page_size)
-		return td_read_bad();
+		return td_read_bad(r);
 	cnt = td_read_u32(r, p + pos + 4);
 	pos += 8;
 	if (cnt > TD_MAX_CPUS || (n - pos) != (size_t)cnt * 20)
-		return td_read_bad();
+		return td_read_bad(r);
 	free(r->clock);
 	r->clock = xstrdup((const char *)clock);
 
 	if (td_read_at(r, sect, h, sizeof h) == -1 || sect < r->hdr_end ||
 	    td_read_u16(r, h) != TD_OPT_BUFFER)
-		return td_read_bad();
+		return td_read_bad(r);
 	size = td_read_u64(r, h + 8);
 	if (!td_read_in_file(r, sect + TD_SECT_HDR, size))
-		return td_read_bad();
+		return td_read_bad(r);
 	sect += TD_SECT_HDR;
 	sect_end = sect + size;
 	r->cpu_compressed = (td_read_u16(r, h + 2) & TD_SECT_COMPRESSED) != 0;
 	if (r->cpu_compressed && r->codec == TD_CODEC_NONE)
-		return td_read_bad();
+		return td_read_bad(r);
 
 	for (i = 0; i < cnt; i++, pos += 20) {
 		cpu = td_read_u32(r, p + pos);
 		off = td_read_u64(r, p + pos + 4);
 		size = td_read_u64(r, p + pos + 12);
 		if (cpu >= (uint32_t)r->ncpus || r->cpu[cpu].size != 0)
-			return td_read_bad();
+			return td_read_bad(r);
 		need = size + (r->cpu_compressed ? 4 : 0);
 		if (size == 0)
 			continue;
 		if (need < size || off < sect || off > sect_end ||
 		    need > sect_end - off)
-			return td_read_bad();
+			return td_read_bad(r);
 		r->cpu[cpu].off = off;
 		r->cpu[cpu].size = size;
 	}
@@ -441,7 +449,7 @@ td_read_open_v7(struct td_read *r, uint64_t pos)
 	if (td_read_str(r, &pos, name, sizeof name) == -1 ||
 	    td_read_str(r, &pos, vers, sizeof vers) == -1 ||
 	    td_read_get64(r, &pos, &r->opts_off) == -1)
-		return td_read_bad();
+		return td_read_bad(r);
 	if (td_codec_parse(name, &r->codec) == -1) {
 		errno = EOPNOTSUPP;
 		return -1;
@@ -452,14 +460,14 @@ td_read_open_v7(struct td_read *r, uint64_t pos)
 	}
 	r->hdr_end = pos;
 	if (r->opts_off < r->hdr_end)
-		return td_read_bad();
+		return td_read_bad(r);
 
 	memset(&scan, 0, sizeof scan);
 	td_buf_init(&scan.buffer, TD_MAX_OPTION_SIZE);
 	if (td_read_opts_walk(r, td_read_scan_cb, &scan) != 0)
 		goto out;
 	if (!scan.have_ncpus || scan.ncpus < 1 || scan.ncpus > TD_MAX_CPUS) {
-		td_read_bad();
+		td_read_bad(r);
 		goto out;
 	}
 	r->ncpus = (int)scan.ncpus;
@@ -481,11 +489,11 @@ td_read_v6_skip_list(struct td_read *r, uint64_t *pos, uint32_t count)
 	uint32_t i;
 
 	if (count > (r->fsize - *pos) / 8)
-		return td_read_bad();
+		return td_read_bad(r);
 	for (i = 0; i < count; i++)
 		if (td_read_get64(r, pos, &size) == -1 ||
 		    td_read_skip(r, pos, size) == -1)
-			return td_read_bad();
+			return td_read_bad(r);
 	return 0;
 }
 
@@ -507,37 +515,37 @@ td_read_v6_sect(struct td_read *r, uint64_t *pos, enum td_opt id)
 		    strcmp(label, "header_event") != 0 ||
 		    td_read_get64(r, pos, &size) == -1 ||
 		    td_read_skip(r, pos, size) == -1)
-			return td_read_bad();
+			return td_read_bad(r);
 		break;
 	case TD_OPT_FTRACE_EVENTS:
 		if (td_read_get32(r, pos, &cnt) == -1 ||
 		    td_read_v6_skip_list(r, pos, cnt) == -1)
-			return td_read_bad();
+			return td_read_bad(r);
 		break;
 	case TD_OPT_EVENT_FORMATS:
 		if (td_read_get32(r, pos, &nsys) == -1 ||
 		    nsys > (r->fsize - *pos) / 5)
-			return td_read_bad();
+			return td_read_bad(r);
 		for (i = 0; i < nsys; i++)
 			if (td_read_skip_str(r, pos) == -1 ||
 			    td_read_get32(r, pos, &cnt) == -1 ||
 			    td_read_v6_skip_list(r, pos, cnt) == -1)
-				return td_read_bad();
+				return td_read_bad(r);
 		break;
 	case TD_OPT_KALLSYMS:
 	case TD_OPT_PRINTK:
 		if (td_read_get32(r, pos, &cnt) == -1 ||
 		    td_read_skip(r, pos, cnt) == -1)
-			return td_read_bad();
+			return td_read_bad(r);
 		break;
 	default:
 		if (td_read_get64(r, pos, &size) == -1 ||
 		    td_read_skip(r, pos, size) == -1)
-			return td_read_bad();
+			return td_read_bad(r);
 		break;
 	}
 	if (*pos - start > TD_MAX_SECTION_SIZE)
-		return td_read_bad();
+		return td_read_bad(r);
 	r->v6[id].off = start;
 	r->v6[id].size = *pos - start;
 	r->v6[id].present = true;
@@ -578,21 +586,21 @@ td_read_v6_flyrecord(struct td_read *r, uint64_t pos)
 	for (i = 0; i < r->ncpus; i++) {
 		if (td_read_get64(r, &pos, &off) == -1 ||
 		    td_read_get64(r, &pos, &size) == -1)
-			return td_read_bad();
+			return td_read_bad(r);
 		if (size == 0)
 			continue;
 		if (!td_read_in_file(r, off, size))
-			return td_read_bad();
+			return td_read_bad(r);
 		r->cpu[i].off = off;
 		r->cpu[i].size = size;
 	}
 	if (td_read_get64(r, &pos, &clen) == -1 ||
 	    clen > TD_MAX_OPTION_SIZE || !td_read_in_file(r, pos, clen))
-		return td_read_bad();
+		return td_read_bad(r);
 	text = xmalloc(clen + 1);
 	if (td_read_at(r, pos, text, clen) == -1) {
 		free(text);
-		return td_read_bad();
+		return td_read_bad(r);
 	}
 	td_read_set_clock(r, text, clen);
 	free(text);
@@ -616,29 +624,29 @@ td_read_open_v6(struct td_read *r, uint64_t pos)
 			return -1;
 	if (td_read_get32(r, &pos, &ncpus) == -1 || ncpus < 1 ||
 	    ncpus > TD_MAX_CPUS)
-		return td_read_bad();
+		return td_read_bad(r);
 	r->ncpus = (int)ncpus;
 	for (;;) {
 		if (td_read_at(r, pos, label, sizeof label) == -1)
-			return td_read_bad();
+			return td_read_bad(r);
 		pos += sizeof label;
 		if (memcmp(label, "options  ", 10) == 0 && !opts_seen) {
 			opts_seen = true;
 			r->v6_opts = pos;
 			for (;;) {
 				if (td_read_at(r, pos, b, sizeof b) == -1)
-					return td_read_bad();
+					return td_read_bad(r);
 				if ((id = td_read_u16(r, b)) == 0)
 					break;
 				pos += 2;
 				if (td_read_get32(r, &pos, &size) == -1 ||
 				    size > TD_MAX_OPTION_SIZE ||
 				    td_read_skip(r, &pos, size) == -1)
-					return td_read_bad();
+					return td_read_bad(r);
 			}
 			r->v6_opts_len = pos - r->v6_opts;
 			if (r->v6_opts_len > TD_MAX_SECTION_SIZE)
-				return td_read_bad();
+				return td_read_bad(r);
 			pos += 2;
 		} else if (memcmp(label, "flyrecord", 10) == 0) {
 			return td_read_v6_flyrecord(r, pos);
@@ -647,7 +655,7 @@ td_read_open_v6(struct td_read *r, uint64_t pos)
 			r->cpu = xcalloc(r->ncpus, sizeof *r->cpu);
 			return 0;
 		} else
-			return td_read_bad();
+			return td_read_bad(r);
 	}
 }
 
@@ -676,7 +684,7 @@ td_read_open(const char *path)
 	r->fsize = (uint64_t)st.st_size;
 	if (td_read_at(r, pos, b, TD_MAGIC_LEN) == -1 ||
 	    memcmp(b, TD_MAGIC, TD_MAGIC_LEN) != 0) {
-		td_read_bad();
+		td_read_bad(r);
 		goto fail;
 	}
 	pos += TD_MAGIC_LEN;
@@ -693,7 +701,7 @@ td_read_open(const char *path)
 	/* endian, long size, page size */
 	if (td_read_at(r, pos, b, 2) == -1 || b[0] > 1 ||
 	    (b[1] != 4 && b[1] != 8)) {
-		td_read_bad();
+		td_read_bad(r);
 		goto fail;
 	}
 	r->swap = (b[0] == 1) != host_be;
@@ -702,7 +710,7 @@ td_read_open(const char *path)
 	if (td_read_get32(r, &pos, &r->page_size) == -1 ||
 	    r->page_size < TD_MIN_PAGE_SIZE ||
 	    r->page_size > TD_MAX_PAGE_SIZE) {
-		td_read_bad();
+		td_read_bad(r);
 		goto fail;
 	}
 	if ((r->version == 7 ? td_read_open_v7(r, pos) :
@@ -816,6 +824,7 @@ td_read_option(struct td_read *r, enum td_opt id, int nth,
 		errno = EINVAL;
 		return -1;
 	}
+	r->ioerr = 0;
 	td_buf_reset(out);
 	if (td_read_opts_walk(r, td_read_find_cb, &f) < 0) {
 		td_buf_reset(out);
@@ -845,7 +854,7 @@ td_read_sect_chain(struct td_read *r, uint16_t id, bool all,
 			return -1;
 		size = td_read_u64(r, h + 8);
 		if (!td_read_in_file(r, pos + TD_SECT_HDR, size))
-			return td_read_bad();
+			return td_read_bad(r);
 		if (td_read_u16(r, h) == id) {
 			if (td_read_sect_load(r, pos, id, out) == -1)
 				return -1;
@@ -872,6 +881,7 @@ td_read_section(struct td_read *r, enum td_opt id, struct td_buf *out)
 		errno = EINVAL;
 		return -1;
 	}
+	r->ioerr = 0;
 	td_buf_reset(out);
 	if (r->version == 6) {
 		if (id == TD_OPT_STRINGS || !r->v6[id].present) {
@@ -898,7 +908,7 @@ td_read_section(struct td_read *r, enum td_opt id, struct td_buf *out)
 		if (ret >= 0 && f.found) {
 			ret = -1;
 			if (off.len != 8)
-				td_read_bad();
+				td_read_bad(r);
 			else
 				ret = td_read_sect_load(r,
 				    td_read_u64(r, off.data), id, out);
@@ -1004,21 +1014,21 @@ td_read_pages_chunks(struct td_read *r, const struct td_read_cpu *c,
 	int ret = -1;
 
 	if (td_read_get32(r, &pos, &count) == -1 || count > c->size / 8)
-		return td_read_bad();
+		return td_read_bad(r);
 	for (i = 0; i < count; i++) {
 		if (pos + 8 > end || td_read_at(r, pos, h, sizeof h) == -1)
-			return td_read_bad();
+			return td_read_bad(r);
 		csize = td_read_u32(r, h);
 		usize = td_read_u32(r, h + 4);
 		if (csize > TD_MAX_CHUNK_SIZE || usize > TD_MAX_CHUNK_SIZE ||
 		    csize > end - pos - 8)
-			return td_read_bad();
+			return td_read_bad(r);
 		cmax = csize > cmax ? csize : cmax;
 		umax = usize > umax ? usize : umax;
 		pos += 8 + (uint64_t)csize;
 	}
 	if (pos != end)
-		return td_read_bad();
+		return td_read_bad(r);
 	if ((cbuf = malloc(cmax ? cmax : 1)) == NULL ||
 	    (ubuf = malloc(umax ? umax : 1)) == NULL)
 		goto out;
@@ -1057,6 +1067,7 @@ td_read_cpu_pages(struct td_read *r, int cpu,
 	c = &r->cpu[cpu];
 	if (c->size == 0)
 		return 0;
+	r->ioerr = 0;
 	memset(&pg, 0, sizeof pg);
 	pg.size = r->page_size;
 	pg.cb = cb;

@@ -14,7 +14,8 @@
  * read, so a hostile or truncated file makes a call fail with EBADMSG and
  * never crash or allocate without bound.  Memory use is one decompressed
  * chunk (at most TD_MAX_CHUNK_SIZE) plus one page while pages are walked,
- * and the caller's buffer for sections and options.
+ * one options section (at most TD_MAX_SECTION_SIZE, and never more than the
+ * file holds) while options are looked up, and the caller's buffer.
  *
  * Numbers are converted from the endianness the file declares; pages are
  * handed out as stored.  A handle is not thread safe.  Functions return 0 or
