@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -417,6 +418,17 @@ record_summary(struct recorder *r, const struct meta_cpustat *st)
 	    ", dropped %" PRIu64 "); %" PRIu64 " events in '%s' (%.1f MB)",
 	    record_elapsed(r), line, overrun + dropped, overrun, dropped,
 	    events, r->o->output, td_file_size(r->file) / 1e6);
+	{
+		struct rusage ru;
+
+		if (getrusage(RUSAGE_SELF, &ru) == 0)
+			log_debug("cpu %.3f s (user %.3f, system %.3f), "
+			    "max rss %ld KiB", ru.ru_utime.tv_sec +
+			    ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+			    ru.ru_stime.tv_usec / 1e6, ru.ru_utime.tv_sec +
+			    ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec +
+			    ru.ru_stime.tv_usec / 1e6, ru.ru_maxrss);
+	}
 	if (overrun + dropped != 0)
 		log_warnx("the ring buffer lost %" PRIu64 " events: a larger "
 		    "buffer (-b) or fewer events (-e, -f) avoid it; the "

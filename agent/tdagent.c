@@ -252,6 +252,10 @@ main(int argc, char **argv)
 
 	tdagent_parse(argc, argv, &o);
 	log_init("tdagent", o.verbosity, 0);
+	log_debug("tracedock %s, libtracefs %s, libtraceevent %s, zstd %s, "
+	    "zlib %s", PACKAGE_VERSION, TD_TRACEFS_VERSION,
+	    TD_TRACEEVENT_VERSION, td_codec_version(TD_CODEC_ZSTD),
+	    td_codec_version(TD_CODEC_ZLIB));
 	if (geteuid() != 0)
 		fatalx("recording needs root: ftrace instances and per-CPU "
 		    "ring buffers are root-only");
