@@ -151,6 +151,11 @@ checkevents_main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (optind != argc) {
+		fprintf(stderr, "tdagent: check-events takes no operand "
+		    "('%s')\n", argv[optind]);
+		return 2;
+	}
 	if (dir == NULL) {
 		if (instance_check_tracefs(err, sizeof err) == -1) {
 			fprintf(stderr, "tdagent: %s\n", err);

@@ -171,6 +171,38 @@ instance_enable(struct instance *in, const char *spec, char *err,
 	return ret == -1 ? -1 : 0;
 }
 
+/*
+ * The kernel takes any filter for a whole system without an error and sets
+ * it on the events that have the fields; the others show a parse error in
+ * their own filter file.  Count the events that took it; when none did, put
+ * the first event's complaint in err.
+ */
+static int
+instance_filter_taken(struct instance *in, const char *sys, char *err,
+    size_t errlen)
+{
+	char **evs, *file, *text;
+	int i, taken = 0;
+
+	evs = tracefs_system_events(NULL, sys);
+	for (i = 0; evs != NULL && evs[i] != NULL; i++) {
+		xasprintf(&file, "events/%s/%s/filter", sys, evs[i]);
+		text = tracefs_instance_file_read(in->ti, file, NULL);
+		free(file);
+		if (text == NULL)
+			continue;
+		if (strstr(text, "parse_error") == NULL &&
+		    strncmp(text, "none", 4) != 0)
+			taken++;
+		else if (taken == 0 && err[0] == '\0')
+			snprintf(err, errlen, "invalid filter for every event "
+			    "of '%s':\n%s", sys, text);
+		free(text);
+	}
+	tracefs_list_free(evs);
+	return taken;
+}
+
 /* Set filter on the events of spec; report the kernel's complaint. */
 int
 instance_filter(struct instance *in, const char *spec, const char *filter,
@@ -189,13 +221,20 @@ instance_filter(struct instance *in, const char *spec, const char *filter,
 	else
 		xasprintf(&file, "events/%s/filter", sys);
 	tracefs_error_clear(in->ti);
+	err[0] = '\0';
 	ret = tracefs_instance_file_write(in->ti, file, filter);
+	if (ret >= 0 && ev == NULL &&
+	    instance_filter_taken(in, sys, err, errlen) == 0) {
+		ret = -1;
+		goto out;
+	}
 	if (ret < 0) {
 		klog = tracefs_error_last(in->ti);
 		snprintf(err, errlen, "invalid filter '%s' for '%s'%s%s",
 		    filter, spec, klog ? ":\n" : "", klog ? klog : "");
 		free(klog);
 	}
+out:
 	free(file);
 	free(sys);
 	free(ev);

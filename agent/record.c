@@ -396,7 +396,7 @@ record_summary(struct recorder *r, const struct meta_cpustat *st)
 {
 	char line[4096];
 	size_t len = 0;
-	uint64_t overrun = 0, dropped = 0, events = 0;
+	uint64_t overrun = 0, dropped = 0, events = 0, marked = 0;
 	int i;
 
 	for (i = 0; i < r->ncpus; i++) {
@@ -405,6 +405,7 @@ record_summary(struct recorder *r, const struct meta_cpustat *st)
 		overrun += st[i].overrun;
 		dropped += st[i].dropped;
 		events += c->events;
+		marked += c->missed_pages;
 		if (c->pages == 0 || len >= sizeof line)
 			continue;
 		len += snprintf(line + len, sizeof line - len,
@@ -415,9 +416,10 @@ record_summary(struct recorder *r, const struct meta_cpustat *st)
 		snprintf(line, sizeof line, "no events");
 	record_status(r, true);
 	log_info("%.2f s: %s; lost %" PRIu64 " (overrun %" PRIu64
-	    ", dropped %" PRIu64 "); %" PRIu64 " events in '%s' (%.1f MB)",
-	    record_elapsed(r), line, overrun + dropped, overrun, dropped,
-	    events, r->o->output, td_file_size(r->file) / 1e6);
+	    ", dropped %" PRIu64 ", %" PRIu64 " pages marked); %" PRIu64
+	    " events in '%s' (%.1f MB)", record_elapsed(r), line,
+	    overrun + dropped, overrun, dropped, marked, events,
+	    r->o->output, td_file_size(r->file) / 1e6);
 	{
 		struct rusage ru;
 
@@ -454,6 +456,25 @@ record_free(struct recorder *r)
 		close(r->go_fd);
 	free(r->cpu);
 	free(r->page);
+}
+
+/*
+ * Stop the command: SIGTERM, then SIGKILL if it is still there after five
+ * seconds, so a command that ignores SIGTERM cannot hang tdagent.
+ */
+static void
+record_reap(pid_t pid, int *status)
+{
+	int i;
+
+	kill(pid, SIGTERM);
+	for (i = 0; i < 500; i++) {
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, status, 0);
 }
 
 static int
@@ -506,23 +527,22 @@ record_run(struct instance *in, const struct agent_opts *o)
 	ret = 0;
 	if (r.child > 0) {
 		/* stopped by a signal or -s: the command goes too */
-		kill(r.child, SIGTERM);
-		if (waitpid(r.child, &status, 0) == r.child)
-			r.child_status = status;
+		record_reap(r.child, &status);
 		r.child = 0;
-	}
-	if (o->argv != NULL)
+		ret = r.stop_sig ? 128 + r.stop_sig : 0;
+	} else if (o->argv != NULL)
 		ret = record_exit_status(r.child_status);
+	else if (r.stop_sig != 0 && r.stop_sig != SIGINT &&
+	    r.stop_sig != SIGTERM)
+		ret = 128 + r.stop_sig;
 	goto out;
 fail:
 	log_warnx("%s", r.err);
 	instance_set_tracing(in, 0);
 	if (r.file != NULL)
 		td_file_abort(r.file);
-	if (r.child > 0) {
-		kill(r.child, SIGTERM);
-		waitpid(r.child, NULL, 0);
-	}
+	if (r.child > 0)
+		record_reap(r.child, &status);
 	ret = 1;
 out:
 	free(st);

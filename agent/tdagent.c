@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,7 +43,7 @@ usage(FILE *fp)
 "\n"
 "Record kernel trace events into a trace.dat file through a private ftrace\n"
 "instance.  Recording stops when COMMAND exits, after -s SECONDS, or on\n"
-"SIGINT/SIGTERM.\n"
+"SIGINT, SIGTERM or SIGHUP.\n"
 "\n"
 "  -o FILE            output trace.dat file\n"
 "  -e SYSTEM[:EVENT]  enable an event, a whole system, or \"all\" (repeatable;\n"
@@ -76,7 +77,8 @@ tdagent_number(const char *s, double lo, double hi, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+	if (errno != 0 || end == s || *end != '\0' || !isfinite(v) ||
+	    v < lo || v > hi)
 		return -1;
 	*out = v;
 	return 0;

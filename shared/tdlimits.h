@@ -16,8 +16,6 @@
 #define TD_MAX_SECTION_SIZE	(256u * 1024 * 1024)
 /* Largest single option record. */
 #define TD_MAX_OPTION_SIZE	(16u * 1024 * 1024)
-/* Largest tracefs text file read whole (formats, stats, cmdlines...). */
-#define TD_MAX_TRACEFS_FILE	(64u * 1024 * 1024)
 /* Largest event filter expression. */
 #define TD_MAX_FILTER_LEN	4096
 /* Most -e arguments. */
@@ -28,5 +26,14 @@
 #define TD_MAX_CHUNK_SIZE	(64u * 1024 * 1024)
 /* Total size of the STRINGS section. */
 #define TD_MAX_STRINGS_SIZE	(1024 * 1024)
+
+/* Largest payload of one protocol frame (a batch of pages). */
+#define TD_MAX_FRAME		(1024 * 1024)
+/* Largest HELLO or WELCOME payload. */
+#define TD_MAX_HELLO		1024
+/* Longest agent name, clock name or identity on the wire. */
+#define TD_MAX_NAME_LEN		64
+/* Longest text of an ERROR message. */
+#define TD_MAX_ERROR_LEN	512
 
 #endif

@@ -30,6 +30,8 @@ run 2 "unknown event 'sched:nosuch'" -o "$WORK/out.dat" -e sched:sched_switch \
 # the kernel's own error_log text is shown for a bad filter
 run 2 "Field not found" -o "$WORK/out.dat" -e sched:sched_switch \
     -f 'no_such_field == 1' -s 1
+# a filter no event of a whole system can take is refused too
+run 2 "parse_error" -o "$WORK/out.dat" -e sched -f 'no_such_field == 1' -s 1
 run 2 "unknown trace clock 'bogus'" -o "$WORK/out.dat" -C bogus -s 1
 run 2 "cannot be compressed" -o "$WORK/out.dat" --file-version 6 \
     --compression zstd -s 1
@@ -37,6 +39,9 @@ run 2 "no output" -s 1
 run 2 "invalid file version" -o "$WORK/out.dat" --file-version 8
 run 2 "unknown compression" -o "$WORK/out.dat" --compression lz4
 run 2 "invalid duration" -o "$WORK/out.dat" -s -1
+run 2 "invalid duration" -o "$WORK/out.dat" -s nan
+run 2 "invalid buffer size" -o "$WORK/out.dat" -b nan
+run 2 "takes no operand" check-events extra
 run 1 "cannot create '/nonexistent/dir/out.dat'" -o /nonexistent/dir/out.dat -s 1
 
 # Disk full: a 2 MiB tmpfs fills up; the error is clear, the instance and

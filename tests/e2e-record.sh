@@ -74,6 +74,8 @@ if [ "$ncpu" -ge 2 ]; then
 fi
 
 # Stop conditions and exit status.
+"$TDAGENT" -q -o "$WORK/x.dat" -s 0.5 -- sleep 30
+eq "-s stops the command and exits 0" $? 0
 "$TDAGENT" -q -o "$WORK/x.dat" -- sh -c 'exit 3'
 eq "the command's exit status is tdagent's" $? 3
 "$TDAGENT" -q -o "$WORK/x.dat" -- /nonexistent/command 2>/dev/null
@@ -109,7 +111,7 @@ pid=$!
 sleep 1
 kill -INT $pid
 wait $pid
-eq "SIGINT during a command: the command's status (SIGTERM)" $? 143
+eq "SIGINT during a command: 128 + SIGINT" $? 130
 check "file complete after SIGINT" tc_clean "$WORK/k.dat"
 
 finish

@@ -1,0 +1,536 @@
+/*
+ * msg.c: frames and messages of the tracedock protocol (see tdproto.h).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "buf.h"
+#include "tdproto.h"
+#include "banned.h"
+
+struct td_msg_info {
+	uint16_t	 type;
+	const char	*name;
+	size_t		 min;
+	size_t		 max;
+};
+
+static const struct td_msg_info td_msgs[] = {
+#define TD_MSG_INFO(n, v, lo, hi) { v, #n, lo, hi },
+	TD_MSG_TABLE(TD_MSG_INFO)
+#undef TD_MSG_INFO
+};
+
+static const struct td_msg_info *
+td_msg_info(uint16_t type)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof td_msgs / sizeof *td_msgs; i++)
+		if (td_msgs[i].type == type)
+			return &td_msgs[i];
+	return NULL;
+}
+
+/* A read cursor over one payload. */
+struct td_cur {
+	const uint8_t	*p;
+	size_t		 left;
+	bool		 bad;
+};
+
+static const uint8_t *
+cur_take(struct td_cur *c, size_t n)
+{
+	const uint8_t *p;
+
+	if (c->bad || n > c->left) {
+		c->bad = true;
+		return NULL;
+	}
+	p = c->p;
+	c->p += n;
+	c->left -= n;
+	return p;
+}
+
+static uint8_t
+cur_u8(struct td_cur *c)
+{
+	const uint8_t *p = cur_take(c, 1);
+
+	return p ? p[0] : 0;
+}
+
+static uint16_t
+cur_u16(struct td_cur *c)
+{
+	const uint8_t *p = cur_take(c, 2);
+
+	return p ? (uint16_t)(p[0] << 8 | p[1]) : 0;
+}
+
+static uint32_t
+cur_u32(struct td_cur *c)
+{
+	const uint8_t *p = cur_take(c, 4);
+
+	return p ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3] : 0;
+}
+
+static uint64_t
+cur_u64(struct td_cur *c)
+{
+	uint64_t hi = cur_u32(c);
+
+	return hi << 32 | cur_u32(c);
+}
+
+/*
+ * A string: be16 length then bytes, no NUL.  It must fit out (cap bytes
+ * including the NUL we add) and hold only printable ASCII: nothing a peer
+ * sends can smuggle a control character into a log line.
+ */
+static void
+cur_str(struct td_cur *c, char *out, size_t cap)
+{
+	uint16_t n = cur_u16(c);
+	const uint8_t *p;
+	size_t i;
+
+	out[0] = '\0';
+	if (c->bad)
+		return;
+	if ((size_t)n >= cap) {
+		c->bad = true;
+		return;
+	}
+	if ((p = cur_take(c, n)) == NULL)
+		return;
+	for (i = 0; i < n; i++) {
+		if (p[i] < 0x20 || p[i] > 0x7e) {
+			c->bad = true;
+			return;
+		}
+		out[i] = (char)p[i];
+	}
+	out[n] = '\0';
+}
+
+/* Finish a decode: every byte used, nothing out of bounds. */
+static int
+cur_end(struct td_cur *c)
+{
+	if (c->bad || c->left != 0) {
+		errno = EBADMSG;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+cur_init(struct td_cur *c, const struct td_frame *f, uint16_t type)
+{
+	c->p = f->payload;
+	c->left = f->len;
+	c->bad = f->type != type;
+}
+
+static int
+put_u16(struct td_buf *b, uint16_t v)
+{
+	uint8_t x[2] = { v >> 8, v };
+
+	return td_buf_add(b, x, 2);
+}
+
+static int
+put_u32(struct td_buf *b, uint32_t v)
+{
+	uint8_t x[4] = { v >> 24, v >> 16, v >> 8, v };
+
+	return td_buf_add(b, x, 4);
+}
+
+static int
+put_u64(struct td_buf *b, uint64_t v)
+{
+	if (put_u32(b, v >> 32) == -1)
+		return -1;
+	return put_u32(b, (uint32_t)v);
+}
+
+static int
+put_str(struct td_buf *b, const char *s, size_t cap)
+{
+	size_t n = strlen(s);
+
+	if (n >= cap || n > UINT16_MAX) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (put_u16(b, n) == -1)
+		return -1;
+	return td_buf_add(b, s, n);
+}
+
+/* Find a whole frame at the start of buf. */
+int
+td_frame_parse(const uint8_t *buf, size_t avail, struct td_frame *f)
+{
+	const struct td_msg_info *mi;
+	uint32_t len;
+
+	memset(f, 0, sizeof *f);
+	if (avail < TD_FRAME_HEADER)
+		return 0;
+	len = (uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 |
+	    (uint32_t)buf[2] << 8 | buf[3];
+	f->type = (uint16_t)(buf[4] << 8 | buf[5]);
+	f->flags = (uint16_t)(buf[6] << 8 | buf[7]);
+	mi = td_msg_info(f->type);
+	if (mi == NULL || len < mi->min || len > mi->max) {
+		errno = EBADMSG;
+		return -1;
+	}
+	f->len = len;
+	f->total = TD_FRAME_HEADER + (size_t)len;
+	if (avail < f->total)
+		return 0;
+	f->payload = buf + TD_FRAME_HEADER;
+	return 1;
+}
+
+/* Name of a message type. */
+const char *
+td_msg_name(uint16_t type)
+{
+	const struct td_msg_info *mi = td_msg_info(type);
+
+	return mi ? mi->name : "?";
+}
+
+/* Append a frame header. */
+int
+td_frame_header(struct td_buf *b, uint16_t type, uint16_t flags, size_t len)
+{
+	const struct td_msg_info *mi = td_msg_info(type);
+
+	if (mi == NULL || len < mi->min || len > mi->max) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	if (put_u32(b, (uint32_t)len) == -1 || put_u16(b, type) == -1)
+		return -1;
+	return put_u16(b, flags);
+}
+
+/*
+ * Pack a message whose payload is built by the caller into b after a
+ * placeholder header: remember where it starts, then patch the length.
+ */
+static size_t
+msg_begin(struct td_buf *b)
+{
+	size_t at = b->len;
+
+	td_buf_add_zero(b, TD_FRAME_HEADER);
+	return at;
+}
+
+static int
+msg_end(struct td_buf *b, size_t at, uint16_t type, int ok)
+{
+	struct td_buf h;
+	size_t len;
+
+	if (ok == -1 || b->len < at + TD_FRAME_HEADER) {
+		b->len = at;
+		return -1;
+	}
+	len = b->len - at - TD_FRAME_HEADER;
+	td_buf_init(&h, TD_FRAME_HEADER);
+	if (td_frame_header(&h, type, 0, len) == -1) {
+		td_buf_free(&h);
+		b->len = at;
+		return -1;
+	}
+	memcpy(b->data + at, h.data, TD_FRAME_HEADER);
+	td_buf_free(&h);
+	return 0;
+}
+
+/* HELLO. */
+int
+td_msg_pack_hello(struct td_buf *b, const struct td_hello *h)
+{
+	size_t at = msg_begin(b);
+	uint8_t bytes[4] = { h->long_size, h->commit_size, h->big_endian,
+	    h->file_version };
+	int ok = 0;
+
+	if (put_u16(b, h->version_min) == -1 ||
+	    put_u16(b, h->version_max) == -1 ||
+	    put_u32(b, h->ncpus) == -1 || put_u32(b, h->page_size) == -1 ||
+	    td_buf_add(b, bytes, 4) == -1 ||
+	    put_u64(b, h->recording_id) == -1 ||
+	    put_u64(b, h->trace_id) == -1 ||
+	    put_str(b, h->name, sizeof h->name) == -1 ||
+	    put_str(b, h->clock, sizeof h->clock) == -1)
+		ok = -1;
+	return msg_end(b, at, TD_MSG_HELLO, ok);
+}
+
+/* Decode HELLO; values are checked for sense, not only for size. */
+int
+td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_HELLO);
+	memset(h, 0, sizeof *h);
+	h->version_min = cur_u16(&c);
+	h->version_max = cur_u16(&c);
+	h->ncpus = cur_u32(&c);
+	h->page_size = cur_u32(&c);
+	h->long_size = cur_u8(&c);
+	h->commit_size = cur_u8(&c);
+	h->big_endian = cur_u8(&c);
+	h->file_version = cur_u8(&c);
+	h->recording_id = cur_u64(&c);
+	h->trace_id = cur_u64(&c);
+	cur_str(&c, h->name, sizeof h->name);
+	cur_str(&c, h->clock, sizeof h->clock);
+	if (cur_end(&c) == -1)
+		return -1;
+	if (h->version_min > h->version_max || h->ncpus < 1 ||
+	    h->ncpus > TD_MAX_CPUS || h->page_size < TD_MIN_PAGE_SIZE ||
+	    h->page_size > TD_MAX_PAGE_SIZE ||
+	    (h->long_size != 4 && h->long_size != 8) ||
+	    (h->commit_size != 4 && h->commit_size != 8) ||
+	    h->big_endian > 1 || (h->file_version != 0 &&
+	    h->file_version != 6 && h->file_version != 7) ||
+	    h->clock[0] == '\0') {
+		errno = EBADMSG;
+		return -1;
+	}
+	return 0;
+}
+
+/* WELCOME. */
+int
+td_msg_pack_welcome(struct td_buf *b, const struct td_welcome *w)
+{
+	size_t at = msg_begin(b);
+	int ok = 0;
+
+	if (put_u16(b, w->version) == -1 || put_u16(b, w->flags) == -1 ||
+	    put_u64(b, w->session_id) == -1 ||
+	    put_str(b, w->identity, sizeof w->identity) == -1)
+		ok = -1;
+	return msg_end(b, at, TD_MSG_WELCOME, ok);
+}
+
+/* Decode WELCOME. */
+int
+td_msg_unpack_welcome(const struct td_frame *f, struct td_welcome *w)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_WELCOME);
+	memset(w, 0, sizeof *w);
+	w->version = cur_u16(&c);
+	w->flags = cur_u16(&c);
+	w->session_id = cur_u64(&c);
+	cur_str(&c, w->identity, sizeof w->identity);
+	return cur_end(&c);
+}
+
+/* SECTION: a metadata section begins. */
+int
+td_msg_pack_section(struct td_buf *b, uint16_t id)
+{
+	if (td_frame_header(b, TD_MSG_SECTION, 0, 2) == -1)
+		return -1;
+	return put_u16(b, id);
+}
+
+/* Decode SECTION. */
+int
+td_msg_unpack_section(const struct td_frame *f, uint16_t *id)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_SECTION);
+	*id = cur_u16(&c);
+	return cur_end(&c);
+}
+
+/* SECTION_DATA: n bytes of the open section (n <= TD_MAX_FRAME). */
+int
+td_msg_pack_section_data(struct td_buf *b, const void *p, size_t n)
+{
+	if (td_frame_header(b, TD_MSG_SECTION_DATA, 0, n) == -1)
+		return -1;
+	return td_buf_add(b, p, n);
+}
+
+/* SECTION_END. */
+int
+td_msg_pack_section_end(struct td_buf *b)
+{
+	return td_frame_header(b, TD_MSG_SECTION_END, 0, 0);
+}
+
+/* OPTION: a trace.dat option record. */
+int
+td_msg_pack_option(struct td_buf *b, uint16_t id, const void *p, size_t n)
+{
+	if (n > TD_MAX_FRAME - 2) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	if (td_frame_header(b, TD_MSG_OPTION, 0, n + 2) == -1 ||
+	    put_u16(b, id) == -1)
+		return -1;
+	return td_buf_add(b, p, n);
+}
+
+/* Decode OPTION; p points into the frame. */
+int
+td_msg_unpack_option(const struct td_frame *f, uint16_t *id,
+    const uint8_t **p, size_t *n)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_OPTION);
+	*id = cur_u16(&c);
+	*n = c.left;
+	*p = cur_take(&c, c.left);
+	return cur_end(&c);
+}
+
+/* Header of PAGES. */
+int
+td_msg_pack_pages_head(struct td_buf *b, uint32_t cpu, uint32_t count,
+    uint64_t first_seq, size_t page_size)
+{
+	size_t len = 16 + (size_t)count * page_size;
+
+	if (count == 0 || td_frame_header(b, TD_MSG_PAGES, 0, len) == -1)
+		return -1;
+	if (put_u32(b, cpu) == -1 || put_u32(b, count) == -1)
+		return -1;
+	return put_u64(b, first_seq);
+}
+
+/* Decode PAGES: the payload must hold exactly count pages. */
+int
+td_msg_unpack_pages(const struct td_frame *f, size_t page_size,
+    struct td_pages *pg)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_PAGES);
+	pg->cpu = cur_u32(&c);
+	pg->count = cur_u32(&c);
+	pg->first_seq = cur_u64(&c);
+	if (c.bad || page_size == 0 || pg->count == 0 ||
+	    c.left / page_size != pg->count || c.left % page_size != 0) {
+		errno = EBADMSG;
+		return -1;
+	}
+	pg->len = c.left;
+	pg->data = cur_take(&c, c.left);
+	return cur_end(&c);
+}
+
+/* END. */
+int
+td_msg_pack_end(struct td_buf *b, const struct td_end *e)
+{
+	size_t at = msg_begin(b);
+	uint32_t i;
+	int ok = 0;
+
+	if (e->ncpus > TD_MAX_CPUS || put_u32(b, e->ncpus) == -1)
+		ok = -1;
+	for (i = 0; ok == 0 && i < e->ncpus; i++)
+		if (put_u64(b, e->pages[i]) == -1)
+			ok = -1;
+	return msg_end(b, at, TD_MSG_END, ok);
+}
+
+/* Decode END. */
+int
+td_msg_unpack_end(const struct td_frame *f, struct td_end *e)
+{
+	struct td_cur c;
+	uint32_t i;
+
+	cur_init(&c, f, TD_MSG_END);
+	e->ncpus = cur_u32(&c);
+	if (e->ncpus > TD_MAX_CPUS) {
+		errno = EBADMSG;
+		return -1;
+	}
+	for (i = 0; i < e->ncpus; i++)
+		e->pages[i] = cur_u64(&c);
+	return cur_end(&c);
+}
+
+/* DONE. */
+int
+td_msg_pack_done(struct td_buf *b, const struct td_done *d)
+{
+	size_t at = msg_begin(b);
+	int ok = 0;
+
+	if (put_u64(b, d->file_size) == -1 || put_u16(b, d->flags) == -1 ||
+	    put_str(b, d->path, sizeof d->path) == -1)
+		ok = -1;
+	return msg_end(b, at, TD_MSG_DONE, ok);
+}
+
+/* Decode DONE. */
+int
+td_msg_unpack_done(const struct td_frame *f, struct td_done *d)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_DONE);
+	d->file_size = cur_u64(&c);
+	d->flags = cur_u16(&c);
+	cur_str(&c, d->path, sizeof d->path);
+	return cur_end(&c);
+}
+
+/* ERROR. */
+int
+td_msg_pack_error(struct td_buf *b, uint32_t code, const char *text)
+{
+	char t[TD_MAX_ERROR_LEN + 1];
+	size_t at = msg_begin(b), i;
+	int ok = 0;
+
+	/* keep it printable and short: the peer logs it */
+	for (i = 0; text[i] != '\0' && i < TD_MAX_ERROR_LEN; i++)
+		t[i] = text[i] < 0x20 || text[i] > 0x7e ? '?' : text[i];
+	t[i] = '\0';
+	if (put_u32(b, code) == -1 || put_str(b, t, sizeof t) == -1)
+		ok = -1;
+	return msg_end(b, at, TD_MSG_ERROR, ok);
+}
+
+/* Decode ERROR. */
+int
+td_msg_unpack_error(const struct td_frame *f, struct td_error *e)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_ERROR);
+	e->code = cur_u32(&c);
+	cur_str(&c, e->text, sizeof e->text);
+	return cur_end(&c);
+}

@@ -1,0 +1,155 @@
+/*
+ * tdproto.h: the tracedock wire protocol, as pure code.
+ *
+ * One stream (TLS over TCP today, AF_VSOCK later) carries one recording.
+ * Every message is a frame: an 8-byte header {be32 length of the payload,
+ * be16 type, be16 flags} and the payload.  Integers in headers and message
+ * fields are big-endian; section content, option content and ring-buffer
+ * pages travel as the agent's trace.dat bytes, in the byte order HELLO
+ * declares.  docs/tdproto.md documents every byte.
+ *
+ * Nothing here touches a socket, an event loop or a log: packers append to
+ * a td_buf, unpackers read a payload through a bounds-checked cursor and
+ * reject short, long and trailing bytes with -1 (errno EBADMSG).  The table
+ * below is the single source of the numbers, names and size limits of the
+ * messages; retired numbers are never reused.
+ */
+#ifndef TD_TDPROTO_H
+#define TD_TDPROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tdlimits.h"
+
+struct td_buf;
+
+#define TD_PROTO_VERSION	1
+#define TD_FRAME_HEADER		8
+
+/* Frame flags. */
+#define TD_FRAME_URGENT		0x0001	/* jump queues (time-sync probes) */
+
+/*
+ * X(name, number, min payload, max payload).  Sizes are checked on every
+ * frame before its payload is looked at.
+ */
+#define TD_MSG_TABLE(X)							\
+	X(HELLO,	 1, 28,	TD_MAX_HELLO)				\
+	X(WELCOME,	 2, 14,	TD_MAX_HELLO)				\
+	X(SECTION,	 3, 2,	2)					\
+	X(SECTION_DATA,	 4, 1,	TD_MAX_FRAME)				\
+	X(SECTION_END,	 5, 0,	0)					\
+	X(OPTION,	 6, 2,	TD_MAX_FRAME)				\
+	X(PAGES,	 7, 16,	TD_MAX_FRAME)				\
+	X(END,		 8, 4,	4 + 8 * TD_MAX_CPUS)			\
+	X(DONE,		 9, 10,	10 + TD_MAX_NAME_LEN * 4)		\
+	X(ERROR,	10, 6,	6 + TD_MAX_ERROR_LEN)
+
+enum td_msg_type {
+#define TD_MSG_ENUM(n, v, lo, hi) TD_MSG_##n = v,
+	TD_MSG_TABLE(TD_MSG_ENUM)
+#undef TD_MSG_ENUM
+};
+
+/* A frame found in a byte stream. */
+struct td_frame {
+	uint16_t	 type;
+	uint16_t	 flags;
+	const uint8_t	*payload;
+	size_t		 len;		/* payload bytes */
+	size_t		 total;		/* header + payload */
+};
+
+/*
+ * Look for one frame at the start of buf.  Returns 1 and fills f when a
+ * whole frame is there, 0 when more bytes are needed (f->total then says how
+ * many the frame needs once the header is in, else 0), -1 (EBADMSG) for an
+ * unknown type or a length outside the type's limits.
+ */
+int		 td_frame_parse(const uint8_t *buf, size_t avail,
+		    struct td_frame *f);
+/* Name of a message type ("?" if unknown). */
+const char	*td_msg_name(uint16_t type);
+/* Append a frame header for a payload of len bytes. */
+int		 td_frame_header(struct td_buf *b, uint16_t type,
+		    uint16_t flags, size_t len);
+
+/* HELLO, agent -> listener: who is recording what. */
+struct td_hello {
+	uint16_t	 version_min;
+	uint16_t	 version_max;
+	uint32_t	 ncpus;
+	uint32_t	 page_size;
+	uint8_t		 long_size;	/* user-space long of the agent */
+	uint8_t		 commit_size;	/* ring-buffer commit field */
+	uint8_t		 big_endian;	/* byte order of sections and pages */
+	uint8_t		 file_version;	/* 0: the listener's choice, 6, 7 */
+	uint64_t	 recording_id;	/* random, for resuming later */
+	uint64_t	 trace_id;
+	char		 name[TD_MAX_NAME_LEN + 1];	/* --name, may be "" */
+	char		 clock[TD_MAX_NAME_LEN + 1];	/* trace clock */
+};
+
+/* WELCOME, listener -> agent: the recording is accepted. */
+struct td_welcome {
+	uint16_t	 version;
+	uint16_t	 flags;
+	uint64_t	 session_id;
+	char		 identity[TD_MAX_NAME_LEN + 1];	/* from the cert */
+};
+
+/* PAGES: count whole pages of one CPU, numbered from first_seq. */
+struct td_pages {
+	uint32_t	 cpu;
+	uint32_t	 count;
+	uint64_t	 first_seq;
+	const uint8_t	*data;		/* count * page_size bytes */
+	size_t		 len;
+};
+
+/* END: the agent's page count of every CPU, to check nothing is missing. */
+struct td_end {
+	uint32_t	 ncpus;
+	uint64_t	 pages[TD_MAX_CPUS];
+};
+
+/* DONE, listener -> agent: the file is complete on disk. */
+struct td_done {
+	uint64_t	 file_size;
+	uint16_t	 flags;
+	char		 path[TD_MAX_NAME_LEN * 4 + 1];
+};
+
+/* ERROR, either way: why the peer is closing. */
+struct td_error {
+	uint32_t	 code;
+	char		 text[TD_MAX_ERROR_LEN + 1];
+};
+
+int	td_msg_pack_hello(struct td_buf *b, const struct td_hello *h);
+int	td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h);
+int	td_msg_pack_welcome(struct td_buf *b, const struct td_welcome *w);
+int	td_msg_unpack_welcome(const struct td_frame *f, struct td_welcome *w);
+int	td_msg_pack_section(struct td_buf *b, uint16_t id);
+int	td_msg_unpack_section(const struct td_frame *f, uint16_t *id);
+int	td_msg_pack_section_data(struct td_buf *b, const void *p, size_t n);
+int	td_msg_pack_section_end(struct td_buf *b);
+int	td_msg_pack_option(struct td_buf *b, uint16_t id, const void *p,
+	    size_t n);
+int	td_msg_unpack_option(const struct td_frame *f, uint16_t *id,
+	    const uint8_t **p, size_t *n);
+/* Pack the header of a PAGES frame; the caller appends the pages. */
+int	td_msg_pack_pages_head(struct td_buf *b, uint32_t cpu, uint32_t count,
+	    uint64_t first_seq, size_t page_size);
+int	td_msg_unpack_pages(const struct td_frame *f, size_t page_size,
+	    struct td_pages *pg);
+int	td_msg_pack_end(struct td_buf *b, const struct td_end *e);
+int	td_msg_unpack_end(const struct td_frame *f, struct td_end *e);
+int	td_msg_pack_done(struct td_buf *b, const struct td_done *d);
+int	td_msg_unpack_done(const struct td_frame *f, struct td_done *d);
+int	td_msg_pack_error(struct td_buf *b, uint32_t code, const char *text);
+int	td_msg_unpack_error(const struct td_frame *f, struct td_error *e);
+
+#endif
