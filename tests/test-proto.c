@@ -1,0 +1,358 @@
+/*
+ * test-proto.c: the wire protocol's frames and messages: every message
+ * round-trips, frames are found byte by byte in a stream, and every kind of
+ * malformed payload is rejected with EBADMSG.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "tdproto.h"
+
+static void
+one_frame(struct td_buf *b, struct td_frame *f)
+{
+	assert_int_equal(td_frame_parse(b->data, b->len, f), 1);
+	assert_int_equal(f->total, b->len);
+}
+
+static struct td_hello
+sample_hello(void)
+{
+	struct td_hello h;
+
+	memset(&h, 0, sizeof h);
+	h.version_min = 1;
+	h.version_max = 1;
+	h.ncpus = 8;
+	h.page_size = 4096;
+	h.long_size = 8;
+	h.commit_size = 8;
+	h.file_version = 7;
+	h.recording_id = 0x0123456789abcdefULL;
+	h.trace_id = 0xfedcba9876543210ULL;
+	strcpy(h.name, "web1");
+	strcpy(h.clock, "mono");
+	return h;
+}
+
+static void
+test_hello_roundtrip(void **state)
+{
+	struct td_hello h = sample_hello(), g;
+	struct td_buf b;
+	struct td_frame f;
+
+	td_buf_init(&b, 1 << 20);
+	assert_int_equal(td_msg_pack_hello(&b, &h), 0);
+	one_frame(&b, &f);
+	assert_int_equal(f.type, TD_MSG_HELLO);
+	assert_string_equal(td_msg_name(f.type), "HELLO");
+	assert_int_equal(td_msg_unpack_hello(&f, &g), 0);
+	assert_memory_equal(&h, &g, sizeof h);
+	/* big-endian on the wire */
+	assert_int_equal(b.data[8], 0);
+	assert_int_equal(b.data[9], 1);
+	td_buf_free(&b);
+}
+
+static void
+test_hello_rejects(void **state)
+{
+	struct td_hello h, g;
+	struct td_buf b;
+	struct td_frame f;
+	int i;
+
+	for (i = 0; i < 9; i++) {
+		h = sample_hello();
+		switch (i) {
+		case 0: h.ncpus = 0; break;
+		case 1: h.ncpus = TD_MAX_CPUS + 1; break;
+		case 2: h.page_size = 16; break;
+		case 3: h.page_size = TD_MAX_PAGE_SIZE * 2; break;
+		case 4: h.long_size = 3; break;
+		case 5: h.commit_size = 2; break;
+		case 6: h.file_version = 5; break;
+		case 7: h.clock[0] = '\0'; break;
+		case 8: h.version_min = 2; break;
+		}
+		td_buf_init(&b, 1 << 20);
+		assert_int_equal(td_msg_pack_hello(&b, &h), 0);
+		one_frame(&b, &f);
+		errno = 0;
+		assert_int_equal(td_msg_unpack_hello(&f, &g), -1);
+		assert_int_equal(errno, EBADMSG);
+		td_buf_free(&b);
+	}
+}
+
+/* A control character in a string is refused: it could forge log lines. */
+static void
+test_string_rejects(void **state)
+{
+	struct td_hello h = sample_hello(), g;
+	struct td_buf b;
+	struct td_frame f;
+	size_t i;
+
+	td_buf_init(&b, 1 << 20);
+	assert_int_equal(td_msg_pack_hello(&b, &h), 0);
+	for (i = 0; i + 4 <= b.len; i++)
+		if (memcmp(b.data + i, "web1", 4) == 0)
+			break;
+	assert_true(i + 4 <= b.len);
+	b.data[i + 1] = '\n';
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_hello(&f, &g), -1);
+	/* a name of the longest length goes through whole */
+	memset(h.name, 'a', sizeof h.name - 1);
+	h.name[sizeof h.name - 1] = '\0';
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_hello(&b, &h), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_hello(&f, &g), 0);
+	assert_string_equal(g.name, h.name);
+	td_buf_free(&b);
+}
+
+static void
+test_truncated_and_trailing(void **state)
+{
+	struct td_hello h = sample_hello(), g;
+	struct td_buf b;
+	struct td_frame f;
+	size_t cut;
+
+	td_buf_init(&b, 1 << 20);
+	assert_int_equal(td_msg_pack_hello(&b, &h), 0);
+	/* every shorter declared length is refused by the decoder */
+	for (cut = 28; cut < b.len - TD_FRAME_HEADER; cut++) {
+		f.type = TD_MSG_HELLO;
+		f.payload = b.data + TD_FRAME_HEADER;
+		f.len = cut;
+		assert_int_equal(td_msg_unpack_hello(&f, &g), -1);
+	}
+	/* trailing bytes too */
+	td_buf_add_zero(&b, 3);
+	f.type = TD_MSG_HELLO;
+	f.payload = b.data + TD_FRAME_HEADER;
+	f.len = b.len - TD_FRAME_HEADER;
+	assert_int_equal(td_msg_unpack_hello(&f, &g), -1);
+	/* a decoder for another type refuses the frame */
+	f.len -= 3;
+	assert_int_equal(td_msg_unpack_hello(&f, &g), 0);
+	{
+		struct td_welcome w;
+
+		assert_int_equal(td_msg_unpack_welcome(&f, &w), -1);
+	}
+	td_buf_free(&b);
+}
+
+static void
+test_frames_in_stream(void **state)
+{
+	struct td_buf b;
+	struct td_frame f;
+	uint8_t page[256 * 3];
+	size_t off, avail, n = 0;
+	uint16_t id;
+	int r;
+
+	td_buf_init(&b, 1 << 20);
+	memset(page, 0xab, sizeof page);
+	assert_int_equal(td_msg_pack_section(&b, 16), 0);
+	assert_int_equal(td_msg_pack_section_data(&b, "abc", 3), 0);
+	assert_int_equal(td_msg_pack_section_end(&b), 0);
+	assert_int_equal(td_msg_pack_pages_head(&b, 1, 3, 77, 256), 0);
+	assert_int_equal(td_buf_add(&b, page, sizeof page), 0);
+	assert_int_equal(td_msg_pack_error(&b, 5, "bye\n"), 0);
+	/* feed the stream one byte more each time */
+	for (off = 0, avail = 0; off < b.len;) {
+		r = td_frame_parse(b.data + off, avail, &f);
+		assert_true(r >= 0);
+		if (r == 0) {
+			avail++;
+			assert_true(off + avail <= b.len);
+			continue;
+		}
+		n++;
+		if (f.type == TD_MSG_SECTION) {
+			assert_int_equal(td_msg_unpack_section(&f, &id), 0);
+			assert_int_equal(id, 16);
+		} else if (f.type == TD_MSG_PAGES) {
+			struct td_pages pg;
+
+			assert_int_equal(td_msg_unpack_pages(&f, 256, &pg), 0);
+			assert_int_equal(pg.cpu, 1);
+			assert_int_equal(pg.count, 3);
+			assert_int_equal(pg.first_seq, 77);
+			assert_memory_equal(pg.data, page, sizeof page);
+			/* the wrong page size is refused */
+			assert_int_equal(td_msg_unpack_pages(&f, 512, &pg), -1);
+		} else if (f.type == TD_MSG_ERROR) {
+			struct td_error e;
+
+			assert_int_equal(td_msg_unpack_error(&f, &e), 0);
+			assert_int_equal(e.code, 5);
+			assert_string_equal(e.text, "bye?");
+		}
+		off += f.total;
+		avail = 0;
+	}
+	assert_int_equal(n, 5);
+	td_buf_free(&b);
+}
+
+static void
+test_frame_limits(void **state)
+{
+	uint8_t h[TD_FRAME_HEADER] = { 0 };
+	struct td_frame f;
+	struct td_buf b;
+
+	/* unknown type */
+	h[5] = 99;
+	assert_int_equal(td_frame_parse(h, sizeof h, &f), -1);
+	assert_int_equal(errno, EBADMSG);
+	/* SECTION_END with a payload */
+	h[5] = TD_MSG_SECTION_END;
+	h[3] = 1;
+	assert_int_equal(td_frame_parse(h, sizeof h, &f), -1);
+	/* PAGES over the frame cap */
+	h[5] = TD_MSG_PAGES;
+	h[0] = 0x7f;
+	assert_int_equal(td_frame_parse(h, sizeof h, &f), -1);
+	/* a good header asks for its whole frame */
+	h[0] = 0;
+	h[1] = 0;
+	h[2] = 0x10;
+	h[3] = 0x10;
+	assert_int_equal(td_frame_parse(h, sizeof h, &f), 0);
+	assert_int_equal(f.total, TD_FRAME_HEADER + 0x1010);
+	/* packers refuse what decoders would refuse */
+	td_buf_init(&b, 1 << 22);
+	assert_int_equal(td_msg_pack_pages_head(&b, 0, 0, 0, 4096), -1);
+	assert_int_equal(td_msg_pack_pages_head(&b, 0, 300, 0, 4096), -1);
+	td_buf_free(&b);
+}
+
+static void
+test_other_messages(void **state)
+{
+	struct td_welcome w = { 1, 0, 42, "web1" }, w2;
+	struct td_done d, d2;
+	struct td_end *e, *e2;
+	struct td_buf b;
+	struct td_frame f;
+	const uint8_t *p;
+	uint16_t id;
+	size_t n;
+
+	td_buf_init(&b, 1 << 20);
+	assert_int_equal(td_msg_pack_welcome(&b, &w), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_welcome(&f, &w2), 0);
+	assert_memory_equal(&w, &w2, sizeof w);
+
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_option(&b, 5, "Linux x", 8), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_option(&f, &id, &p, &n), 0);
+	assert_int_equal(id, 5);
+	assert_int_equal(n, 8);
+	assert_string_equal((const char *)p, "Linux x");
+
+	e = calloc(1, sizeof *e);
+	e2 = calloc(1, sizeof *e2);
+	e->ncpus = 3;
+	e->pages[0] = 1;
+	e->pages[2] = 1ULL << 40;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_end(&b, e), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_end(&f, e2), 0);
+	assert_int_equal(e2->ncpus, 3);
+	assert_int_equal(e2->pages[2], 1ULL << 40);
+	/* a CPU count that disagrees with the length */
+	b.data[TD_FRAME_HEADER + 3] = 4;
+	assert_int_equal(td_msg_unpack_end(&f, e2), -1);
+	free(e);
+	free(e2);
+
+	memset(&d, 0, sizeof d);
+	d.file_size = 123456789;
+	strcpy(d.path, "web1/20261121T000000Z.dat");
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_done(&b, &d), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_done(&f, &d2), 0);
+	assert_int_equal(d2.file_size, d.file_size);
+	assert_string_equal(d2.path, d.path);
+	td_buf_free(&b);
+}
+
+/* Random bytes never crash the decoders. */
+static void
+test_random_payloads(void **state)
+{
+	uint8_t buf[600];
+	struct td_frame f;
+	struct td_hello h;
+	struct td_welcome w;
+	struct td_pages pg;
+	struct td_done d;
+	struct td_error e;
+	struct td_end *end = malloc(sizeof *end);
+	const uint8_t *p;
+	uint16_t id;
+	size_t n;
+	int i, k;
+
+	srand(7);
+	for (i = 0; i < 20000; i++) {
+		n = rand() % sizeof buf;
+		for (k = 0; k < (int)n; k++)
+			buf[k] = rand();
+		f.payload = buf;
+		f.len = n;
+		for (f.type = 1; f.type <= 10; f.type++) {
+			td_msg_unpack_hello(&f, &h);
+			td_msg_unpack_welcome(&f, &w);
+			td_msg_unpack_section(&f, &id);
+			td_msg_unpack_option(&f, &id, &p, &n);
+			td_msg_unpack_pages(&f, 256, &pg);
+			td_msg_unpack_end(&f, end);
+			td_msg_unpack_done(&f, &d);
+			td_msg_unpack_error(&f, &e);
+			n = f.len;
+		}
+		td_frame_parse(buf, n, &f);
+	}
+	free(end);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hello_roundtrip),
+		cmocka_unit_test(test_hello_rejects),
+		cmocka_unit_test(test_string_rejects),
+		cmocka_unit_test(test_truncated_and_trailing),
+		cmocka_unit_test(test_frames_in_stream),
+		cmocka_unit_test(test_frame_limits),
+		cmocka_unit_test(test_other_messages),
+		cmocka_unit_test(test_random_payloads),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
