@@ -261,7 +261,9 @@ test_other_messages(void **state)
 	assert_int_equal(td_msg_pack_welcome(&b, &w), 0);
 	one_frame(&b, &f);
 	assert_int_equal(td_msg_unpack_welcome(&f, &w2), 0);
-	assert_memory_equal(&w, &w2, sizeof w);
+	assert_int_equal(w2.version, 1);
+	assert_int_equal(w2.session_id, 42);
+	assert_string_equal(w2.identity, "web1");
 
 	td_buf_reset(&b);
 	assert_int_equal(td_msg_pack_option(&b, 5, "Linux x", 8), 0);
