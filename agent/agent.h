@@ -4,6 +4,8 @@
 #ifndef TD_AGENT_H
 #define TD_AGENT_H
 
+#include <stdbool.h>
+
 #include "compress.h"
 #include "tdlimits.h"
 
@@ -13,7 +15,14 @@ struct agent_event {
 };
 
 struct agent_opts {
-	const char		*output;	/* -o FILE */
+	const char		*output;	/* -o FILE, or NULL */
+	const char		*host;		/* -h HOST, or NULL */
+	const char		*port;		/* -p PORT */
+	const char		*cert;
+	const char		*key;
+	const char		*ca;
+	const char		*name;		/* --name, a file suffix */
+	bool			 insecure;
 	int			 file_version;	/* 6 or 7 */
 	enum td_codec_id	 codec;
 	int			 buffer_kb;	/* -b, 0 = kernel default */

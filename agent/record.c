@@ -31,6 +31,7 @@
 #include "instance.h"
 #include "log.h"
 #include "meta.h"
+#include "net.h"
 #include "page.h"
 #include "record.h"
 #include "ring.h"
@@ -42,6 +43,10 @@
 #define RECORD_BURST_PAGES	256
 #define RECORD_STATUS_AFTER_S	3.0
 #define RECORD_BUFFER_PERCENT	10
+/* Stop reading the rings while this much waits for the network. */
+#define RECORD_NET_HIGH		(4u * 1024 * 1024)
+#define RECORD_NET_LOW		(1u * 1024 * 1024)
+#define RECORD_NET_ID		(UINT32_MAX - 2)
 
 struct record_cpu {
 	struct ring	*ring;
@@ -55,7 +60,12 @@ struct recorder {
 	const struct agent_opts	*o;
 	struct instance		*in;
 	struct td_file		*file;
-	struct meta_sink	 sink;
+	struct net		*net;
+	struct meta_sink	 sink;		/* where metadata goes */
+	struct meta_sink	 fsink;
+	struct meta_sink	 nsink;
+	bool			 paused;	/* rings wait for the network */
+	uint64_t		 trace_id;
 	uint32_t		 page_size;
 	int			 commit_size;
 	int			 ncpus;
@@ -100,9 +110,17 @@ record_page(struct recorder *r, struct record_cpu *c, size_t n)
 		}
 	}
 	c->pages++;
-	if (td_file_cpu_page(r->file, ring_cpu(c->ring), r->page, n) == -1) {
+	if (r->file != NULL &&
+	    td_file_cpu_page(r->file, ring_cpu(c->ring), r->page, n) == -1) {
 		snprintf(r->err, sizeof r->err, "cannot write '%s': %s",
 		    r->o->output, strerror(errno));
+		r->failed = true;
+		return -1;
+	}
+	if (r->net != NULL &&
+	    net_page(r->net, ring_cpu(c->ring), r->page, n) == -1) {
+		snprintf(r->err, sizeof r->err, "cannot queue pages: %s",
+		    strerror(errno));
 		r->failed = true;
 		return -1;
 	}
@@ -143,6 +161,88 @@ record_drain(struct recorder *r, struct record_cpu *c, bool final)
 	return 0;
 }
 
+/* Metadata to both the file and the network. */
+static int
+record_tee_begin(void *arg, enum td_opt id)
+{
+	struct recorder *r = arg;
+
+	if (r->fsink.begin(r->fsink.arg, id) == -1)
+		return -1;
+	return r->nsink.begin(r->nsink.arg, id);
+}
+
+static int
+record_tee_write(void *arg, const void *p, size_t n)
+{
+	struct recorder *r = arg;
+
+	if (r->fsink.write(r->fsink.arg, p, n) == -1)
+		return -1;
+	return r->nsink.write(r->nsink.arg, p, n);
+}
+
+static int
+record_tee_end(void *arg)
+{
+	struct recorder *r = arg;
+
+	if (r->fsink.end(r->fsink.arg) == -1)
+		return -1;
+	return r->nsink.end(r->nsink.arg);
+}
+
+static int
+record_tee_option(void *arg, enum td_opt id, const void *p, size_t n)
+{
+	struct recorder *r = arg;
+
+	if (r->fsink.option(r->fsink.arg, id, p, n) == -1)
+		return -1;
+	return r->nsink.option(r->nsink.arg, id, p, n);
+}
+
+/*
+ * Send what the network takes, and pause or resume the ring readers around
+ * the queue's watermarks: a slow link makes the kernel ring absorb the
+ * difference (its overruns are counted) instead of the agent's memory.
+ */
+static int
+record_net_pump(struct recorder *r)
+{
+	struct epoll_event ev;
+	bool pause;
+	int i;
+
+	if (r->net == NULL)
+		return 0;
+	if (net_flush(r->net, r->err, sizeof r->err) == -1) {
+		r->failed = true;
+		return -1;
+	}
+	pause = r->paused ? net_pending(r->net) > RECORD_NET_LOW :
+	    net_pending(r->net) > RECORD_NET_HIGH;
+	if (pause != r->paused) {
+		r->paused = pause;
+		log_debug("%s reading the rings: %zu bytes queued",
+		    pause ? "pause" : "resume", net_pending(r->net));
+		for (i = 0; i < r->ncpus; i++) {
+			if (r->cpu[i].ring == NULL)
+				continue;
+			memset(&ev, 0, sizeof ev);
+			ev.events = pause ? 0 : EPOLLIN;
+			ev.data.u32 = i;
+			epoll_ctl(r->epfd, EPOLL_CTL_MOD,
+			    ring_fd(r->cpu[i].ring), &ev);
+		}
+	}
+	memset(&ev, 0, sizeof ev);
+	ev.events = EPOLLIN | (net_want_write(r->net) ? EPOLLOUT : 0);
+	ev.data.u32 = RECORD_NET_ID;
+	epoll_ctl(r->epfd, EPOLL_CTL_MOD, net_fd(r->net), &ev);
+	return 0;
+}
+
 static void
 record_status(struct recorder *r, bool final)
 {
@@ -160,9 +260,12 @@ record_status(struct recorder *r, bool final)
 		pages += r->cpu[i].pages;
 		events += r->cpu[i].events;
 	}
-	fprintf(stderr, "\rtdagent: %.1f s, %" PRIu64 " events, %.1f MB%s",
-	    t, events, pages * (double)r->page_size / 1e6,
-	    final ? "\n" : "   ");
+	fprintf(stderr, "\rtdagent: %.1f s, %" PRIu64 " events, %.1f MB",
+	    t, events, pages * (double)r->page_size / 1e6);
+	if (r->net != NULL)
+		fprintf(stderr, ", %.1f MB sent, %.1f MB/s", net_sent(r->net) /
+		    1e6, t > 0 ? net_sent(r->net) / 1e6 / t : 0.0);
+	fprintf(stderr, "%s", final ? "\n" : "   ");
 	r->status_shown = true;
 }
 
@@ -256,20 +359,66 @@ record_setup(struct recorder *r)
 	r->page = xmalloc(r->page_size);
 	r->cpu = xcalloc(r->ncpus, sizeof *r->cpu);
 
-	memset(&fp, 0, sizeof fp);
-	fp.version = r->o->file_version;
-	fp.codec = r->o->codec;
-	fp.page_size = r->page_size;
-	fp.long_size = sizeof(long);
-	fp.ncpus = r->ncpus;
-	fp.clock = instance_clock(r->in);
-	r->file = td_file_create(r->o->output, &fp);
-	if (r->file == NULL) {
-		snprintf(r->err, sizeof r->err, "cannot create '%s': %s",
-		    r->o->output, strerror(errno));
-		return -1;
+	if (getrandom(&r->trace_id, sizeof r->trace_id, 0) !=
+	    sizeof r->trace_id)
+		r->trace_id = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (r->o->output != NULL) {
+		memset(&fp, 0, sizeof fp);
+		fp.version = r->o->file_version;
+		fp.codec = r->o->codec;
+		fp.page_size = r->page_size;
+		fp.long_size = sizeof(long);
+		fp.ncpus = r->ncpus;
+		fp.clock = instance_clock(r->in);
+		r->file = td_file_create(r->o->output, &fp);
+		if (r->file == NULL) {
+			snprintf(r->err, sizeof r->err, "cannot create '%s': "
+			    "%s", r->o->output, strerror(errno));
+			return -1;
+		}
+		meta_sink_file(&r->fsink, r->file);
+		r->sink = r->fsink;
 	}
-	meta_sink_file(&r->sink, r->file);
+	if (r->o->host != NULL) {
+		struct net_params np;
+		struct td_hello h;
+		uint16_t one = 1;
+
+		memset(&h, 0, sizeof h);
+		h.version_min = h.version_max = TD_PROTO_VERSION;
+		h.ncpus = r->ncpus;
+		h.page_size = r->page_size;
+		h.long_size = sizeof(long);
+		h.commit_size = r->commit_size;
+		h.big_endian = *(uint8_t *)&one == 1 ? 0 : 1;
+		h.recording_id = r->trace_id ^ 0x5a5a5a5a5a5a5a5aULL;
+		h.trace_id = r->trace_id;
+		snprintf(h.name, sizeof h.name, "%s",
+		    r->o->name ? r->o->name : "");
+		snprintf(h.clock, sizeof h.clock, "%s", instance_clock(r->in));
+		memset(&np, 0, sizeof np);
+		np.host = r->o->host;
+		np.port = r->o->port;
+		np.cert = r->o->cert;
+		np.key = r->o->key;
+		np.ca = r->o->ca;
+		np.insecure = r->o->insecure;
+		np.timeout = 10;
+		r->net = net_connect(&np, &h, r->err, sizeof r->err);
+		if (r->net == NULL)
+			return -1;
+		log_info("connected to '%s' port %s as '%s'", r->o->host,
+		    r->o->port, net_identity(r->net));
+		net_meta_sink(r->net, &r->nsink);
+		r->sink = r->nsink;
+	}
+	if (r->file != NULL && r->net != NULL) {
+		r->sink.begin = record_tee_begin;
+		r->sink.write = record_tee_write;
+		r->sink.end = record_tee_end;
+		r->sink.option = record_tee_option;
+		r->sink.arg = r;
+	}
 	if (meta_write_headers(r->in, &r->sink, r->err, sizeof r->err) == -1)
 		return -1;
 
@@ -298,6 +447,12 @@ record_setup(struct recorder *r)
 	ev.data.u32 = UINT32_MAX - 1;
 	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev) == -1)
 		goto sys;
+	if (r->net != NULL) {
+		ev.data.u32 = RECORD_NET_ID;
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_fd(r->net),
+		    &ev) == -1)
+			goto sys;
+	}
 	for (i = 0; i < r->ncpus; i++) {
 		r->cpu[i].ring = ring_open(r->in, i, r->page_size);
 		if (r->cpu[i].ring == NULL) {
@@ -343,11 +498,16 @@ record_loop(struct recorder *r)
 
 			if (id == UINT32_MAX)
 				record_signal(r);
-			else if (id == UINT32_MAX - 1) {
+			else if (id == RECORD_NET_ID) {
+				if ((evs[i].events & (EPOLLIN | EPOLLHUP |
+				    EPOLLERR)) && net_readable(r->net, r->err,
+				    sizeof r->err) == -1)
+					r->failed = true;
+			} else if (id == UINT32_MAX - 1) {
 				while (read(r->timerfd, &ticks,
 				    sizeof ticks) > 0)
 					;
-				for (int c = 0; c < r->ncpus; c++)
+				for (int c = 0; c < r->ncpus && !r->paused; c++)
 					if (r->cpu[c].ring != NULL &&
 					    record_drain(r, &r->cpu[c],
 					    false) == -1)
@@ -356,9 +516,13 @@ record_loop(struct recorder *r)
 				    record_elapsed(r) >= r->o->seconds)
 					r->stop = true;
 				record_status(r, false);
-			} else
+			} else if (!r->paused)
 				record_drain(r, &r->cpu[id], false);
+			if (r->net != NULL && !r->failed)
+				net_batch_end(r->net);
 		}
+		if (!r->failed)
+			record_net_pump(r);
 	}
 }
 
@@ -366,7 +530,6 @@ record_loop(struct recorder *r)
 static int
 record_finish(struct recorder *r, struct meta_cpustat *st)
 {
-	uint64_t id;
 	int i;
 
 	instance_set_tracing(r->in, 0);
@@ -374,18 +537,30 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 		if (r->cpu[i].ring != NULL &&
 		    record_drain(r, &r->cpu[i], true) == -1)
 			return -1;
-	if (getrandom(&id, sizeof id, 0) != sizeof id)
-		id = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	if (meta_write_cmdlines(&r->sink, r->err, sizeof r->err) == -1 ||
-	    meta_write_options(r->in, &r->sink, id, r->err,
+	    meta_write_options(r->in, &r->sink, r->trace_id, r->err,
 	    sizeof r->err) == -1 ||
 	    meta_write_cpustats(r->in, r->ncpus, &r->sink, st, r->err,
 	    sizeof r->err) == -1)
 		return -1;
-	if (td_file_finish(r->file) == -1) {
+	if (r->file != NULL && td_file_finish(r->file) == -1) {
 		snprintf(r->err, sizeof r->err, "cannot write '%s': %s",
 		    r->o->output, strerror(errno));
 		return -1;
+	}
+	if (r->net != NULL) {
+		uint64_t *pages = xcalloc(r->ncpus, sizeof *pages);
+		char path[512];
+
+		for (i = 0; i < r->ncpus; i++)
+			pages[i] = r->cpu[i].pages;
+		i = net_finish(r->net, pages, r->ncpus, path, sizeof path,
+		    r->err, sizeof r->err);
+		free(pages);
+		if (i == -1)
+			return -1;
+		log_info("the listener wrote '%s' (%.1f MB sent)", path,
+		    net_sent(r->net) / 1e6);
 	}
 	return 0;
 }
@@ -394,7 +569,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 static void
 record_summary(struct recorder *r, const struct meta_cpustat *st)
 {
-	char line[4096];
+	char line[4096], where[600];
 	size_t len = 0;
 	uint64_t overrun = 0, dropped = 0, events = 0, marked = 0;
 	int i;
@@ -415,11 +590,15 @@ record_summary(struct recorder *r, const struct meta_cpustat *st)
 	if (len == 0)
 		snprintf(line, sizeof line, "no events");
 	record_status(r, true);
+	if (r->file != NULL)
+		snprintf(where, sizeof where, " in '%s' (%.1f MB)",
+		    r->o->output, td_file_size(r->file) / 1e6);
+	else
+		snprintf(where, sizeof where, " sent to '%s'", r->o->host);
 	log_info("%.2f s: %s; lost %" PRIu64 " (overrun %" PRIu64
 	    ", dropped %" PRIu64 ", %" PRIu64 " pages marked); %" PRIu64
-	    " events in '%s' (%.1f MB)", record_elapsed(r), line,
-	    overrun + dropped, overrun, dropped, marked, events,
-	    r->o->output, td_file_size(r->file) / 1e6);
+	    " events%s", record_elapsed(r), line, overrun + dropped, overrun,
+	    dropped, marked, events, where);
 	{
 		struct rusage ru;
 
@@ -446,6 +625,7 @@ record_free(struct recorder *r)
 		ring_close(r->cpu[i].ring);
 	if (r->file != NULL)
 		td_file_free(r->file);
+	net_close(r->net);
 	if (r->epfd > 0)
 		close(r->epfd);
 	if (r->sigfd > 0)
@@ -516,7 +696,7 @@ record_run(struct instance *in, const struct agent_opts *o)
 		close(r.go_fd);
 		r.go_fd = -1;
 	}
-	log_debug("recording %d CPUs into '%s'", r.ncpus, o->output);
+	log_debug("recording %d CPUs", r.ncpus);
 	record_loop(&r);
 	if (r.failed)
 		goto fail;

@@ -29,6 +29,11 @@ enum {
 	OPT_COMPRESSION,
 	OPT_HELP,
 	OPT_VERSION,
+	OPT_CERT,
+	OPT_KEY,
+	OPT_CA,
+	OPT_NAME,
+	OPT_INSECURE,
 };
 
 static void
@@ -38,6 +43,8 @@ usage(FILE *fp)
 "usage: tdagent -o FILE [-e SYSTEM[:EVENT]]... [-f FILTER] [-b KB] [-C CLOCK]\n"
 "               [-s SECONDS] [--file-version 6|7]\n"
 "               [--compression zstd|zlib|none] [-q | -v] [-- COMMAND [ARGS...]]\n"
+"       tdagent -h HOST [-p PORT] [--cert FILE --key FILE --ca FILE | --insecure]\n"
+"               [--name NAME] [-o FILE] [recording options] [-- COMMAND...]\n"
 "       tdagent check-events [-N] [-v] [-t TRACING_DIR]\n"
 "       tdagent --help | --version\n"
 "\n"
@@ -46,6 +53,13 @@ usage(FILE *fp)
 "SIGINT, SIGTERM or SIGHUP.\n"
 "\n"
 "  -o FILE            output trace.dat file\n"
+"  -h HOST            stream to tdlisten on HOST (with -o too: both)\n"
+"  -p PORT            tdlisten's port (default 4000)\n"
+"  --cert FILE        this agent's certificate (tdcert issue DIR NAME)\n"
+"  --key FILE         its private key\n"
+"  --ca FILE          the CA that signed the listener's certificate\n"
+"  --name NAME        a suffix for the listener's file name\n"
+"  --insecure         plain TCP, no authentication (the listener needs it too)\n"
 "  -e SYSTEM[:EVENT]  enable an event, a whole system, or \"all\" (repeatable;\n"
 "                     default: sched_switch, sched_wakeup, sched_process_exec,\n"
 "                     sched_process_exit and irq)\n"
@@ -66,6 +80,11 @@ static const struct option tdagent_longopts[] = {
 	{ "compression", required_argument, NULL, OPT_COMPRESSION },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "cert", required_argument, NULL, OPT_CERT },
+	{ "key", required_argument, NULL, OPT_KEY },
+	{ "ca", required_argument, NULL, OPT_CA },
+	{ "name", required_argument, NULL, OPT_NAME },
+	{ "insecure", no_argument, NULL, OPT_INSECURE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -107,11 +126,42 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	memset(o, 0, sizeof *o);
 	o->file_version = 7;
 	o->codec = TD_CODEC_ZSTD;
-	while ((ch = getopt_long(argc, argv, "+o:e:f:b:C:s:qv",
+	o->port = "4000";
+	while ((ch = getopt_long(argc, argv, "+o:h:p:e:f:b:C:s:qv",
 	    tdagent_longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
 			o->output = optarg;
+			break;
+		case 'h':
+			o->host = optarg;
+			break;
+		case 'p':
+			if (tdagent_number(optarg, 1, 65535, &v) == -1 ||
+			    v != (int)v)
+				tdagent_usage_error("invalid port '%s'", optarg);
+			o->port = optarg;
+			break;
+		case OPT_CERT:
+			o->cert = optarg;
+			break;
+		case OPT_KEY:
+			o->key = optarg;
+			break;
+		case OPT_CA:
+			o->ca = optarg;
+			break;
+		case OPT_INSECURE:
+			o->insecure = true;
+			break;
+		case OPT_NAME:
+			if (strlen(optarg) > TD_MAX_NAME_LEN ||
+			    optarg[strspn(optarg, "abcdefghijklmnopqrstuvwxyz"
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")] != '\0')
+				tdagent_usage_error("invalid name '%s' (up to "
+				    "%d of A-Z a-z 0-9 . _ -)", optarg,
+				    TD_MAX_NAME_LEN);
+			o->name = optarg;
 			break;
 		case 'e':
 			if (o->nevents == TD_MAX_EVENT_ARGS)
@@ -182,8 +232,15 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			    "command after --)", argv[optind]);
 		o->argv = argv + optind;
 	}
-	if (o->output == NULL)
-		tdagent_usage_error("no output: give -o FILE");
+	if (o->output == NULL && o->host == NULL)
+		tdagent_usage_error("no output: give -o FILE or -h HOST");
+	if (o->host != NULL && !o->insecure &&
+	    (o->cert == NULL || o->key == NULL || o->ca == NULL))
+		tdagent_usage_error("TLS needs --cert, --key and --ca (tdcert "
+		    "makes them), or --insecure on both sides");
+	if (o->insecure && (o->cert || o->key || o->ca))
+		tdagent_usage_error("--insecure and certificates do not go "
+		    "together");
 	if (o->file_version == 6) {
 		if (codec_set && o->codec != TD_CODEC_NONE)
 			tdagent_usage_error("version 6 files cannot be "

@@ -14,6 +14,14 @@ static const char *log_progname = "tracedock";
 static int log_verbosity;	/* -1 quiet, 0 normal, 1 verbose, 2 debug */
 static int log_syslog;
 static void (*log_fatal_hook)(void);
+static int log_timestamps;
+
+/* Turn timestamps on stderr lines on or off. */
+void
+log_set_timestamps(int on)
+{
+	log_timestamps = on;
+}
 
 /* Set the program name, verbosity and destination of every later message. */
 void
@@ -59,6 +67,16 @@ log_vwrite(int prio, const char *fmt, va_list ap, const char *err)
 		else
 			syslog(prio, "%s", msg);
 		return;
+	}
+	if (log_timestamps) {
+		struct timespec ts;
+		struct tm tm;
+		char when[32];
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+		fprintf(stderr, "%s.%03ldZ ", when, ts.tv_nsec / 1000000);
 	}
 	if (err != NULL)
 		fprintf(stderr, "%s: %s: %s\n", log_progname, msg, err);

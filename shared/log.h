@@ -19,6 +19,8 @@ void	log_init(const char *progname, int verbosity, int to_syslog);
 void	log_set_verbose(int verbosity);
 int	log_get_verbose(void);
 void	log_set_fatal_hook(void (*hook)(void));
+/* Prefix stderr lines with an ISO 8601 UTC time (for log files). */
+void	log_set_timestamps(int on);
 void	log_warn(const char *fmt, ...) TD_PRINTF(1, 2);
 void	log_warnx(const char *fmt, ...) TD_PRINTF(1, 2);
 void	log_info(const char *fmt, ...) TD_PRINTF(1, 2);

@@ -382,6 +382,35 @@ td_file_section_end(struct td_file *f)
 	return td_file_pwrite(f->fd, &size, sizeof size, f->sec_hdr + 8);
 }
 
+/* Forget the open section: cut the file back to where it began. */
+int
+td_file_section_cancel(struct td_file *f)
+{
+	if (f->sec_id == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	f->sec_off[f->sec_id] = 0;
+	if (f->p.version == 6)
+		f->v6_next--;
+	f->sec_id = -1;
+	td_buf_reset(&f->sec_out);
+	if (f->compress)
+		td_codec_stream_begin(f->codec);	/* drop its state */
+	if (ftruncate(f->fd, f->sec_hdr) == -1 ||
+	    lseek(f->fd, f->sec_hdr, SEEK_SET) == -1)
+		return -1;
+	f->off = f->sec_hdr;
+	return 0;
+}
+
+/* Whether section id is complete. */
+int
+td_file_has_section(const struct td_file *f, enum td_opt id)
+{
+	return id < TD_NSECT && f->sec_off[id] != 0 && f->sec_id != (int)id;
+}
+
 /* Write a whole section from memory. */
 int
 td_file_section_add(struct td_file *f, enum td_opt id, const void *p,

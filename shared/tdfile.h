@@ -79,6 +79,10 @@ int		 td_file_section_begin(struct td_file *f, enum td_opt id);
 int		 td_file_section_write(struct td_file *f, const void *p,
 		    size_t n);
 int		 td_file_section_end(struct td_file *f);
+/* Drop the open section (its peer went away mid-section). */
+int		 td_file_section_cancel(struct td_file *f);
+/* Whether a section has been written completely. */
+int		 td_file_has_section(const struct td_file *f, enum td_opt id);
 /* The three calls above in one, for a section held in memory. */
 int		 td_file_section_add(struct td_file *f, enum td_opt id,
 		    const void *p, size_t n);

@@ -1,0 +1,60 @@
+/*
+ * net.h: tdagent's connection to tdlisten.
+ *
+ * net_connect() dials, does the TLS handshake (or none with --insecure),
+ * sends HELLO and waits for WELCOME, blocking with timeouts.  While the
+ * recording runs the socket is non-blocking: sections, options and pages
+ * are framed into an output queue that the recording loop flushes when the
+ * socket is writable (net_fd(), net_want_write(), net_flush()); pages of one
+ * CPU are batched into PAGES frames.  net_finish() sends END, drains the
+ * queue and waits for the listener's DONE, blocking again.
+ * Errors return -1 with a message in err; nothing here logs.
+ */
+#ifndef TD_NET_H
+#define TD_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tdproto.h"
+
+struct net;
+struct meta_sink;
+
+struct net_params {
+	const char	*host;
+	const char	*port;
+	const char	*cert;
+	const char	*key;
+	const char	*ca;
+	bool		 insecure;
+	int		 timeout;	/* seconds, connect/handshake/DONE */
+};
+
+struct net	*net_connect(const struct net_params *np,
+		    const struct td_hello *hello, char *err, size_t errlen);
+/* The identity the listener gave this agent. */
+const char	*net_identity(const struct net *n);
+/* A meta_sink that frames sections and options into the queue. */
+void		 net_meta_sink(struct net *n, struct meta_sink *s);
+/* Queue one page of a CPU. */
+int		 net_page(struct net *n, int cpu, const void *page, size_t len);
+/* Close the current PAGES batch (end of a burst). */
+int		 net_batch_end(struct net *n);
+int		 net_fd(const struct net *n);
+bool		 net_want_write(const struct net *n);
+/* Bytes waiting to be sent. */
+size_t		 net_pending(const struct net *n);
+/* Bytes handed to TLS so far. */
+uint64_t	 net_sent(const struct net *n);
+/* Send what the socket takes now. */
+int		 net_flush(struct net *n, char *err, size_t errlen);
+/* The listener spoke (ERROR or close): read it; -1 with its reason. */
+int		 net_readable(struct net *n, char *err, size_t errlen);
+/* END with the page counts, drain, wait for DONE; fills the remote path. */
+int		 net_finish(struct net *n, const uint64_t *pages, int ncpus,
+		    char *path, size_t pathlen, char *err, size_t errlen);
+void		 net_close(struct net *n);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * listener.h: tdlisten's configuration and the interfaces between its
+ * modules (server: sockets and TLS; session: one agent's recording;
+ * output: where files go).  Everything runs on one libevent loop.
+ */
+#ifndef TD_LISTENER_H
+#define TD_LISTENER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+#include <event2/event.h>
+
+#include "compress.h"
+
+struct listener_config {
+	const char		*port;
+	const char		*bind;		/* NULL: all addresses */
+	const char		*dir;		/* output directory */
+	const char		*cert;
+	const char		*key;
+	const char		*ca;
+	const char		*crl;
+	bool			 insecure;
+	int			 file_version;
+	enum td_codec_id	 codec;
+	bool			 daemonize;
+	const char		*logfile;
+	int			 verbosity;
+	int			 max_sessions;
+	int			 handshake_timeout;	/* seconds */
+};
+
+struct session;
+
+/* server.c */
+int	server_start(struct event_base *base, struct listener_config *cfg,
+	    SSL_CTX *ctx);
+void	server_session_closed(struct session *s);
+int	server_sessions(void);
+void	server_shutdown(void);
+
+/* session.c */
+struct session	*session_new(struct event_base *base,
+		    struct listener_config *cfg, int fd, SSL_CTX *ctx,
+		    const char *peer);
+void		 session_close(struct session *s, const char *why);
+void		 session_shutdown_all(void);
+
+/* output.c */
+/* Directory and file name for a new recording; caller frees. */
+int	output_path(const char *dir, const char *identity, const char *name,
+	    char **path, char **err);
+/* Keep characters safe in a path component, map the rest to '_'. */
+void	output_sanitize(char *s);
+
+#endif

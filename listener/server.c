@@ -1,0 +1,174 @@
+/*
+ * server.c: tdlisten's listening sockets.  Accepts connections and hands
+ * each to a new session; when the process runs out of descriptors it pauses
+ * accepting for a second instead of dying or spinning.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "listener.h"
+#include "log.h"
+#include "banned.h"
+
+#define SERVER_MAX_LISTENERS	8
+
+static struct evconnlistener	*server_lev[SERVER_MAX_LISTENERS];
+static int			 server_nlev;
+static struct event		*server_pause_ev;
+static struct listener_config	*server_cfg;
+static SSL_CTX			*server_ctx;
+static struct event_base	*server_base;
+static int			 server_nsessions;
+
+static void
+server_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	int i;
+
+	for (i = 0; i < server_nlev; i++)
+		evconnlistener_enable(server_lev[i]);
+}
+
+static void
+server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	char host[NI_MAXHOST], serv[NI_MAXSERV];
+	char peer[NI_MAXHOST + NI_MAXSERV + 4];
+	int one = 1;
+
+	if (getnameinfo(sa, salen, host, sizeof host, serv, sizeof serv,
+	    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+		snprintf(host, sizeof host, "?");
+	snprintf(peer, sizeof peer, sa->sa_family == AF_INET6 ?
+	    "[%s]:%s" : "%s:%s", host, serv);
+	if (strncmp(host, "::ffff:", 7) == 0)
+		snprintf(peer, sizeof peer, "%s:%s", host + 7, serv);
+	if (server_nsessions >= server_cfg->max_sessions) {
+		log_warnx("refusing %s: %d sessions already", peer,
+		    server_nsessions);
+		close(fd);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	evutil_make_socket_nonblocking(fd);
+	log_debug("connection from %s", peer);
+	if (session_new(server_base, server_cfg, fd, server_ctx, peer) != NULL)
+		server_nsessions++;
+}
+
+static void
+server_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct timeval tv = { 1, 0 };
+	int e = EVUTIL_SOCKET_ERROR(), i;
+
+	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+		log_warnx("accept: %s: pausing for a second", strerror(e));
+		for (i = 0; i < server_nlev; i++)
+			evconnlistener_disable(server_lev[i]);
+		evtimer_add(server_pause_ev, &tv);
+		return;
+	}
+	log_warnx("accept: %s", strerror(e));
+}
+
+/* Listen on every address of cfg->bind (all when NULL) at cfg->port. */
+int
+server_start(struct event_base *base, struct listener_config *cfg,
+    SSL_CTX *ctx)
+{
+	struct addrinfo hints, *res, *ai;
+	struct evconnlistener *lev;
+	char host[NI_MAXHOST];
+	int e, fd, one = 1;
+
+	server_base = base;
+	server_cfg = cfg;
+	server_ctx = ctx;
+	server_pause_ev = evtimer_new(base, server_resume_cb, NULL);
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	if ((e = getaddrinfo(cfg->bind, cfg->port, &hints, &res)) != 0) {
+		log_warnx("cannot resolve '%s' port '%s': %s",
+		    cfg->bind ? cfg->bind : "*", cfg->port, gai_strerror(e));
+		return -1;
+	}
+	for (ai = res; ai != NULL && server_nlev < SERVER_MAX_LISTENERS;
+	    ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+		    SOCK_NONBLOCK, ai->ai_protocol);
+		if (fd == -1)
+			continue;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
+			    sizeof one);
+		getnameinfo(ai->ai_addr, ai->ai_addrlen, host, sizeof host,
+		    NULL, 0, NI_NUMERICHOST);
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == -1) {
+			log_warn("cannot listen on %s port %s", host,
+			    cfg->port);
+			close(fd);
+			freeaddrinfo(res);
+			return -1;
+		}
+		lev = evconnlistener_new(base, server_accept_cb, NULL,
+		    LEV_OPT_CLOSE_ON_FREE, 512, fd);
+		if (lev == NULL) {
+			log_warn("cannot listen on %s port %s", host,
+			    cfg->port);
+			close(fd);
+			freeaddrinfo(res);
+			return -1;
+		}
+		evconnlistener_set_error_cb(lev, server_error_cb);
+		server_lev[server_nlev++] = lev;
+		log_info("listening on %s port %s%s", host, cfg->port,
+		    ctx ? " (TLS 1.3, client certificates required)" :
+		    " (INSECURE: plain TCP, no authentication)");
+	}
+	freeaddrinfo(res);
+	return server_nlev > 0 ? 0 : -1;
+}
+
+/* A session went away. */
+void
+server_session_closed(struct session *s)
+{
+	if (server_nsessions > 0)
+		server_nsessions--;
+}
+
+/* How many sessions are open. */
+int
+server_sessions(void)
+{
+	return server_nsessions;
+}
+
+/* Stop listening. */
+void
+server_shutdown(void)
+{
+	int i;
+
+	for (i = 0; i < server_nlev; i++)
+		evconnlistener_free(server_lev[i]);
+	server_nlev = 0;
+	if (server_pause_ev != NULL)
+		event_free(server_pause_ev);
+	server_pause_ev = NULL;
+}

@@ -1,0 +1,592 @@
+/*
+ * session.c: one agent's connection and recording in tdlisten.
+ *
+ * A session owns its bufferevent (TLS or plain), its timers and its
+ * trace.dat writer; session_close() is the only function that frees it.
+ * The read callback cuts the input into frames and dispatches on the
+ * session's state:
+ *
+ *	S_HANDSHAKE	TLS handshake running (plain: skipped)
+ *	S_HELLO		waiting for HELLO; the handshake timeout still runs
+ *	S_STREAM	sections, options and pages go to the writer
+ *	S_DONE		END received, file complete, DONE sent; flushing
+ *
+ * Anything a peer sends that does not fit (a bad frame, a message out of
+ * order, a page of an undeclared CPU, a sequence gap) closes this session
+ * with a logged reason and nothing else; what was received is kept as a
+ * readable file marked ".incomplete" when enough of it came.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+
+#include "buf.h"
+#include "listener.h"
+#include "log.h"
+#include "page.h"
+#include "tdfile.h"
+#include "tdproto.h"
+#include "tls.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+enum session_state {
+	S_HANDSHAKE,
+	S_HELLO,
+	S_STREAM,
+	S_DONE,
+};
+
+struct session_cpu {
+	uint64_t	next_seq;
+	uint64_t	events;
+	uint64_t	missed_pages;
+};
+
+struct session {
+	struct listener_config	*cfg;
+	struct bufferevent	*bev;
+	struct event		*timer;
+	enum session_state	 state;
+	char			 peer[128];
+	char			 identity[TD_MAX_NAME_LEN + 1];
+	char			 label[TD_MAX_NAME_LEN * 2 + 160];
+	struct td_hello		 hello;
+	struct td_file		*file;
+	char			*path;
+	struct session_cpu	*cpu;
+	uint64_t		 bytes;
+	uint64_t		 pages;
+	struct timespec		 start;
+	struct td_buf		 out;
+	struct session		*next;
+	struct session		*prev;
+};
+
+static struct session *session_list;
+
+static double
+session_elapsed(const struct session *s)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - s->start.tv_sec) +
+	    (now.tv_nsec - s->start.tv_nsec) / 1e9;
+}
+
+static void
+session_send(struct session *s)
+{
+	bufferevent_write(s->bev, s->out.data, s->out.len);
+	td_buf_reset(&s->out);
+}
+
+static uint64_t
+session_events(const struct session *s, uint64_t *marked)
+{
+	uint64_t n = 0;
+	uint32_t i;
+
+	*marked = 0;
+	for (i = 0; s->cpu != NULL && i < s->hello.ncpus; i++) {
+		n += s->cpu[i].events;
+		*marked += s->cpu[i].missed_pages;
+	}
+	return n;
+}
+
+/*
+ * Keep what a broken session delivered if it is a readable trace: every
+ * section up to PRINTK is there.  It is finished (with empty command lines
+ * if they never came) and renamed to NAME.incomplete.dat.
+ */
+static void
+session_keep_partial(struct session *s)
+{
+	static const enum td_opt need[] = { TD_OPT_HEADER_INFO,
+	    TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS, TD_OPT_KALLSYMS,
+	    TD_OPT_PRINTK };
+	char *inc, *dot;
+	uint64_t zero = 0;
+	size_t i;
+
+	td_file_section_cancel(s->file);	/* fails if none is open */
+	for (i = 0; i < sizeof need / sizeof *need; i++)
+		if (!td_file_has_section(s->file, need[i]))
+			goto drop;
+	if (!td_file_has_section(s->file, TD_OPT_CMDLINES) &&
+	    td_file_section_add(s->file, TD_OPT_CMDLINES, &zero,
+	    sizeof zero) == -1)
+		goto drop;
+	if (td_file_finish(s->file) == -1)
+		goto drop;
+	xasprintf(&inc, "%s", s->path);
+	dot = strrchr(inc, '.');
+	if (dot != NULL)
+		*dot = '\0';
+	{
+		char *final;
+
+		xasprintf(&final, "%s.incomplete.dat", inc);
+		if (rename(s->path, final) == 0)
+			log_warnx("%s: kept what was received as '%s'",
+			    s->label, final);
+		free(final);
+	}
+	free(inc);
+	return;
+drop:
+	td_file_abort(s->file);
+	log_warnx("%s: too little was received to keep a file", s->label);
+}
+
+/* Close a session for a reason (NULL: normal end) and free it. */
+void
+session_close(struct session *s, const char *why)
+{
+	uint64_t events, marked;
+
+	if (why != NULL) {
+		if (s->state >= S_STREAM && s->state != S_DONE) {
+			/* tell the agent why, best effort */
+			td_buf_reset(&s->out);
+			td_msg_pack_error(&s->out, 1, why);
+			if (s->bev != NULL)
+				bufferevent_write(s->bev, s->out.data,
+				    s->out.len);
+		}
+		log_warnx("%s: closing: %s", s->label, why);
+	}
+	if (s->file != NULL) {
+		if (s->state != S_DONE)
+			session_keep_partial(s);
+		td_file_free(s->file);
+	}
+	if (s->state >= S_STREAM) {
+		events = session_events(s, &marked);
+		log_info("%s: %s after %.2f s: %u CPUs, %" PRIu64 " pages, "
+		    "%" PRIu64 " bytes, %" PRIu64 " events, %" PRIu64
+		    " pages marked with lost events", s->label,
+		    s->state == S_DONE ? "done" : "ended early",
+		    session_elapsed(s), s->hello.ncpus, s->pages, s->bytes,
+		    events, marked);
+	}
+	if (s->timer != NULL)
+		event_free(s->timer);
+	if (s->bev != NULL)
+		bufferevent_free(s->bev);
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		session_list = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	server_session_closed(s);
+	td_buf_free(&s->out);
+	free(s->cpu);
+	free(s->path);
+	free(s);
+}
+
+static int
+session_hello(struct session *s, const struct td_frame *f)
+{
+	struct td_file_params p;
+	struct td_welcome w;
+	char *err = NULL;
+	uint16_t one = 1;
+
+	if (td_msg_unpack_hello(f, &s->hello) == -1) {
+		session_close(s, "malformed HELLO");
+		return -1;
+	}
+	if (s->hello.version_min > TD_PROTO_VERSION ||
+	    s->hello.version_max < TD_PROTO_VERSION) {
+		session_close(s, "no common protocol version");
+		return -1;
+	}
+	if (s->hello.big_endian != (*(uint8_t *)&one == 1 ? 0 : 1)) {
+		session_close(s, "agents of the other byte order are not "
+		    "supported yet");
+		return -1;
+	}
+	if (s->hello.name[0] != '\0') {
+		char name[TD_MAX_NAME_LEN + 1];
+
+		snprintf(name, sizeof name, "%s", s->hello.name);
+		output_sanitize(name);
+		snprintf(s->label, sizeof s->label, "session %s '%s' (%s)",
+		    s->identity, name, s->peer);
+	}
+	if (output_path(s->cfg->dir, s->identity, s->hello.name, &s->path,
+	    &err) == -1) {
+		session_close(s, err);
+		free(err);
+		return -1;
+	}
+	memset(&p, 0, sizeof p);
+	p.version = s->cfg->file_version;
+	p.codec = s->cfg->codec;
+	p.page_size = s->hello.page_size;
+	p.long_size = s->hello.long_size;
+	p.ncpus = s->hello.ncpus;
+	p.clock = s->hello.clock;
+	s->file = td_file_create(s->path, &p);
+	if (s->file == NULL) {
+		char msg[512];
+
+		snprintf(msg, sizeof msg, "cannot create '%s': %s", s->path,
+		    strerror(errno));
+		session_close(s, msg);
+		return -1;
+	}
+	s->cpu = xcalloc(s->hello.ncpus, sizeof *s->cpu);
+	clock_gettime(CLOCK_MONOTONIC, &s->start);
+	memset(&w, 0, sizeof w);
+	w.version = TD_PROTO_VERSION;
+	if (getrandom(&w.session_id, sizeof w.session_id, 0) == -1)
+		w.session_id = (uint64_t)time(NULL);
+	snprintf(w.identity, sizeof w.identity, "%s", s->identity);
+	td_msg_pack_welcome(&s->out, &w);
+	session_send(s);
+	s->state = S_STREAM;
+	/* the handshake timeout is over; a streaming agent may be quiet */
+	bufferevent_set_timeouts(s->bev, NULL, NULL);
+	log_info("%s: recording %u CPUs, %u-byte pages, clock %s, into '%s'",
+	    s->label, s->hello.ncpus, s->hello.page_size, s->hello.clock,
+	    s->path);
+	return 0;
+}
+
+static int
+session_pages(struct session *s, const struct td_frame *f)
+{
+	struct td_page_info info;
+	struct td_pages pg;
+	struct session_cpu *c;
+	uint32_t i;
+	char msg[160];
+
+	if (td_msg_unpack_pages(f, s->hello.page_size, &pg) == -1) {
+		session_close(s, "malformed PAGES");
+		return -1;
+	}
+	if (pg.cpu >= s->hello.ncpus) {
+		snprintf(msg, sizeof msg, "pages for CPU %u, but %u CPUs "
+		    "were declared", pg.cpu, s->hello.ncpus);
+		session_close(s, msg);
+		return -1;
+	}
+	c = &s->cpu[pg.cpu];
+	if (pg.first_seq != c->next_seq) {
+		snprintf(msg, sizeof msg, "CPU %u: page %" PRIu64 " where %"
+		    PRIu64 " was due", pg.cpu, pg.first_seq, c->next_seq);
+		session_close(s, msg);
+		return -1;
+	}
+	for (i = 0; i < pg.count; i++) {
+		const uint8_t *page = pg.data + (size_t)i * s->hello.page_size;
+
+		if (td_page_parse(page, s->hello.page_size,
+		    s->hello.commit_size, &info) == 0) {
+			c->events += info.events;
+			if (info.missed)
+				c->missed_pages++;
+		}
+		if (td_file_cpu_page(s->file, (int)pg.cpu, page,
+		    s->hello.page_size) == -1) {
+			snprintf(msg, sizeof msg, "cannot write '%s': %s",
+			    s->path, strerror(errno));
+			session_close(s, msg);
+			return -1;
+		}
+	}
+	c->next_seq += pg.count;
+	s->pages += pg.count;
+	return 0;
+}
+
+static int
+session_end(struct session *s, const struct td_frame *f)
+{
+	struct td_end *e;
+	struct td_done d;
+	char msg[256];
+	uint32_t i;
+
+	e = xmalloc(sizeof *e);
+	if (td_msg_unpack_end(f, e) == -1 || e->ncpus != s->hello.ncpus) {
+		free(e);
+		session_close(s, "malformed END");
+		return -1;
+	}
+	for (i = 0; i < e->ncpus; i++) {
+		if (e->pages[i] != s->cpu[i].next_seq) {
+			snprintf(msg, sizeof msg, "CPU %u: the agent sent %"
+			    PRIu64 " pages, %" PRIu64 " arrived", i,
+			    e->pages[i], s->cpu[i].next_seq);
+			free(e);
+			session_close(s, msg);
+			return -1;
+		}
+	}
+	free(e);
+	if (td_file_finish(s->file) == -1) {
+		snprintf(msg, sizeof msg, "cannot finish '%s': %s", s->path,
+		    strerror(errno));
+		session_close(s, msg);
+		return -1;
+	}
+	s->state = S_DONE;
+	memset(&d, 0, sizeof d);
+	d.file_size = td_file_size(s->file);
+	snprintf(d.path, sizeof d.path, "%s", s->path + strlen(s->cfg->dir) +
+	    (s->path[strlen(s->cfg->dir)] == '/'));
+	td_msg_pack_done(&s->out, &d);
+	session_send(s);
+	log_info("%s: wrote '%s' (%" PRIu64 " bytes)", s->label, s->path,
+	    d.file_size);
+	return 0;
+}
+
+/* Handle one frame; -1 when the session was closed. */
+static int
+session_frame(struct session *s, const struct td_frame *f)
+{
+	const uint8_t *p;
+	uint16_t id;
+	size_t n;
+
+	s->bytes += f->total;
+	if (s->state == S_HELLO) {
+		if (f->type != TD_MSG_HELLO) {
+			session_close(s, "expected HELLO first");
+			return -1;
+		}
+		return session_hello(s, f);
+	}
+	if (s->state != S_STREAM) {
+		session_close(s, "data after END");
+		return -1;
+	}
+	switch (f->type) {
+	case TD_MSG_PAGES:
+		return session_pages(s, f);
+	case TD_MSG_SECTION:
+		if (td_msg_unpack_section(f, &id) == -1 ||
+		    td_file_section_begin(s->file, id) == -1) {
+			session_close(s, "bad or repeated SECTION");
+			return -1;
+		}
+		return 0;
+	case TD_MSG_SECTION_DATA:
+		if (td_file_section_write(s->file, f->payload, f->len) == -1) {
+			session_close(s, errno == EFBIG ? "section too big" :
+			    "SECTION_DATA outside a section");
+			return -1;
+		}
+		return 0;
+	case TD_MSG_SECTION_END:
+		if (td_file_section_end(s->file) == -1) {
+			session_close(s, "SECTION_END outside a section");
+			return -1;
+		}
+		return 0;
+	case TD_MSG_OPTION:
+		if (td_msg_unpack_option(f, &id, &p, &n) == -1 ||
+		    td_file_add_option(s->file, id, p, n) == -1) {
+			session_close(s, "bad OPTION");
+			return -1;
+		}
+		return 0;
+	case TD_MSG_END:
+		return session_end(s, f);
+	case TD_MSG_ERROR: {
+		struct td_error e;
+		char msg[TD_MAX_ERROR_LEN + 32];
+
+		if (td_msg_unpack_error(f, &e) == -1)
+			snprintf(msg, sizeof msg, "malformed ERROR");
+		else
+			snprintf(msg, sizeof msg, "agent error %u: %s",
+			    e.code, e.text);
+		session_close(s, msg);
+		return -1;
+	}
+	default:
+		session_close(s, "unexpected message");
+		return -1;
+	}
+}
+
+static void
+session_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct td_frame f;
+	const uint8_t *p;
+	size_t len;
+	char msg[128];
+	int r;
+
+	for (;;) {
+		len = evbuffer_get_length(in);
+		if (len < TD_FRAME_HEADER)
+			return;
+		p = evbuffer_pullup(in, TD_FRAME_HEADER);
+		r = td_frame_parse(p, TD_FRAME_HEADER, &f);
+		if (r == -1) {
+			snprintf(msg, sizeof msg, "bad frame header (type %u)",
+			    (unsigned)(p[4] << 8 | p[5]));
+			session_close(s, msg);
+			return;
+		}
+		if (len < f.total) {
+			/* wake up only when the whole frame is in */
+			bufferevent_setwatermark(bev, EV_READ, f.total, 0);
+			return;
+		}
+		bufferevent_setwatermark(bev, EV_READ, 0, 0);
+		p = evbuffer_pullup(in, f.total);
+		if (td_frame_parse(p, f.total, &f) != 1) {
+			session_close(s, "bad frame");
+			return;
+		}
+		if (session_frame(s, &f) == -1)
+			return;		/* s is gone */
+		evbuffer_drain(in, f.total);
+		if (s->state == S_DONE)
+			return;
+	}
+}
+
+static void
+session_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+
+	/* DONE is out: the agent closes, or we do */
+	if (s->state == S_DONE)
+		session_close(s, NULL);
+}
+
+static void
+session_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct session *s = arg;
+	char msg[512];
+	unsigned long e;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+		if (ssl != NULL && td_tls_peer_identity(ssl, s->identity,
+		    sizeof s->identity) == -1) {
+			session_close(s, "no verified client certificate");
+			return;
+		}
+		snprintf(s->label, sizeof s->label, "session %s (%s)",
+		    s->identity, s->peer);
+		log_debug("%s: TLS handshake done (%s)", s->label,
+		    ssl ? SSL_get_version(ssl) : "plain");
+		s->state = S_HELLO;
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT) {
+		session_close(s, s->state == S_HANDSHAKE ?
+		    "handshake timed out" : "no HELLO in time");
+		return;
+	}
+	if (what & BEV_EVENT_EOF) {
+		session_close(s, s->state == S_DONE ? NULL :
+		    "connection closed before the end of the recording");
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
+		e = bufferevent_get_openssl_error(bev);
+		if (e != 0) {
+			char reason[256];
+
+			ERR_error_string_n(e, reason, sizeof reason);
+			snprintf(msg, sizeof msg, "%s: %s",
+			    s->state == S_HANDSHAKE ? "TLS handshake refused" :
+			    "TLS error", reason);
+		} else
+			snprintf(msg, sizeof msg, "connection error: %s",
+			    strerror(EVUTIL_SOCKET_ERROR()));
+		session_close(s, s->state == S_DONE ? NULL : msg);
+	}
+}
+
+/* Start a session on an accepted socket. */
+struct session *
+session_new(struct event_base *base, struct listener_config *cfg, int fd,
+    SSL_CTX *ctx, const char *peer)
+{
+	struct session *s;
+	struct timeval tv;
+	SSL *ssl;
+
+	s = xcalloc(1, sizeof *s);
+	s->cfg = cfg;
+	snprintf(s->peer, sizeof s->peer, "%s", peer);
+	snprintf(s->label, sizeof s->label, "session %s", peer);
+	td_buf_init(&s->out, TD_MAX_HELLO + TD_MAX_ERROR_LEN + 4096);
+	if (ctx != NULL) {
+		if ((ssl = SSL_new(ctx)) == NULL) {
+			close(fd);
+			free(s);
+			return NULL;
+		}
+		s->bev = bufferevent_openssl_socket_new(base, fd, ssl,
+		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+		if (s->bev != NULL)
+			bufferevent_openssl_set_allow_dirty_shutdown(s->bev, 1);
+		s->state = S_HANDSHAKE;
+	} else {
+		s->bev = bufferevent_socket_new(base, fd,
+		    BEV_OPT_CLOSE_ON_FREE);
+		snprintf(s->identity, sizeof s->identity, "%s", peer);
+		/* the port is not part of a host's identity */
+		if (strrchr(s->identity, ':') != NULL)
+			*strrchr(s->identity, ':') = '\0';
+		output_sanitize(s->identity);
+		s->state = S_HELLO;
+	}
+	if (s->bev == NULL) {
+		close(fd);
+		free(s);
+		return NULL;
+	}
+	s->next = session_list;
+	if (session_list != NULL)
+		session_list->prev = s;
+	session_list = s;
+	bufferevent_setcb(s->bev, session_read_cb, session_write_cb,
+	    session_event_cb, s);
+	tv.tv_sec = cfg->handshake_timeout;
+	tv.tv_usec = 0;
+	bufferevent_set_timeouts(s->bev, &tv, NULL);
+	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+	return s;
+}
+
+/* Close every session (shutdown): partial recordings are kept. */
+void
+session_shutdown_all(void)
+{
+	while (session_list != NULL)
+		session_close(session_list, "tdlisten is shutting down");
+}

@@ -1,0 +1,272 @@
+/*
+ * tdlisten.c: command line and main loop of tdlisten, the collection side
+ * of tracedock: one process, one libevent loop, many agents.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "listener.h"
+#include "log.h"
+#include "tdlimits.h"
+#include "tls.h"
+#include "banned.h"
+
+enum {
+	OPT_CERT = 1000,
+	OPT_KEY,
+	OPT_CA,
+	OPT_CRL,
+	OPT_INSECURE,
+	OPT_FILE_VERSION,
+	OPT_COMPRESSION,
+	OPT_BIND,
+	OPT_MAX_SESSIONS,
+	OPT_HELP,
+	OPT_VERSION,
+};
+
+static const struct option tdlisten_longopts[] = {
+	{ "cert", required_argument, NULL, OPT_CERT },
+	{ "key", required_argument, NULL, OPT_KEY },
+	{ "ca", required_argument, NULL, OPT_CA },
+	{ "crl", required_argument, NULL, OPT_CRL },
+	{ "insecure", no_argument, NULL, OPT_INSECURE },
+	{ "file-version", required_argument, NULL, OPT_FILE_VERSION },
+	{ "compression", required_argument, NULL, OPT_COMPRESSION },
+	{ "bind", required_argument, NULL, OPT_BIND },
+	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: tdlisten -p PORT [-d DIR] [--cert FILE --key FILE --ca FILE] [--crl FILE]\n"
+"                [--insecure] [--bind ADDR] [--file-version 6|7]\n"
+"                [--compression zstd|zlib|none] [--max-sessions N]\n"
+"                [-D] [-l LOGFILE] [-q | -v]\n"
+"       tdlisten --help | --version\n"
+"\n"
+"Receive recordings from tdagent -h over TLS and write one trace.dat per\n"
+"recording as DIR/<host>/<UTC time>[-<name>].dat, <host> being the name in\n"
+"the agent's verified certificate.\n"
+"\n"
+"  -p PORT            TCP port to listen on\n"
+"  -d DIR             output directory (default: .)\n"
+"  --cert FILE        this listener's certificate (PEM)\n"
+"  --key FILE         its private key\n"
+"  --ca FILE          the CA that signs agent certificates (tdcert init)\n"
+"  --crl FILE         revoked agent certificates (tdcert revoke)\n"
+"  --insecure         plain TCP, no authentication (the agent needs it too)\n"
+"  --bind ADDR        listen on ADDR only (default: every address)\n"
+"  --file-version N   7 (default) or 6\n"
+"  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
+"  --max-sessions N   refuse connections beyond N (default 1024)\n"
+"  -D                 run in the background (logs to syslog unless -l)\n"
+"  -l LOGFILE         append the log to LOGFILE\n"
+"  -q                 log only warnings\n"
+"  -v                 log more\n");
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tdlisten: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'tdlisten --help'.\n");
+	exit(2);
+}
+
+static void
+tdlisten_parse(int argc, char **argv, struct listener_config *c)
+{
+	bool codec_set = false;
+	char *end;
+	long n;
+	int ch;
+
+	memset(c, 0, sizeof *c);
+	c->dir = ".";
+	c->file_version = 7;
+	c->codec = TD_CODEC_ZSTD;
+	c->max_sessions = 1024;
+	c->handshake_timeout = 10;
+	while ((ch = getopt_long(argc, argv, "p:d:Dl:qv", tdlisten_longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > 65535)
+				usage_error("invalid port '%s'", optarg);
+			c->port = optarg;
+			break;
+		case 'd':
+			c->dir = optarg;
+			break;
+		case 'D':
+			c->daemonize = true;
+			break;
+		case 'l':
+			c->logfile = optarg;
+			break;
+		case 'q':
+			c->verbosity = -1;
+			break;
+		case 'v':
+			c->verbosity = 1;
+			break;
+		case OPT_CERT:
+			c->cert = optarg;
+			break;
+		case OPT_KEY:
+			c->key = optarg;
+			break;
+		case OPT_CA:
+			c->ca = optarg;
+			break;
+		case OPT_CRL:
+			c->crl = optarg;
+			break;
+		case OPT_INSECURE:
+			c->insecure = true;
+			break;
+		case OPT_BIND:
+			c->bind = optarg;
+			break;
+		case OPT_MAX_SESSIONS:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > 1000000)
+				usage_error("invalid session count '%s'",
+				    optarg);
+			c->max_sessions = (int)n;
+			break;
+		case OPT_FILE_VERSION:
+			if (strcmp(optarg, "6") == 0)
+				c->file_version = 6;
+			else if (strcmp(optarg, "7") == 0)
+				c->file_version = 7;
+			else
+				usage_error("invalid file version '%s' (6 or 7)",
+				    optarg);
+			break;
+		case OPT_COMPRESSION:
+			if (td_codec_parse(optarg, &c->codec) == -1)
+				usage_error("unknown compression '%s' (zstd, "
+				    "zlib or none)", optarg);
+			codec_set = true;
+			break;
+		case OPT_HELP:
+			usage(stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("tdlisten (tracedock) %s\n", PACKAGE_VERSION);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'tdlisten --help'.\n");
+			exit(2);
+		}
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	if (c->port == NULL)
+		usage_error("no port: give -p PORT");
+	if (c->file_version == 6) {
+		if (codec_set && c->codec != TD_CODEC_NONE)
+			usage_error("version 6 files cannot be compressed");
+		c->codec = TD_CODEC_NONE;
+	}
+	if (!c->insecure && (c->cert == NULL || c->key == NULL ||
+	    c->ca == NULL))
+		usage_error("TLS needs --cert, --key and --ca (tdcert init and "
+		    "tdcert issue make them), or --insecure on both sides");
+	if (c->insecure && (c->cert || c->key || c->ca))
+		usage_error("--insecure and certificates do not go together");
+}
+
+static void
+tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct event_base *base = arg;
+
+	if (sig == SIGHUP) {
+		log_info("SIGHUP: nothing to reload yet");
+		return;
+	}
+	log_info("signal %d: shutting down (%d sessions open)", (int)sig,
+	    server_sessions());
+	server_shutdown();
+	session_shutdown_all();
+	event_base_loopexit(base, NULL);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct listener_config cfg;
+	struct event_base *base;
+	struct event *sigs[3];
+	struct stat st;
+	SSL_CTX *ctx = NULL;
+	char err[1024];
+	int i, signos[3] = { SIGINT, SIGTERM, SIGHUP };
+
+	tdlisten_parse(argc, argv, &cfg);
+	signal(SIGPIPE, SIG_IGN);
+	log_init("tdlisten", cfg.verbosity, cfg.daemonize && !cfg.logfile);
+	if (cfg.logfile != NULL) {
+		if (freopen(cfg.logfile, "a", stderr) == NULL)
+			fatal("cannot open log file '%s'", cfg.logfile);
+		setvbuf(stderr, NULL, _IOLBF, 0);
+		log_set_timestamps(1);
+	}
+	if (stat(cfg.dir, &st) == -1 && mkdir(cfg.dir, 0755) == -1)
+		fatal("cannot create output directory '%s'", cfg.dir);
+	if (access(cfg.dir, W_OK | X_OK) == -1)
+		fatal("cannot write to output directory '%s'", cfg.dir);
+	if (!cfg.insecure) {
+		ctx = td_tls_server_ctx(cfg.cert, cfg.key, cfg.ca, cfg.crl,
+		    err, sizeof err);
+		if (ctx == NULL)
+			fatalx("%s", err);
+	} else
+		log_warnx("--insecure: agents are neither encrypted nor "
+		    "authenticated");
+	if ((base = event_base_new()) == NULL)
+		fatalx("cannot create the event loop");
+	log_info("tracedock %s, libevent %s (%s), %s", PACKAGE_VERSION,
+	    event_get_version(), event_base_get_method(base),
+	    td_tls_version());
+	if (server_start(base, &cfg, ctx) == -1)
+		fatalx("cannot listen on port %s", cfg.port);
+	for (i = 0; i < 3; i++) {
+		sigs[i] = evsignal_new(base, signos[i], tdlisten_signal_cb,
+		    base);
+		evsignal_add(sigs[i], NULL);
+	}
+	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
+		fatal("cannot daemonize");
+	event_base_dispatch(base);
+	for (i = 0; i < 3; i++)
+		event_free(sigs[i]);
+	event_base_free(base);
+	if (ctx != NULL)
+		SSL_CTX_free(ctx);
+	log_info("stopped");
+	return 0;
+}
