@@ -26,6 +26,11 @@
 #define TD_MAX_CHUNK_SIZE	(64u * 1024 * 1024)
 /* Total size of the STRINGS section. */
 #define TD_MAX_STRINGS_SIZE	(1024 * 1024)
+/*
+ * Longest peer identity (from a TLS certificate, used as a directory name),
+ * not counting the terminating NUL; 64 is the X.509 limit of a commonName.
+ */
+#define TD_MAX_IDENTITY_LEN	64
 
 /* Largest payload of one protocol frame (a batch of pages). */
 #define TD_MAX_FRAME		(1024 * 1024)

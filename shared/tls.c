@@ -1,0 +1,500 @@
+/*
+ * tls.c: TLS 1.3 contexts with mutual authentication (OpenSSL 3.0).
+ *
+ * Decisions worth knowing:
+ * - Only the given CA file is trusted; the system's CA paths are never
+ *   loaded, so a certificate from a public CA cannot pass for an agent.
+ * - Session resumption is off on the server (no cache, no tickets): every
+ *   connection runs the full certificate check, so a revoked agent cannot
+ *   come back on an old session.  Agents connect rarely; the cost is small.
+ * - OpenSSL's default purpose checks stay on: a server requires clientAuth
+ *   (or no extendedKeyUsage) in a client certificate and the client requires
+ *   serverAuth, so a listener's certificate cannot be used as an agent's.
+ * - Keys are read with a password callback that refuses: an encrypted key
+ *   gives an error instead of a prompt on a daemon's terminal.
+ * - The CRL is checked at load time (signed by a CA of the CA file, not
+ *   expired) so that a wrong file fails at start rather than making every
+ *   handshake fail later.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include "tdlimits.h"
+#include "tls.h"
+#include "banned.h"
+
+/* Longest message prefix built before the OpenSSL reason is appended. */
+#define TLS_PREFIX_LEN	512
+
+/* Write the reason of OpenSSL error e into buf. */
+static void
+tls_reason(unsigned long e, char *buf, size_t len)
+{
+	const char *r;
+
+	if (e == 0) {
+		snprintf(buf, len, "unknown error");
+		return;
+	}
+	/* OpenSSL keeps errno values of failed system calls as is. */
+	if (ERR_SYSTEM_ERROR(e)) {
+		snprintf(buf, len, "%s", strerror(ERR_GET_REASON(e)));
+		return;
+	}
+	r = ERR_reason_error_string(e);
+	if (r != NULL)
+		snprintf(buf, len, "%s", r);
+	else
+		ERR_error_string_n(e, buf, len);
+}
+
+/* Fill err with the formatted prefix, ": " and the first queued reason. */
+static void __attribute__((format(printf, 3, 4)))
+tls_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	char prefix[TLS_PREFIX_LEN], reason[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof prefix, fmt, ap);
+	va_end(ap);
+	tls_reason(ERR_peek_error(), reason, sizeof reason);
+	ERR_clear_error();
+	if (errlen > 0)
+		snprintf(err, errlen, "%s: %s", prefix, reason);
+}
+
+/* Fill err with a message that has no OpenSSL reason. */
+static void __attribute__((format(printf, 3, 4)))
+tls_failx(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	ERR_clear_error();
+	if (errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Password callback that refuses, and notes that a password was wanted. */
+static int
+tls_nopass_cb(char *buf, int size, int rwflag, void *arg)
+{
+	*(int *)arg = 1;
+	return -1;
+}
+
+/* Read one private key from a PEM file. */
+static EVP_PKEY *
+tls_read_key(const char *path, char *err, size_t errlen)
+{
+	EVP_PKEY *pkey;
+	BIO *bio;
+	int wanted_pass = 0;
+
+	ERR_clear_error();
+	if ((bio = BIO_new_file(path, "r")) == NULL) {
+		tls_fail(err, errlen, "cannot read key '%s'", path);
+		return NULL;
+	}
+	pkey = PEM_read_bio_PrivateKey(bio, NULL, tls_nopass_cb, &wanted_pass);
+	BIO_free(bio);
+	if (pkey == NULL && wanted_pass)
+		tls_failx(err, errlen, "cannot read key '%s': encrypted keys "
+		    "are not supported", path);
+	else if (pkey == NULL)
+		tls_fail(err, errlen, "cannot read key '%s'", path);
+	return pkey;
+}
+
+/* Load our certificate chain and matching key into ctx. */
+static int
+tls_load_identity(SSL_CTX *ctx, const char *cert, const char *key,
+    char *err, size_t errlen)
+{
+	EVP_PKEY *pkey;
+	X509 *leaf;
+
+	ERR_clear_error();
+	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+		tls_fail(err, errlen, "cannot read certificate '%s'", cert);
+		return -1;
+	}
+	if ((pkey = tls_read_key(key, err, errlen)) == NULL)
+		return -1;
+	leaf = SSL_CTX_get0_certificate(ctx);
+	if (leaf == NULL || X509_check_private_key(leaf, pkey) != 1) {
+		tls_failx(err, errlen, "key '%s' does not match certificate "
+		    "'%s'", key, cert);
+		goto out_pkey;
+	}
+	if (SSL_CTX_use_PrivateKey(ctx, pkey) != 1 ||
+	    SSL_CTX_check_private_key(ctx) != 1) {
+		tls_fail(err, errlen, "cannot use key '%s'", key);
+		goto out_pkey;
+	}
+	EVP_PKEY_free(pkey);
+	return 0;
+
+out_pkey:
+	EVP_PKEY_free(pkey);
+	return -1;
+}
+
+/* Whether one of the certificates in store issued and signed crl. */
+static int
+tls_crl_signed(X509_STORE *store, X509_CRL *crl)
+{
+	STACK_OF(X509_OBJECT) *objs;
+	X509_OBJECT *obj;
+	EVP_PKEY *pub;
+	X509 *x;
+	int i, ok = 0;
+
+	if (!X509_STORE_lock(store))
+		return 0;
+	objs = X509_STORE_get0_objects(store);
+	for (i = 0; i < sk_X509_OBJECT_num(objs) && !ok; i++) {
+		obj = sk_X509_OBJECT_value(objs, i);
+		if ((x = X509_OBJECT_get0_X509(obj)) == NULL)
+			continue;
+		if (X509_NAME_cmp(X509_get_subject_name(x),
+		    X509_CRL_get_issuer(crl)) != 0)
+			continue;
+		if ((pub = X509_get0_pubkey(x)) != NULL &&
+		    X509_CRL_verify(crl, pub) == 1)
+			ok = 1;
+	}
+	X509_STORE_unlock(store);
+	ERR_clear_error();
+	return ok;
+}
+
+/* Add the CRLs of a PEM file to ctx's store and turn on CRL checks. */
+static int
+tls_load_crl(SSL_CTX *ctx, const char *path, const char *ca, char *err,
+    size_t errlen)
+{
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+	const ASN1_TIME *next;
+	unsigned long e;
+	X509_CRL *crl;
+	BIO *bio;
+	int n = 0;
+
+	ERR_clear_error();
+	if ((bio = BIO_new_file(path, "r")) == NULL) {
+		tls_fail(err, errlen, "cannot read CRL '%s'", path);
+		return -1;
+	}
+	while ((crl = PEM_read_bio_X509_CRL(bio, NULL, NULL, NULL)) != NULL) {
+		if (!tls_crl_signed(store, crl)) {
+			tls_failx(err, errlen, "CRL '%s' is not signed by a CA "
+			    "in '%s'", path, ca);
+			goto out_crl;
+		}
+		next = X509_CRL_get0_nextUpdate(crl);
+		if (next != NULL && X509_cmp_current_time(next) <= 0) {
+			tls_failx(err, errlen, "CRL '%s' has expired", path);
+			goto out_crl;
+		}
+		if (X509_STORE_add_crl(store, crl) != 1) {
+			tls_fail(err, errlen, "cannot use CRL '%s'", path);
+			goto out_crl;
+		}
+		X509_CRL_free(crl);
+		n++;
+	}
+	/* The loop ends at the end of the file with "no start line". */
+	e = ERR_peek_last_error();
+	if (n == 0 || ERR_GET_LIB(e) != ERR_LIB_PEM ||
+	    ERR_GET_REASON(e) != PEM_R_NO_START_LINE) {
+		if (n == 0 && ERR_GET_REASON(e) == PEM_R_NO_START_LINE)
+			tls_failx(err, errlen, "cannot read CRL '%s': no CRL "
+			    "in file", path);
+		else
+			tls_fail(err, errlen, "cannot read CRL '%s'", path);
+		goto out_bio;
+	}
+	ERR_clear_error();
+	BIO_free(bio);
+	X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
+	return 0;
+
+out_crl:
+	X509_CRL_free(crl);
+out_bio:
+	BIO_free(bio);
+	return -1;
+}
+
+/* Build the part common to both sides: protocol, identity, trust. */
+static SSL_CTX *
+tls_ctx_new(const SSL_METHOD *method, const char *cert, const char *key,
+    const char *ca, char *err, size_t errlen)
+{
+	SSL_CTX *ctx;
+
+	ERR_clear_error();
+	if (cert == NULL || key == NULL || ca == NULL) {
+		tls_failx(err, errlen, "a certificate, a key and a CA file "
+		    "are all needed");
+		return NULL;
+	}
+	if ((ctx = SSL_CTX_new(method)) == NULL) {
+		tls_fail(err, errlen, "cannot create TLS context");
+		return NULL;
+	}
+	if (SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) != 1) {
+		tls_fail(err, errlen, "cannot require TLS 1.3");
+		goto out_ctx;
+	}
+	if (tls_load_identity(ctx, cert, key, err, errlen) == -1)
+		goto out_ctx;
+	if (SSL_CTX_load_verify_file(ctx, ca) != 1) {
+		tls_fail(err, errlen, "cannot read CA certificates '%s'", ca);
+		goto out_ctx;
+	}
+	return ctx;
+
+out_ctx:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* Server context: TLS 1.3, our chain and key, clients verified against ca. */
+SSL_CTX *
+td_tls_server_ctx(const char *cert, const char *key, const char *ca,
+    const char *crl, char *err, size_t errlen)
+{
+	STACK_OF(X509_NAME) *names;
+	SSL_CTX *ctx;
+
+	ctx = tls_ctx_new(TLS_server_method(), cert, key, ca, err, errlen);
+	if (ctx == NULL)
+		return NULL;
+	/* Tell clients which CA we want (TLS 1.3 certificate_authorities). */
+	if ((names = SSL_load_client_CA_file(ca)) == NULL) {
+		tls_fail(err, errlen, "cannot read CA certificates '%s'", ca);
+		goto out_ctx;
+	}
+	SSL_CTX_set_client_CA_list(ctx, names);
+	if (crl != NULL && tls_load_crl(ctx, crl, ca, err, errlen) == -1)
+		goto out_ctx;
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
+	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+	if (SSL_CTX_set_num_tickets(ctx, 0) != 1) {
+		tls_fail(err, errlen, "cannot turn session tickets off");
+		goto out_ctx;
+	}
+	return ctx;
+
+out_ctx:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* Client context: TLS 1.3, our chain and key, the server verified by ca. */
+SSL_CTX *
+td_tls_client_ctx(const char *cert, const char *key, const char *ca,
+    char *err, size_t errlen)
+{
+	SSL_CTX *ctx;
+
+	ctx = tls_ctx_new(TLS_client_method(), cert, key, ca, err, errlen);
+	if (ctx == NULL)
+		return NULL;
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	return ctx;
+}
+
+/* Set SNI and the name or address the server's certificate must match. */
+int
+td_tls_client_prepare(SSL *ssl, const char *host, char *err, size_t errlen)
+{
+	X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
+	char lit[INET6_ADDRSTRLEN];
+	struct in6_addr a6;
+	struct in_addr a4;
+	size_t len;
+
+	ERR_clear_error();
+	if (host == NULL || *host == '\0') {
+		tls_failx(err, errlen, "no host name to verify the server "
+		    "against");
+		return -1;
+	}
+	len = strlen(host);
+	if (host[0] == '[' && host[len - 1] == ']' && len - 2 < sizeof lit) {
+		memcpy(lit, host + 1, len - 2);
+		lit[len - 2] = '\0';
+	} else if (len < sizeof lit)
+		memcpy(lit, host, len + 1);
+	else
+		lit[0] = '\0';
+	if (inet_pton(AF_INET, lit, &a4) == 1 ||
+	    inet_pton(AF_INET6, lit, &a6) == 1) {
+		/* RFC 6066: no SNI for address literals. */
+		if (X509_VERIFY_PARAM_set1_ip_asc(param, lit) != 1) {
+			tls_fail(err, errlen, "cannot verify address '%s'",
+			    lit);
+			return -1;
+		}
+		return 0;
+	}
+	if (host[0] == '[') {
+		tls_failx(err, errlen, "bad address '%s'", host);
+		return -1;
+	}
+	if (SSL_set_tlsext_host_name(ssl, host) != 1) {
+		tls_fail(err, errlen, "cannot send server name '%s'", host);
+		return -1;
+	}
+	X509_VERIFY_PARAM_set_hostflags(param,
+	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	if (SSL_set1_host(ssl, host) != 1) {
+		tls_fail(err, errlen, "cannot verify host name '%s'", host);
+		return -1;
+	}
+	return 0;
+}
+
+/* Make a certificate name safe to use as one directory name. */
+int
+td_tls_sanitize(const void *name, size_t len, char *out, size_t outlen)
+{
+	const unsigned char *p = name;
+	unsigned char c;
+	size_t i;
+
+	if (outlen > 0)
+		out[0] = '\0';
+	if (len == 0 || len > TD_MAX_IDENTITY_LEN || len >= outlen)
+		return -1;
+	for (i = 0; i < len; i++) {
+		c = p[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '_' ||
+		    ((c == '.' || c == '-') && i > 0))
+			out[i] = c;
+		else
+			out[i] = '_';
+	}
+	out[len] = '\0';
+	return 0;
+}
+
+/* Sanitized first DNS subjectAltName of x; 1 if x has none. */
+static int
+tls_identity_san(X509 *x, char *out, size_t outlen)
+{
+	GENERAL_NAMES *gens;
+	GENERAL_NAME *gen;
+	int i, rc = 1;
+
+	gens = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+	if (gens == NULL)
+		return 1;
+	for (i = 0; i < sk_GENERAL_NAME_num(gens); i++) {
+		gen = sk_GENERAL_NAME_value(gens, i);
+		if (gen->type != GEN_DNS)
+			continue;
+		rc = td_tls_sanitize(ASN1_STRING_get0_data(gen->d.dNSName),
+		    ASN1_STRING_length(gen->d.dNSName), out, outlen);
+		break;
+	}
+	GENERAL_NAMES_free(gens);
+	return rc;
+}
+
+/* Sanitized first commonName of x's subject. */
+static int
+tls_identity_cn(X509 *x, char *out, size_t outlen)
+{
+	X509_NAME *name = X509_get_subject_name(x);
+	X509_NAME_ENTRY *ent;
+	unsigned char *utf8;
+	int i, len, rc;
+
+	if ((i = X509_NAME_get_index_by_NID(name, NID_commonName, -1)) < 0)
+		return -1;
+	ent = X509_NAME_get_entry(name, i);
+	/* A BMPString or UniversalString must not turn into "_a_b_c". */
+	len = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(ent));
+	if (len < 0)
+		return -1;
+	rc = td_tls_sanitize(utf8, len, out, outlen);
+	OPENSSL_free(utf8);
+	return rc;
+}
+
+/* Directory-safe name of the verified peer. */
+int
+td_tls_peer_identity(SSL *ssl, char *out, size_t outlen)
+{
+	X509 *x;
+	int rc;
+
+	if (outlen > 0)
+		out[0] = '\0';
+	x = SSL_get0_peer_certificate(ssl);
+	if (x == NULL || SSL_get_verify_result(ssl) != X509_V_OK)
+		return -1;
+	if ((rc = tls_identity_san(x, out, outlen)) == 1)
+		rc = tls_identity_cn(x, out, outlen);
+	ERR_clear_error();
+	return rc;
+}
+
+/* Describe and clear the first OpenSSL error of this thread. */
+void
+td_tls_error(char *err, size_t errlen, const char *what)
+{
+	char reason[256];
+	unsigned long e;
+
+	if ((e = ERR_peek_error()) == 0)
+		snprintf(reason, sizeof reason, "no error reported by OpenSSL");
+	else
+		tls_reason(e, reason, sizeof reason);
+	ERR_clear_error();
+	if (errlen > 0)
+		snprintf(err, errlen, "%s: %s", what, reason);
+}
+
+/* Describe a failed handshake, naming the failed certificate check. */
+void
+td_tls_handshake_error(SSL *ssl, char *err, size_t errlen, const char *what)
+{
+	long v = SSL_get_verify_result(ssl);
+
+	if (v == X509_V_OK) {
+		td_tls_error(err, errlen, what);
+		return;
+	}
+	ERR_clear_error();
+	if (errlen > 0)
+		snprintf(err, errlen, "%s: certificate verify failed: %s",
+		    what, X509_verify_cert_error_string(v));
+}
+
+/* Version of the OpenSSL library, for the start-up log line. */
+const char *
+td_tls_version(void)
+{
+	return OpenSSL_version(OPENSSL_VERSION);
+}

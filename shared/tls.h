@@ -1,0 +1,71 @@
+/*
+ * tls.h: the TLS set-up both programs share (OpenSSL 3.0), mutual
+ * authentication against a private CA.
+ *
+ * Contexts speak TLS 1.3 only and trust exactly the CA file they are given,
+ * never the system's CAs: tdlisten accepts only agents holding a certificate
+ * of that CA (and not revoked when a CRL is given), tdagent accepts only a
+ * listener whose certificate matches the host name or address it dialed
+ * (td_tls_client_prepare() on each new SSL).  Certificates, keys and CRLs
+ * are read once, when the context is built; a changed CRL needs a new
+ * context.
+ *
+ * With TLS 1.3 the client finishes its handshake before the server has
+ * checked the client's certificate, so an agent learns that it was refused
+ * only on its first read (the alert), never from SSL_connect().
+ *
+ * Nothing here logs or exits: constructors return NULL and actions -1 with a
+ * message in the caller's err buffer ("cannot read key 'a.key': ...").
+ * Contexts may be shared by threads once built; an SSL belongs to one.
+ */
+#ifndef TD_TLS_H
+#define TD_TLS_H
+
+#include <stddef.h>
+
+#include <openssl/ssl.h>
+
+/*
+ * Server context: cert (a PEM chain, leaf first) and its key, clients must
+ * present a certificate issued by ca; crl (PEM, may be NULL) revokes some.
+ */
+SSL_CTX		*td_tls_server_ctx(const char *cert, const char *key,
+		    const char *ca, const char *crl, char *err, size_t errlen);
+/* Client context: our certificate and key, the server must chain to ca. */
+SSL_CTX		*td_tls_client_ctx(const char *cert, const char *key,
+		    const char *ca, char *err, size_t errlen);
+/*
+ * Make a client SSL check that the server is host (a DNS name, sent as SNI,
+ * or an IPv4/IPv6 literal, "[::1]" accepted); call before the handshake.
+ */
+int		 td_tls_client_prepare(SSL *ssl, const char *host, char *err,
+		    size_t errlen);
+/*
+ * The verified peer's name (first DNS subjectAltName, else the subject's
+ * commonName) made safe as a directory name, see td_tls_sanitize(); out
+ * needs TD_MAX_IDENTITY_LEN + 1 bytes.  -1 without a verified certificate.
+ */
+int		 td_tls_peer_identity(SSL *ssl, char *out, size_t outlen);
+/*
+ * Copy len bytes of name into out as a directory name: bytes outside
+ * [A-Za-z0-9._-] become '_', so does a leading '.' or '-'; -1 if name is
+ * empty, longer than TD_MAX_IDENTITY_LEN or out is too small.
+ */
+int		 td_tls_sanitize(const void *name, size_t len, char *out,
+		    size_t outlen);
+/*
+ * "what: reason" for the first error queued by OpenSSL in this thread, then
+ * clear the queue.
+ */
+void		 td_tls_error(char *err, size_t errlen, const char *what);
+/*
+ * Like td_tls_error() after a failed handshake, but names the certificate
+ * check that failed ("what: certificate verify failed: certificate has
+ * expired") when verification of the peer was the cause.
+ */
+void		 td_tls_handshake_error(SSL *ssl, char *err, size_t errlen,
+		    const char *what);
+/* Version string of the OpenSSL library in use. */
+const char	*td_tls_version(void);
+
+#endif
