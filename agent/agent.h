@@ -29,6 +29,7 @@ struct agent_opts {
 	const char		*clock;		/* -C, NULL = keep */
 	double			 seconds;	/* -s, 0 = until stopped */
 	char			**argv;		/* -- COMMAND ARGS, or NULL */
+	bool			 follow;	/* -F: only COMMAND's tasks */
 	struct agent_event	 events[TD_MAX_EVENT_ARGS];
 	int			 nevents;
 	int			 verbosity;	/* -1 quiet, 0, 1 verbose */

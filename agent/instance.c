@@ -312,6 +312,20 @@ instance_set_buffer_percent(struct instance *in, int pct)
 	    -1 : 0;
 }
 
+/* Record only pid and its descendants (set_event_pid + event-fork). */
+int
+instance_follow_pid(struct instance *in, pid_t pid)
+{
+	char s[32];
+
+	snprintf(s, sizeof s, "%ld", (long)pid);
+	if (tracefs_instance_file_write(in->ti, "options/event-fork",
+	    "1") < 0 ||
+	    tracefs_instance_file_write(in->ti, "set_event_pid", s) < 0)
+		return -1;
+	return 0;
+}
+
 /* Leave a process out of the recording. */
 int
 instance_exclude_pid(struct instance *in, pid_t pid)

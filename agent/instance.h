@@ -33,6 +33,8 @@ int		 instance_set_buffer_kb(struct instance *in, int kb,
 int		 instance_set_tracing(struct instance *in, int on);
 /* Wake readers when a CPU buffer is pct percent full. */
 int		 instance_set_buffer_percent(struct instance *in, int pct);
+/* Record only the events of pid and its future children. */
+int		 instance_follow_pid(struct instance *in, pid_t pid);
 /* Do not record the events of this process (set_event_notrace_pid). */
 int		 instance_exclude_pid(struct instance *in, pid_t pid);
 /* Drop what is in the buffer (before a recording starts). */

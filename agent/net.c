@@ -292,7 +292,10 @@ net_connect(const struct net_params *np, const struct td_hello *hello,
 	}
 	if (td_msg_pack_hello(&n->q, hello) == -1 ||
 	    net_write_all(n, n->q.data, n->q.len) == -1) {
+		/* a refused TLS 1.3 client learns why from the alert */
 		net_err(err, errlen, "cannot send to the listener");
+		if (n->ssl != NULL)
+			net_read_frame(n, &f, err, errlen);
 		goto fail;
 	}
 	td_buf_reset(&n->q);

@@ -315,6 +315,7 @@ record_spawn(struct recorder *r)
 		close(p[1]);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);	/* ignored in tdagent only */
 		if (read(p[0], &go, 1) != 1)
 			_exit(127);
 		close(p[0]);
@@ -325,6 +326,11 @@ record_spawn(struct recorder *r)
 	}
 	close(p[0]);
 	r->go_fd = p[1];
+	if (r->o->follow && instance_follow_pid(r->in, r->child) == -1) {
+		snprintf(r->err, sizeof r->err, "cannot follow the command "
+		    "(set_event_pid): %s", strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
@@ -467,8 +473,11 @@ record_setup(struct recorder *r)
 		    ring_fd(r->cpu[i].ring), &ev) == -1)
 			goto sys;
 	}
-	if (r->o->argv != NULL && record_spawn(r) == -1)
+	if (r->o->argv != NULL && record_spawn(r) == -1) {
+		if (r->err[0] != '\0')
+			return -1;
 		goto sys;
+	}
 	return 0;
 sys:
 	snprintf(r->err, sizeof r->err, "cannot set up recording: %s",

@@ -40,7 +40,7 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: tdagent -o FILE [-e SYSTEM[:EVENT]]... [-f FILTER] [-b KB] [-C CLOCK]\n"
+"usage: tdagent -o FILE [-e SYSTEM[:EVENT]]... [-f FILTER] [-F] [-b KB] [-C CLOCK]\n"
 "               [-s SECONDS] [--file-version 6|7]\n"
 "               [--compression zstd|zlib|none] [-q | -v] [-- COMMAND [ARGS...]]\n"
 "       tdagent -h HOST [-p PORT] [--cert FILE --key FILE --ca FILE | --insecure]\n"
@@ -64,6 +64,7 @@ usage(FILE *fp)
 "                     default: sched_switch, sched_wakeup, sched_process_exec,\n"
 "                     sched_process_exit and irq)\n"
 "  -f FILTER          filter for the -e just before it (kernel filter syntax)\n"
+"  -F                 record only COMMAND and the tasks it starts\n"
 "  -b KB              ring-buffer size per CPU in KiB (default: the kernel's)\n"
 "  -C CLOCK           trace clock: local, global, mono, mono_raw, boot, x86-tsc...\n"
 "  -s SECONDS         stop after SECONDS\n"
@@ -127,7 +128,7 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	o->file_version = 7;
 	o->codec = TD_CODEC_ZSTD;
 	o->port = "4000";
-	while ((ch = getopt_long(argc, argv, "+o:h:p:e:f:b:C:s:qv",
+	while ((ch = getopt_long(argc, argv, "+o:h:p:e:f:Fb:C:s:qv",
 	    tdagent_longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
@@ -177,6 +178,9 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 				tdagent_usage_error("filter too long: '%.40s'",
 				    optarg);
 			o->events[o->nevents - 1].filter = optarg;
+			break;
+		case 'F':
+			o->follow = true;
 			break;
 		case 'b':
 			if (tdagent_number(optarg, 1, 16 * 1024 * 1024,
@@ -232,6 +236,8 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			    "command after --)", argv[optind]);
 		o->argv = argv + optind;
 	}
+	if (o->follow && o->argv == NULL)
+		tdagent_usage_error("-F needs a command (-- COMMAND)");
 	if (o->output == NULL && o->host == NULL)
 		tdagent_usage_error("no output: give -o FILE or -h HOST");
 	if (o->host != NULL && !o->insecure &&
@@ -309,6 +315,8 @@ main(int argc, char **argv)
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 
+	/* a lost listener is an error to report, not a reason to die */
+	signal(SIGPIPE, SIG_IGN);
 	tdagent_parse(argc, argv, &o);
 	log_init("tdagent", o.verbosity, 0);
 	log_debug("tracedock %s, libtracefs %s, libtraceevent %s, zstd %s, "

@@ -516,7 +516,13 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if (what & BEV_EVENT_ERROR) {
 		e = bufferevent_get_openssl_error(bev);
-		if (e != 0) {
+		if (s->state == S_HANDSHAKE &&
+		    bufferevent_openssl_get_ssl(bev) != NULL &&
+		    SSL_get_verify_result(bufferevent_openssl_get_ssl(bev)) !=
+		    X509_V_OK)
+			td_tls_handshake_error(bufferevent_openssl_get_ssl(bev),
+			    msg, sizeof msg, "TLS handshake refused");
+		else if (e != 0) {
 			char reason[256];
 
 			ERR_error_string_n(e, reason, sizeof reason);

@@ -99,3 +99,51 @@ tc_clean() {
 	    trace-cmd dump --summary -i "$1" > "$WORK/dump.out" \
 	    2> "$WORK/dump.err" && [ ! -s "$WORK/dump.err" ]
 }
+
+TDLISTEN=$B/tdlisten
+TDCERT=$S/scripts/tdcert
+TDFEED=$B/tests/tdfeed
+
+# pki DIR AGENT...: a CA, a listener certificate for localhost, and one
+# client certificate per AGENT name.
+pki() {
+	d=$1
+	shift
+	sh "$TDCERT" init "$d" >/dev/null || return 1
+	sh "$TDCERT" issue "$d" listener --server >/dev/null || return 1
+	for a in "$@"; do
+		sh "$TDCERT" issue "$d" "$a" >/dev/null || return 1
+	done
+}
+
+# start_listener LOG ARGS...: run tdlisten on a free port; sets LPORT, LPID.
+start_listener() {
+	log=$1
+	shift
+	for try in 1 2 3 4 5; do
+		LPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+		"$TDLISTEN" -p "$LPORT" -v "$@" > "$log" 2>&1 &
+		LPID=$!
+		i=0
+		while [ $i -lt 100 ]; do
+			grep -q "listening on" "$log" 2>/dev/null && return 0
+			kill -0 $LPID 2>/dev/null || break
+			sleep 0.05
+			i=$((i + 1))
+		done
+		kill $LPID 2>/dev/null
+		wait $LPID 2>/dev/null
+	done
+	echo "cannot start tdlisten: $(cat "$log")"
+	return 1
+}
+
+stop_listener() {
+	kill -TERM "$LPID" 2>/dev/null
+	wait "$LPID"
+}
+
+# the file tdagent reported the listener wrote (from its stderr)
+remote_file() {
+	sed -n "s/.*the listener wrote '\([^']*\)'.*/\1/p" "$1" | tail -1
+}

@@ -1,0 +1,66 @@
+#!/bin/sh
+# End-to-end: protocol faults from a peer close that one session with a
+# logged reason; what arrived is kept as NAME.incomplete.dat when it is a
+# readable trace; a good agent streaming at the same time stays exact.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+OUT=$WORK/out
+start_listener "$WORK/l.log" --insecure -d "$OUT" || exit 99
+
+# a real recording to replay
+"$TDAGENT" -q -o "$WORK/src.dat" -e sched -e raw_syscalls -s 0.5
+src_events=$("$TDCOUNT" "$WORK/src.dat" | field events)
+
+# a faithful replay lands as the same events
+"$TDFEED" localhost "$LPORT" "$WORK/src.dat" good replay
+eq "a faithful replay is accepted" $? 0
+f=$(ls "$OUT"/127.0.0.1/*-replay.dat)
+eq "the replayed file holds the same events" \
+    "$("$TDCOUNT" "$f" | field events)" "$src_events"
+check "trace-cmd reads the replayed file cleanly" tc_clean "$f"
+
+# the good agent streams while the faults come in
+"$TDAGENT" -h localhost -p "$LPORT" --insecure --name good -F \
+    -e raw_syscalls -- sh -c 'echo $$ > '"$WORK/gpid"'; sleep 0.5; exec dd if=/dev/zero of=/dev/null bs=1 count=30000 status=none' \
+    2> "$WORK/good.err" &
+gpid=$!
+
+# mode  reason in the log  kept?
+while read -r mode reason kept; do
+	"$TDFEED" localhost "$LPORT" "$WORK/src.dat" "$mode"
+	eq "$mode: the listener refuses it" $? 0
+	check "$mode: logged as '$reason'" \
+	    grep -q "closing: .*$reason" "$WORK/l.log"
+	inc=$(ls "$OUT"/127.0.0.1/*-"$mode".incomplete.dat 2>/dev/null)
+	if [ "$kept" = yes ]; then
+		check "$mode: what arrived is kept as .incomplete.dat" \
+		    test -n "$inc"
+		[ -n "$inc" ] && check "$mode: and trace-cmd reads it" \
+		    tc_clean "$inc"
+	else
+		check "$mode: nothing usable, nothing kept" test -z "$inc"
+	fi
+done <<'MODES'
+garbage bad.frame.header no
+early-pages expected.HELLO.first no
+hello-twice unexpected.message no
+bad-section bad.or.repeated.SECTION no
+oversize bad.frame.header yes
+bad-cpu pages.for.CPU yes
+seq-gap was.due yes
+end-mismatch arrived yes
+truncated connection.closed.before yes
+cut connection.closed.before yes
+MODES
+
+wait $gpid
+eq "the good agent finished" $? 0
+gf=$OUT/$(remote_file "$WORK/good.err")
+n=$("$TDCOUNT" "$gf" -p "$(cat "$WORK/gpid")" | field events)
+# 30000 blocks: 120000 events plus the shell's and dd's own start-up calls
+check "the good session is complete and exact-sized ($n)" \
+    test "$n" -gt 120000 -a "$n" -lt 122000
+check "the listener survived" kill -0 "$LPID"
+check "no .part left behind" test -z "$(find "$OUT" -name '*.part')"
+stop_listener
+finish

@@ -1,0 +1,145 @@
+#!/bin/sh
+# End-to-end: tdagent -h streams to tdlisten over TLS 1.3 on loopback; the
+# listener's files hold exactly the events local mode records, for v7 and
+# v6, 16 agents at once each land in their own identity's directory with
+# exact counts, and refused clients leave nothing behind.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+P=$WORK/pki
+agents=""
+for i in $(seq -w 1 16); do agents="$agents host$i"; done
+pki "$P" web1 $agents || { echo "FAIL: cannot make certificates"; exit 99; }
+mkdir -p "$WORK/other"
+sh "$TDCERT" init "$WORK/other" >/dev/null
+sh "$TDCERT" issue "$WORK/other" rogue >/dev/null
+
+# stream_storm NAME N CERT [ARGS...]: dd streamed as CERT; sets RFILE, RPID
+stream_storm() {
+	name=$1 n=$2 cert=$3
+	shift 3
+	rm -f "$WORK/pid.$name"
+	"$TDAGENT" -h localhost -p "$LPORT" --cert "$P/$cert.pem" \
+	    --key "$P/$cert.key" --ca "$P/ca.pem" --name "$name" \
+	    -e raw_syscalls "$@" -- sh -c \
+	    'echo $$ > '"$WORK/pid.$name"'; exec dd if=/dev/zero of=/dev/null bs=1 count='"$n"' status=none' \
+	    2> "$WORK/agent.$name.err"
+	RRC=$?
+	RPID=$(cat "$WORK/pid.$name" 2>/dev/null)
+	RFILE=$OUT/$(remote_file "$WORK/agent.$name.err")
+}
+
+for v in 7 6; do
+	OUT=$WORK/out$v
+	start_listener "$WORK/listen$v.log" -d "$OUT" --file-version $v \
+	    --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" ||
+	    exit 99
+	stream_storm a$v 2000 web1
+	eq "v$v: streamed recording exits 0" "$RRC" 0
+	fa=$RFILE pa=$RPID
+	stream_storm b$v 7000 web1 -o "$WORK/local$v.dat"
+	fb=$RFILE pb=$RPID
+	check "v$v: the file is under the certificate's identity" \
+	    test -f "$OUT/web1/$(basename "$fa")"
+	check "v$v: the agent's --name is the file's suffix" \
+	    sh -c "basename '$fa' | grep -q -- '-a$v.dat\$'"
+	check "v$v: trace-cmd reads the received file cleanly" tc_clean "$fa"
+	"$TDCOUNT" "$fa" -p "$pa" > "$WORK/ca"
+	"$TDCOUNT" "$fb" -p "$pb" > "$WORK/cb"
+	"$TDCOUNT" "$WORK/local$v.dat" -p "$pb" > "$WORK/cl"
+	if [ "$(field missed < "$WORK/ca")$(field missed < "$WORK/cb")" = 00 ]; then
+		a=$(field events < "$WORK/ca")
+		b=$(field events < "$WORK/cb")
+		eq "v$v: exact count difference for 5000 blocks over TLS" \
+		    "$((b - a))" 20000
+		C=$((a - 8000))
+		check "v$v: dd's constant is the local one ($C)" \
+		    test "$C" -gt 0 -a "$C" -lt 2000
+	else
+		fail "v$v: the ring lost events, no exact count"
+	fi
+	eq "v$v: -o and -h together: the local file holds the same events" \
+	    "$(field events < "$WORK/cl")" "$(field events < "$WORK/cb")"
+	trace-cmd dump --summary -i "$fa" > "$WORK/sum" 2>&1
+	if [ $v = 7 ]; then
+		check "v7: received file is zstd v7" grep -q "zstd" "$WORK/sum"
+	else
+		check "v6: received file is v6" grep -q "Flyrecord" "$WORK/sum"
+	fi
+	check "v$v: no spool or .part left" \
+	    test -z "$(find "$OUT" -name '*.part')"
+	check "v$v: the listener logged the session" \
+	    grep -q "session web1 'b$v' .*done after" "$WORK/listen$v.log"
+	[ $v = 6 ] && { stop_listener; break; }
+
+	# 16 agents at once, each its own instance, workload and identity
+	n=0
+	pids=""
+	for a in $agents; do
+		n=$((n + 1))
+		stream_storm "$a" $((1000 + n * 100)) "$a" -q -F &
+		pids="$pids $!"
+	done
+	wait $pids
+	# each agent follows its own dd (-F): a background shell makes a few
+	# system calls fewer than a foreground one, so the constant is
+	# measured here: every agent must show the same one
+	n=0
+	consts=""
+	for a in $agents; do
+		n=$((n + 1))
+		f=$(ls "$OUT/$a"/*.dat 2>/dev/null | head -1)
+		pid=$(cat "$WORK/pid.$a")
+		"$TDCOUNT" "$f" -p "$pid" > "$WORK/c16" 2>&1
+		got=$(field events < "$WORK/c16")
+		m=$(field missed < "$WORK/c16")
+		[ "$m" = 0 ] || echo "# $a: the ring lost events"
+		consts="$consts $((got - 4 * (1000 + n * 100)))"
+	done
+	C16=${consts# }
+	C16=${C16%% *}
+	eq "16 concurrent agents: every file exact (same constant $C16)" \
+	    "$(echo $consts | tr ' ' '\n' | sort -u | wc -l)" 1
+	check "16 concurrent agents: the constant is small" \
+	    test "$C16" -gt 0 -a "$C16" -lt 2000
+	eq "16 concurrent agents: 16 identity directories (+web1)" \
+	    "$(ls "$OUT" | wc -l)" 17
+
+	# refused: a certificate of another CA, a plain TCP client, a TLS
+	# agent told --insecure; a good session runs at the same time
+	stream_storm good 4000 web1 -F > "$WORK/good.out" &
+	gpid=$!
+	"$TDAGENT" -h localhost -p "$LPORT" --cert "$WORK/other/rogue.pem" \
+	    --key "$WORK/other/rogue.key" --ca "$P/ca.pem" -s 1 \
+	    2> "$WORK/rogue.err"
+	eq "an agent of another CA is refused (exit 1)" $? 1
+	check "and is told why" grep -q "refused" "$WORK/rogue.err"
+	"$TDFEED" localhost "$LPORT" "$fa" garbage
+	eq "a plain TCP client sending garbage is cut off" $? 0
+	"$TDAGENT" -h localhost -p "$LPORT" --insecure -s 1 2> "$WORK/ins.err"
+	eq "a plain agent cannot talk to a TLS listener" $? 1
+	wait $gpid
+	gfile=$OUT/$(remote_file "$WORK/agent.good.err")
+	"$TDCOUNT" "$gfile" -p "$(cat "$WORK/pid.good")" > "$WORK/cg"
+	eq "the concurrent good session is exact" \
+	    "$(field events < "$WORK/cg")" $((16000 + C16))
+	check "no directory for the rogue agent" test ! -e "$OUT/rogue"
+	check "the refusal is logged with the peer address" \
+	    grep -q "127.0.0.1:[0-9]*.*TLS handshake refused" "$WORK/listen7.log"
+	check "the listener survived" kill -0 "$LPID"
+	stop_listener
+	eq "tdlisten exits 0 on SIGTERM" $? 0
+done
+
+# start-up errors are clear
+check "no certificates and no --insecure is a usage error" \
+    sh -c "'$TDLISTEN' -p 4000 2>&1 | grep -q 'TLS needs --cert'"
+start_listener "$WORK/busy.log" --insecure -d "$WORK/busy" || exit 99
+"$TDLISTEN" -p "$LPORT" --insecure --bind 127.0.0.1 -d "$WORK/busy" 2> "$WORK/err"
+eq "a busy port fails at start" $? 1
+check "and says so" grep -q "Address already in use" "$WORK/err"
+stop_listener
+"$TDLISTEN" -p 4000 --cert /nonexistent.pem --key "$P/listener.key" \
+    --ca "$P/ca.pem" 2> "$WORK/err"
+eq "an unreadable certificate fails at start" $? 1
+check "and names the file" grep -q "/nonexistent.pem" "$WORK/err"
+finish

@@ -1,0 +1,247 @@
+/*
+ * tdfeed.c: a test peer for tdlisten --insecure.  It replays a trace.dat
+ * file (read with shared/tdread) as a recording, either faithfully or with
+ * one deliberate protocol fault, so the tests can check that the listener
+ * closes exactly that session, says why, and keeps what can be kept.
+ *
+ *	tdfeed HOST PORT FILE MODE [NAME]
+ *
+ * MODE: good, hello-twice, early-pages, bad-cpu, seq-gap, oversize,
+ * truncated, garbage, end-mismatch, bad-section, cut (close without END).
+ * Exit 0 when the listener answered as expected for the mode: DONE for
+ * good, an ERROR or a close for the faults.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "tdlimits.h"
+#include "tdproto.h"
+#include "tdread.h"
+
+static int fd = -1;
+static struct td_buf out;
+
+static void
+flush_out(void)
+{
+	size_t off = 0;
+	ssize_t w;
+
+	while (off < out.len) {
+		w = send(fd, out.data + off, out.len - off, MSG_NOSIGNAL);
+		if (w <= 0)
+			break;
+		off += w;
+	}
+	td_buf_reset(&out);
+}
+
+static int
+dial(const char *host, const char *port)
+{
+	struct addrinfo hints, *res;
+	int s;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, port, &hints, &res) != 0)
+		return -1;
+	s = socket(res->ai_family, SOCK_STREAM, 0);
+	if (s == -1 || connect(s, res->ai_addr, res->ai_addrlen) == -1) {
+		freeaddrinfo(res);
+		return -1;
+	}
+	freeaddrinfo(res);
+	return s;
+}
+
+/* Wait for the listener's answer: 'D' for DONE, 'E' for ERROR, 'C' closed. */
+static int
+answer(void)
+{
+	struct td_buf in;
+	struct td_frame f;
+	uint8_t buf[4096];
+	ssize_t r;
+	int pr;
+
+	td_buf_init(&in, 1 << 20);
+	for (;;) {
+		while ((pr = td_frame_parse(in.data ? in.data : buf, in.len,
+		    &f)) == 1) {
+			if (f.type == TD_MSG_DONE || f.type == TD_MSG_ERROR) {
+				td_buf_free(&in);
+				return f.type == TD_MSG_DONE ? 'D' : 'E';
+			}
+			memmove(in.data, in.data + f.total, in.len - f.total);
+			in.len -= f.total;
+		}
+		if (pr == -1)
+			break;
+		r = recv(fd, buf, sizeof buf, 0);
+		if (r <= 0)
+			break;
+		td_buf_add(&in, buf, r);
+	}
+	td_buf_free(&in);
+	return 'C';
+}
+
+/* Count pages (for END). */
+static int
+count_cb(void *arg, const void *p, size_t len)
+{
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+struct feed {
+	int		 cpu;
+	uint64_t	 seq;
+	size_t		 page_size;
+};
+
+static int
+feed_page(void *arg, const void *page, size_t len)
+{
+	struct feed *fd_ = arg;
+
+	td_msg_pack_pages_head(&out, fd_->cpu, 1, fd_->seq++, fd_->page_size);
+	td_buf_add(&out, page, len);
+	if (out.len > 256 * 1024)
+		flush_out();
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const enum td_opt sections[] = {
+		TD_OPT_HEADER_INFO, TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS,
+		TD_OPT_KALLSYMS, TD_OPT_PRINTK, TD_OPT_CMDLINES,
+	};
+	struct td_hello h;
+	struct td_read *r;
+	struct td_buf b;
+	struct td_end *e;
+	struct feed fe;
+	uint8_t *zero;
+	const char *mode;
+	size_t i, k;
+	int cpu, a;
+
+	if (argc < 5) {
+		fprintf(stderr, "usage: tdfeed HOST PORT FILE MODE [NAME]\n");
+		return 2;
+	}
+	mode = argv[4];
+	if ((r = td_read_open(argv[3])) == NULL) {
+		fprintf(stderr, "tdfeed: cannot read '%s': %s\n", argv[3],
+		    strerror(errno));
+		return 2;
+	}
+	if ((fd = dial(argv[1], argv[2])) == -1) {
+		fprintf(stderr, "tdfeed: cannot connect\n");
+		return 2;
+	}
+	td_buf_init(&out, 64 * 1024 * 1024);
+	td_buf_init(&b, TD_MAX_SECTION_SIZE);
+	if (strcmp(mode, "garbage") == 0) {
+		td_buf_add(&out, "GET / HTTP/1.0\r\n\r\n", 18);
+		flush_out();
+		return answer() == 'D' ? 1 : 0;
+	}
+	if (strcmp(mode, "early-pages") == 0) {
+		uint8_t page[4096] = { 0 };
+
+		td_msg_pack_pages_head(&out, 0, 1, 0, sizeof page);
+		td_buf_add(&out, page, sizeof page);
+		flush_out();
+		return answer() == 'D' ? 1 : 0;
+	}
+	memset(&h, 0, sizeof h);
+	h.version_min = h.version_max = TD_PROTO_VERSION;
+	h.ncpus = td_read_ncpus(r);
+	h.page_size = td_read_page_size(r);
+	h.long_size = td_read_long_size(r);
+	h.commit_size = 8;
+	h.recording_id = 1;
+	h.trace_id = 2;
+	snprintf(h.name, sizeof h.name, "%s", argc > 5 ? argv[5] : mode);
+	snprintf(h.clock, sizeof h.clock, "%s", td_read_clock(r)[0] ?
+	    td_read_clock(r) : "local");
+	td_msg_pack_hello(&out, &h);
+	if (strcmp(mode, "hello-twice") == 0)
+		td_msg_pack_hello(&out, &h);
+	for (i = 0; i < sizeof sections / sizeof *sections; i++) {
+		td_buf_reset(&b);
+		td_read_section(r, sections[i], &b);
+		if (strcmp(mode, "bad-section") == 0 && i == 2) {
+			td_msg_pack_section(&out, TD_OPT_HEADER_INFO);
+			break;
+		}
+		td_msg_pack_section(&out, sections[i]);
+		for (k = 0; k < b.len; k += TD_MAX_FRAME)
+			td_msg_pack_section_data(&out, b.data + k,
+			    b.len - k > TD_MAX_FRAME ? TD_MAX_FRAME : b.len - k);
+		td_msg_pack_section_end(&out);
+	}
+	flush_out();
+	if (strcmp(mode, "oversize") == 0) {
+		/* a PAGES header claiming 64 MiB */
+		uint8_t hdr[8] = { 0x04, 0, 0, 0, 0, TD_MSG_PAGES, 0, 0 };
+
+		td_buf_add(&out, hdr, sizeof hdr);
+		flush_out();
+		return answer() == 'D' ? 1 : 0;
+	}
+	fe.page_size = h.page_size;
+	zero = calloc(1, h.page_size);
+	for (cpu = 0; cpu < (int)h.ncpus; cpu++) {
+		fe.cpu = cpu;
+		fe.seq = 0;
+		td_read_cpu_pages(r, cpu, feed_page, &fe);
+		if (strcmp(mode, "bad-cpu") == 0) {
+			fe.cpu = h.ncpus;
+			feed_page(&fe, zero, h.page_size);
+		}
+		if (strcmp(mode, "seq-gap") == 0 && cpu == 0) {
+			fe.seq += 5;
+			feed_page(&fe, zero, h.page_size);
+		}
+	}
+	if (strcmp(mode, "truncated") == 0) {
+		/* half a frame, then hang up */
+		td_msg_pack_pages_head(&out, 0, 4, fe.seq, h.page_size);
+		td_buf_add_zero(&out, h.page_size);
+		flush_out();
+		shutdown(fd, SHUT_WR);
+		return answer() == 'D' ? 1 : 0;
+	}
+	if (strcmp(mode, "cut") == 0) {
+		flush_out();
+		shutdown(fd, SHUT_WR);
+		return answer() == 'D' ? 1 : 0;
+	}
+	e = calloc(1, sizeof *e);
+	e->ncpus = h.ncpus;
+	for (cpu = 0; cpu < (int)h.ncpus; cpu++)
+		td_read_cpu_pages(r, cpu, count_cb, &e->pages[cpu]);
+	if (strcmp(mode, "end-mismatch") == 0)
+		e->pages[0]++;
+	td_msg_pack_end(&out, e);
+	free(e);
+	flush_out();
+	a = answer();
+	td_read_close(r);
+	if (strcmp(mode, "good") == 0)
+		return a == 'D' ? 0 : 1;
+	return a == 'D' ? 1 : 0;
+}
+
