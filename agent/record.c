@@ -81,6 +81,7 @@ struct recorder {
 	int			 stop_sig;
 	bool			 failed;
 	bool			 status_shown;
+	double			 next_status;	/* elapsed time of the next line */
 	struct timespec		 start;
 	char			 err[2048];
 };
@@ -95,9 +96,13 @@ record_elapsed(const struct recorder *r)
 	    (now.tv_nsec - r->start.tv_nsec) / 1e9;
 }
 
-/* Hand one page to the writer and count what it holds. */
+/*
+ * Hand one page to the writer and the network and count what it holds;
+ * info->data_len is 0 if the page could not be parsed.
+ */
 static int
-record_page(struct recorder *r, struct record_cpu *c, size_t n)
+record_page(struct recorder *r, struct record_cpu *c, size_t n,
+    struct td_page_info *info_out)
 {
 	struct td_page_info info;
 
@@ -108,7 +113,9 @@ record_page(struct recorder *r, struct record_cpu *c, size_t n)
 			if (info.missed_stored)
 				c->missed_events += info.missed_count;
 		}
-	}
+	} else
+		info.data_len = 0;
+	*info_out = info;
 	c->pages++;
 	if (r->file != NULL &&
 	    td_file_cpu_page(r->file, ring_cpu(c->ring), r->page, n) == -1) {
@@ -152,10 +159,9 @@ record_drain(struct recorder *r, struct record_cpu *c, bool final)
 			r->failed = true;
 			return -1;
 		}
-		if (record_page(r, c, n) == -1)
+		if (record_page(r, c, n, &info) == -1)
 			return -1;
-		if (!final && td_page_parse(r->page, r->page_size,
-		    r->commit_size, &info) == 0 && info.data_len < cap * 3 / 4)
+		if (!final && info.data_len < cap * 3 / 4)
 			return 0;
 	}
 	return 0;
@@ -243,29 +249,41 @@ record_net_pump(struct recorder *r)
 	return 0;
 }
 
+/*
+ * Progress for long recordings: on a terminal a line that rewrites itself,
+ * otherwise (a log) a full line every ten seconds.
+ */
 static void
 record_status(struct recorder *r, bool final)
 {
-	uint64_t pages = 0, events = 0;
+	uint64_t pages = 0, events = 0, marked = 0;
 	double t = record_elapsed(r);
+	bool tty = isatty(STDERR_FILENO);
 	int i;
 
-	if (r->o->verbosity < 0 || !isatty(STDERR_FILENO))
+	if (r->o->verbosity < 0)
 		return;
 	if (!final && t < RECORD_STATUS_AFTER_S)
 		return;
-	if (final && !r->status_shown)
+	if (final && (!r->status_shown || !tty))
 		return;
+	if (!tty && !final) {
+		if (t < r->next_status)
+			return;
+		r->next_status = t + 10;
+	}
 	for (i = 0; i < r->ncpus; i++) {
 		pages += r->cpu[i].pages;
 		events += r->cpu[i].events;
+		marked += r->cpu[i].missed_pages;
 	}
-	fprintf(stderr, "\rtdagent: %.1f s, %" PRIu64 " events, %.1f MB",
-	    t, events, pages * (double)r->page_size / 1e6);
+	fprintf(stderr, "%stdagent: %.1f s, %" PRIu64 " events, %.1f MB, "
+	    "%" PRIu64 " pages with lost events", tty ? "\r" : "", t, events,
+	    pages * (double)r->page_size / 1e6, marked);
 	if (r->net != NULL)
 		fprintf(stderr, ", %.1f MB sent, %.1f MB/s", net_sent(r->net) /
 		    1e6, t > 0 ? net_sent(r->net) / 1e6 / t : 0.0);
-	fprintf(stderr, "%s", final ? "\n" : "   ");
+	fprintf(stderr, "%s", final || !tty ? "\n" : "   ");
 	r->status_shown = true;
 }
 

@@ -67,6 +67,7 @@ struct session {
 	struct session_cpu	*cpu;
 	uint64_t		 bytes;
 	uint64_t		 pages;
+	uint64_t		 lost;		/* overrun + dropped (CPUSTAT) */
 	struct timespec		 start;
 	struct td_buf		 out;
 	struct session		*next;
@@ -177,10 +178,10 @@ session_close(struct session *s, const char *why)
 		events = session_events(s, &marked);
 		log_info("%s: %s after %.2f s: %u CPUs, %" PRIu64 " pages, "
 		    "%" PRIu64 " bytes, %" PRIu64 " events, %" PRIu64
-		    " pages marked with lost events", s->label,
+		    " lost (%" PRIu64 " pages marked)", s->label,
 		    s->state == S_DONE ? "done" : "ended early",
 		    session_elapsed(s), s->hello.ncpus, s->pages, s->bytes,
-		    events, marked);
+		    events, s->lost, marked);
 	}
 	if (s->timer != NULL)
 		event_free(s->timer);
@@ -360,6 +361,22 @@ session_end(struct session *s, const struct td_frame *f)
 	return 0;
 }
 
+/* The number after key in a CPUSTAT text (bounded, not NUL-trusting). */
+static uint64_t
+session_stat(const uint8_t *p, size_t n, const char *key)
+{
+	char text[1024], *at;
+	size_t k = n < sizeof text - 1 ? n : sizeof text - 1;
+
+	memcpy(text, p, k);
+	text[k] = '\0';
+	if ((at = strstr(text, key)) == NULL)
+		return 0;
+	if (at != text && at[-1] != '\n')
+		return 0;
+	return strtoull(at + strlen(key), NULL, 10);
+}
+
 /* Handle one frame; -1 when the session was closed. */
 static int
 session_frame(struct session *s, const struct td_frame *f)
@@ -409,6 +426,9 @@ session_frame(struct session *s, const struct td_frame *f)
 			session_close(s, "bad OPTION");
 			return -1;
 		}
+		if (id == TD_OPT_CPUSTAT)
+			s->lost += session_stat(p, n, "overrun: ") +
+			    session_stat(p, n, "dropped events: ");
 		return 0;
 	case TD_MSG_END:
 		return session_end(s, f);

@@ -131,7 +131,8 @@ main(int argc, char **argv)
 	struct td_buf b;
 	struct td_end *e;
 	struct feed fe;
-	uint8_t *zero;
+	uint8_t *zero = NULL;
+	int rc;
 	const char *mode;
 	size_t i, k;
 	int cpu, a;
@@ -148,6 +149,7 @@ main(int argc, char **argv)
 	}
 	if ((fd = dial(argv[1], argv[2])) == -1) {
 		fprintf(stderr, "tdfeed: cannot connect\n");
+		td_read_close(r);
 		return 2;
 	}
 	td_buf_init(&out, 64 * 1024 * 1024);
@@ -155,7 +157,8 @@ main(int argc, char **argv)
 	if (strcmp(mode, "garbage") == 0) {
 		td_buf_add(&out, "GET / HTTP/1.0\r\n\r\n", 18);
 		flush_out();
-		return answer() == 'D' ? 1 : 0;
+		rc = answer() == 'D' ? 1 : 0;
+		goto out;
 	}
 	if (strcmp(mode, "early-pages") == 0) {
 		uint8_t page[4096] = { 0 };
@@ -163,7 +166,8 @@ main(int argc, char **argv)
 		td_msg_pack_pages_head(&out, 0, 1, 0, sizeof page);
 		td_buf_add(&out, page, sizeof page);
 		flush_out();
-		return answer() == 'D' ? 1 : 0;
+		rc = answer() == 'D' ? 1 : 0;
+		goto out;
 	}
 	memset(&h, 0, sizeof h);
 	h.version_min = h.version_max = TD_PROTO_VERSION;
@@ -199,7 +203,8 @@ main(int argc, char **argv)
 
 		td_buf_add(&out, hdr, sizeof hdr);
 		flush_out();
-		return answer() == 'D' ? 1 : 0;
+		rc = answer() == 'D' ? 1 : 0;
+		goto out;
 	}
 	fe.page_size = h.page_size;
 	zero = calloc(1, h.page_size);
@@ -222,12 +227,14 @@ main(int argc, char **argv)
 		td_buf_add_zero(&out, h.page_size);
 		flush_out();
 		shutdown(fd, SHUT_WR);
-		return answer() == 'D' ? 1 : 0;
+		rc = answer() == 'D' ? 1 : 0;
+		goto out;
 	}
 	if (strcmp(mode, "cut") == 0) {
 		flush_out();
 		shutdown(fd, SHUT_WR);
-		return answer() == 'D' ? 1 : 0;
+		rc = answer() == 'D' ? 1 : 0;
+		goto out;
 	}
 	e = calloc(1, sizeof *e);
 	e->ncpus = h.ncpus;
@@ -239,9 +246,16 @@ main(int argc, char **argv)
 	free(e);
 	flush_out();
 	a = answer();
-	td_read_close(r);
 	if (strcmp(mode, "good") == 0)
-		return a == 'D' ? 0 : 1;
-	return a == 'D' ? 1 : 0;
+		rc = a == 'D' ? 0 : 1;
+	else
+		rc = a == 'D' ? 1 : 0;
+out:
+	free(zero);
+	td_buf_free(&b);
+	td_buf_free(&out);
+	td_read_close(r);
+	close(fd);
+	return rc;
 }
 
