@@ -323,6 +323,9 @@ main(int argc, char **argv)
 	    "zlib %s", PACKAGE_VERSION, TD_TRACEFS_VERSION,
 	    TD_TRACEEVENT_VERSION, td_codec_version(TD_CODEC_ZSTD),
 	    td_codec_version(TD_CODEC_ZLIB));
+	if (o.insecure)
+		log_warnx("--insecure: the recording travels unencrypted to an "
+		    "unauthenticated listener");
 	if (geteuid() != 0)
 		fatalx("recording needs root: ftrace instances and per-CPU "
 		    "ring buffers are root-only");
