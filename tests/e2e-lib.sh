@@ -77,12 +77,14 @@ field() {
 
 # storm FILE N [ARGS...]: record dd with N one-byte blocks; sets STORM_PID
 # and STORM_EVENTS (raw_syscalls events of dd, counted with libtracecmd).
+# -F and a 4 MiB buffer keep other activity on a busy machine from
+# overrunning the ring and spoiling the exact count.
 storm() {
 	f=$1
 	n=$2
 	shift 2
 	rm -f "$WORK/pid"
-	"$TDAGENT" -q -o "$f" -e raw_syscalls "$@" -- sh -c \
+	"$TDAGENT" -q -o "$f" -e raw_syscalls -F -b 4096 "$@" -- sh -c \
 	    'echo $$ > '"$WORK/pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count='"$n"' status=none' \
 	    2>"$WORK/storm.err"
 	STORM_RC=$?

@@ -20,7 +20,7 @@ stream_storm() {
 	rm -f "$WORK/pid.$name"
 	"$TDAGENT" -h localhost -p "$LPORT" --cert "$P/$cert.pem" \
 	    --key "$P/$cert.key" --ca "$P/ca.pem" --name "$name" \
-	    -e raw_syscalls "$@" -- sh -c \
+	    -e raw_syscalls -b 4096 "$@" -- sh -c \
 	    'echo $$ > '"$WORK/pid.$name"'; exec dd if=/dev/zero of=/dev/null bs=1 count='"$n"' status=none' \
 	    2> "$WORK/agent.$name.err"
 	RRC=$?
