@@ -209,6 +209,42 @@ record_tee_option(void *arg, enum td_opt id, const void *p, size_t n)
 }
 
 /*
+ * The listener is gone.  With a local file the recording goes on into it
+ * alone; without one there is nowhere left to put the data.
+ */
+static int
+record_net_lost(struct recorder *r)
+{
+	struct epoll_event ev;
+	int i;
+
+	if (r->file == NULL) {
+		r->failed = true;
+		return -1;
+	}
+	log_warnx("%s; the recording goes on into '%s' only", r->err,
+	    r->o->output);
+	r->err[0] = '\0';
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_fd(r->net), NULL);
+	net_close(r->net);
+	r->net = NULL;
+	r->sink = r->fsink;
+	if (r->paused) {
+		r->paused = false;
+		for (i = 0; i < r->ncpus; i++) {
+			if (r->cpu[i].ring == NULL)
+				continue;
+			memset(&ev, 0, sizeof ev);
+			ev.events = EPOLLIN;
+			ev.data.u32 = i;
+			epoll_ctl(r->epfd, EPOLL_CTL_MOD,
+			    ring_fd(r->cpu[i].ring), &ev);
+		}
+	}
+	return 0;
+}
+
+/*
  * Send what the network takes, and pause or resume the ring readers around
  * the queue's watermarks: a slow link makes the kernel ring absorb the
  * difference (its overruns are counted) instead of the agent's memory.
@@ -222,10 +258,8 @@ record_net_pump(struct recorder *r)
 
 	if (r->net == NULL)
 		return 0;
-	if (net_flush(r->net, r->err, sizeof r->err) == -1) {
-		r->failed = true;
-		return -1;
-	}
+	if (net_flush(r->net, r->err, sizeof r->err) == -1)
+		return record_net_lost(r);
 	pause = r->paused ? net_pending(r->net) > RECORD_NET_LOW :
 	    net_pending(r->net) > RECORD_NET_HIGH;
 	if (pause != r->paused) {
@@ -526,10 +560,11 @@ record_loop(struct recorder *r)
 			if (id == UINT32_MAX)
 				record_signal(r);
 			else if (id == RECORD_NET_ID) {
-				if ((evs[i].events & (EPOLLIN | EPOLLHUP |
-				    EPOLLERR)) && net_readable(r->net, r->err,
+				if (r->net != NULL && (evs[i].events &
+				    (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
+				    net_readable(r->net, r->err,
 				    sizeof r->err) == -1)
-					r->failed = true;
+					record_net_lost(r);
 			} else if (id == UINT32_MAX - 1) {
 				while (read(r->timerfd, &ticks,
 				    sizeof ticks) > 0)
