@@ -63,4 +63,18 @@ check "the good session is complete and exact-sized ($n)" \
 check "the listener survived" kill -0 "$LPID"
 check "no .part left behind" test -z "$(find "$OUT" -name '*.part')"
 stop_listener
+
+# the listener dies mid-recording: with -o too, the local file still
+# completes and tdagent says what happened
+start_listener "$WORK/l2.log" --insecure -d "$WORK/out2" || exit 99
+"$TDAGENT" -h localhost -p "$LPORT" --insecure -o "$WORK/both.dat" -e sched \
+    -s 2 2> "$WORK/both.err" &
+apid=$!
+sleep 1
+kill -9 "$LPID"
+wait "$apid"
+eq "listener killed: tdagent -o -h still exits 0" $? 0
+check "and says the recording went on locally" \
+    grep -q "goes on into '$WORK/both.dat' only" "$WORK/both.err"
+check "and the local file is complete" tc_clean "$WORK/both.dat"
 finish
