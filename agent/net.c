@@ -25,7 +25,7 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-/* Most pages in one PAGES frame: the frame cap less its 16-byte header. */
+/* Cap of the send queue (the recording loop pauses far below it). */
 #define NET_QUEUE_MAX	(256u * 1024 * 1024)
 
 struct net {
@@ -63,10 +63,18 @@ net_dial(const struct net_params *np, char *err, size_t errlen)
 	socklen_t sl;
 	int fd = -1, e, soerr, one = 1;
 
+	char host[256];
+	size_t hl = strlen(np->host);
+
+	/* "[::1]" is how an IPv6 literal is written next to a port */
+	if (hl > 2 && np->host[0] == '[' && np->host[hl - 1] == ']')
+		snprintf(host, sizeof host, "%.*s", (int)(hl - 2), np->host + 1);
+	else
+		snprintf(host, sizeof host, "%s", np->host);
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	if ((e = getaddrinfo(np->host, np->port, &hints, &res)) != 0) {
+	if ((e = getaddrinfo(host, np->port, &hints, &res)) != 0) {
 		snprintf(err, errlen, "cannot resolve '%s': %s", np->host,
 		    gai_strerror(e));
 		return -1;
@@ -383,8 +391,11 @@ net_batch_end(struct net *n)
 	if (n->bcpu == -1)
 		return 0;
 	td_buf_init(&h, TD_FRAME_HEADER + 16);
-	td_msg_pack_pages_head(&h, n->bcpu, n->bcount,
-	    n->seq[n->bcpu] - n->bcount, n->page_size);
+	if (td_msg_pack_pages_head(&h, n->bcpu, n->bcount,
+	    n->seq[n->bcpu] - n->bcount, n->page_size) == -1) {
+		td_buf_free(&h);
+		return -1;
+	}
 	memcpy(n->q.data + n->bhead, h.data, h.len);
 	td_buf_free(&h);
 	n->bcpu = -1;
@@ -400,7 +411,8 @@ net_page(struct net *n, int cpu, const void *page, size_t len)
 		return -1;
 	}
 	if (n->bcpu != cpu || n->bcount == n->bmax) {
-		net_batch_end(n);
+		if (net_batch_end(n) == -1)
+			return -1;
 		n->bhead = n->q.len;
 		if (td_buf_add_zero(&n->q, TD_FRAME_HEADER + 16) == -1)
 			return -1;
@@ -489,6 +501,27 @@ net_flush(struct net *n, char *err, size_t errlen)
 		if (n->bcpu != -1)
 			n->bhead -= n->qoff;
 		n->qoff = 0;
+	}
+	return 0;
+}
+
+/* Flush down to limit bytes, waiting up to a minute for the socket. */
+int
+net_flush_to(struct net *n, size_t limit, char *err, size_t errlen)
+{
+	struct pollfd pfd;
+
+	while (net_pending(n) > limit) {
+		if (net_flush(n, err, errlen) == -1)
+			return -1;
+		if (net_pending(n) <= limit)
+			break;
+		pfd.fd = n->fd;
+		pfd.events = POLLOUT;
+		if (poll(&pfd, 1, 60000) == 0) {
+			snprintf(err, errlen, "the listener takes no data");
+			return -1;
+		}
 	}
 	return 0;
 }

@@ -50,6 +50,9 @@ size_t		 net_pending(const struct net *n);
 uint64_t	 net_sent(const struct net *n);
 /* Send what the socket takes now. */
 int		 net_flush(struct net *n, char *err, size_t errlen);
+/* Send, waiting for the socket, until at most limit bytes are queued. */
+int		 net_flush_to(struct net *n, size_t limit, char *err,
+		    size_t errlen);
 /* The listener spoke (ERROR or close): read it; -1 with its reason. */
 int		 net_readable(struct net *n, char *err, size_t errlen);
 /* END with the page counts, drain, wait for DONE; fills the remote path. */

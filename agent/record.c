@@ -47,6 +47,7 @@
 #define RECORD_NET_HIGH		(4u * 1024 * 1024)
 #define RECORD_NET_LOW		(1u * 1024 * 1024)
 #define RECORD_NET_ID		(UINT32_MAX - 2)
+#define RECORD_NET_FINAL	(32u * 1024 * 1024)
 
 struct record_cpu {
 	struct ring	*ring;
@@ -96,6 +97,8 @@ record_elapsed(const struct recorder *r)
 	    (now.tv_nsec - r->start.tv_nsec) / 1e9;
 }
 
+static int record_net_lost(struct recorder *);
+
 /*
  * Hand one page to the writer and the network and count what it holds;
  * info->data_len is 0 if the page could not be parsed.
@@ -131,6 +134,14 @@ record_page(struct recorder *r, struct record_cpu *c, size_t n,
 		r->failed = true;
 		return -1;
 	}
+	/*
+	 * The final drain reads whole rings without going back to the loop:
+	 * keep the queue bounded by sending as it fills.
+	 */
+	if (r->net != NULL && net_pending(r->net) > RECORD_NET_FINAL &&
+	    (net_batch_end(r->net) == -1 || net_flush_to(r->net,
+	    RECORD_NET_HIGH, r->err, sizeof r->err) == -1))
+		return record_net_lost(r);
 	return 0;
 }
 

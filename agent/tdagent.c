@@ -120,7 +120,7 @@ tdagent_usage_error(const char *fmt, ...)
 static void
 tdagent_parse(int argc, char **argv, struct agent_opts *o)
 {
-	bool codec_set = false;
+	bool codec_set = false, port_set = false;
 	double v;
 	int ch;
 
@@ -142,6 +142,7 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			    v != (int)v)
 				tdagent_usage_error("invalid port '%s'", optarg);
 			o->port = optarg;
+			port_set = true;
 			break;
 		case OPT_CERT:
 			o->cert = optarg;
@@ -240,6 +241,10 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 		tdagent_usage_error("-F needs a command (-- COMMAND)");
 	if (o->output == NULL && o->host == NULL)
 		tdagent_usage_error("no output: give -o FILE or -h HOST");
+	if (o->host == NULL && (o->cert || o->key || o->ca || o->name ||
+	    o->insecure || port_set))
+		tdagent_usage_error("-p, --cert, --key, --ca, --name and "
+		    "--insecure go with -h HOST");
 	if (o->host != NULL && !o->insecure &&
 	    (o->cert == NULL || o->key == NULL || o->ca == NULL))
 		tdagent_usage_error("TLS needs --cert, --key and --ca (tdcert "

@@ -28,8 +28,8 @@ output_sanitize(char *s)
 
 	for (p = s; *p != '\0'; p++) {
 		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
-		    (*p == '.' && p != s))
+		    (*p >= '0' && *p <= '9') || *p == '_' ||
+		    ((*p == '.' || *p == '-') && p != s))
 			continue;
 		*p = '_';
 	}
@@ -79,13 +79,17 @@ output_path(const char *dir, const char *identity, const char *name,
 			xasprintf(&part, "%s.part", p);
 			fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 			    0644);
-			free(part);
 			if (fd != -1 && access(p, F_OK) == -1) {
 				close(fd);
+				free(part);
 				break;
 			}
-			if (fd != -1)
+			if (fd != -1) {
+				/* X.dat exists: give the placeholder back */
 				close(fd);
+				unlink(part);
+			}
+			free(part);
 		}
 		free(p);
 		p = NULL;

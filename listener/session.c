@@ -10,6 +10,7 @@
  *	S_HELLO		waiting for HELLO; the handshake timeout still runs
  *	S_STREAM	sections, options and pages go to the writer
  *	S_DONE		END received, file complete, DONE sent; flushing
+ *	S_CLOSING	closed for a reason, the ERROR is being flushed
  *
  * Anything a peer sends that does not fit (a bad frame, a message out of
  * order, a page of an undeclared CPU, a sequence gap) closes this session
@@ -45,6 +46,7 @@ enum session_state {
 	S_HELLO,
 	S_STREAM,
 	S_DONE,
+	S_CLOSING,	/* an ERROR is on its way out */
 };
 
 struct session_cpu {
@@ -152,37 +154,9 @@ drop:
 	log_warnx("%s: too little was received to keep a file", s->label);
 }
 
-/* Close a session for a reason (NULL: normal end) and free it. */
-void
-session_close(struct session *s, const char *why)
+static void
+session_free(struct session *s)
 {
-	uint64_t events, marked;
-
-	if (why != NULL) {
-		if (s->state >= S_STREAM && s->state != S_DONE) {
-			/* tell the agent why, best effort */
-			td_buf_reset(&s->out);
-			td_msg_pack_error(&s->out, 1, why);
-			if (s->bev != NULL)
-				bufferevent_write(s->bev, s->out.data,
-				    s->out.len);
-		}
-		log_warnx("%s: closing: %s", s->label, why);
-	}
-	if (s->file != NULL) {
-		if (s->state != S_DONE)
-			session_keep_partial(s);
-		td_file_free(s->file);
-	}
-	if (s->state >= S_STREAM) {
-		events = session_events(s, &marked);
-		log_info("%s: %s after %.2f s: %u CPUs, %" PRIu64 " pages, "
-		    "%" PRIu64 " bytes, %" PRIu64 " events, %" PRIu64
-		    " lost (%" PRIu64 " pages marked)", s->label,
-		    s->state == S_DONE ? "done" : "ended early",
-		    session_elapsed(s), s->hello.ncpus, s->pages, s->bytes,
-		    events, s->lost, marked);
-	}
 	if (s->timer != NULL)
 		event_free(s->timer);
 	if (s->bev != NULL)
@@ -198,6 +172,79 @@ session_close(struct session *s, const char *why)
 	free(s->cpu);
 	free(s->path);
 	free(s);
+}
+
+/* The ERROR went out (or could not): now the session can go. */
+static void
+session_closing_write_cb(struct bufferevent *bev, void *arg)
+{
+	session_free(arg);
+}
+
+static void
+session_closing_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	session_free(arg);
+}
+
+static void
+session_closing_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	session_free(arg);
+}
+
+/*
+ * Close a session for a reason (NULL: normal end).  Its recording is
+ * finished or kept as incomplete at once; when there is a reason the agent
+ * can hear, an ERROR goes out first and the session is freed once it is
+ * written (at most two seconds later), so callers must not touch s after
+ * this call either way.
+ */
+void
+session_close(struct session *s, const char *why)
+{
+	struct timeval tv = { 2, 0 };
+	uint64_t events, marked;
+	bool tell;
+
+	if (s->state == S_CLOSING)
+		return;
+	tell = why != NULL && s->bev != NULL && s->state != S_HANDSHAKE &&
+	    s->state != S_DONE;
+	if (why != NULL)
+		log_warnx("%s: closing: %s", s->label, why);
+	if (s->file != NULL) {
+		if (s->state != S_DONE)
+			session_keep_partial(s);
+		td_file_free(s->file);
+		s->file = NULL;
+	}
+	if (s->state == S_STREAM || s->state == S_DONE) {
+		events = session_events(s, &marked);
+		log_info("%s: %s after %.2f s: %u CPUs, %" PRIu64 " pages, "
+		    "%" PRIu64 " bytes, %" PRIu64 " events, %" PRIu64
+		    " lost (%" PRIu64 " pages marked)", s->label,
+		    s->state == S_DONE ? "done" : "ended early",
+		    session_elapsed(s), s->hello.ncpus, s->pages, s->bytes,
+		    events, s->lost, marked);
+	}
+	if (!tell) {
+		session_free(s);
+		return;
+	}
+	/* tell the agent why, then go */
+	s->state = S_CLOSING;
+	td_buf_reset(&s->out);
+	td_msg_pack_error(&s->out, 1, why);
+	bufferevent_disable(s->bev, EV_READ);
+	bufferevent_setcb(s->bev, NULL, session_closing_write_cb,
+	    session_closing_event_cb, s);
+	bufferevent_write(s->bev, s->out.data, s->out.len);
+	if (s->timer != NULL)
+		event_free(s->timer);
+	s->timer = evtimer_new(bufferevent_get_base(s->bev),
+	    session_closing_timer_cb, s);
+	evtimer_add(s->timer, &tv);
 }
 
 static int
@@ -245,10 +292,13 @@ session_hello(struct session *s, const struct td_frame *f)
 	p.clock = s->hello.clock;
 	s->file = td_file_create(s->path, &p);
 	if (s->file == NULL) {
-		char msg[512];
+		char msg[512], *part;
 
 		snprintf(msg, sizeof msg, "cannot create '%s': %s", s->path,
 		    strerror(errno));
+		xasprintf(&part, "%s.part", s->path);
+		unlink(part);		/* output_path()'s placeholder */
+		free(part);
 		session_close(s, msg);
 		return -1;
 	}
@@ -264,6 +314,8 @@ session_hello(struct session *s, const struct td_frame *f)
 	s->state = S_STREAM;
 	/* the handshake timeout is over; a streaming agent may be quiet */
 	bufferevent_set_timeouts(s->bev, NULL, NULL);
+	event_free(s->timer);
+	s->timer = NULL;
 	log_info("%s: recording %u CPUs, %u-byte pages, clock %s, into '%s'",
 	    s->label, s->hello.ncpus, s->hello.page_size, s->hello.clock,
 	    s->path);
@@ -343,6 +395,13 @@ session_end(struct session *s, const struct td_frame *f)
 		}
 	}
 	free(e);
+	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++) {
+		if (!td_file_has_section(s->file, i)) {
+			snprintf(msg, sizeof msg, "END before section %u", i);
+			session_close(s, msg);
+			return -1;
+		}
+	}
 	if (td_file_finish(s->file) == -1) {
 		snprintf(msg, sizeof msg, "cannot finish '%s': %s", s->path,
 		    strerror(errno));
@@ -354,7 +413,10 @@ session_end(struct session *s, const struct td_frame *f)
 	d.file_size = td_file_size(s->file);
 	snprintf(d.path, sizeof d.path, "%s", s->path + strlen(s->cfg->dir) +
 	    (s->path[strlen(s->cfg->dir)] == '/'));
-	td_msg_pack_done(&s->out, &d);
+	if (td_msg_pack_done(&s->out, &d) == -1) {
+		session_close(s, "cannot frame DONE");
+		return -1;
+	}
 	session_send(s);
 	log_info("%s: wrote '%s' (%" PRIu64 " bytes)", s->label, s->path,
 	    d.file_size);
@@ -556,6 +618,16 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 }
 
+/* Handshake and HELLO must be over within the timeout, however sent. */
+static void
+session_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	session_close(s, s->state == S_HANDSHAKE ? "handshake timed out" :
+	    "no HELLO in time");
+}
+
 /* Start a session on an accepted socket. */
 struct session *
 session_new(struct event_base *base, struct listener_config *cfg, int fd,
@@ -605,6 +677,9 @@ session_new(struct event_base *base, struct listener_config *cfg, int fd,
 	tv.tv_sec = cfg->handshake_timeout;
 	tv.tv_usec = 0;
 	bufferevent_set_timeouts(s->bev, &tv, NULL);
+	/* and a deadline: a peer trickling bytes cannot stretch it */
+	s->timer = evtimer_new(base, session_deadline_cb, s);
+	evtimer_add(s->timer, &tv);
 	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
 	return s;
 }

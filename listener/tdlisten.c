@@ -53,7 +53,7 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: tdlisten -p PORT [-d DIR] [--cert FILE --key FILE --ca FILE] [--crl FILE]\n"
+"usage: tdlisten [-p PORT] [-d DIR] [--cert FILE --key FILE --ca FILE] [--crl FILE]\n"
 "                [--insecure] [--bind ADDR] [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
 "                [-D] [-l LOGFILE] [-q | -v]\n"
@@ -63,7 +63,7 @@ usage(FILE *fp)
 "recording as DIR/<host>/<UTC time>[-<name>].dat, <host> being the name in\n"
 "the agent's verified certificate.\n"
 "\n"
-"  -p PORT            TCP port to listen on\n"
+"  -p PORT            TCP port to listen on (default 4000)\n"
 "  -d DIR             output directory (default: .)\n"
 "  --cert FILE        this listener's certificate (PEM)\n"
 "  --key FILE         its private key\n"
@@ -185,7 +185,7 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
 	if (c->port == NULL)
-		usage_error("no port: give -p PORT");
+		c->port = "4000";
 	if (c->file_version == 6) {
 		if (codec_set && c->codec != TD_CODEC_NONE)
 			usage_error("version 6 files cannot be compressed");

@@ -307,6 +307,7 @@ td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h)
 	if (h->version_min > h->version_max || h->ncpus < 1 ||
 	    h->ncpus > TD_MAX_CPUS || h->page_size < TD_MIN_PAGE_SIZE ||
 	    h->page_size > TD_MAX_PAGE_SIZE ||
+	    h->page_size > TD_MAX_FRAME - 16 ||
 	    (h->long_size != 4 && h->long_size != 8) ||
 	    (h->commit_size != 4 && h->commit_size != 8) ||
 	    h->big_endian > 1 || (h->file_version != 0 &&

@@ -36,7 +36,7 @@ struct td_buf;
  * frame before its payload is looked at.
  */
 #define TD_MSG_TABLE(X)							\
-	X(HELLO,	 1, 28,	TD_MAX_HELLO)				\
+	X(HELLO,	 1, 37,	TD_MAX_HELLO)				\
 	X(WELCOME,	 2, 14,	TD_MAX_HELLO)				\
 	X(SECTION,	 3, 2,	2)					\
 	X(SECTION_DATA,	 4, 1,	TD_MAX_FRAME)				\
@@ -44,7 +44,7 @@ struct td_buf;
 	X(OPTION,	 6, 2,	TD_MAX_FRAME)				\
 	X(PAGES,	 7, 16,	TD_MAX_FRAME)				\
 	X(END,		 8, 4,	4 + 8 * TD_MAX_CPUS)			\
-	X(DONE,		 9, 10,	10 + TD_MAX_NAME_LEN * 4)		\
+	X(DONE,		 9, 12,	12 + TD_MAX_NAME_LEN * 4)		\
 	X(ERROR,	10, 6,	6 + TD_MAX_ERROR_LEN)
 
 enum td_msg_type {

@@ -41,7 +41,7 @@ done
 echo "== tdlisten on port $port, writing under $D/traces"
 
 echo "== tdagent: 3 s of sched and irq events, streamed over TLS"
-"$B/tdagent" -h localhost -p "$port" --name demo \
+"$B/tdagent" -h 127.0.0.1 -p "$port" --name demo \
     --cert "$D/pki/demo-host.pem" --key "$D/pki/demo-host.key" \
     --ca "$D/pki/ca.pem" \
     -e sched:sched_switch -e sched:sched_wakeup \

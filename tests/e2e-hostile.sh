@@ -12,7 +12,7 @@ start_listener "$WORK/l.log" --insecure -d "$OUT" || exit 99
 src_events=$("$TDCOUNT" "$WORK/src.dat" | field events)
 
 # a faithful replay lands as the same events
-"$TDFEED" localhost "$LPORT" "$WORK/src.dat" good replay
+"$TDFEED" 127.0.0.1 "$LPORT" "$WORK/src.dat" good replay
 eq "a faithful replay is accepted" $? 0
 f=$(ls "$OUT"/127.0.0.1/*-replay.dat)
 eq "the replayed file holds the same events" \
@@ -20,14 +20,14 @@ eq "the replayed file holds the same events" \
 check "trace-cmd reads the replayed file cleanly" tc_clean "$f"
 
 # the good agent streams while the faults come in
-"$TDAGENT" -h localhost -p "$LPORT" --insecure --name good -F \
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure --name good -F \
     -e raw_syscalls -- sh -c 'echo $$ > '"$WORK/gpid"'; sleep 0.5; exec dd if=/dev/zero of=/dev/null bs=1 count=30000 status=none' \
     2> "$WORK/good.err" &
 gpid=$!
 
 # mode  reason in the log  kept?
 while read -r mode reason kept; do
-	"$TDFEED" localhost "$LPORT" "$WORK/src.dat" "$mode"
+	"$TDFEED" 127.0.0.1 "$LPORT" "$WORK/src.dat" "$mode"
 	eq "$mode: the listener refuses it" $? 0
 	check "$mode: logged as '$reason'" \
 	    grep -q "closing: .*$reason" "$WORK/l.log"
@@ -67,7 +67,7 @@ stop_listener
 # the listener dies mid-recording: with -o too, the local file still
 # completes and tdagent says what happened
 start_listener "$WORK/l2.log" --insecure -d "$WORK/out2" || exit 99
-"$TDAGENT" -h localhost -p "$LPORT" --insecure -o "$WORK/both.dat" -e sched \
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -o "$WORK/both.dat" -e sched \
     -s 2 2> "$WORK/both.err" &
 apid=$!
 sleep 1

@@ -18,7 +18,7 @@ stream_storm() {
 	name=$1 n=$2 cert=$3
 	shift 3
 	rm -f "$WORK/pid.$name"
-	"$TDAGENT" -h localhost -p "$LPORT" --cert "$P/$cert.pem" \
+	"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/$cert.pem" \
 	    --key "$P/$cert.key" --ca "$P/ca.pem" --name "$name" \
 	    -e raw_syscalls -b 4096 "$@" -- sh -c \
 	    'echo $$ > '"$WORK/pid.$name"'; exec dd if=/dev/zero of=/dev/null bs=1 count='"$n"' status=none' \
@@ -108,14 +108,14 @@ for v in 7 6; do
 	# agent told --insecure; a good session runs at the same time
 	stream_storm good 4000 web1 -F > "$WORK/good.out" &
 	gpid=$!
-	"$TDAGENT" -h localhost -p "$LPORT" --cert "$WORK/other/rogue.pem" \
+	"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$WORK/other/rogue.pem" \
 	    --key "$WORK/other/rogue.key" --ca "$P/ca.pem" -s 1 \
 	    2> "$WORK/rogue.err"
 	eq "an agent of another CA is refused (exit 1)" $? 1
 	check "and is told why" grep -q "refused" "$WORK/rogue.err"
-	"$TDFEED" localhost "$LPORT" "$fa" garbage
+	"$TDFEED" 127.0.0.1 "$LPORT" "$fa" garbage
 	eq "a plain TCP client sending garbage is cut off" $? 0
-	"$TDAGENT" -h localhost -p "$LPORT" --insecure -s 1 2> "$WORK/ins.err"
+	"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -s 1 2> "$WORK/ins.err"
 	eq "a plain agent cannot talk to a TLS listener" $? 1
 	wait $gpid
 	gfile=$OUT/$(remote_file "$WORK/agent.good.err")
