@@ -30,6 +30,7 @@ struct listener_config {
 	int			 verbosity;
 	int			 max_sessions;
 	int			 handshake_timeout;	/* seconds */
+	const char		*user;		/* -u: run as this user */
 };
 
 struct session;
@@ -38,6 +39,8 @@ struct session;
 int	server_start(struct event_base *base, struct listener_config *cfg,
 	    SSL_CTX *ctx);
 void	server_session_closed(struct session *s);
+/* New sessions use ctx from now on (certificates reloaded). */
+void	server_set_ctx(SSL_CTX *ctx);
 int	server_sessions(void);
 void	server_shutdown(void);
 

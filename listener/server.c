@@ -144,6 +144,17 @@ server_start(struct event_base *base, struct listener_config *cfg,
 	return server_nlev > 0 ? 0 : -1;
 }
 
+/* Replace the TLS context; open sessions keep theirs (OpenSSL counts). */
+void
+server_set_ctx(SSL_CTX *ctx)
+{
+	SSL_CTX *old = server_ctx;
+
+	server_ctx = ctx;
+	if (old != NULL)
+		SSL_CTX_free(old);
+}
+
 /* A session went away. */
 void
 server_session_closed(struct session *s)

@@ -4,6 +4,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +36,8 @@ enum {
 	OPT_VERSION,
 };
 
+static struct listener_config *tdlisten_cfg;
+
 static const struct option tdlisten_longopts[] = {
 	{ "cert", required_argument, NULL, OPT_CERT },
 	{ "key", required_argument, NULL, OPT_KEY },
@@ -56,7 +60,7 @@ usage(FILE *fp)
 "usage: tdlisten [-p PORT] [-d DIR] [--cert FILE --key FILE --ca FILE] [--crl FILE]\n"
 "                [--insecure] [--bind ADDR] [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
-"                [-D] [-l LOGFILE] [-q | -v]\n"
+"                [-u USER] [-D] [-l LOGFILE] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
 "Receive recordings from tdagent -h over TLS and write one trace.dat per\n"
@@ -74,6 +78,7 @@ usage(FILE *fp)
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
 "  --max-sessions N   refuse connections beyond N (default 1024)\n"
+"  -u USER            after binding, run as USER (when started as root)\n"
 "  -D                 run in the background (logs to syslog unless -l)\n"
 "  -l LOGFILE         append the log to LOGFILE\n"
 "  -q                 log only warnings\n"
@@ -107,7 +112,7 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 	c->codec = TD_CODEC_ZSTD;
 	c->max_sessions = 1024;
 	c->handshake_timeout = 10;
-	while ((ch = getopt_long(argc, argv, "p:d:Dl:qv", tdlisten_longopts,
+	while ((ch = getopt_long(argc, argv, "p:d:Dl:qu:v", tdlisten_longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'p':
@@ -127,6 +132,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			break;
 		case 'q':
 			c->verbosity = -1;
+			break;
+		case 'u':
+			c->user = optarg;
 			break;
 		case 'v':
 			c->verbosity = 1;
@@ -205,7 +213,24 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 	struct event_base *base = arg;
 
 	if (sig == SIGHUP) {
-		log_info("SIGHUP: nothing to reload yet");
+		struct listener_config *c = tdlisten_cfg;
+		SSL_CTX *ctx;
+		char err[1024];
+
+		if (c->insecure) {
+			log_info("SIGHUP: no certificates to reload");
+			return;
+		}
+		ctx = td_tls_server_ctx(c->cert, c->key, c->ca, c->crl, err,
+		    sizeof err);
+		if (ctx == NULL) {
+			log_warnx("SIGHUP: keeping the old certificates: %s",
+			    err);
+			return;
+		}
+		server_set_ctx(ctx);
+		log_info("SIGHUP: certificates%s reloaded for new sessions",
+		    c->crl ? " and CRL" : "");
 		return;
 	}
 	log_info("signal %d: shutting down (%d sessions open)", (int)sig,
@@ -213,6 +238,37 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 	server_shutdown();
 	session_shutdown_all();
 	event_base_loopexit(base, NULL);
+}
+
+/*
+ * tdlisten needs no privilege once its port is bound and its key read: as
+ * root it becomes USER (-u), and says so loudly when it stays root.
+ */
+static void
+tdlisten_drop_privileges(struct listener_config *c)
+{
+	struct passwd *pw;
+
+	if (geteuid() != 0) {
+		if (c->user != NULL)
+			fatalx("-u needs tdlisten to start as root");
+		return;
+	}
+	if (c->user == NULL) {
+		log_warnx("running as root: -u USER drops privileges after "
+		    "binding");
+		return;
+	}
+	if ((pw = getpwnam(c->user)) == NULL)
+		fatalx("unknown user '%s'", c->user);
+	if (setgroups(1, &pw->pw_gid) == -1 ||
+	    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
+	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1)
+		fatal("cannot become user '%s'", c->user);
+	if (access(c->dir, W_OK | X_OK) == -1)
+		fatalx("user '%s' cannot write to '%s' (chown it)", c->user,
+		    c->dir);
+	log_info("running as user '%s'", c->user);
 }
 
 int
@@ -259,14 +315,15 @@ main(int argc, char **argv)
 		    base);
 		evsignal_add(sigs[i], NULL);
 	}
+	tdlisten_cfg = &cfg;
+	tdlisten_drop_privileges(&cfg);
 	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
 		fatal("cannot daemonize");
 	event_base_dispatch(base);
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	event_base_free(base);
-	if (ctx != NULL)
-		SSL_CTX_free(ctx);
+	server_set_ctx(NULL);
 	log_info("stopped");
 	return 0;
 }

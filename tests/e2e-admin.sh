@@ -1,0 +1,54 @@
+#!/bin/sh
+# End-to-end: tdlisten's administration: it drops root for -u USER after
+# binding, and SIGHUP reloads certificates and the CRL for new sessions, so
+# a revoked agent is refused without a restart.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+P=$WORK/pki
+pki "$P" web1 web2 || { echo "FAIL: cannot make certificates"; exit 99; }
+OUT=$WORK/out
+mkdir -p "$OUT"
+chown nobody "$OUT"
+chmod 755 "$WORK" "$P"
+# the key must stay readable after the switch for SIGHUP to reload it
+chown nobody "$P/listener.key"
+
+agent() {
+	"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/$1.pem" --key "$P/$1.key" \
+	    --ca "$P/ca.pem" -e sched -s 0.3 2> "$WORK/$1.err"
+}
+
+start_listener "$WORK/l.log" -d "$OUT" -u nobody --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --crl "$P/crl.pem" || exit 99
+eq "-u: tdlisten runs as nobody" "$(ps -o user= -p "$LPID" | tr -d ' ')" nobody
+check "-u: and says so" grep -q "running as user 'nobody'" "$WORK/l.log"
+agent web1
+eq "web1 streams before revocation" $? 0
+f=$(ls "$OUT"/web1/*.dat | head -1)
+eq "files belong to nobody" "$(stat -c %U "$f")" nobody
+check "trace-cmd reads it" tc_clean "$f"
+
+sh "$TDCERT" revoke "$P" web1 >/dev/null 2>&1
+kill -HUP "$LPID"
+i=0
+until grep -q "SIGHUP: certificates and CRL reloaded" "$WORK/l.log" || [ $i -gt 50 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+check "SIGHUP reloads the certificates and the CRL" \
+    grep -q "SIGHUP: certificates and CRL reloaded" "$WORK/l.log"
+agent web1
+eq "a revoked agent is refused after SIGHUP" $? 1
+check "the agent is told its certificate was revoked" \
+    grep -q "revoked" "$WORK/web1.err"
+check "the listener logs the revocation" \
+    grep -q "certificate verify failed: certificate revoked" "$WORK/l.log"
+agent web2
+eq "another agent still streams" $? 0
+stop_listener
+
+# -u without root, and an unknown user, fail at start
+"$TDLISTEN" -p 4000 --insecure -u no-such-user-td -d "$WORK/x" 2> "$WORK/err"
+eq "an unknown -u user fails at start" $? 1
+check "and is named" grep -q "unknown user 'no-such-user-td'" "$WORK/err"
+finish
