@@ -22,8 +22,9 @@ struct instance {
 	char			*clock;
 };
 
-/* The instance to remove on a fatal path. */
-static struct instance *instance_live;
+/* The instances to remove on a fatal path. */
+#define INSTANCE_MAX_LIVE	4
+static struct instance *instance_live[INSTANCE_MAX_LIVE];
 
 /* Make sure tracefs is mounted where libtracefs looks for it. */
 int
@@ -60,8 +61,8 @@ instance_reap_stale(void)
 		if (strncmp(list[i], "tracedock-", 10) != 0)
 			continue;
 		pid = strtol(list[i] + 10, &end, 10);
-		if (*end != '\0' || pid <= 0 || kill((pid_t)pid, 0) == 0 ||
-		    errno != ESRCH) {
+		if ((*end != '\0' && *end != '-') || pid <= 0 ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
 			continue;
 		}
 		{
@@ -78,15 +79,22 @@ instance_reap_stale(void)
 	tracefs_list_free(list);
 }
 
-/* Create instances/tracedock-<pid>, tracing off, buffer empty. */
+/*
+ * Create instances/tracedock-<pid>[-<suffix>], tracing off, buffer empty.
+ */
 struct instance *
-instance_create(char *err, size_t errlen)
+instance_create(const char *suffix, char *err, size_t errlen)
 {
 	struct instance *in;
 	char name[64];
+	int i;
 
-	instance_reap_stale();
-	snprintf(name, sizeof name, "tracedock-%ld", (long)getpid());
+	if (suffix == NULL) {
+		instance_reap_stale();
+		snprintf(name, sizeof name, "tracedock-%ld", (long)getpid());
+	} else
+		snprintf(name, sizeof name, "tracedock-%ld-%s",
+		    (long)getpid(), suffix);
 	in = xcalloc(1, sizeof *in);
 	in->ti = tracefs_instance_create(name);
 	if (in->ti == NULL) {
@@ -96,7 +104,12 @@ instance_create(char *err, size_t errlen)
 		free(in);
 		return NULL;
 	}
-	instance_live = in;
+	for (i = 0; i < INSTANCE_MAX_LIVE; i++) {
+		if (instance_live[i] == NULL) {
+			instance_live[i] = in;
+			break;
+		}
+	}
 	tracefs_trace_off(in->ti);
 	instance_clear(in);
 	return in;
@@ -401,6 +414,8 @@ instance_tracefs(struct instance *in)
 void
 instance_destroy(struct instance *in)
 {
+	int i;
+
 	if (in == NULL)
 		return;
 	tracefs_trace_off(in->ti);
@@ -408,14 +423,18 @@ instance_destroy(struct instance *in)
 	tracefs_instance_destroy(in->ti);
 	tracefs_instance_free(in->ti);
 	free(in->clock);
-	if (instance_live == in)
-		instance_live = NULL;
+	for (i = 0; i < INSTANCE_MAX_LIVE; i++)
+		if (instance_live[i] == in)
+			instance_live[i] = NULL;
 	free(in);
 }
 
-/* Remove whatever instance is live. */
+/* Remove whatever instances are live. */
 void
 instance_cleanup(void)
 {
-	instance_destroy(instance_live);
+	int i;
+
+	for (i = 0; i < INSTANCE_MAX_LIVE; i++)
+		instance_destroy(instance_live[i]);
 }

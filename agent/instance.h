@@ -19,7 +19,8 @@ struct tracefs_instance;
 
 /* Find or mount tracefs; -1 with a message if there is none. */
 int		 instance_check_tracefs(char *err, size_t errlen);
-struct instance	*instance_create(char *err, size_t errlen);
+/* tracedock-<pid>, or tracedock-<pid>-<suffix> for helper instances. */
+struct instance	*instance_create(const char *suffix, char *err, size_t errlen);
 /* Enable "SYSTEM", "SYSTEM:EVENT" or "all"; -1 if nothing matched. */
 int		 instance_enable(struct instance *in, const char *spec,
 		    char *err, size_t errlen);

@@ -336,7 +336,7 @@ main(int argc, char **argv)
 		    "ring buffers are root-only");
 	if (instance_check_tracefs(err, sizeof err) == -1)
 		fatalx("%s", err);
-	if ((in = instance_create(err, sizeof err)) == NULL)
+	if ((in = instance_create(NULL, err, sizeof err)) == NULL)
 		fatalx("%s", err);
 	log_set_fatal_hook(instance_cleanup);
 	ret = tdagent_configure(in, &o);

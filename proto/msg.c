@@ -327,6 +327,7 @@ td_msg_pack_welcome(struct td_buf *b, const struct td_welcome *w)
 	int ok = 0;
 
 	if (put_u16(b, w->version) == -1 || put_u16(b, w->flags) == -1 ||
+	    put_u32(b, w->tsync_interval) == -1 ||
 	    put_u64(b, w->session_id) == -1 ||
 	    put_str(b, w->identity, sizeof w->identity) == -1)
 		ok = -1;
@@ -343,6 +344,7 @@ td_msg_unpack_welcome(const struct td_frame *f, struct td_welcome *w)
 	memset(w, 0, sizeof *w);
 	w->version = cur_u16(&c);
 	w->flags = cur_u16(&c);
+	w->tsync_interval = cur_u32(&c);
 	w->session_id = cur_u64(&c);
 	cur_str(&c, w->identity, sizeof w->identity);
 	return cur_end(&c);
@@ -534,4 +536,88 @@ td_msg_unpack_error(const struct td_frame *f, struct td_error *e)
 	e->code = cur_u32(&c);
 	cur_str(&c, e->text, sizeof e->text);
 	return cur_end(&c);
+}
+
+/* TSYNC_PROBE (urgent). */
+int
+td_msg_pack_tsync_probe(struct td_buf *b, const struct td_tsync_probe *p)
+{
+	if (td_frame_header(b, TD_MSG_TSYNC_PROBE, TD_FRAME_URGENT, 8) == -1 ||
+	    put_u32(b, p->round) == -1)
+		return -1;
+	return put_u32(b, p->seq);
+}
+
+/* Decode TSYNC_PROBE. */
+int
+td_msg_unpack_tsync_probe(const struct td_frame *f, struct td_tsync_probe *p)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_TSYNC_PROBE);
+	p->round = cur_u32(&c);
+	p->seq = cur_u32(&c);
+	p->ref_ns = 0;
+	return cur_end(&c);
+}
+
+/* TSYNC_REPLY (urgent). */
+int
+td_msg_pack_tsync_reply(struct td_buf *b, const struct td_tsync_probe *p)
+{
+	if (td_frame_header(b, TD_MSG_TSYNC_REPLY, TD_FRAME_URGENT,
+	    16) == -1 || put_u32(b, p->round) == -1 ||
+	    put_u32(b, p->seq) == -1)
+		return -1;
+	return put_u64(b, p->ref_ns);
+}
+
+/* Decode TSYNC_REPLY. */
+int
+td_msg_unpack_tsync_reply(const struct td_frame *f, struct td_tsync_probe *p)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_TSYNC_REPLY);
+	p->round = cur_u32(&c);
+	p->seq = cur_u32(&c);
+	p->ref_ns = cur_u64(&c);
+	return cur_end(&c);
+}
+
+/* TSYNC_SAMPLE. */
+int
+td_msg_pack_tsync_sample(struct td_buf *b, const struct td_tsync_sample *s)
+{
+	if (td_frame_header(b, TD_MSG_TSYNC_SAMPLE, 0, 52) == -1 ||
+	    put_u32(b, s->round) == -1 || put_u32(b, s->probes) == -1 ||
+	    put_u64(b, s->ts) == -1 || put_u64(b, (uint64_t)s->offset) == -1 ||
+	    put_u64(b, s->scaling) == -1 || put_u32(b, s->frac) == -1 ||
+	    put_u64(b, s->bound) == -1)
+		return -1;
+	return put_u64(b, s->rtt);
+}
+
+/* Decode TSYNC_SAMPLE; a zero scaling or a frac past 63 is refused. */
+int
+td_msg_unpack_tsync_sample(const struct td_frame *f, struct td_tsync_sample *s)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_TSYNC_SAMPLE);
+	s->round = cur_u32(&c);
+	s->probes = cur_u32(&c);
+	s->ts = cur_u64(&c);
+	s->offset = (int64_t)cur_u64(&c);
+	s->scaling = cur_u64(&c);
+	s->frac = cur_u32(&c);
+	s->bound = cur_u64(&c);
+	s->rtt = cur_u64(&c);
+	if (cur_end(&c) == -1)
+		return -1;
+	if (s->scaling == 0 || s->frac > 63 || s->probes == 0) {
+		errno = EBADMSG;
+		return -1;
+	}
+	return 0;
 }

@@ -37,7 +37,7 @@ struct td_buf;
  */
 #define TD_MSG_TABLE(X)							\
 	X(HELLO,	 1, 37,	TD_MAX_HELLO)				\
-	X(WELCOME,	 2, 14,	TD_MAX_HELLO)				\
+	X(WELCOME,	 2, 18,	TD_MAX_HELLO)				\
 	X(SECTION,	 3, 2,	2)					\
 	X(SECTION_DATA,	 4, 1,	TD_MAX_FRAME)				\
 	X(SECTION_END,	 5, 0,	0)					\
@@ -45,7 +45,10 @@ struct td_buf;
 	X(PAGES,	 7, 16,	TD_MAX_FRAME)				\
 	X(END,		 8, 4,	4 + 8 * TD_MAX_CPUS)			\
 	X(DONE,		 9, 12,	12 + TD_MAX_NAME_LEN * 4)		\
-	X(ERROR,	10, 6,	6 + TD_MAX_ERROR_LEN)
+	X(ERROR,	10, 6,	6 + TD_MAX_ERROR_LEN)			\
+	X(TSYNC_PROBE,	11, 8,	8)					\
+	X(TSYNC_REPLY,	12, 16,	16)					\
+	X(TSYNC_SAMPLE,	13, 52,	52)
 
 enum td_msg_type {
 #define TD_MSG_ENUM(n, v, lo, hi) TD_MSG_##n = v,
@@ -93,9 +96,12 @@ struct td_hello {
 };
 
 /* WELCOME, listener -> agent: the recording is accepted. */
+#define TD_TSYNC_OFF	UINT32_MAX	/* tsync_interval: no time sync */
 struct td_welcome {
 	uint16_t	 version;
 	uint16_t	 flags;
+	uint32_t	 tsync_interval;	/* ms between rounds, 0: start
+						   and end only */
 	uint64_t	 session_id;
 	char		 identity[TD_MAX_NAME_LEN + 1];	/* from the cert */
 };
@@ -128,6 +134,30 @@ struct td_error {
 	char		 text[TD_MAX_ERROR_LEN + 1];
 };
 
+/*
+ * Time sync, one round driven by the agent: it writes a marker into its
+ * trace clock, sends TSYNC_PROBE, the listener answers TSYNC_REPLY with its
+ * reference time of receipt, the agent writes a second marker.  From the
+ * probe with the shortest round trip the agent reports one TSYNC_SAMPLE:
+ * reference = ((ts * scaling) >> frac) + offset, within +-bound ns.
+ */
+struct td_tsync_probe {
+	uint32_t	 round;
+	uint32_t	 seq;
+	uint64_t	 ref_ns;	/* REPLY only: listener's time */
+};
+
+struct td_tsync_sample {
+	uint32_t	 round;
+	uint32_t	 probes;	/* probes that made the round */
+	uint64_t	 ts;		/* agent trace clock */
+	int64_t		 offset;
+	uint64_t	 scaling;
+	uint32_t	 frac;
+	uint64_t	 bound;		/* ns, half the best round trip */
+	uint64_t	 rtt;		/* ns, best round trip */
+};
+
 int	td_msg_pack_hello(struct td_buf *b, const struct td_hello *h);
 int	td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h);
 int	td_msg_pack_welcome(struct td_buf *b, const struct td_welcome *w);
@@ -150,6 +180,16 @@ int	td_msg_unpack_end(const struct td_frame *f, struct td_end *e);
 int	td_msg_pack_done(struct td_buf *b, const struct td_done *d);
 int	td_msg_unpack_done(const struct td_frame *f, struct td_done *d);
 int	td_msg_pack_error(struct td_buf *b, uint32_t code, const char *text);
+int	td_msg_pack_tsync_probe(struct td_buf *b, const struct td_tsync_probe *p);
+int	td_msg_unpack_tsync_probe(const struct td_frame *f,
+	    struct td_tsync_probe *p);
+int	td_msg_pack_tsync_reply(struct td_buf *b, const struct td_tsync_probe *p);
+int	td_msg_unpack_tsync_reply(const struct td_frame *f,
+	    struct td_tsync_probe *p);
+int	td_msg_pack_tsync_sample(struct td_buf *b,
+	    const struct td_tsync_sample *s);
+int	td_msg_unpack_tsync_sample(const struct td_frame *f,
+	    struct td_tsync_sample *s);
 int	td_msg_unpack_error(const struct td_frame *f, struct td_error *e);
 
 #endif

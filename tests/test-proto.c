@@ -248,7 +248,8 @@ test_frame_limits(void **state)
 static void
 test_other_messages(void **state)
 {
-	struct td_welcome w = { 1, 0, 42, "web1" }, w2;
+	struct td_welcome w = { .version = 1, .tsync_interval = 500,
+	    .session_id = 42, .identity = "web1" }, w2;
 	struct td_done d, d2;
 	struct td_end *e, *e2;
 	struct td_buf b;
@@ -263,6 +264,7 @@ test_other_messages(void **state)
 	assert_int_equal(td_msg_unpack_welcome(&f, &w2), 0);
 	assert_int_equal(w2.version, 1);
 	assert_int_equal(w2.session_id, 42);
+	assert_int_equal(w2.tsync_interval, 500);
 	assert_string_equal(w2.identity, "web1");
 
 	td_buf_reset(&b);
@@ -302,6 +304,54 @@ test_other_messages(void **state)
 	td_buf_free(&b);
 }
 
+static void
+test_tsync_messages(void **state)
+{
+	struct td_tsync_probe p = { 3, 17, 0 }, q;
+	struct td_tsync_sample s, t;
+	struct td_buf b;
+	struct td_frame f;
+
+	td_buf_init(&b, 1 << 20);
+	assert_int_equal(td_msg_pack_tsync_probe(&b, &p), 0);
+	one_frame(&b, &f);
+	assert_int_equal(f.flags & TD_FRAME_URGENT, TD_FRAME_URGENT);
+	assert_int_equal(td_msg_unpack_tsync_probe(&f, &q), 0);
+	assert_int_equal(q.round, 3);
+	assert_int_equal(q.seq, 17);
+	/* a probe is not a reply */
+	assert_int_equal(td_msg_unpack_tsync_reply(&f, &q), -1);
+
+	td_buf_reset(&b);
+	p.ref_ns = 123456789012345ULL;
+	assert_int_equal(td_msg_pack_tsync_reply(&b, &p), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_tsync_reply(&f, &q), 0);
+	assert_int_equal(q.ref_ns, 123456789012345ULL);
+
+	memset(&s, 0, sizeof s);
+	s.round = 9;
+	s.probes = 64;
+	s.ts = 1000;
+	s.offset = -5000000000LL;
+	s.scaling = 1;
+	s.bound = 7000;
+	s.rtt = 14000;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_tsync_sample(&b, &s), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_tsync_sample(&f, &t), 0);
+	assert_int_equal(t.offset, -5000000000LL);
+	assert_int_equal(t.bound, 7000);
+	/* nonsense is refused: zero scaling, frac past 63 */
+	s.scaling = 0;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_tsync_sample(&b, &s), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_tsync_sample(&f, &t), -1);
+	td_buf_free(&b);
+}
+
 /* Random bytes never crash the decoders. */
 static void
 test_random_payloads(void **state)
@@ -313,6 +363,8 @@ test_random_payloads(void **state)
 	struct td_pages pg;
 	struct td_done d;
 	struct td_error e;
+	struct td_tsync_probe tp;
+	struct td_tsync_sample ts;
 	struct td_end *end = malloc(sizeof *end);
 	const uint8_t *p;
 	uint16_t id;
@@ -326,7 +378,10 @@ test_random_payloads(void **state)
 			buf[k] = rand();
 		f.payload = buf;
 		f.len = n;
-		for (f.type = 1; f.type <= 10; f.type++) {
+		for (f.type = 1; f.type <= 13; f.type++) {
+			td_msg_unpack_tsync_probe(&f, &tp);
+			td_msg_unpack_tsync_reply(&f, &tp);
+			td_msg_unpack_tsync_sample(&f, &ts);
 			td_msg_unpack_hello(&f, &h);
 			td_msg_unpack_welcome(&f, &w);
 			td_msg_unpack_section(&f, &id);
@@ -353,6 +408,7 @@ main(void)
 		cmocka_unit_test(test_frames_in_stream),
 		cmocka_unit_test(test_frame_limits),
 		cmocka_unit_test(test_other_messages),
+		cmocka_unit_test(test_tsync_messages),
 		cmocka_unit_test(test_random_payloads),
 	};
 
