@@ -22,6 +22,7 @@
 #include "net.h"
 #include "tdlimits.h"
 #include "tls.h"
+#include "tsync.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -44,6 +45,8 @@ struct net {
 	size_t		 bhead;		/* offset of its header in q */
 	uint32_t	 bmax;
 	char		 identity[TD_MAX_NAME_LEN + 1];
+	uint32_t	 tsync_interval;
+	int		 timeout;
 	struct td_buf	 in;		/* what the listener sent */
 };
 
@@ -315,11 +318,114 @@ net_connect(const struct net_params *np, const struct td_hello *hello,
 	}
 	net_consume(n, &f);
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
+	n->tsync_interval = w.tsync_interval;
+	n->timeout = np->timeout;
 	net_blocking(n->fd, false, np->timeout);
 	return n;
 fail:
 	net_close(n);
 	return NULL;
+}
+
+/* The listener's time-sync interval. */
+uint32_t
+net_tsync_interval(const struct net *n)
+{
+	return n->tsync_interval;
+}
+
+/*
+ * Probes go out on an empty queue, one at a time, so nothing waits in front
+ * of them: marker 's' in the trace clock, PROBE, the listener stamps its
+ * reference clock on receipt and answers, marker 'r'.  The probe with the
+ * shortest round trip gives the sample: the listener's stamp lies within
+ * half that round trip of the markers' midpoint.
+ */
+int
+net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
+    uint32_t nprobes, struct td_tsync_sample *sample, char *err,
+    size_t errlen)
+{
+	struct td_tsync_probe p, q;
+	struct td_frame f;
+	struct td_buf b;
+	uint64_t *ref, *ts_s, *ts_r, best = UINT64_MAX, mid, rtt;
+	uint32_t i, got = 0, bi = 0, bad = 0;
+	int ret = -1;
+
+	if (net_batch_end(n) == -1 ||
+	    net_flush_to(n, 0, err, errlen) == -1)
+		return -1;
+	ref = xcalloc(nprobes, sizeof *ref);
+	ts_s = xcalloc(nprobes, sizeof *ts_s);
+	ts_r = xcalloc(nprobes, sizeof *ts_r);
+	td_buf_init(&b, 64);
+	net_blocking(n->fd, true, 1);
+	for (i = 0; i < nprobes; i++) {
+		p.round = round;
+		p.seq = i;
+		td_buf_reset(&b);
+		td_msg_pack_tsync_probe(&b, &p);
+		if (tsync_mark(t, round, i, 's') == -1) {
+			snprintf(err, errlen, "cannot write a sync marker: %s",
+			    strerror(errno));
+			goto out;
+		}
+		if (net_write_all(n, b.data, b.len) == -1) {
+			net_err(err, errlen, "lost the listener");
+			goto out;
+		}
+		if (net_expect(n, TD_MSG_TSYNC_REPLY, &f, err, errlen) == -1)
+			goto out;
+		tsync_mark(t, round, i, 'r');
+		if (td_msg_unpack_tsync_reply(&f, &q) == 0 &&
+		    q.round == round && q.seq == i)
+			ref[i] = q.ref_ns;
+		else
+			bad++;		/* dropped and counted */
+		net_consume(n, &f);
+	}
+	if (tsync_collect(t, round, ts_s, ts_r, nprobes) == -1) {
+		snprintf(err, errlen, "cannot read the sync markers back");
+		goto out;
+	}
+	for (i = 0; i < nprobes; i++) {
+		if (ref[i] == 0 || ts_s[i] == 0 || ts_r[i] < ts_s[i])
+			continue;
+		got++;
+		if (ts_r[i] - ts_s[i] < best) {
+			best = ts_r[i] - ts_s[i];
+			bi = i;
+		}
+	}
+	if (got == 0) {
+		snprintf(err, errlen, "no usable probe in round %u (%u bad "
+		    "replies)", round, bad);
+		goto out;
+	}
+	mid = ts_s[bi] + best / 2;
+	rtt = tsync_to_ns(t, best);
+	memset(sample, 0, sizeof *sample);
+	sample->round = round;
+	sample->probes = got;
+	sample->ts = mid;
+	sample->offset = (int64_t)(tsync_from_ns(t, ref[bi]) - mid);
+	sample->scaling = 1;
+	sample->frac = 0;
+	sample->rtt = rtt;
+	sample->bound = rtt / 2 + 1;
+	if (td_msg_pack_tsync_sample(&n->q, sample) == -1) {
+		snprintf(err, errlen, "cannot frame a sync sample");
+		goto out;
+	}
+	ret = 0;
+out:
+	net_blocking(n->fd, false, n->timeout);
+	td_buf_free(&b);
+	free(ref);
+	free(ts_s);
+	free(ts_r);
+	return ret;
 }
 
 /* The listener's name for this agent. */

@@ -34,6 +34,18 @@ struct net_params {
 
 struct net	*net_connect(const struct net_params *np,
 		    const struct td_hello *hello, char *err, size_t errlen);
+/* The listener's wish: ms between time-sync rounds, TD_TSYNC_OFF. */
+uint32_t	 net_tsync_interval(const struct net *n);
+/*
+ * One time-sync round of nprobes probes, blocking for at most a few
+ * milliseconds once the queue is out: fills sample from the probe with the
+ * shortest round trip and queues it for the listener.  Returns 0, or -1
+ * with err (the connection is still usable unless net_flush later fails).
+ */
+struct tsync;
+int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
+		    uint32_t nprobes, struct td_tsync_sample *sample,
+		    char *err, size_t errlen);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);
 /* A meta_sink that frames sections and options into the queue. */

@@ -36,6 +36,7 @@
 #include "record.h"
 #include "ring.h"
 #include "tdfile.h"
+#include "tsync.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -48,6 +49,7 @@
 #define RECORD_NET_LOW		(1u * 1024 * 1024)
 #define RECORD_NET_ID		(UINT32_MAX - 2)
 #define RECORD_NET_FINAL	(32u * 1024 * 1024)
+#define RECORD_TSYNC_PROBES	64
 
 struct record_cpu {
 	struct ring	*ring;
@@ -67,6 +69,10 @@ struct recorder {
 	struct meta_sink	 nsink;
 	bool			 paused;	/* rings wait for the network */
 	uint64_t		 trace_id;
+	struct tsync		*tsync;		/* NULL: no time sync */
+	uint32_t		 tsync_round;
+	uint32_t		 tsync_failed;
+	double			 next_tsync;
 	uint32_t		 page_size;
 	int			 commit_size;
 	int			 ncpus;
@@ -239,6 +245,9 @@ record_net_lost(struct recorder *r)
 	epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_fd(r->net), NULL);
 	net_close(r->net);
 	r->net = NULL;
+	/* time sync needs the listener */
+	tsync_free(r->tsync);
+	r->tsync = NULL;
 	r->sink = r->fsink;
 	if (r->paused) {
 		r->paused = false;
@@ -292,6 +301,26 @@ record_net_pump(struct recorder *r)
 	ev.data.u32 = RECORD_NET_ID;
 	epoll_ctl(r->epfd, EPOLL_CTL_MOD, net_fd(r->net), &ev);
 	return 0;
+}
+
+/* One time-sync round; a failed round is counted, not fatal. */
+static void
+record_tsync(struct recorder *r)
+{
+	struct td_tsync_sample s;
+	char err[512];
+
+	if (r->tsync == NULL || r->net == NULL)
+		return;
+	if (net_tsync_round(r->net, r->tsync, r->tsync_round++,
+	    RECORD_TSYNC_PROBES, &s, err, sizeof err) == -1) {
+		if (r->tsync_failed++ == 0)
+			log_warnx("time sync: %s", err);
+		return;
+	}
+	log_debug("time sync round %u: offset %" PRId64 " at %" PRIu64
+	    ", +-%" PRIu64 " ns (%u probes)", s.round, s.offset, s.ts,
+	    s.bound, s.probes);
 }
 
 /*
@@ -490,6 +519,15 @@ record_setup(struct recorder *r)
 	}
 	if (meta_write_headers(r->in, &r->sink, r->err, sizeof r->err) == -1)
 		return -1;
+	if (r->net != NULL && net_tsync_interval(r->net) != TD_TSYNC_OFF) {
+		char err[512];
+
+		r->tsync = tsync_new(r->in, err, sizeof err);
+		if (r->tsync == NULL)
+			log_warnx("time sync is off: %s", err);
+		else
+			record_tsync(r);
+	}
 
 	if ((r->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		goto sys;
@@ -588,6 +626,13 @@ record_loop(struct recorder *r)
 				if (r->o->seconds > 0 &&
 				    record_elapsed(r) >= r->o->seconds)
 					r->stop = true;
+				if (r->tsync != NULL && r->net != NULL &&
+				    net_tsync_interval(r->net) > 0 &&
+				    record_elapsed(r) >= r->next_tsync) {
+					record_tsync(r);
+					r->next_tsync = record_elapsed(r) +
+					    net_tsync_interval(r->net) / 1e3;
+				}
 				record_status(r, false);
 			} else if (!r->paused)
 				record_drain(r, &r->cpu[id], false);
@@ -610,6 +655,24 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 		if (r->cpu[i].ring != NULL &&
 		    record_drain(r, &r->cpu[i], true) == -1)
 			return -1;
+	if (strcmp(instance_clock(r->in), "x86-tsc") == 0) {
+		struct { uint32_t mult, shift; uint64_t offset; } t2n = { 0 };
+
+		/*
+		 * trace-cmd turns x86-tsc cycles into ns with these; the
+		 * time-sync samples were made with the same ones
+		 */
+		bool have = r->tsync != NULL ? tsync_tsc2nsec(r->tsync,
+		    &t2n.mult, &t2n.shift) : tsync_tsc_factors(&t2n.mult,
+		    &t2n.shift) == 0;
+
+		if (have && r->sink.option(r->sink.arg, TD_OPT_TSC2NSEC, &t2n,
+		    sizeof t2n) == -1) {
+			snprintf(r->err, sizeof r->err, "cannot write options");
+			return -1;
+		}
+	}
+	record_tsync(r);
 	if (meta_write_cmdlines(&r->sink, r->err, sizeof r->err) == -1 ||
 	    meta_write_options(r->in, &r->sink, r->trace_id, r->err,
 	    sizeof r->err) == -1 ||
@@ -699,6 +762,7 @@ record_free(struct recorder *r)
 	if (r->file != NULL)
 		td_file_free(r->file);
 	net_close(r->net);
+	tsync_free(r->tsync);
 	if (r->epfd > 0)
 		close(r->epfd);
 	if (r->sigfd > 0)

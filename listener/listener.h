@@ -31,6 +31,7 @@ struct listener_config {
 	int			 max_sessions;
 	int			 handshake_timeout;	/* seconds */
 	const char		*user;		/* -u: run as this user */
+	uint32_t		 tsync_interval;	/* ms, TD_TSYNC_OFF */
 };
 
 struct session;

@@ -70,6 +70,11 @@ struct session {
 	uint64_t		 bytes;
 	uint64_t		 pages;
 	uint64_t		 lost;		/* overrun + dropped (CPUSTAT) */
+	uint64_t		 rx_ns;		/* reference time of this read */
+	struct td_tsync_sample	*samples;
+	uint32_t		 nsamples;
+	uint32_t		 samples_dropped;
+	uint64_t		 session_id;
 	struct timespec		 start;
 	struct td_buf		 out;
 	struct session		*next;
@@ -77,6 +82,7 @@ struct session {
 };
 
 static struct session *session_list;
+static uint64_t session_date_us;	/* CLOCK_REALTIME - MONOTONIC, us */
 
 static double
 session_elapsed(const struct session *s)
@@ -169,6 +175,7 @@ session_free(struct session *s)
 		s->next->prev = s->prev;
 	server_session_closed(s);
 	td_buf_free(&s->out);
+	free(s->samples);
 	free(s->cpu);
 	free(s->path);
 	free(s);
@@ -306,8 +313,10 @@ session_hello(struct session *s, const struct td_frame *f)
 	clock_gettime(CLOCK_MONOTONIC, &s->start);
 	memset(&w, 0, sizeof w);
 	w.version = TD_PROTO_VERSION;
+	w.tsync_interval = s->cfg->tsync_interval;
 	if (getrandom(&w.session_id, sizeof w.session_id, 0) == -1)
 		w.session_id = (uint64_t)time(NULL);
+	s->session_id = w.session_id;
 	snprintf(w.identity, sizeof w.identity, "%s", s->identity);
 	td_msg_pack_welcome(&s->out, &w);
 	session_send(s);
@@ -370,6 +379,144 @@ session_pages(struct session *s, const struct td_frame *f)
 	return 0;
 }
 
+static uint64_t
+session_now(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * A probe is answered at once with the reference time (CLOCK_MONOTONIC)
+ * taken when this read began, before any other frame of it was handled.
+ */
+static int
+session_probe(struct session *s, const struct td_frame *f)
+{
+	struct td_tsync_probe p;
+
+	if (td_msg_unpack_tsync_probe(f, &p) == -1) {
+		session_close(s, "malformed TSYNC_PROBE");
+		return -1;
+	}
+	p.ref_ns = s->rx_ns;
+	td_msg_pack_tsync_reply(&s->out, &p);
+	session_send(s);
+	return 0;
+}
+
+/* Keep a sample; absurd ones are dropped and counted. */
+static int
+session_sample(struct session *s, const struct td_frame *f)
+{
+	struct td_tsync_sample t;
+
+	if (td_msg_unpack_tsync_sample(f, &t) == -1) {
+		session_close(s, "malformed TSYNC_SAMPLE");
+		return -1;
+	}
+	if (t.bound > TD_MAX_TSYNC_BOUND || t.scaling != 1 || t.frac != 0 ||
+	    (s->nsamples > 0 && t.ts <= s->samples[s->nsamples - 1].ts) ||
+	    s->nsamples == TD_MAX_TSYNC_SAMPLES) {
+		s->samples_dropped++;
+		return 0;
+	}
+	if (s->nsamples % 64 == 0)
+		s->samples = xreallocarray(s->samples, s->nsamples + 64,
+		    sizeof *s->samples);
+	s->samples[s->nsamples++] = t;
+	log_debug("%s: time sync round %u: offset %" PRId64 " at %" PRIu64
+	    ", +-%" PRIu64 " ns, %u probes", s->label, t.round, t.offset,
+	    t.ts, t.bound, t.probes);
+	return 0;
+}
+
+/*
+ * TIME_SHIFT as trace-cmd 3.1.6 reads it: peer id, flags (1: interpolate),
+ * CPU count, per CPU {count, ts[], offset[], scaling[]}, then per CPU
+ * frac[] (each CPU's own count).  Every CPU gets the same samples: the
+ * trace clock is one clock.  DATE turns the reference into wall time, and
+ * our own option keeps each sample's error bound.
+ */
+static int
+session_tsync_options(struct session *s)
+{
+	struct td_buf b;
+	uint64_t bound = 0;
+	double drift = 0;
+	uint32_t i, cpu, n = s->nsamples;
+	int ret = -1;
+
+	if (s->cfg->tsync_interval == TD_TSYNC_OFF)
+		return 0;
+	if (n == 0) {
+		log_warnx("%s: no time sync: the agent sent no usable sample "
+		    "(%u dropped); the file keeps the agent's own clock",
+		    s->label, s->samples_dropped);
+		return 0;
+	}
+	td_buf_init(&b, TD_MAX_OPTION_SIZE);
+	td_buf_add_u64(&b, s->session_id);
+	td_buf_add_u32(&b, 1);
+	td_buf_add_u32(&b, s->hello.ncpus);
+	for (cpu = 0; cpu < s->hello.ncpus; cpu++) {
+		td_buf_add_u32(&b, n);
+		for (i = 0; i < n; i++)
+			td_buf_add_u64(&b, s->samples[i].ts);
+		for (i = 0; i < n; i++)
+			td_buf_add_u64(&b, (uint64_t)s->samples[i].offset);
+		for (i = 0; i < n; i++)
+			td_buf_add_u64(&b, s->samples[i].scaling);
+	}
+	for (cpu = 0; cpu < s->hello.ncpus; cpu++)
+		for (i = 0; i < n; i++)
+			td_buf_add_u64(&b, s->samples[i].frac);
+	if (b.len == b.max || td_file_add_option(s->file, TD_OPT_TIME_SHIFT,
+	    b.data, b.len) == -1)
+		goto out;
+	/*
+	 * One DATE for every file of this listener, taken once: files of
+	 * sessions that end at different times must not differ by the
+	 * rounding of a microsecond.
+	 */
+	if (session_date_us == 0)
+		session_date_us = (session_now(CLOCK_REALTIME) -
+		    session_now(CLOCK_MONOTONIC)) / 1000;
+	td_buf_reset(&b);
+	td_buf_printf(&b, "0x%" PRIx64, session_date_us);
+	td_buf_add(&b, "", 1);
+	if (td_file_add_option(s->file, TD_OPT_DATE, b.data, b.len) == -1)
+		goto out;
+	td_buf_reset(&b);
+	td_buf_printf(&b, "tracedock tsync 1\nreference CLOCK_MONOTONIC\n"
+	    "round ts offset bound_ns rtt_ns probes\n");
+	for (i = 0; i < n; i++) {
+		const struct td_tsync_sample *t = &s->samples[i];
+
+		td_buf_printf(&b, "%u %" PRIu64 " %" PRId64 " %" PRIu64 " %"
+		    PRIu64 " %u\n", t->round, t->ts, t->offset, t->bound,
+		    t->rtt, t->probes);
+		if (t->bound > bound)
+			bound = t->bound;
+	}
+	td_buf_add(&b, "", 1);
+	if (td_file_add_option(s->file, TD_OPT_TD_TSYNC, b.data, b.len) == -1)
+		goto out;
+	if (n > 1 && s->samples[n - 1].ts > s->samples[0].ts)
+		drift = (double)(s->samples[n - 1].offset -
+		    s->samples[0].offset) / (double)(s->samples[n - 1].ts -
+		    s->samples[0].ts) * 1e6;
+	log_info("%s: time sync: %u samples (%u dropped), offset %" PRId64
+	    " ns, drift %.3f ppm, error bound +-%" PRIu64 " ns", s->label, n,
+	    s->samples_dropped, s->samples[n - 1].offset, drift, bound);
+	ret = 0;
+out:
+	td_buf_free(&b);
+	return ret;
+}
+
 static int
 session_end(struct session *s, const struct td_frame *f)
 {
@@ -395,6 +542,10 @@ session_end(struct session *s, const struct td_frame *f)
 		}
 	}
 	free(e);
+	if (session_tsync_options(s) == -1) {
+		session_close(s, "cannot write the time-sync options");
+		return -1;
+	}
 	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++) {
 		if (!td_file_has_section(s->file, i)) {
 			snprintf(msg, sizeof msg, "END before section %u", i);
@@ -494,6 +645,10 @@ session_frame(struct session *s, const struct td_frame *f)
 		return 0;
 	case TD_MSG_END:
 		return session_end(s, f);
+	case TD_MSG_TSYNC_PROBE:
+		return session_probe(s, f);
+	case TD_MSG_TSYNC_SAMPLE:
+		return session_sample(s, f);
 	case TD_MSG_ERROR: {
 		struct td_error e;
 		char msg[TD_MAX_ERROR_LEN + 32];
@@ -523,6 +678,7 @@ session_read_cb(struct bufferevent *bev, void *arg)
 	char msg[128];
 	int r;
 
+	s->rx_ns = session_now(CLOCK_MONOTONIC);
 	for (;;) {
 		len = evbuffer_get_length(in);
 		if (len < TD_FRAME_HEADER)

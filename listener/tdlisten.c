@@ -19,6 +19,7 @@
 #include "listener.h"
 #include "log.h"
 #include "tdlimits.h"
+#include "tdproto.h"
 #include "tls.h"
 #include "banned.h"
 
@@ -32,6 +33,7 @@ enum {
 	OPT_COMPRESSION,
 	OPT_BIND,
 	OPT_MAX_SESSIONS,
+	OPT_TSYNC_INTERVAL,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -48,6 +50,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "compression", required_argument, NULL, OPT_COMPRESSION },
 	{ "bind", required_argument, NULL, OPT_BIND },
 	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+	{ "tsync-interval", required_argument, NULL, OPT_TSYNC_INTERVAL },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -60,6 +63,7 @@ usage(FILE *fp)
 "usage: tdlisten [-p PORT] [-d DIR] [--cert FILE --key FILE --ca FILE] [--crl FILE]\n"
 "                [--insecure] [--bind ADDR] [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
+"                [--tsync-interval MS]\n"
 "                [-u USER] [-D] [-l LOGFILE] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
@@ -78,6 +82,8 @@ usage(FILE *fp)
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
 "  --max-sessions N   refuse connections beyond N (default 1024)\n"
+"  --tsync-interval MS  time-sync round every MS ms (default 1000; 0: at\n"
+"                     start and end only; -1: no time sync)\n"
 "  -u USER            after binding, run as USER (when started as root)\n"
 "  -D                 run in the background (logs to syslog unless -l)\n"
 "  -l LOGFILE         append the log to LOGFILE\n"
@@ -112,6 +118,7 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 	c->codec = TD_CODEC_ZSTD;
 	c->max_sessions = 1024;
 	c->handshake_timeout = 10;
+	c->tsync_interval = 1000;
 	while ((ch = getopt_long(argc, argv, "p:d:Dl:qu:v", tdlisten_longopts,
 	    NULL)) != -1) {
 		switch (ch) {
@@ -163,6 +170,14 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 				usage_error("invalid session count '%s'",
 				    optarg);
 			c->max_sessions = (int)n;
+			break;
+		case OPT_TSYNC_INTERVAL:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < -1 || n > 3600000)
+				usage_error("invalid time-sync interval '%s' "
+				    "(ms, -1 to 3600000)", optarg);
+			c->tsync_interval = n == -1 ? TD_TSYNC_OFF :
+			    (uint32_t)n;
 			break;
 		case OPT_FILE_VERSION:
 			if (strcmp(optarg, "6") == 0)

@@ -58,6 +58,9 @@ enum td_opt {
 	TD_OPT_PRINTK		= 20,
 	TD_OPT_CMDLINES		= 21,
 	TD_OPT_BUFFER_TEXT	= 22,
+	/* tracedock's own: the time-sync samples with their error bounds,
+	   ASCII; trace-cmd skips options it does not know */
+	TD_OPT_TD_TSYNC		= 0x7464,
 };
 
 struct td_file_params {

@@ -41,4 +41,9 @@
 /* Longest text of an ERROR message. */
 #define TD_MAX_ERROR_LEN	512
 
+/* Time-sync samples kept per recording (one a second is 27 hours). */
+#define TD_MAX_TSYNC_SAMPLES	100000
+/* A sample whose error bound is wider than this (ns) is dropped. */
+#define TD_MAX_TSYNC_BOUND	(100u * 1000 * 1000)
+
 #endif

@@ -93,6 +93,11 @@ main(int argc, char **argv)
 		    "[-e SYSTEM:EVENT]...\n");
 		return 2;
 	}
+	/*
+	 * libtracecmd warns about options it does not know, such as
+	 * tracedock's time-sync bounds; errors still show
+	 */
+	tracecmd_set_loglevel(TEP_LOG_ERROR);
 	h = tracecmd_open(argv[optind], 0);
 	if (h == NULL) {
 		fprintf(stderr, "tdcount: libtracecmd cannot open '%s'\n",

@@ -1,0 +1,250 @@
+/*
+ * tsync.c: trace-clock markers for time synchronization (see tsync.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event-parse.h>
+#include <tracefs.h>
+
+#include "instance.h"
+#include "tsync.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+struct tsync {
+	struct instance		*in;
+	struct tep_handle	*tep;
+	int			 marker_fd;
+	bool			 tsc;
+	uint32_t		 mult;
+	uint32_t		 shift;
+};
+
+/* The factors the kernel publishes for user-space TSC conversion. */
+int
+tsync_tsc_factors(uint32_t *mult, uint32_t *shift)
+{
+	struct perf_event_attr attr;
+	struct perf_event_mmap_page *pg;
+	long psz = sysconf(_SC_PAGESIZE);
+	int fd, ret = -1;
+
+	memset(&attr, 0, sizeof attr);
+	attr.size = sizeof attr;
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_DUMMY;
+	attr.exclude_kernel = 1;
+	fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+	if (fd == -1)
+		return -1;
+	pg = mmap(NULL, psz, PROT_READ, MAP_SHARED, fd, 0);
+	if (pg != MAP_FAILED) {
+		if (pg->cap_user_time && pg->time_mult != 0) {
+			*mult = pg->time_mult;
+			*shift = pg->time_shift;
+			ret = 0;
+		}
+		munmap(pg, psz);
+	}
+	close(fd);
+	return ret;
+}
+
+static uint64_t
+tsync_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * Without perf's factors (no PMU, as in many VMs), measure the TSC against
+ * CLOCK_MONOTONIC over 50 ms.  The factors need not be exact: the offsets
+ * of the time-sync samples absorb a rate error, and trace-cmd interpolates
+ * them linearly, which is exact for a linear error.
+ */
+static int
+tsync_calibrate(struct tsync *t)
+{
+	uint64_t s[2], r[2], n0, n1;
+	struct timespec pause = { 0, 50 * 1000 * 1000 };
+	unsigned __int128 m;
+
+	n0 = tsync_mono_ns();
+	if (tsync_mark(t, UINT32_MAX, 0, 's') == -1)
+		return -1;
+	nanosleep(&pause, NULL);
+	if (tsync_mark(t, UINT32_MAX, 1, 's') == -1)
+		return -1;
+	n1 = tsync_mono_ns();
+	if (tsync_collect(t, UINT32_MAX, s, r, 2) == -1 || s[1] <= s[0] ||
+	    n1 <= n0)
+		return -1;
+	t->shift = 24;
+	m = ((unsigned __int128)(n1 - n0) << t->shift) / (s[1] - s[0]);
+	if (m == 0 || m > UINT32_MAX)
+		return -1;
+	t->mult = (uint32_t)m;
+	return 0;
+}
+
+/* Make the sync instance with the recording's clock. */
+struct tsync *
+tsync_new(struct instance *recording, char *err, size_t errlen)
+{
+	const char *systems[] = { "ftrace", NULL };
+	struct tsync *t;
+	const char *clock = instance_clock(recording);
+	char *path;
+
+	t = xcalloc(1, sizeof *t);
+	t->marker_fd = -1;
+	t->in = instance_create("sync", err, errlen);
+	if (t->in == NULL)
+		goto fail;
+	if (instance_set_clock(t->in, clock, err, errlen) == -1)
+		goto fail;
+	t->tep = tracefs_local_events_system(NULL, systems);
+	if (t->tep == NULL) {
+		snprintf(err, errlen, "cannot load the ftrace event formats");
+		goto fail;
+	}
+	if ((path = instance_path(t->in, "trace_marker")) == NULL)
+		goto sys;
+	t->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
+	free(path);
+	if (t->marker_fd == -1 || instance_set_tracing(t->in, 1) == -1)
+		goto sys;
+	if (strcmp(clock, "x86-tsc") == 0) {
+		if (tsync_tsc_factors(&t->mult, &t->shift) == -1 &&
+		    tsync_calibrate(t) == -1) {
+			snprintf(err, errlen, "cannot relate the x86-tsc clock "
+			    "to nanoseconds");
+			goto fail;
+		}
+		t->tsc = true;
+	}
+	return t;
+sys:
+	snprintf(err, errlen, "cannot set up the sync instance: %s",
+	    strerror(errno));
+fail:
+	tsync_free(t);
+	return NULL;
+}
+
+/* One marker into the trace clock. */
+int
+tsync_mark(struct tsync *t, uint32_t round, uint32_t seq, char kind)
+{
+	char m[64];
+	int n;
+
+	n = snprintf(m, sizeof m, "tds %u %u %c", round, seq, kind);
+	return write(t->marker_fd, m, n) == n ? 0 : -1;
+}
+
+struct tsync_walk {
+	uint32_t	 round;
+	uint32_t	 n;
+	uint64_t	*ts_s;
+	uint64_t	*ts_r;
+};
+
+static int
+tsync_walk_cb(struct tep_event *event, struct tep_record *record, int cpu,
+    void *arg)
+{
+	struct tsync_walk *w = arg;
+	struct tep_format_field *field;
+	unsigned int round, seq;
+	char kind, text[64];
+	int len;
+
+	if (strcmp(event->name, "print") != 0 ||
+	    (field = tep_find_field(event, "buf")) == NULL ||
+	    field->offset >= (unsigned)record->size)
+		return 0;
+	/* buf is a flexible array: it runs to the end of the record */
+	len = record->size - field->offset;
+	snprintf(text, sizeof text, "%.*s", len,
+	    (const char *)record->data + field->offset);
+	if (sscanf(text, "tds %u %u %c", &round, &seq, &kind) != 3 ||
+	    round != w->round || seq >= w->n)
+		return 0;
+	if (kind == 's')
+		w->ts_s[seq] = record->ts;
+	else if (kind == 'r')
+		w->ts_r[seq] = record->ts;
+	return 0;
+}
+
+/* Read a round's markers back. */
+int
+tsync_collect(struct tsync *t, uint32_t round, uint64_t *ts_s, uint64_t *ts_r,
+    uint32_t n)
+{
+	struct tsync_walk w = { round, n, ts_s, ts_r };
+
+	memset(ts_s, 0, n * sizeof *ts_s);
+	memset(ts_r, 0, n * sizeof *ts_r);
+	if (tracefs_iterate_raw_events(t->tep, instance_tracefs(t->in), NULL,
+	    0, tsync_walk_cb, &w) < 0)
+		return -1;
+	instance_clear(t->in);
+	return 0;
+}
+
+/* TSC factors, when the clock is x86-tsc. */
+bool
+tsync_tsc2nsec(const struct tsync *t, uint32_t *mult, uint32_t *shift)
+{
+	if (!t->tsc)
+		return false;
+	*mult = t->mult;
+	*shift = t->shift;
+	return true;
+}
+
+/* Clock units to ns. */
+uint64_t
+tsync_to_ns(const struct tsync *t, uint64_t v)
+{
+	if (!t->tsc)
+		return v;
+	return (uint64_t)(((unsigned __int128)v * t->mult) >> t->shift);
+}
+
+/* ns to clock units. */
+uint64_t
+tsync_from_ns(const struct tsync *t, uint64_t ns)
+{
+	if (!t->tsc)
+		return ns;
+	return (uint64_t)(((unsigned __int128)ns << t->shift) / t->mult);
+}
+
+/* Remove the sync instance. */
+void
+tsync_free(struct tsync *t)
+{
+	if (t == NULL)
+		return;
+	if (t->marker_fd != -1)
+		close(t->marker_fd);
+	if (t->tep != NULL)
+		tep_free(t->tep);
+	instance_destroy(t->in);
+	free(t);
+}

@@ -1,0 +1,334 @@
+/*
+ * fuzz-proto.c: libFuzzer target for the wire protocol (proto/msg.c).
+ *
+ * The input is what a peer writes on the stream: frames back to back.  It
+ * is cut with td_frame_parse() as tdlisten and tdagent cut their input, and
+ * the stream ends at the first bad header or incomplete frame, as a session
+ * would.  Each complete frame is copied into a heap block of exactly its
+ * size, so ASan catches any read past the frame, and handed to every
+ * td_msg_unpack_*(), not only the one of its type.  Besides "no crash, no
+ * leak, no undefined behaviour" these properties must hold:
+ *
+ *   - td_frame_parse() agrees with itself on a prefix of a frame: fewer than
+ *     8 bytes ask for more with total 0, a cut payload asks for more and
+ *     names the same total;
+ *   - an unpacker refuses (-1, EBADMSG) a frame of another type;
+ *   - what unpacks packs again to the very same payload (the encoding is
+ *     canonical), and the packed frame unpacks to the same fields.  This is
+ *     checked for every message, HELLO, WELCOME, DONE and ERROR included.
+ *
+ * PAGES frames are decoded with the page size of the last good HELLO of the
+ * stream (4096 before one), with the one size that makes the frame a single
+ * page, and with the degenerate sizes 0 and 1.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "tdproto.h"
+#include "fuzz.h"
+
+/* Frame b (one packed message) must carry exactly the payload of f. */
+static void
+same_payload(struct td_buf *b, const struct td_frame *f)
+{
+	struct td_frame g;
+
+	FUZZ_CHECK(td_frame_parse(b->data, b->len, &g) == 1);
+	FUZZ_CHECK(g.total == b->len);
+	FUZZ_CHECK(g.type == f->type);
+	FUZZ_CHECK(g.flags == 0);
+	FUZZ_CHECK(g.len == f->len);
+	FUZZ_CHECK(g.len == 0 || memcmp(g.payload, f->payload, g.len) == 0);
+}
+
+/* Parse the packed frame in b again (for a second unpack). */
+static void
+reparse(struct td_buf *b, struct td_frame *g)
+{
+	FUZZ_CHECK(td_frame_parse(b->data, b->len, g) == 1);
+}
+
+static void
+check_hello(const struct td_frame *f, struct td_buf *b, uint32_t *page_size)
+{
+	struct td_hello h, h2;
+	struct td_frame g;
+
+	if (td_msg_unpack_hello(f, &h) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_HELLO);
+	FUZZ_CHECK(h.ncpus >= 1 && h.ncpus <= TD_MAX_CPUS);
+	FUZZ_CHECK(h.page_size >= TD_MIN_PAGE_SIZE &&
+	    h.page_size <= TD_MAX_PAGE_SIZE);
+	FUZZ_CHECK(strlen(h.name) <= TD_MAX_NAME_LEN);
+	FUZZ_CHECK(strlen(h.clock) <= TD_MAX_NAME_LEN && h.clock[0] != '\0');
+	*page_size = h.page_size;
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_hello(b, &h) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	FUZZ_CHECK(td_msg_unpack_hello(&g, &h2) == 0);
+	FUZZ_CHECK(h2.version_min == h.version_min &&
+	    h2.version_max == h.version_max && h2.ncpus == h.ncpus &&
+	    h2.page_size == h.page_size && h2.long_size == h.long_size &&
+	    h2.commit_size == h.commit_size &&
+	    h2.big_endian == h.big_endian &&
+	    h2.file_version == h.file_version &&
+	    h2.recording_id == h.recording_id && h2.trace_id == h.trace_id &&
+	    strcmp(h2.name, h.name) == 0 && strcmp(h2.clock, h.clock) == 0);
+}
+
+static void
+check_welcome(const struct td_frame *f, struct td_buf *b)
+{
+	struct td_welcome w, w2;
+	struct td_frame g;
+
+	if (td_msg_unpack_welcome(f, &w) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_WELCOME);
+	FUZZ_CHECK(strlen(w.identity) <= TD_MAX_NAME_LEN);
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_welcome(b, &w) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	FUZZ_CHECK(td_msg_unpack_welcome(&g, &w2) == 0);
+	FUZZ_CHECK(w2.version == w.version && w2.flags == w.flags &&
+	    w2.session_id == w.session_id &&
+	    strcmp(w2.identity, w.identity) == 0);
+}
+
+static void
+check_section(const struct td_frame *f, struct td_buf *b)
+{
+	uint16_t id, id2;
+	struct td_frame g;
+
+	if (td_msg_unpack_section(f, &id) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_SECTION);
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_section(b, id) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	FUZZ_CHECK(td_msg_unpack_section(&g, &id2) == 0 && id2 == id);
+}
+
+static void
+check_option(const struct td_frame *f, struct td_buf *b)
+{
+	const uint8_t *p, *p2;
+	size_t n, n2;
+	uint16_t id, id2;
+	struct td_frame g;
+
+	if (td_msg_unpack_option(f, &id, &p, &n) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_OPTION);
+	FUZZ_CHECK(n == f->len - 2 && p == f->payload + 2);
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_option(b, id, p, n) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	FUZZ_CHECK(td_msg_unpack_option(&g, &id2, &p2, &n2) == 0);
+	FUZZ_CHECK(id2 == id && n2 == n && memcmp(p2, p, n) == 0);
+}
+
+static void
+check_pages(const struct td_frame *f, struct td_buf *b, size_t page_size)
+{
+	struct td_pages pg, pg2;
+	struct td_frame g;
+
+	if (td_msg_unpack_pages(f, page_size, &pg) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_PAGES);
+	FUZZ_CHECK(page_size != 0 && pg.count != 0);
+	FUZZ_CHECK(pg.len == (size_t)pg.count * page_size);
+	FUZZ_CHECK(pg.data == f->payload + 16 && pg.len == f->len - 16);
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_pages_head(b, pg.cpu, pg.count, pg.first_seq,
+	    page_size) == 0);
+	FUZZ_CHECK(td_buf_add(b, pg.data, pg.len) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	FUZZ_CHECK(td_msg_unpack_pages(&g, page_size, &pg2) == 0);
+	FUZZ_CHECK(pg2.cpu == pg.cpu && pg2.count == pg.count &&
+	    pg2.first_seq == pg.first_seq && pg2.len == pg.len);
+}
+
+static void
+check_end(const struct td_frame *f, struct td_buf *b)
+{
+	static struct td_end e, e2;
+	struct td_frame g;
+
+	if (td_msg_unpack_end(f, &e) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_END);
+	FUZZ_CHECK(e.ncpus <= TD_MAX_CPUS && f->len == 4 + 8 * e.ncpus);
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_end(b, &e) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	FUZZ_CHECK(td_msg_unpack_end(&g, &e2) == 0);
+	FUZZ_CHECK(e2.ncpus == e.ncpus &&
+	    memcmp(e2.pages, e.pages, e.ncpus * sizeof *e.pages) == 0);
+}
+
+static void
+check_done(const struct td_frame *f, struct td_buf *b)
+{
+	struct td_done d, d2;
+	struct td_frame g;
+
+	memset(&d, 0, sizeof d);
+	if (td_msg_unpack_done(f, &d) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_DONE);
+	FUZZ_CHECK(strlen(d.path) < sizeof d.path);
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_done(b, &d) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	memset(&d2, 0, sizeof d2);
+	FUZZ_CHECK(td_msg_unpack_done(&g, &d2) == 0);
+	FUZZ_CHECK(d2.file_size == d.file_size && d2.flags == d.flags &&
+	    strcmp(d2.path, d.path) == 0);
+}
+
+static void
+check_error(const struct td_frame *f, struct td_buf *b)
+{
+	struct td_error e, e2;
+	struct td_frame g;
+
+	memset(&e, 0, sizeof e);
+	if (td_msg_unpack_error(f, &e) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_ERROR);
+	FUZZ_CHECK(strlen(e.text) <= TD_MAX_ERROR_LEN);
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_error(b, e.code, e.text) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	memset(&e2, 0, sizeof e2);
+	FUZZ_CHECK(td_msg_unpack_error(&g, &e2) == 0);
+	FUZZ_CHECK(e2.code == e.code && strcmp(e2.text, e.text) == 0);
+}
+
+/* Messages without a decoder: packing the payload gives the same frame. */
+static void
+check_plain(const struct td_frame *f, struct td_buf *b)
+{
+	td_buf_reset(b);
+	if (f->type == TD_MSG_SECTION_DATA) {
+		FUZZ_CHECK(td_msg_pack_section_data(b, f->payload,
+		    f->len) == 0);
+		same_payload(b, f);
+	} else if (f->type == TD_MSG_SECTION_END) {
+		FUZZ_CHECK(td_msg_pack_section_end(b) == 0);
+		same_payload(b, f);
+	}
+}
+
+/* A prefix of a frame asks for more bytes and agrees on the total. */
+static void
+check_prefix(const uint8_t *p, const struct td_frame *f)
+{
+	struct td_frame g;
+	size_t cut[4] = { 0, TD_FRAME_HEADER - 1, TD_FRAME_HEADER,
+	    f->total - 1 };
+	size_t i;
+
+	for (i = 0; i < 4; i++) {
+		if (cut[i] >= f->total)
+			continue;
+		FUZZ_CHECK(td_frame_parse(p, cut[i], &g) == 0);
+		FUZZ_CHECK(g.total == (cut[i] < TD_FRAME_HEADER ? 0 :
+		    f->total));
+	}
+}
+
+/* Every decoder on one frame held in a block of its exact size. */
+static void
+check_frame(const uint8_t *p, const struct td_frame *f0, struct td_buf *b,
+    uint32_t *page_size)
+{
+	struct td_frame f;
+	uint8_t *copy;
+
+	copy = malloc(f0->total);
+	FUZZ_CHECK(copy != NULL);
+	memcpy(copy, p, f0->total);
+	FUZZ_CHECK(td_frame_parse(copy, f0->total, &f) == 1);
+	FUZZ_CHECK(f.type == f0->type && f.flags == f0->flags &&
+	    f.len == f0->len && f.total == f0->total);
+	FUZZ_CHECK(f.payload == copy + TD_FRAME_HEADER);
+	FUZZ_CHECK(strcmp(td_msg_name(f.type), "?") != 0);
+
+	check_hello(&f, b, page_size);
+	check_welcome(&f, b);
+	check_section(&f, b);
+	check_option(&f, b);
+	check_pages(&f, b, *page_size);
+	if (f.len >= 16)
+		check_pages(&f, b, f.len - 16);
+	check_pages(&f, b, 0);
+	check_pages(&f, b, 1);
+	check_end(&f, b);
+	check_done(&f, b);
+	check_error(&f, b);
+	check_plain(&f, b);
+	free(copy);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct td_frame f;
+	struct td_buf b;
+	uint32_t page_size = 4096;
+	size_t pos = 0;
+	int r;
+
+	td_buf_init(&b, TD_FRAME_HEADER + TD_MAX_FRAME);
+	while (pos < size) {
+		r = td_frame_parse(data + pos, size - pos, &f);
+		if (r == -1) {
+			FUZZ_CHECK(errno == EBADMSG);
+			break;
+		}
+		if (r == 0)
+			break;
+		FUZZ_CHECK(f.total == TD_FRAME_HEADER + f.len &&
+		    f.total <= size - pos);
+		check_prefix(data + pos, &f);
+		check_frame(data + pos, &f, &b, &page_size);
+		pos += f.total;
+	}
+	td_buf_free(&b);
+	return 0;
+}
