@@ -18,6 +18,12 @@ f=$(ls "$OUT"/127.0.0.1/*-replay.dat)
 eq "the replayed file holds the same events" \
     "$("$TDCOUNT" "$f" | field events)" "$src_events"
 check "trace-cmd reads the replayed file cleanly" tc_clean "$f"
+# the replay answers no time-sync probe: the file completes without
+# TIME_SHIFT and the log says why
+check "no sample: the log says there is no time sync" \
+    grep -q "'replay' .*no time sync: the agent sent no usable sample" "$WORK/l.log"
+check "no sample: no TIME_SHIFT in the file" sh -c \
+    "! trace-cmd dump --options -i '$f' 2>/dev/null | grep -q 'Option TimeShift'"
 
 # the good agent streams while the faults come in
 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure --name good -F \
