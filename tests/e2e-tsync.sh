@@ -74,9 +74,12 @@ grep "'mono' .*time sync round" "$WORK/l.log" |
 n=$(wc -l < "$WORK/mono.off")
 check "mono: at least start, end and periodic samples ($n)" test "$n" -ge 4
 mx=$(tail -1 "$WORK/mono.off")
-echo "# mono samples: largest |offset| $mx ns (the sync error itself)"
-check "mono: every sample within $MEDIAN_NS ns of the truth ($mx)" \
-    test "${mx:-999999999}" -le "$MEDIAN_NS"
+md=$(sed -n "$(( (n + 1) / 2 ))p" "$WORK/mono.off")
+echo "# mono samples: |offset| median $md ns, max $mx ns (the sync error)"
+check "mono: median sync error $md ns <= $MEDIAN_NS" \
+    test "${md:-999999999}" -le "$MEDIAN_NS"
+check "mono: largest sync error $mx ns <= $MAX_NS" \
+    test "${mx:-999999999}" -le "$MAX_NS"
 stop_listener
 
 # no sync wanted: the file completes without TIME_SHIFT, and says so
