@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -25,6 +26,9 @@
 #include "tsync.h"
 #include "xmalloc.h"
 #include "banned.h"
+
+/* Longest a time-sync round may hold up the recording loop. */
+#define NET_TSYNC_MAX_MS	200
 
 /* Cap of the send queue (the recording loop pauses far below it). */
 #define NET_QUEUE_MAX	(256u * 1024 * 1024)
@@ -241,8 +245,14 @@ net_expect(struct net *n, uint16_t type, struct td_frame *f, char *err,
 {
 	struct td_error e;
 
-	if (net_read_frame(n, f, err, errlen) == -1)
-		return -1;
+	for (;;) {
+		if (net_read_frame(n, f, err, errlen) == -1)
+			return -1;
+		/* a time-sync reply that came after its round gave up */
+		if (f->type != TD_MSG_TSYNC_REPLY || type == TD_MSG_TSYNC_REPLY)
+			break;
+		net_consume(n, f);
+	}
 	if (f->type == TD_MSG_ERROR) {
 		if (td_msg_unpack_error(f, &e) == 0)
 			snprintf(err, errlen, "the listener refused: %s",
@@ -327,6 +337,15 @@ fail:
 	return NULL;
 }
 
+static uint64_t
+net_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* The listener's time-sync interval. */
 uint32_t
 net_tsync_interval(const struct net *n)
@@ -351,11 +370,13 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 	struct td_buf b;
 	uint64_t *ref, *ts_s, *ts_r, best = UINT64_MAX, mid, rtt;
 	uint32_t i, got = 0, bi = 0, bad = 0;
+	uint64_t start_ms;
 	int ret = -1;
 
 	if (net_batch_end(n) == -1 ||
 	    net_flush_to(n, 0, err, errlen) == -1)
 		return -1;
+	start_ms = net_now_ms();
 	ref = xcalloc(nprobes, sizeof *ref);
 	ts_s = xcalloc(nprobes, sizeof *ts_s);
 	ts_r = xcalloc(nprobes, sizeof *ts_r);
@@ -375,15 +396,25 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 			net_err(err, errlen, "lost the listener");
 			goto out;
 		}
-		if (net_expect(n, TD_MSG_TSYNC_REPLY, &f, err, errlen) == -1)
-			goto out;
-		tsync_mark(t, round, i, 'r');
-		if (td_msg_unpack_tsync_reply(&f, &q) == 0 &&
-		    q.round == round && q.seq == i)
-			ref[i] = q.ref_ns;
-		else
+		/* replies of earlier probes that timed out are skipped */
+		for (;;) {
+			if (net_expect(n, TD_MSG_TSYNC_REPLY, &f, err,
+			    errlen) == -1)
+				goto out;
+			if (td_msg_unpack_tsync_reply(&f, &q) == 0 &&
+			    q.round == round && q.seq == i)
+				break;
 			bad++;		/* dropped and counted */
+			net_consume(n, &f);
+		}
+		tsync_mark(t, round, i, 'r');
+		ref[i] = q.ref_ns;
 		net_consume(n, &f);
+		/* a slow link gets fewer probes, not a long pause */
+		if (net_now_ms() - start_ms > NET_TSYNC_MAX_MS) {
+			nprobes = i + 1;
+			break;
+		}
 	}
 	if (tsync_collect(t, round, ts_s, ts_r, nprobes) == -1) {
 		snprintf(err, errlen, "cannot read the sync markers back");
@@ -654,11 +685,18 @@ net_readable(struct net *n, char *err, size_t errlen)
 		snprintf(err, errlen, "the listener sent too much");
 		return -1;
 	}
-	if (td_frame_parse(n->in.data, n->in.len, &f) == 1 &&
-	    f.type == TD_MSG_ERROR && td_msg_unpack_error(&f, &e) == 0) {
-		snprintf(err, errlen, "the listener stopped the recording: %s",
-		    e.text);
-		return -1;
+	while (td_frame_parse(n->in.data, n->in.len, &f) == 1) {
+		if (f.type == TD_MSG_ERROR) {
+			if (td_msg_unpack_error(&f, &e) == 0)
+				snprintf(err, errlen, "the listener stopped "
+				    "the recording: %s", e.text);
+			else
+				snprintf(err, errlen, "the listener stopped "
+				    "the recording");
+			return -1;
+		}
+		/* a late time-sync reply: its round is over */
+		net_consume(n, &f);
 	}
 	return 0;
 }

@@ -316,6 +316,8 @@ record_tsync(struct recorder *r)
 	    RECORD_TSYNC_PROBES, &s, err, sizeof err) == -1) {
 		if (r->tsync_failed++ == 0)
 			log_warnx("time sync: %s", err);
+		else
+			log_debug("time sync: %s", err);
 		return;
 	}
 	log_debug("time sync round %u: offset %" PRId64 " at %" PRIu64
@@ -746,6 +748,9 @@ record_summary(struct recorder *r, const struct meta_cpustat *st)
 			    ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec +
 			    ru.ru_stime.tv_usec / 1e6, ru.ru_maxrss);
 	}
+	if (r->tsync_failed > 1)
+		log_warnx("time sync: %u of %u rounds failed", r->tsync_failed,
+		    r->tsync_round);
 	if (overrun + dropped != 0)
 		log_warnx("the ring buffer lost %" PRIu64 " events: a larger "
 		    "buffer (-b) or fewer events (-e, -f) avoid it; the "

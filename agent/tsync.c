@@ -108,6 +108,11 @@ tsync_new(struct instance *recording, char *err, size_t errlen)
 	const char *clock = instance_clock(recording);
 	char *path;
 
+	if (strcmp(clock, "counter") == 0) {
+		snprintf(err, errlen, "the counter clock counts events, it "
+		    "has no time to sync");
+		return NULL;
+	}
 	t = xcalloc(1, sizeof *t);
 	t->marker_fd = -1;
 	t->in = instance_create("sync", err, errlen);

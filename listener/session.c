@@ -509,8 +509,10 @@ session_tsync_options(struct session *s)
 		    s->samples[0].offset) / (double)(s->samples[n - 1].ts -
 		    s->samples[0].ts) * 1e6;
 	log_info("%s: time sync: %u samples (%u dropped), offset %" PRId64
-	    " ns, drift %.3f ppm, error bound +-%" PRIu64 " ns", s->label, n,
-	    s->samples_dropped, s->samples[n - 1].offset, drift, bound);
+	    " %s, drift %.3f ppm, error bound +-%" PRIu64 " ns", s->label, n,
+	    s->samples_dropped, s->samples[n - 1].offset,
+	    strcmp(s->hello.clock, "x86-tsc") == 0 ? "cycles" : "ns", drift,
+	    bound);
 	ret = 0;
 out:
 	td_buf_free(&b);
@@ -542,16 +544,16 @@ session_end(struct session *s, const struct td_frame *f)
 		}
 	}
 	free(e);
-	if (session_tsync_options(s) == -1) {
-		session_close(s, "cannot write the time-sync options");
-		return -1;
-	}
 	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++) {
 		if (!td_file_has_section(s->file, i)) {
 			snprintf(msg, sizeof msg, "END before section %u", i);
 			session_close(s, msg);
 			return -1;
 		}
+	}
+	if (session_tsync_options(s) == -1) {
+		session_close(s, "cannot write the time-sync options");
+		return -1;
 	}
 	if (td_file_finish(s->file) == -1) {
 		snprintf(msg, sizeof msg, "cannot finish '%s': %s", s->path,
@@ -634,6 +636,13 @@ session_frame(struct session *s, const struct td_frame *f)
 		}
 		return 0;
 	case TD_MSG_OPTION:
+		if (td_msg_unpack_option(f, &id, &p, &n) == 0 &&
+		    (id == TD_OPT_TIME_SHIFT || id == TD_OPT_DATE ||
+		    id == TD_OPT_TD_TSYNC)) {
+			log_debug("%s: dropped option %u from the agent: the "
+			    "listener writes it", s->label, (unsigned)id);
+			return 0;
+		}
 		if (td_msg_unpack_option(f, &id, &p, &n) == -1 ||
 		    td_file_add_option(s->file, id, p, n) == -1) {
 			session_close(s, "bad OPTION");
@@ -643,6 +652,7 @@ session_frame(struct session *s, const struct td_frame *f)
 			s->lost += session_stat(p, n, "overrun: ") +
 			    session_stat(p, n, "dropped events: ");
 		return 0;
+
 	case TD_MSG_END:
 		return session_end(s, f);
 	case TD_MSG_TSYNC_PROBE:
@@ -844,6 +854,12 @@ session_new(struct event_base *base, struct listener_config *cfg, int fd,
 void
 session_shutdown_all(void)
 {
-	while (session_list != NULL)
-		session_close(session_list, "tdlisten is shutting down");
+	struct session *s;
+
+	while ((s = session_list) != NULL) {
+		session_close(s, "tdlisten is shutting down");
+		/* one waiting to flush its ERROR goes now: the loop ends */
+		if (session_list == s)
+			session_free(s);
+	}
 }

@@ -47,6 +47,27 @@ agent web2
 eq "another agent still streams" $? 0
 stop_listener
 
+# SIGTERM while a recording streams: tdlisten exits at once and keeps the
+# partial recording as a readable .incomplete.dat
+start_listener "$WORK/l3.log" -d "$WORK/out3" --insecure || exit 99
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 10 \
+    2>/dev/null &
+apid=$!
+sleep 1.5
+kill -TERM "$LPID"
+i=0
+while kill -0 "$LPID" 2>/dev/null && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+check "SIGTERM with a session open: tdlisten exits" sh -c "! kill -0 $LPID 2>/dev/null"
+wait "$LPID"
+wait "$apid"
+eq "and the agent reports the lost listener (exit 1)" $? 1
+inc=$(ls "$WORK"/out3/127.0.0.1/*.incomplete.dat 2>/dev/null)
+check "the partial recording is kept" test -n "$inc"
+[ -n "$inc" ] && check "and trace-cmd reads it" tc_clean "$inc"
+
 # -u without root, and an unknown user, fail at start
 "$TDLISTEN" -p 4000 --insecure -u no-such-user-td -d "$WORK/x" 2> "$WORK/err"
 eq "an unknown -u user fails at start" $? 1

@@ -82,6 +82,24 @@ check "mono: largest sync error $mx ns <= $MAX_NS" \
     test "${mx:-999999999}" -le "$MAX_NS"
 stop_listener
 
+# a listener that stalls past a round's timeout: later replies of that
+# round are dropped, later rounds work, the recording ends normally
+start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" --tsync-interval 300 ||
+    exit 99
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 4 \
+    2> "$WORK/stall.err" &
+apid=$!
+sleep 1.2
+kill -STOP "$LPID"
+sleep 1.5
+kill -CONT "$LPID"
+wait "$apid"
+eq "a stalled listener: the agent still exits 0" $? 0
+check "the stalled round is reported" grep -q "time sync:" "$WORK/stall.err"
+check "later rounds made it into the file" \
+    grep -q "time sync: [0-9]* samples" "$WORK/l3.log"
+stop_listener
+
 # no sync wanted: the file completes without TIME_SHIFT, and says so
 start_listener "$WORK/l2.log" --insecure -d "$WORK/out2" --tsync-interval -1 ||
     exit 99

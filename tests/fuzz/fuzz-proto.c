@@ -15,7 +15,8 @@
  *   - an unpacker refuses (-1, EBADMSG) a frame of another type;
  *   - what unpacks packs again to the very same payload (the encoding is
  *     canonical), and the packed frame unpacks to the same fields.  This is
- *     checked for every message, HELLO, WELCOME, DONE and ERROR included.
+ *     checked for every message, HELLO, WELCOME, DONE and ERROR included
+ *     (TSYNC_PROBE and TSYNC_REPLY are packed URGENT: payload only).
  *
  * PAGES frames are decoded with the page size of the last good HELLO of the
  * stream (4096 before one), with the one size that makes the frame a single
@@ -102,6 +103,7 @@ check_welcome(const struct td_frame *f, struct td_buf *b)
 	reparse(b, &g);
 	FUZZ_CHECK(td_msg_unpack_welcome(&g, &w2) == 0);
 	FUZZ_CHECK(w2.version == w.version && w2.flags == w.flags &&
+	    w2.tsync_interval == w.tsync_interval &&
 	    w2.session_id == w.session_id &&
 	    strcmp(w2.identity, w.identity) == 0);
 }
@@ -237,6 +239,56 @@ check_error(const struct td_frame *f, struct td_buf *b)
 	FUZZ_CHECK(e2.code == e.code && strcmp(e2.text, e.text) == 0);
 }
 
+/*
+ * Time-sync messages.  Probes and replies are packed with the URGENT flag,
+ * so only their payload is compared.
+ */
+static void
+check_tsync(const struct td_frame *f, struct td_buf *b)
+{
+	struct td_tsync_probe p, p2;
+	struct td_tsync_sample t, t2;
+	struct td_frame g;
+
+	if (td_msg_unpack_tsync_probe(f, &p) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_TSYNC_PROBE && p.ref_ns == 0);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_tsync_probe(b, &p) == 0);
+		reparse(b, &g);
+		FUZZ_CHECK(g.type == f->type && g.len == f->len &&
+		    memcmp(g.payload, f->payload, f->len) == 0);
+		FUZZ_CHECK(td_msg_unpack_tsync_probe(&g, &p2) == 0 &&
+		    p2.round == p.round && p2.seq == p.seq);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	if (td_msg_unpack_tsync_reply(f, &p) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_TSYNC_REPLY);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_tsync_reply(b, &p) == 0);
+		reparse(b, &g);
+		FUZZ_CHECK(g.type == f->type && g.len == f->len &&
+		    memcmp(g.payload, f->payload, f->len) == 0);
+		FUZZ_CHECK(td_msg_unpack_tsync_reply(&g, &p2) == 0 &&
+		    p2.round == p.round && p2.seq == p.seq &&
+		    p2.ref_ns == p.ref_ns);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	if (td_msg_unpack_tsync_sample(f, &t) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_TSYNC_SAMPLE);
+		FUZZ_CHECK(t.scaling != 0 && t.frac <= 63 && t.probes != 0);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_tsync_sample(b, &t) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_tsync_sample(&g, &t2) == 0);
+		FUZZ_CHECK(t2.round == t.round && t2.probes == t.probes &&
+		    t2.ts == t.ts && t2.offset == t.offset &&
+		    t2.scaling == t.scaling && t2.frac == t.frac &&
+		    t2.bound == t.bound && t2.rtt == t.rtt);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+}
+
 /* Messages without a decoder: packing the payload gives the same frame. */
 static void
 check_plain(const struct td_frame *f, struct td_buf *b)
@@ -299,6 +351,7 @@ check_frame(const uint8_t *p, const struct td_frame *f0, struct td_buf *b,
 	check_end(&f, b);
 	check_done(&f, b);
 	check_error(&f, b);
+	check_tsync(&f, b);
 	check_plain(&f, b);
 	free(copy);
 }

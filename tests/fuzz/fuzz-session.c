@@ -1,75 +1,391 @@
 /*
- * fuzz-session.c: libFuzzer target for what tdlisten does with a peer's
- * frames, without libevent and sockets.
+ * fuzz-session.c: libFuzzer target for tdlisten's handling of a peer's
+ * bytes, end to end, with the real listener code.
  *
- * The input is the byte stream an agent sends.  It is cut into frames and
- * each message drives the calls listener/session.c makes, in the same order
- * and with the same checks: HELLO -> output_path() (the real one, from
- * listener/output.c) and td_file_create(); SECTION, SECTION_DATA,
- * SECTION_END -> td_file_section_*; OPTION -> td_file_add_option() (and the
- * CPUSTAT counters); PAGES -> sequence checks, td_page_parse() and
- * td_file_cpu_page() per page; END -> the page counts, every section, then
- * td_file_finish() and a DONE; ERROR, a bad frame, a message out of place or
- * the end of the input -> the session closes and what arrived is kept as
- * NAME.incomplete.dat when it is readable (session_keep_partial()).  A
- * crash or a leak here is a crash or a leak of tdlisten.
+ * listener/session.c and listener/output.c are linked as they are; what they
+ * need from libevent is replaced by the small fake below, which holds the
+ * input in memory, records what the session writes and calls the session's
+ * callbacks the way libevent would on a fast network.  The input is the
+ * byte stream an agent sends.  It arrives in pieces (1 + size % 4093 bytes
+ * each) and the read callback runs whenever the low watermark the session
+ * asked for is reached; after each read the write callback runs (the output
+ * drained).  When the input is exhausted the peer hangs up (EOF; an
+ * input of odd length that never got past HELLO meets the HELLO deadline
+ * instead), and a session that sent ERROR is freed by its write callback
+ * or, for odd lengths, by its two-second timer.  A session must then be
+ * gone: server_session_closed() called, every timer freed.
  *
- * The listener's own choice of file version and codec (tdlisten options) is
- * taken from the HELLO so that the fuzzer reaches every writer: file_version
- * 6 gives a v6 file, anything else v7, with the codec recording_id % 3
- * (none, zstd, zlib).
+ * The writer calls of session.c pass through wrappers (ld --wrap) that
+ * check tdfile.h's promises and keep a digest of what was handed over.
  *
- * Properties, besides "no crash, no leak":
- *   - the writer accepts exactly what tdfile.h says it accepts (sections of
- *     16..21 once each, in order for v6; options but the reserved ids;
- *     pages of declared CPUs), and td_file_has_section() and
- *     td_file_cpu_pages() agree with what was handed over;
+ * tdlisten's own settings are taken from the input's first frame when it
+ * is a HELLO, so that the fuzzer reaches every writer: file_version 6 gives
+ * --file-version 6, anything else 7 with the codec recording_id % 3 (none,
+ * zstd, zlib); (recording_id / 3) % 2 == 1 turns time sync off
+ * (--tsync-interval -1), else it is 1000 ms.
+ *
+ * Properties, besides "no crash, no leak, no fatal()":
+ *   - the writer accepts what tdfile.h says it accepts, and
+ *     td_file_has_section() and td_file_cpu_pages() agree with what was
+ *     handed over;
  *   - output_path() stays inside DIR/<identity>/;
- *   - a finished or kept v7 file opens with tdread and gives back exactly
- *     the sections, options (the first 16) and pages of every CPU that were
- *     handed to the writer; a v6 file too, when tdread finds the sections
- *     the peer sent (a v6 header is parsed, so garbage sections make it
- *     unreadable, which is the peer's problem); DONE names the file's size;
- *   - afterwards nothing is left in the directory but that file, and no
- *     file descriptor is left open.
- * The directory is emptied after every input.
+ *   - the TIME_SHIFT option session.c builds has exactly the layout
+ *     trace-cmd reads (peer, flags, CPU count, per CPU count, ts[],
+ *     offset[], scaling[], then per CPU frac[]), DATE and the tsync text
+ *     are NUL-terminated strings;
+ *   - every frame the listener sends parses and unpacks (WELCOME first,
+ *     nothing after DONE or ERROR), and DONE names the file's real size;
+ *   - a finished file (complete or .incomplete.dat) is the only file left
+ *     and, for v7, opens with tdread and gives back exactly the sections,
+ *     options (the first 16) and pages of every CPU handed to the writer;
+ *     for v6 too when tdread finds the sections the peer sent (a v6 header
+ *     is parsed, so garbage sections make it unreadable: the peer's
+ *     problem); without a finished file nothing is left;
+ *   - no file descriptor is left open.
+ * The output directory is emptied after every input.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
 
 #include "buf.h"
 #include "listener.h"
-#include "page.h"
+#include "log.h"
 #include "tdfile.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "tdread.h"
 #include "fuzz.h"
 
+#define PEER		"fuzz-agent:4000"
 #define IDENTITY	"fuzz-agent"
 #define NSECT		(TD_OPT_CMDLINES + 1)
 #define MAX_OPTS	16
+#define MAX_OUT		(4 * 1024 * 1024)
 
-enum state {
-	S_HELLO,
-	S_STREAM,
-	S_DONE,
-	S_CLOSED,
+static bool verbose;
+static char *topdir;
+static char *hostdir;
+
+/*
+ * The fake libevent: one bufferevent whose input is the fuzz input, shown
+ * up to "avail" bytes; evbuffer_pullup() hands out a heap copy of exactly
+ * the bytes asked for, so ASan sees a read past them.
+ */
+struct evbuffer {
+	const uint8_t		*data;
+	size_t			 size;
+	size_t			 avail;
+	size_t			 pos;
+	uint8_t			*pulled;
 };
 
+struct bufferevent {
+	struct evbuffer		 input;
+	struct td_buf		 out;
+	bufferevent_data_cb	 readcb;
+	bufferevent_data_cb	 writecb;
+	bufferevent_event_cb	 eventcb;
+	void			*arg;
+	short			 enabled;
+	size_t			 low;
+	bool			 wrote;
+	bool			 freed;
+};
+
+struct event {
+	event_callback_fn	 cb;
+	void			*arg;
+	struct event		*next;
+	bool			 added;
+};
+
+static struct bufferevent *fake_bev;
+static struct event *fake_events;
+static int fake_nevents;
+static bool session_gone;
+static struct event_base *fake_base = (struct event_base *)&fake_base;
+
+struct bufferevent *
+bufferevent_socket_new(struct event_base *base, evutil_socket_t fd,
+    int options)
+{
+	struct bufferevent *b;
+
+	FUZZ_CHECK(fake_bev == NULL);
+	b = calloc(1, sizeof *b);
+	FUZZ_CHECK(b != NULL);
+	td_buf_init(&b->out, MAX_OUT);
+	fake_bev = b;
+	return b;
+}
+
+struct bufferevent *
+bufferevent_openssl_socket_new(struct event_base *base, evutil_socket_t fd,
+    struct ssl_st *ssl, enum bufferevent_ssl_state state, int options)
+{
+	FUZZ_CHECK(!"the fuzz session is plain TCP");
+	return NULL;
+}
+
+void
+bufferevent_openssl_set_allow_dirty_shutdown(struct bufferevent *bev,
+    int allow)
+{
+}
+
+struct ssl_st *
+bufferevent_openssl_get_ssl(struct bufferevent *bev)
+{
+	return NULL;
+}
+
+unsigned long
+bufferevent_get_openssl_error(struct bufferevent *bev)
+{
+	return 0;
+}
+
+void
+bufferevent_setcb(struct bufferevent *b, bufferevent_data_cb readcb,
+    bufferevent_data_cb writecb, bufferevent_event_cb eventcb, void *arg)
+{
+	FUZZ_CHECK(!b->freed);
+	b->readcb = readcb;
+	b->writecb = writecb;
+	b->eventcb = eventcb;
+	b->arg = arg;
+}
+
+int
+bufferevent_write(struct bufferevent *b, const void *data, size_t size)
+{
+	FUZZ_CHECK(!b->freed);
+	if (td_buf_add(&b->out, data, size) == -1)
+		return -1;
+	b->wrote = true;
+	return 0;
+}
+
+int
+bufferevent_enable(struct bufferevent *b, short what)
+{
+	b->enabled |= what;
+	return 0;
+}
+
+int
+bufferevent_disable(struct bufferevent *b, short what)
+{
+	b->enabled &= ~what;
+	return 0;
+}
+
+void
+bufferevent_free(struct bufferevent *b)
+{
+	FUZZ_CHECK(!b->freed);
+	b->freed = true;
+}
+
+struct event_base *
+bufferevent_get_base(struct bufferevent *b)
+{
+	return fake_base;
+}
+
+struct evbuffer *
+bufferevent_get_input(struct bufferevent *b)
+{
+	return &b->input;
+}
+
+int
+bufferevent_set_timeouts(struct bufferevent *b, const struct timeval *r,
+    const struct timeval *w)
+{
+	return 0;
+}
+
+void
+bufferevent_setwatermark(struct bufferevent *b, short events, size_t low,
+    size_t high)
+{
+	if (events & EV_READ)
+		b->low = low;
+}
+
+size_t
+evbuffer_get_length(const struct evbuffer *in)
+{
+	return in->avail - in->pos;
+}
+
+unsigned char *
+evbuffer_pullup(struct evbuffer *in, ev_ssize_t size)
+{
+	size_t n = size < 0 ? in->avail - in->pos : (size_t)size;
+
+	if (n > in->avail - in->pos)
+		return NULL;
+	free(in->pulled);
+	in->pulled = malloc(n ? n : 1);
+	FUZZ_CHECK(in->pulled != NULL);
+	memcpy(in->pulled, in->data + in->pos, n);
+	return in->pulled;
+}
+
+int
+evbuffer_drain(struct evbuffer *in, size_t n)
+{
+	FUZZ_CHECK(n <= in->avail - in->pos);
+	in->pos += n;
+	free(in->pulled);
+	in->pulled = NULL;
+	return 0;
+}
+
+struct event *
+event_new(struct event_base *base, evutil_socket_t fd, short what,
+    event_callback_fn cb, void *arg)
+{
+	struct event *ev = calloc(1, sizeof *ev);
+
+	FUZZ_CHECK(ev != NULL);
+	ev->cb = cb;
+	ev->arg = arg;
+	ev->next = fake_events;
+	fake_events = ev;
+	fake_nevents++;
+	return ev;
+}
+
+int
+event_add(struct event *ev, const struct timeval *tv)
+{
+	ev->added = true;
+	return 0;
+}
+
+void
+event_free(struct event *ev)
+{
+	struct event **pp;
+
+	for (pp = &fake_events; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == ev) {
+			*pp = ev->next;
+			free(ev);
+			fake_nevents--;
+			return;
+		}
+	}
+	FUZZ_CHECK(!"event_free of an unknown event");
+}
+
+/* server.c: the session is gone. */
+void
+server_session_closed(struct session *s)
+{
+	FUZZ_CHECK(!session_gone);
+	session_gone = true;
+}
+
+/* log.c: format (so bad arguments show) but print only when verbose. */
+static void
+fake_log(const char *what, const char *fmt, va_list ap)
+{
+	char msg[2048];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	if (verbose)
+		fprintf(stderr, "tdlisten %s: %s\n", what, msg);
+}
+
+void
+log_warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fake_log("warning", fmt, ap);
+	va_end(ap);
+}
+
+void
+log_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fake_log("warning", fmt, ap);
+	va_end(ap);
+}
+
+void
+log_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fake_log("info", fmt, ap);
+	va_end(ap);
+}
+
+void
+log_debug(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fake_log("debug", fmt, ap);
+	va_end(ap);
+}
+
+/* A peer must never make tdlisten exit. */
+void
+fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	FUZZ_CHECK(!"fatal() on peer input");
+	abort();
+}
+
+void
+fatalx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	FUZZ_CHECK(!"fatalx() on peer input");
+	abort();
+}
+
+/*
+ * What session.c handed to the writer (through the ld --wrap wrappers).
+ */
 struct cpu {
-	uint64_t	 next_seq;
-	uint64_t	 events;
-	uint64_t	 missed_pages;
-	uint64_t	 hash;		/* of every page handed to the writer */
+	uint64_t	 pages;
+	uint64_t	 hash;
 };
 
 struct opt {
@@ -78,32 +394,286 @@ struct opt {
 	uint64_t	 hash;
 };
 
-/* One simulated session and what its writer was given. */
-struct sim {
-	enum state	 state;
-	struct td_hello	 hello;
-	int		 version;
-	enum td_codec_id codec;
-	struct td_file	*file;
-	char		*path;		/* from output_path() */
-	char		*kept;		/* the file left behind, if any */
-	uint64_t	 done_size;	/* what DONE said */
-	struct cpu	*cpu;
-	uint64_t	 lost;
+static struct rec {
+	struct td_file		*file;
+	char			*path;
+	struct td_file_params	 p;
+	struct cpu		*cpu;
+	bool			 finished;
+	int			 open_id;	/* section being written, -1 */
+	uint64_t		 open_hash;
+	uint64_t		 open_len;
+	bool			 sect_done[NSECT];
+	uint64_t		 sect_hash[NSECT];
+	uint64_t		 sect_len[NSECT];
+	struct opt		 opts[MAX_OPTS];
+	size_t			 nopts;
+	size_t			 alloptions;
+} rec;
 
-	int		 open_id;	/* section being written, -1 */
-	uint64_t	 open_hash;
-	uint64_t	 open_len;
-	bool		 sect_done[NSECT];
-	uint64_t	 sect_hash[NSECT];
-	uint64_t	 sect_len[NSECT];
-	struct opt	 opts[MAX_OPTS];
-	size_t		 nopts;
-};
+struct td_file *__real_td_file_create(const char *,
+    const struct td_file_params *);
+int __real_td_file_section_begin(struct td_file *, enum td_opt);
+int __real_td_file_section_write(struct td_file *, const void *, size_t);
+int __real_td_file_section_end(struct td_file *);
+int __real_td_file_section_cancel(struct td_file *);
+int __real_td_file_section_add(struct td_file *, enum td_opt, const void *,
+    size_t);
+int __real_td_file_add_option(struct td_file *, enum td_opt, const void *,
+    size_t);
+int __real_td_file_cpu_page(struct td_file *, int, const void *, size_t);
+int __real_td_file_finish(struct td_file *);
+void __real_td_file_free(struct td_file *);
 
-static char *topdir;
-static char *hostdir;
+struct td_file *__wrap_td_file_create(const char *,
+    const struct td_file_params *);
+int __wrap_td_file_section_begin(struct td_file *, enum td_opt);
+int __wrap_td_file_section_write(struct td_file *, const void *, size_t);
+int __wrap_td_file_section_end(struct td_file *);
+int __wrap_td_file_section_cancel(struct td_file *);
+int __wrap_td_file_section_add(struct td_file *, enum td_opt, const void *,
+    size_t);
+int __wrap_td_file_add_option(struct td_file *, enum td_opt, const void *,
+    size_t);
+int __wrap_td_file_cpu_page(struct td_file *, int, const void *, size_t);
+int __wrap_td_file_finish(struct td_file *);
+void __wrap_td_file_free(struct td_file *);
 
+static void
+rec_check_sections(void)
+{
+	int i;
+
+	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
+		FUZZ_CHECK(!!td_file_has_section(rec.file, i) ==
+		    rec.sect_done[i]);
+}
+
+struct td_file *
+__wrap_td_file_create(const char *path, const struct td_file_params *p)
+{
+	struct td_file *f;
+	size_t n;
+	int i;
+
+	FUZZ_CHECK(rec.file == NULL && rec.path == NULL);
+	/* output_path(): DIR/IDENTITY/one-component.dat */
+	n = strlen(hostdir);
+	FUZZ_CHECK(strncmp(path, hostdir, n) == 0 && path[n] == '/');
+	FUZZ_CHECK(strchr(path + n + 1, '/') == NULL);
+	FUZZ_CHECK(path[n + 1] != '.' && path[n + 1] != '-');
+	FUZZ_CHECK(strlen(path) > n + 5 &&
+	    strcmp(path + strlen(path) - 4, ".dat") == 0);
+
+	f = __real_td_file_create(path, p);
+	/* session.c checked the HELLO: the writer must take it */
+	FUZZ_CHECK(f != NULL);
+	rec.file = f;
+	FUZZ_CHECK((rec.path = strdup(path)) != NULL);
+	rec.p = *p;
+	rec.p.clock = strdup(p->clock);
+	rec.cpu = calloc(p->ncpus, sizeof *rec.cpu);
+	FUZZ_CHECK(rec.cpu != NULL && rec.p.clock != NULL);
+	for (i = 0; i < p->ncpus; i++)
+		rec.cpu[i].hash = FUZZ_FNV_INIT;
+	return f;
+}
+
+int
+__wrap_td_file_section_begin(struct td_file *f, enum td_opt id)
+{
+	int ndone = 0, i, r;
+	bool want;
+
+	FUZZ_CHECK(f == rec.file);
+	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
+		ndone += rec.sect_done[i];
+	want = !rec.finished && rec.open_id == -1 &&
+	    id >= TD_OPT_HEADER_INFO && id <= TD_OPT_CMDLINES &&
+	    !rec.sect_done[id];
+	if (rec.p.version == 6)
+		want = want && (int)id == TD_OPT_HEADER_INFO + ndone;
+	r = __real_td_file_section_begin(f, id);
+	FUZZ_CHECK((r == 0) == want);
+	if (r == 0) {
+		rec.open_id = id;
+		rec.open_hash = FUZZ_FNV_INIT;
+		rec.open_len = 0;
+	}
+	rec_check_sections();
+	return r;
+}
+
+int
+__wrap_td_file_section_write(struct td_file *f, const void *p, size_t n)
+{
+	int r = __real_td_file_section_write(f, p, n);
+
+	FUZZ_CHECK(f == rec.file);
+	if (rec.open_id == -1)
+		FUZZ_CHECK(r == -1 && errno == EINVAL);
+	if (r == 0) {
+		rec.open_hash = fuzz_fnv(rec.open_hash, p, n);
+		rec.open_len += n;
+	}
+	return r;
+}
+
+int
+__wrap_td_file_section_end(struct td_file *f)
+{
+	int r = __real_td_file_section_end(f);
+
+	FUZZ_CHECK(f == rec.file);
+	FUZZ_CHECK((r == 0) == (rec.open_id != -1));
+	if (r == 0) {
+		rec.sect_done[rec.open_id] = true;
+		rec.sect_hash[rec.open_id] = rec.open_hash;
+		rec.sect_len[rec.open_id] = rec.open_len;
+		rec.open_id = -1;
+	}
+	rec_check_sections();
+	return r;
+}
+
+int
+__wrap_td_file_section_cancel(struct td_file *f)
+{
+	int r = __real_td_file_section_cancel(f);
+
+	FUZZ_CHECK(f == rec.file);
+	FUZZ_CHECK((r == 0) == (rec.open_id != -1));
+	rec.open_id = -1;
+	rec_check_sections();
+	return r;
+}
+
+int
+__wrap_td_file_section_add(struct td_file *f, enum td_opt id, const void *p,
+    size_t n)
+{
+	int r;
+
+	FUZZ_CHECK(f == rec.file);
+	/* begin, write, end inside tdfile.c are not wrapped: do it here */
+	r = __wrap_td_file_section_begin(f, id);
+	if (r == 0)
+		r = __wrap_td_file_section_write(f, p, n);
+	if (r == 0)
+		r = __wrap_td_file_section_end(f);
+	return r;
+}
+
+/* TIME_SHIFT as trace-cmd reads it, exactly. */
+static void
+check_time_shift(const uint8_t *p, size_t n, int ncpus)
+{
+	uint32_t cpus, *count, i;
+	size_t pos = 16;
+
+	FUZZ_CHECK(n >= 16);
+	memcpy(&cpus, p + 12, 4);
+	FUZZ_CHECK(cpus == (uint32_t)ncpus);
+	count = calloc(cpus, sizeof *count);
+	FUZZ_CHECK(count != NULL);
+	for (i = 0; i < cpus; i++) {
+		FUZZ_CHECK(n - pos >= 4);
+		memcpy(&count[i], p + pos, 4);
+		pos += 4;
+		FUZZ_CHECK((n - pos) / 24 >= count[i]);
+		pos += 24 * (size_t)count[i];
+	}
+	for (i = 0; i < cpus; i++) {
+		FUZZ_CHECK((n - pos) / 8 >= count[i]);
+		pos += 8 * (size_t)count[i];
+	}
+	free(count);
+	if (pos != n)
+		fprintf(stderr, "TIME_SHIFT: %zu bytes, the layout needs %zu\n",
+		    n, pos);
+	FUZZ_CHECK(pos == n);
+}
+
+int
+__wrap_td_file_add_option(struct td_file *f, enum td_opt id, const void *p,
+    size_t n)
+{
+	/* the option records of one file share TD_MAX_SECTION_SIZE */
+	bool want = !rec.finished && id != TD_OPT_DONE &&
+	    id != TD_OPT_BUFFER && id != TD_OPT_CPUCOUNT &&
+	    !(id >= TD_OPT_STRINGS && id <= TD_OPT_CMDLINES) &&
+	    n <= TD_MAX_OPTION_SIZE &&
+	    rec.alloptions + 6 + n <= TD_MAX_SECTION_SIZE;
+	int r;
+
+	FUZZ_CHECK(f == rec.file);
+	if (id == TD_OPT_TIME_SHIFT)
+		check_time_shift(p, n, rec.p.ncpus);
+	if (id == TD_OPT_DATE || id == TD_OPT_TD_TSYNC)
+		FUZZ_CHECK(n >= 1 && memchr(p, '\0', n) ==
+		    (const uint8_t *)p + n - 1);
+	r = __real_td_file_add_option(f, id, p, n);
+	FUZZ_CHECK((r == 0) == want);
+	if (r == 0) {
+		rec.alloptions += 6 + n;
+		if (rec.nopts < MAX_OPTS) {
+			rec.opts[rec.nopts].id = id;
+			rec.opts[rec.nopts].len = n;
+			rec.opts[rec.nopts].hash = fuzz_fnv(FUZZ_FNV_INIT, p,
+			    n);
+			rec.nopts++;
+		}
+	}
+	return r;
+}
+
+int
+__wrap_td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
+{
+	int r = __real_td_file_cpu_page(f, cpu, p, n);
+
+	FUZZ_CHECK(f == rec.file);
+	/* session.c checks the CPU; pages are whole */
+	FUZZ_CHECK(cpu >= 0 && cpu < rec.p.ncpus && n == rec.p.page_size);
+	FUZZ_CHECK(r == 0);
+	rec.cpu[cpu].pages++;
+	rec.cpu[cpu].hash = fuzz_fnv(rec.cpu[cpu].hash, p, n);
+	FUZZ_CHECK(td_file_cpu_pages(f, cpu) == rec.cpu[cpu].pages);
+	return r;
+}
+
+int
+__wrap_td_file_finish(struct td_file *f)
+{
+	int r = __real_td_file_finish(f);
+
+	FUZZ_CHECK(f == rec.file);
+	if (r == 0)
+		rec.finished = true;
+	return r;
+}
+
+void
+__wrap_td_file_free(struct td_file *f)
+{
+	FUZZ_CHECK(f == rec.file);
+	__real_td_file_free(f);
+	rec.file = NULL;
+}
+
+static void
+rec_reset(void)
+{
+	free(rec.path);
+	free(rec.cpu);
+	free((char *)(uintptr_t)rec.p.clock);
+	memset(&rec, 0, sizeof rec);
+	rec.open_id = -1;
+}
+
+/*
+ * Directories, descriptors, the file left behind.
+ */
 static void
 cleanup_dirs(void)
 {
@@ -128,6 +698,7 @@ setup_dirs(void)
 	topdir = t;
 	FUZZ_CHECK(asprintf(&hostdir, "%s/%s", topdir, IDENTITY) > 0);
 	atexit(cleanup_dirs);
+	verbose = getenv("FUZZ_VERBOSE") != NULL;
 }
 
 /* The lowest free file descriptor, to see leaks. */
@@ -141,35 +712,33 @@ lowest_fd(void)
 	return fd;
 }
 
-/* Only the expected file may be left; remove it and the directory. */
-static void
-check_dir_empty(const char *keep)
+/* The one file left in hostdir (NULL if none); any other is a stray. */
+static char *
+left_file(void)
 {
 	struct dirent *de;
+	char *found = NULL, *p;
 	DIR *d;
 
-	d = opendir(hostdir);
-	if (d == NULL) {
+	if ((d = opendir(hostdir)) == NULL) {
 		FUZZ_CHECK(errno == ENOENT);
-		return;
+		return NULL;
 	}
 	while ((de = readdir(d)) != NULL) {
-		char *p;
-
 		if (strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
 		FUZZ_CHECK(asprintf(&p, "%s/%s", hostdir, de->d_name) > 0);
-		if (keep == NULL || strcmp(p, keep) != 0) {
-			fprintf(stderr, "stray file '%s'\n", p);
-			FUZZ_CHECK(!"a file was left behind");
+		if (found != NULL) {
+			fprintf(stderr, "stray files '%s', '%s'\n", found, p);
+			FUZZ_CHECK(!"more than one file left");
 		}
-		free(p);
+		found = p;
 	}
 	closedir(d);
+	return found;
 }
 
-/* Remove everything under hostdir (after a failed check, or normally). */
 static void
 wipe_dir(void)
 {
@@ -181,8 +750,8 @@ wipe_dir(void)
 	while ((de = readdir(d)) != NULL) {
 		char *p;
 
-		if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||
-		    (de->d_name[1] == '.' && de->d_name[2] == '\0')))
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
 			continue;
 		FUZZ_CHECK(asprintf(&p, "%s/%s", hostdir, de->d_name) > 0);
 		unlink(p);
@@ -192,346 +761,6 @@ wipe_dir(void)
 	rmdir(hostdir);
 }
 
-/*
- * The writer calls, each checking tdfile.h's promise and keeping a digest
- * of what the writer accepted.
- */
-static int
-sim_section_begin(struct sim *s, uint16_t id)
-{
-	bool want;
-	int ndone = 0, i, r;
-
-	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
-		ndone += s->sect_done[i];
-	want = s->open_id == -1 && id >= TD_OPT_HEADER_INFO &&
-	    id <= TD_OPT_CMDLINES && !s->sect_done[id];
-	if (s->version == 6)
-		want = want && id == TD_OPT_HEADER_INFO + ndone;
-	r = td_file_section_begin(s->file, id);
-	FUZZ_CHECK((r == 0) == want);
-	if (r == 0) {
-		s->open_id = id;
-		s->open_hash = FUZZ_FNV_INIT;
-		s->open_len = 0;
-	}
-	return r;
-}
-
-static int
-sim_section_write(struct sim *s, const void *p, size_t n)
-{
-	int r = td_file_section_write(s->file, p, n);
-
-	if (s->open_id == -1)
-		FUZZ_CHECK(r == -1 && errno == EINVAL);
-	if (r == 0) {
-		s->open_hash = fuzz_fnv(s->open_hash, p, n);
-		s->open_len += n;
-	}
-	return r;
-}
-
-static int
-sim_section_end(struct sim *s)
-{
-	int r = td_file_section_end(s->file), i;
-
-	FUZZ_CHECK((r == 0) == (s->open_id != -1));
-	if (r == 0) {
-		s->sect_done[s->open_id] = true;
-		s->sect_hash[s->open_id] = s->open_hash;
-		s->sect_len[s->open_id] = s->open_len;
-		s->open_id = -1;
-	}
-	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
-		FUZZ_CHECK(!!td_file_has_section(s->file, i) ==
-		    s->sect_done[i]);
-	return r;
-}
-
-static int
-sim_add_option(struct sim *s, uint16_t id, const void *p, size_t n)
-{
-	bool want = id != TD_OPT_DONE && id != TD_OPT_BUFFER &&
-	    id != TD_OPT_CPUCOUNT && !(id >= TD_OPT_STRINGS &&
-	    id <= TD_OPT_CMDLINES) && n <= TD_MAX_OPTION_SIZE;
-	int r = td_file_add_option(s->file, id, p, n);
-
-	FUZZ_CHECK((r == 0) == want);
-	if (r == 0 && s->nopts < MAX_OPTS) {
-		s->opts[s->nopts].id = id;
-		s->opts[s->nopts].len = n;
-		s->opts[s->nopts].hash = fuzz_fnv(FUZZ_FNV_INIT, p, n);
-		s->nopts++;
-	}
-	return r;
-}
-
-static int
-sim_cpu_page(struct sim *s, uint32_t cpu, const void *p, size_t n)
-{
-	int r = td_file_cpu_page(s->file, (int)cpu, p, n);
-
-	FUZZ_CHECK(r == 0);
-	s->cpu[cpu].hash = fuzz_fnv(s->cpu[cpu].hash, p, n);
-	return r;
-}
-
-/* session_keep_partial(): keep a readable part as NAME.incomplete.dat. */
-static void
-sim_keep_partial(struct sim *s)
-{
-	static const enum td_opt need[] = { TD_OPT_HEADER_INFO,
-	    TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS, TD_OPT_KALLSYMS,
-	    TD_OPT_PRINTK };
-	uint64_t zero = 0;
-	char *inc, *dot;
-	size_t i;
-
-	if (td_file_section_cancel(s->file) == 0) {
-		FUZZ_CHECK(s->open_id != -1);
-		s->open_id = -1;
-	} else
-		FUZZ_CHECK(s->open_id == -1);
-	for (i = 0; i < sizeof need / sizeof *need; i++) {
-		FUZZ_CHECK(!!td_file_has_section(s->file, need[i]) ==
-		    s->sect_done[need[i]]);
-		if (!td_file_has_section(s->file, need[i]))
-			goto drop;
-	}
-	if (!td_file_has_section(s->file, TD_OPT_CMDLINES) &&
-	    (sim_section_begin(s, TD_OPT_CMDLINES) == -1 ||
-	    sim_section_write(s, &zero, sizeof zero) == -1 ||
-	    sim_section_end(s) == -1))
-		goto drop;
-	FUZZ_CHECK(td_file_finish(s->file) == 0);
-	FUZZ_CHECK(asprintf(&inc, "%s", s->path) > 0);
-	dot = strrchr(inc, '.');
-	if (dot != NULL)
-		*dot = '\0';
-	FUZZ_CHECK(asprintf(&s->kept, "%s.incomplete.dat", inc) > 0);
-	free(inc);
-	FUZZ_CHECK(rename(s->path, s->kept) == 0);
-	return;
-drop:
-	td_file_abort(s->file);
-}
-
-/* session_close(): finish or keep what arrived, then forget the writer. */
-static void
-sim_close(struct sim *s)
-{
-	if (s->state == S_CLOSED)
-		return;
-	if (s->file != NULL) {
-		if (s->state != S_DONE)
-			sim_keep_partial(s);
-		td_file_free(s->file);
-		s->file = NULL;
-	}
-	if (s->state == S_DONE)
-		FUZZ_CHECK(asprintf(&s->kept, "%s", s->path) > 0);
-	else
-		s->state = S_CLOSED;
-}
-
-static int
-sim_hello(struct sim *s, const struct td_frame *f)
-{
-	struct td_file_params p;
-	struct td_welcome w;
-	struct td_buf out;
-	char *err = NULL, *part;
-	uint16_t one = 1;
-	size_t n;
-
-	if (td_msg_unpack_hello(f, &s->hello) == -1)
-		return -1;
-	if (s->hello.version_min > TD_PROTO_VERSION ||
-	    s->hello.version_max < TD_PROTO_VERSION)
-		return -1;
-	if (s->hello.big_endian != (*(uint8_t *)&one == 1 ? 0 : 1))
-		return -1;
-	if (output_path(topdir, IDENTITY, s->hello.name, &s->path,
-	    &err) == -1) {
-		fprintf(stderr, "output_path: %s\n", err);
-		FUZZ_CHECK(!"output_path failed");
-	}
-	/* DIR/IDENTITY/one-component.dat */
-	n = strlen(hostdir);
-	FUZZ_CHECK(strncmp(s->path, hostdir, n) == 0 && s->path[n] == '/');
-	FUZZ_CHECK(strchr(s->path + n + 1, '/') == NULL);
-	FUZZ_CHECK(s->path[n + 1] != '.' && s->path[n + 1] != '-');
-	n = strlen(s->path);
-	FUZZ_CHECK(n > 4 && strcmp(s->path + n - 4, ".dat") == 0);
-
-	s->version = s->hello.file_version == 6 ? 6 : 7;
-	s->codec = s->version == 6 ? TD_CODEC_NONE :
-	    (enum td_codec_id)(s->hello.recording_id % 3);
-	memset(&p, 0, sizeof p);
-	p.version = s->version;
-	p.codec = s->codec;
-	p.page_size = s->hello.page_size;
-	p.long_size = s->hello.long_size;
-	p.ncpus = (int)s->hello.ncpus;
-	p.clock = s->hello.clock;
-	s->file = td_file_create(s->path, &p);
-	if (s->file == NULL) {
-		/* everything in the HELLO was checked: this must not fail */
-		FUZZ_CHECK(asprintf(&part, "%s.part", s->path) > 0);
-		unlink(part);
-		free(part);
-		FUZZ_CHECK(!"td_file_create failed on a valid HELLO");
-	}
-	s->cpu = calloc(s->hello.ncpus, sizeof *s->cpu);
-	FUZZ_CHECK(s->cpu != NULL);
-	for (n = 0; n < s->hello.ncpus; n++)
-		s->cpu[n].hash = FUZZ_FNV_INIT;
-	memset(&w, 0, sizeof w);
-	w.version = TD_PROTO_VERSION;
-	w.session_id = s->hello.trace_id;
-	snprintf(w.identity, sizeof w.identity, "%s", IDENTITY);
-	td_buf_init(&out, TD_MAX_HELLO + TD_MAX_ERROR_LEN + 4096);
-	FUZZ_CHECK(td_msg_pack_welcome(&out, &w) == 0);
-	td_buf_free(&out);
-	s->state = S_STREAM;
-	return 0;
-}
-
-static int
-sim_pages(struct sim *s, const struct td_frame *f)
-{
-	struct td_page_info info;
-	struct td_pages pg;
-	struct cpu *c;
-	uint32_t i;
-
-	if (td_msg_unpack_pages(f, s->hello.page_size, &pg) == -1)
-		return -1;
-	if (pg.cpu >= s->hello.ncpus)
-		return -1;
-	c = &s->cpu[pg.cpu];
-	if (pg.first_seq != c->next_seq)
-		return -1;
-	for (i = 0; i < pg.count; i++) {
-		const uint8_t *page = pg.data + (size_t)i * s->hello.page_size;
-
-		if (td_page_parse(page, s->hello.page_size,
-		    s->hello.commit_size, &info) == 0) {
-			c->events += info.events;
-			if (info.missed)
-				c->missed_pages++;
-		}
-		if (sim_cpu_page(s, pg.cpu, page, s->hello.page_size) == -1)
-			return -1;
-	}
-	c->next_seq += pg.count;
-	FUZZ_CHECK(td_file_cpu_pages(s->file, (int)pg.cpu) == c->next_seq);
-	return 0;
-}
-
-static int
-sim_end(struct sim *s, const struct td_frame *f)
-{
-	struct td_end *e;
-	struct td_done d;
-	struct td_buf out;
-	uint32_t i;
-
-	e = malloc(sizeof *e);
-	FUZZ_CHECK(e != NULL);
-	if (td_msg_unpack_end(f, e) == -1 || e->ncpus != s->hello.ncpus) {
-		free(e);
-		return -1;
-	}
-	for (i = 0; i < e->ncpus; i++) {
-		if (e->pages[i] != s->cpu[i].next_seq) {
-			free(e);
-			return -1;
-		}
-	}
-	free(e);
-	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
-		if (!td_file_has_section(s->file, i))
-			return -1;
-	FUZZ_CHECK(td_file_finish(s->file) == 0);
-	s->state = S_DONE;
-	memset(&d, 0, sizeof d);
-	d.file_size = td_file_size(s->file);
-	s->done_size = d.file_size;
-	snprintf(d.path, sizeof d.path, "%s", s->path + strlen(topdir) + 1);
-	td_buf_init(&out, TD_MAX_HELLO + TD_MAX_ERROR_LEN + 4096);
-	FUZZ_CHECK(td_msg_pack_done(&out, &d) == 0);
-	td_buf_free(&out);
-	return 0;
-}
-
-/* session_stat(), copied: the number after key in a CPUSTAT text. */
-static uint64_t
-session_stat(const uint8_t *p, size_t n, const char *key)
-{
-	char text[1024], *at;
-	size_t k = n < sizeof text - 1 ? n : sizeof text - 1;
-
-	memcpy(text, p, k);
-	text[k] = '\0';
-	if ((at = strstr(text, key)) == NULL)
-		return 0;
-	if (at != text && at[-1] != '\n')
-		return 0;
-	return strtoull(at + strlen(key), NULL, 10);
-}
-
-/* session_frame(): one frame; -1 when the session closes. */
-static int
-sim_frame(struct sim *s, const struct td_frame *f)
-{
-	const uint8_t *p;
-	uint16_t id;
-	size_t n;
-
-	if (s->state == S_HELLO) {
-		if (f->type != TD_MSG_HELLO)
-			return -1;
-		return sim_hello(s, f);
-	}
-	if (s->state != S_STREAM)
-		return -1;
-	switch (f->type) {
-	case TD_MSG_PAGES:
-		return sim_pages(s, f);
-	case TD_MSG_SECTION:
-		if (td_msg_unpack_section(f, &id) == -1 ||
-		    sim_section_begin(s, id) == -1)
-			return -1;
-		return 0;
-	case TD_MSG_SECTION_DATA:
-		return sim_section_write(s, f->payload, f->len);
-	case TD_MSG_SECTION_END:
-		return sim_section_end(s);
-	case TD_MSG_OPTION:
-		if (td_msg_unpack_option(f, &id, &p, &n) == -1 ||
-		    sim_add_option(s, id, p, n) == -1)
-			return -1;
-		if (id == TD_OPT_CPUSTAT)
-			s->lost += session_stat(p, n, "overrun: ") +
-			    session_stat(p, n, "dropped events: ");
-		return 0;
-	case TD_MSG_END:
-		return sim_end(s, f);
-	case TD_MSG_ERROR: {
-		struct td_error e;
-
-		(void)td_msg_unpack_error(f, &e);
-		return -1;
-	}
-	default:
-		return -1;
-	}
-}
-
-/* Read back the file the session left and compare it with its input. */
 static int
 check_page_cb(void *arg, const void *page, size_t len)
 {
@@ -542,70 +771,159 @@ check_page_cb(void *arg, const void *page, size_t len)
 	return 0;
 }
 
+/* Read the file back and compare it with what the writer was given. */
 static void
-check_file(struct sim *s)
+check_file(const char *path)
 {
 	struct td_read *r;
 	struct td_buf b;
-	struct stat st;
 	uint64_t h[2];
 	size_t i, j;
-	int id, nth;
-	bool v6_ok = true;
+	int id, nth, cpu;
+	bool same = true;
 
-	FUZZ_CHECK(stat(s->kept, &st) == 0);
-	if (s->done_size != 0)
-		FUZZ_CHECK((uint64_t)st.st_size == s->done_size);
-	r = td_read_open(s->kept);
-	if (s->version == 6 && r == NULL)
+	r = td_read_open(path);
+	if (rec.p.version == 6 && r == NULL)
 		return;		/* the peer's sections do not parse as v6 */
 	if (r == NULL)
-		fprintf(stderr, "td_read_open '%s': %s\n", s->kept,
+		fprintf(stderr, "td_read_open '%s': %s\n", path,
 		    strerror(errno));
 	FUZZ_CHECK(r != NULL);
-	FUZZ_CHECK(td_read_version(r) == s->version);
-	FUZZ_CHECK(td_read_codec(r) == s->codec);
+	FUZZ_CHECK(td_read_version(r) == rec.p.version);
+	FUZZ_CHECK(rec.p.version == 6 || td_read_codec(r) == rec.p.codec);
 
 	td_buf_init(&b, TD_MAX_SECTION_SIZE);
 	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
-		FUZZ_CHECK(s->sect_done[id]);	/* finish needs all six */
+		FUZZ_CHECK(rec.sect_done[id]);	/* finishing needs all six */
 		if (td_read_section(r, id, &b) == -1 ||
-		    b.len != s->sect_len[id] ||
-		    fuzz_fnv(FUZZ_FNV_INIT, b.data, b.len) != s->sect_hash[id])
-			v6_ok = false;
-		if (s->version == 7)
-			FUZZ_CHECK(v6_ok);
+		    b.len != rec.sect_len[id] ||
+		    fuzz_fnv(FUZZ_FNV_INIT, b.data, b.len) != rec.sect_hash[id])
+			same = false;
+		FUZZ_CHECK(same || rec.p.version == 6);
 	}
 	td_buf_free(&b);
-	if (!v6_ok)
+	if (!same)
 		goto out;
 
-	FUZZ_CHECK(td_read_page_size(r) == s->hello.page_size);
-	FUZZ_CHECK(td_read_long_size(r) == s->hello.long_size);
-	FUZZ_CHECK(td_read_ncpus(r) == (int)s->hello.ncpus);
-	if (s->version == 7)
-		FUZZ_CHECK(strcmp(td_read_clock(r), s->hello.clock) == 0);
+	FUZZ_CHECK(td_read_page_size(r) == rec.p.page_size);
+	FUZZ_CHECK(td_read_long_size(r) == rec.p.long_size);
+	FUZZ_CHECK(td_read_ncpus(r) == rec.p.ncpus);
+	if (rec.p.version == 7)
+		FUZZ_CHECK(strcmp(td_read_clock(r), rec.p.clock) == 0);
 
 	td_buf_init(&b, TD_MAX_OPTION_SIZE);
-	for (i = 0; i < s->nopts; i++) {
+	for (i = 0; i < rec.nopts; i++) {
 		for (nth = 0, j = 0; j < i; j++)
-			nth += s->opts[j].id == s->opts[i].id;
-		FUZZ_CHECK(td_read_option(r, s->opts[i].id, nth, &b) == 0);
-		FUZZ_CHECK(b.len == s->opts[i].len);
+			nth += rec.opts[j].id == rec.opts[i].id;
+		FUZZ_CHECK(td_read_option(r, rec.opts[i].id, nth, &b) == 0);
+		FUZZ_CHECK(b.len == rec.opts[i].len);
 		FUZZ_CHECK(fuzz_fnv(FUZZ_FNV_INIT, b.data, b.len) ==
-		    s->opts[i].hash);
+		    rec.opts[i].hash);
 	}
 	td_buf_free(&b);
 
-	for (i = 0; i < s->hello.ncpus; i++) {
+	for (cpu = 0; cpu < rec.p.ncpus; cpu++) {
 		h[0] = FUZZ_FNV_INIT;
 		h[1] = 0;
-		FUZZ_CHECK(td_read_cpu_pages(r, (int)i, check_page_cb, h) == 0);
-		FUZZ_CHECK(h[1] == s->cpu[i].next_seq);
-		FUZZ_CHECK(h[0] == s->cpu[i].hash);
+		FUZZ_CHECK(td_read_cpu_pages(r, cpu, check_page_cb, h) == 0);
+		FUZZ_CHECK(h[1] == rec.cpu[cpu].pages);
+		FUZZ_CHECK(h[0] == rec.cpu[cpu].hash);
 	}
 out:
 	td_read_close(r);
+}
+
+/*
+ * Every frame the listener wrote must parse and unpack: WELCOME first,
+ * nothing after DONE or ERROR.  Returns DONE's file size (0: no DONE).
+ */
+static uint64_t
+check_output(const struct td_buf *out)
+{
+	static struct td_done d;
+	struct td_welcome w;
+	struct td_tsync_probe p;
+	struct td_error e;
+	struct td_frame f;
+	uint64_t done_size = 0;
+	size_t pos = 0, n = 0;
+	bool last = false;
+
+	while (pos < out->len) {
+		FUZZ_CHECK(!last);
+		FUZZ_CHECK(td_frame_parse(out->data + pos, out->len - pos,
+		    &f) == 1);
+		switch (f.type) {
+		case TD_MSG_WELCOME:
+			FUZZ_CHECK(n == 0);
+			FUZZ_CHECK(td_msg_unpack_welcome(&f, &w) == 0);
+			FUZZ_CHECK(strcmp(w.identity, IDENTITY) == 0);
+			break;
+		case TD_MSG_TSYNC_REPLY:
+			FUZZ_CHECK(td_msg_unpack_tsync_reply(&f, &p) == 0);
+			break;
+		case TD_MSG_DONE:
+			FUZZ_CHECK(td_msg_unpack_done(&f, &d) == 0);
+			done_size = d.file_size;
+			FUZZ_CHECK(done_size != 0);
+			last = true;
+			break;
+		case TD_MSG_ERROR:
+			FUZZ_CHECK(td_msg_unpack_error(&f, &e) == 0);
+			if (verbose)
+				fprintf(stderr, "ERROR to the agent: %s\n",
+				    e.text);
+			last = true;
+			break;
+		default:
+			FUZZ_CHECK(!"the listener sent an unexpected frame");
+		}
+		pos += f.total;
+		n++;
+	}
+	return done_size;
+}
+
+/* tdlisten's settings for this input, from its HELLO if it starts so. */
+static void
+pick_config(const uint8_t *data, size_t size, struct listener_config *cfg)
+{
+	struct td_hello h;
+	struct td_frame f;
+
+	memset(cfg, 0, sizeof *cfg);
+	cfg->dir = topdir;
+	cfg->insecure = true;
+	cfg->file_version = 7;
+	cfg->codec = TD_CODEC_ZSTD;
+	cfg->max_sessions = 1;
+	cfg->handshake_timeout = 10;
+	cfg->tsync_interval = 1000;
+	if (td_frame_parse(data, size, &f) != 1 ||
+	    td_msg_unpack_hello(&f, &h) == -1)
+		return;
+	if (h.file_version == 6) {
+		cfg->file_version = 6;
+		cfg->codec = TD_CODEC_NONE;
+	} else
+		cfg->codec = (enum td_codec_id)(h.recording_id % 3);
+	if ((h.recording_id / 3) % 2 == 1)
+		cfg->tsync_interval = TD_TSYNC_OFF;
+}
+
+/* Run whichever timer is armed (the HELLO deadline or the ERROR's). */
+static void
+fire_timer(void)
+{
+	struct event *ev;
+
+	for (ev = fake_events; ev != NULL; ev = ev->next) {
+		if (ev->added) {
+			ev->added = false;
+			ev->cb(-1, EV_TIMEOUT, ev->arg);
+			return;
+		}
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -613,46 +931,85 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sim *s;
-	struct td_frame f, g;
-	uint8_t *copy;
-	size_t pos = 0;
-	int fd0, r;
+	struct listener_config cfg;
+	struct bufferevent *b;
+	struct session *s;
+	size_t chunk = 1 + size % 4093;
+	uint64_t done_size;
+	char *left;
+	int fd0, steps;
 
 	if (topdir == NULL)
 		setup_dirs();
 	fd0 = lowest_fd();
-	s = calloc(1, sizeof *s);
-	FUZZ_CHECK(s != NULL);
-	s->open_id = -1;
-	s->state = S_HELLO;
+	rec_reset();
+	session_gone = false;
+	pick_config(data, size, &cfg);
 
-	/* session_read_cb(): whole frames only, stop at DONE */
-	while (s->state == S_HELLO || s->state == S_STREAM) {
-		r = td_frame_parse(data + pos, size - pos, &f);
-		if (r != 1)
-			break;		/* bad header, or the peer hung up */
-		copy = malloc(f.total);
-		FUZZ_CHECK(copy != NULL);
-		memcpy(copy, data + pos, f.total);
-		FUZZ_CHECK(td_frame_parse(copy, f.total, &g) == 1);
-		r = sim_frame(s, &g);
-		free(copy);
-		if (r == -1)
-			break;
-		pos += f.total;
+	s = session_new(fake_base, &cfg, -1, NULL, PEER);
+	FUZZ_CHECK(s != NULL && fake_bev != NULL);
+	b = fake_bev;
+	b->input.data = data;
+	b->input.size = size;
+
+	/* the bytes arrive piece by piece */
+	while (!session_gone && b->input.avail < size) {
+		b->input.avail += size - b->input.avail < chunk ?
+		    size - b->input.avail : chunk;
+		if (b->readcb == NULL || !(b->enabled & EV_READ) ||
+		    evbuffer_get_length(&b->input) < b->low)
+			continue;
+		b->readcb(b, b->arg);
+		if (!session_gone && b->wrote && b->writecb != NULL) {
+			b->wrote = false;
+			b->writecb(b, b->arg);
+		}
 	}
-	sim_close(s);
+	/* then the agent hangs up; a closing session goes on its own */
+	for (steps = 0; !session_gone && steps < 4; steps++) {
+		if (b->writecb != NULL && b->wrote && size % 2 == 0) {
+			b->wrote = false;
+			b->writecb(b, b->arg);
+		} else if (size % 2 == 1 && fake_events != NULL &&
+		    (steps > 0 || rec.path == NULL))
+			fire_timer();
+		else if (b->eventcb != NULL)
+			b->eventcb(b, BEV_EVENT_EOF | BEV_EVENT_READING,
+			    b->arg);
+		else
+			fire_timer();
+	}
+	FUZZ_CHECK(session_gone);
+	FUZZ_CHECK(b->freed);
+	FUZZ_CHECK(fake_events == NULL && fake_nevents == 0);
 
-	if (s->kept != NULL)
-		check_file(s);
-	check_dir_empty(s->kept);
+	done_size = check_output(&b->out);
+	left = left_file();
+	if (verbose)
+		fprintf(stderr, "session: v%d codec %d, %d CPUs, read %zu of "
+		    "%zu bytes, finished %d, left '%s'\n", rec.p.version,
+		    (int)rec.p.codec, rec.p.ncpus, b->input.pos, size,
+		    rec.finished, left ? left : "");
+	if (rec.finished) {
+		struct stat st;
+
+		FUZZ_CHECK(left != NULL);
+		FUZZ_CHECK(stat(left, &st) == 0);
+		if (done_size != 0) {
+			FUZZ_CHECK(strcmp(left, rec.path) == 0);
+			FUZZ_CHECK((uint64_t)st.st_size == done_size);
+		}
+		check_file(left);
+	} else
+		FUZZ_CHECK(left == NULL);
+	free(left);
 	wipe_dir();
-	FUZZ_CHECK(lowest_fd() == fd0);
 
-	free(s->kept);
-	free(s->path);
-	free(s->cpu);
-	free(s);
+	free(b->input.pulled);
+	td_buf_free(&b->out);
+	free(b);
+	fake_bev = NULL;
+	rec_reset();
+	FUZZ_CHECK(lowest_fd() == fd0);
 	return 0;
 }

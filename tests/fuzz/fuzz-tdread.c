@@ -181,9 +181,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	r = td_read_open(memfd_path);
 	if (r == NULL) {
+		if (getenv("FUZZ_VERBOSE") != NULL)
+			fprintf(stderr, "tdread: open: %s\n", strerror(errno));
 		FUZZ_CHECK(reader_errno(errno));
 		return 0;
 	}
+	if (getenv("FUZZ_VERBOSE") != NULL)
+		fprintf(stderr, "tdread: v%d codec %d, %d CPUs, page %u, "
+		    "clock '%s'\n", td_read_version(r), (int)td_read_codec(r),
+		    td_read_ncpus(r), td_read_page_size(r), td_read_clock(r));
 	exercise(r);
 	td_read_close(r);
 	return 0;

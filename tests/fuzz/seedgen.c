@@ -3,6 +3,7 @@
  *
  *	seedgen proto DIR	valid frames of every message, alone and as
  *				a stream, packed with td_msg_pack_*()
+ *				(time-sync probes, replies and samples too)
  *	seedgen page DIR	synthetic ring-buffer pages: every event
  *				type, missed-event flags, 4- and 8-byte
  *				commit fields
@@ -493,6 +494,34 @@ stream_pages(struct td_buf *b, uint32_t cpu, uint32_t count, uint64_t seq,
 	free(page);
 }
 
+/* One time-sync round: probes then the agent's sample. */
+static void
+stream_tsync(struct td_buf *b, uint32_t round, uint64_t ts)
+{
+	struct td_tsync_sample t;
+	struct td_tsync_probe p;
+	uint32_t i;
+
+	for (i = 0; i < 3; i++) {
+		p.round = round;
+		p.seq = i;
+		p.ref_ns = 0;
+		if (td_msg_pack_tsync_probe(b, &p) == -1)
+			die("probe");
+	}
+	memset(&t, 0, sizeof t);
+	t.round = round;
+	t.probes = 3;
+	t.ts = ts;
+	t.offset = -123456789 + (int64_t)round * 17;
+	t.scaling = 1;
+	t.frac = 0;
+	t.bound = 4000 + round;
+	t.rtt = 8000 + 2 * round;
+	if (td_msg_pack_tsync_sample(b, &t) == -1)
+		die("sample");
+}
+
 /* A synthetic recording as a stream; cut: stop before the END. */
 static void
 synthetic_stream(struct td_buf *b, uint8_t version, uint64_t rid,
@@ -504,6 +533,7 @@ synthetic_stream(struct td_buf *b, uint8_t version, uint64_t rid,
 
 	meta_init(&m);
 	stream_hello(b, 2, page_size, 8, version, rid, "seed", "local");
+	stream_tsync(b, 0, 1000000);
 	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
 		if (no_cmdlines && id == TD_OPT_CMDLINES)
 			continue;
@@ -513,7 +543,9 @@ synthetic_stream(struct td_buf *b, uint8_t version, uint64_t rid,
 	td_msg_pack_option(b, TD_OPT_CPUSTAT, cpustat, sizeof cpustat);
 	stream_pages(b, 0, 2, 0, page_size);
 	stream_pages(b, 1, 1, 0, page_size);
+	stream_tsync(b, 1, 2000000);
 	stream_pages(b, 0, 1, 2, page_size);
+	stream_tsync(b, 2, 3000000);
 	if (!cut) {
 		memset(&e, 0, sizeof e);
 		e.ncpus = 2;
@@ -541,6 +573,9 @@ cmd_session(const char *dir)
 	td_buf_reset(&b);
 	synthetic_stream(&b, 6, 0, SMALL_PAGE, false, false);
 	save(dir, "v6", b.data, b.len);
+	td_buf_reset(&b);
+	synthetic_stream(&b, 7, 3, SMALL_PAGE, false, false);
+	save(dir, "v7-none-notsync", b.data, b.len);
 	td_buf_reset(&b);
 	synthetic_stream(&b, 7, 1, SMALL_PAGE, true, true);
 	save(dir, "v7-cut", b.data, b.len);
@@ -581,6 +616,15 @@ cmd_proto(const char *dir)
 
 	synthetic_stream(&b, 7, 1, SMALL_PAGE, false, false);
 	save(dir, "stream", b.data, b.len);
+	td_buf_reset(&b);
+
+	{
+		struct td_tsync_probe p = { 7, 2, 123456789012ULL };
+
+		stream_tsync(&b, 7, 99);
+		td_msg_pack_tsync_reply(&b, &p);
+		save(dir, "tsync", b.data, b.len);
+	}
 	td_buf_free(&b);
 	return 0;
 }
@@ -814,6 +858,7 @@ cmd_stream(const char *in, const char *out)
 		for (nth = 0; td_read_option(r, id, nth, &s) == 0; nth++)
 			td_msg_pack_option(&b, id, s.data, s.len);
 	}
+	stream_tsync(&b, 0, 1000);
 	memset(&e, 0, sizeof e);
 	e.ncpus = (uint32_t)td_read_ncpus(r);
 	for (cpu = 0; cpu < td_read_ncpus(r); cpu++) {
@@ -825,6 +870,7 @@ cmd_stream(const char *in, const char *out)
 			die("pages");
 		e.pages[cpu] = t.seq;
 	}
+	stream_tsync(&b, 1, 2000);
 	td_msg_pack_end(&b, &e);
 	save(NULL, out, b.data, b.len);
 	td_buf_free(&b);
