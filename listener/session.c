@@ -446,7 +446,8 @@ session_tsync_options(struct session *s)
 	struct td_buf b;
 	uint64_t bound = 0;
 	double drift = 0;
-	uint32_t i, cpu, n = s->nsamples;
+	uint32_t i, cpu, n = s->nsamples, step, kept;
+	bool ok;
 	int ret = -1;
 
 	if (s->cfg->tsync_interval == TD_TSYNC_OFF)
@@ -457,25 +458,49 @@ session_tsync_options(struct session *s)
 		    s->label, s->samples_dropped);
 		return 0;
 	}
+	/*
+	 * The option holds every sample once per CPU: 16 + ncpus * (4 + 32 n)
+	 * bytes.  When that would pass the option cap, keep every k-th
+	 * sample (and always the last): interpolation needs fewer points than
+	 * a long recording makes.
+	 */
+	step = 1;
+	while ((uint64_t)16 + (uint64_t)s->hello.ncpus * (4 + 32 *
+	    (uint64_t)((n + step - 1) / step + 1)) > TD_MAX_OPTION_SIZE)
+		step++;
 	td_buf_init(&b, TD_MAX_OPTION_SIZE);
-	td_buf_add_u64(&b, s->session_id);
-	td_buf_add_u32(&b, 1);
-	td_buf_add_u32(&b, s->hello.ncpus);
-	for (cpu = 0; cpu < s->hello.ncpus; cpu++) {
-		td_buf_add_u32(&b, n);
-		for (i = 0; i < n; i++)
-			td_buf_add_u64(&b, s->samples[i].ts);
-		for (i = 0; i < n; i++)
-			td_buf_add_u64(&b, (uint64_t)s->samples[i].offset);
-		for (i = 0; i < n; i++)
-			td_buf_add_u64(&b, s->samples[i].scaling);
+	ok = td_buf_add_u64(&b, s->session_id) == 0 &&
+	    td_buf_add_u32(&b, 1) == 0 &&
+	    td_buf_add_u32(&b, s->hello.ncpus) == 0;
+	kept = 0;
+	for (i = 0; i < n; i++)
+		if (i % step == 0 || i == n - 1)
+			kept++;
+	for (cpu = 0; ok && cpu < s->hello.ncpus; cpu++) {
+		ok = td_buf_add_u32(&b, kept) == 0;
+		for (i = 0; ok && i < n; i++)
+			if (i % step == 0 || i == n - 1)
+				ok = td_buf_add_u64(&b, s->samples[i].ts) == 0;
+		for (i = 0; ok && i < n; i++)
+			if (i % step == 0 || i == n - 1)
+				ok = td_buf_add_u64(&b,
+				    (uint64_t)s->samples[i].offset) == 0;
+		for (i = 0; ok && i < n; i++)
+			if (i % step == 0 || i == n - 1)
+				ok = td_buf_add_u64(&b,
+				    s->samples[i].scaling) == 0;
 	}
-	for (cpu = 0; cpu < s->hello.ncpus; cpu++)
-		for (i = 0; i < n; i++)
-			td_buf_add_u64(&b, s->samples[i].frac);
-	if (b.len == b.max || td_file_add_option(s->file, TD_OPT_TIME_SHIFT,
-	    b.data, b.len) == -1)
+	for (cpu = 0; ok && cpu < s->hello.ncpus; cpu++)
+		for (i = 0; ok && i < n; i++)
+			if (i % step == 0 || i == n - 1)
+				ok = td_buf_add_u64(&b,
+				    s->samples[i].frac) == 0;
+	if (!ok || td_file_add_option(s->file, TD_OPT_TIME_SHIFT, b.data,
+	    b.len) == -1)
 		goto out;
+	if (step > 1)
+		log_info("%s: time sync: %u of %u samples kept in TIME_SHIFT "
+		    "(option size cap)", s->label, kept, n);
 	/*
 	 * One DATE for every file of this listener, taken once: files of
 	 * sessions that end at different times must not differ by the

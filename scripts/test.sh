@@ -1,7 +1,8 @@
 #!/bin/sh
 # test.sh: the whole test suite.  Installs what is missing, builds, runs
 # "make check" (unit tests and end-to-end tests on the real tracefs), then
-# the same suite built with ASan+UBSan, then "make distcheck".  As root the
+# the same suite built with ASan+UBSan, "make distcheck", and a short
+# libFuzzer run of every decoder.  As root the
 # end-to-end tests must run: a missing tracefs is a failure, not a skip.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,6 +52,13 @@ if make -C "$top/build" -s distcheck > "$top/build/distcheck.out" 2>&1; then
 	pass=$((pass + 1))
 else
 	tail -30 "$top/build/distcheck.out"
+	fail=$((fail + 1))
+	rc=1
+fi
+echo "== fuzz: every decoder, 20 s each (scripts/fuzz.sh)"
+if sh "$top/scripts/fuzz.sh" -j 2 20; then
+	pass=$((pass + 1))
+else
 	fail=$((fail + 1))
 	rc=1
 fi

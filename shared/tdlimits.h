@@ -22,6 +22,8 @@
 #define TD_MAX_EVENT_ARGS	256
 /* Pages per compressed chunk of CPU data (trace-cmd 3.1.6 writes 10). */
 #define TD_CHUNK_PAGES		10
+/* Most a compressed block may claim to expand when read back (x). */
+#define TD_MAX_EXPANSION	4096
 /* Largest compressed chunk accepted when reading a file back. */
 #define TD_MAX_CHUNK_SIZE	(64u * 1024 * 1024)
 /* Total size of the STRINGS section. */

@@ -249,7 +249,8 @@ td_read_sect_load(struct td_read *r, uint64_t off, uint16_t want_id,
 			return td_read_bad(r);
 		if (td_buf_add_zero(out, size) == -1)
 			return -1;
-		if (td_read_at(r, off, out->data + old, size) == -1)
+		if (size != 0 &&
+		    td_read_at(r, off, out->data + old, size) == -1)
 			goto fail;
 		return 0;
 	}
@@ -258,8 +259,13 @@ td_read_sect_load(struct td_read *r, uint64_t off, uint16_t want_id,
 		return td_read_bad(r);
 	csize = td_read_u32(r, blk);
 	usize = td_read_u32(r, blk + 4);
+	/*
+	 * A claimed size far beyond what the block could expand to is a lie:
+	 * refuse it before allocating for it.
+	 */
 	if (csize != size - sizeof blk || csize > TD_MAX_SECTION_SIZE ||
-	    usize > TD_MAX_SECTION_SIZE)
+	    usize > TD_MAX_SECTION_SIZE ||
+	    usize > (uint64_t)csize * TD_MAX_EXPANSION + 65536)
 		return td_read_bad(r);
 	if ((tmp = malloc(csize ? csize : 1)) == NULL)
 		return -1;

@@ -9,7 +9,9 @@
  * byte stream an agent sends.  It arrives in pieces (1 + size % 4093 bytes
  * each) and the read callback runs whenever the low watermark the session
  * asked for is reached; after each read the write callback runs (the output
- * drained).  When the input is exhausted the peer hangs up (EOF; an
+ * drained), or for odd pieces only at the end (so that frames after END
+ * meet the session before it sent DONE).  When the input is exhausted the
+ * peer hangs up (EOF; an
  * input of odd length that never got past HELLO meets the HELLO deadline
  * instead), and a session that sent ERROR is freed by its write callback
  * or, for odd lengths, by its two-second timer.  A session must then be
@@ -29,10 +31,10 @@
  *     td_file_has_section() and td_file_cpu_pages() agree with what was
  *     handed over;
  *   - output_path() stays inside DIR/<identity>/;
- *   - the TIME_SHIFT option session.c builds has exactly the layout
+ *   - the TIME_SHIFT option session.c builds at END has exactly the layout
  *     trace-cmd reads (peer, flags, CPU count, per CPU count, ts[],
- *     offset[], scaling[], then per CPU frac[]), DATE and the tsync text
- *     are NUL-terminated strings;
+ *     offset[], scaling[], then per CPU frac[]), its DATE and tsync text
+ *     are NUL-terminated strings (options the peer sends pass as sent);
  *   - every frame the listener sends parses and unpacks (WELCOME first,
  *     nothing after DONE or ERROR), and DONE names the file's real size;
  *   - a finished file (complete or .incomplete.dat) is the only file left
@@ -91,6 +93,7 @@ struct evbuffer {
 	size_t			 avail;
 	size_t			 pos;
 	uint8_t			*pulled;
+	size_t			 pulled_len;
 };
 
 struct bufferevent {
@@ -243,6 +246,7 @@ evbuffer_pullup(struct evbuffer *in, ev_ssize_t size)
 		return NULL;
 	free(in->pulled);
 	in->pulled = malloc(n ? n : 1);
+	in->pulled_len = n;
 	FUZZ_CHECK(in->pulled != NULL);
 	memcpy(in->pulled, in->data + in->pos, n);
 	return in->pulled;
@@ -255,6 +259,7 @@ evbuffer_drain(struct evbuffer *in, size_t n)
 	in->pos += n;
 	free(in->pulled);
 	in->pulled = NULL;
+	in->pulled_len = 0;
 	return 0;
 }
 
@@ -564,6 +569,17 @@ __wrap_td_file_section_add(struct td_file *f, enum td_opt id, const void *p,
 	return r;
 }
 
+/* Type of the frame session.c is handling (the one it pulled up). */
+static int
+current_frame(void)
+{
+	const uint8_t *p = fake_bev != NULL ? fake_bev->input.pulled : NULL;
+
+	if (p == NULL || fake_bev->input.pulled_len < TD_FRAME_HEADER)
+		return -1;
+	return p[4] << 8 | p[5];
+}
+
 /* TIME_SHIFT as trace-cmd reads it, exactly. */
 static void
 check_time_shift(const uint8_t *p, size_t n, int ncpus)
@@ -607,11 +623,14 @@ __wrap_td_file_add_option(struct td_file *f, enum td_opt id, const void *p,
 	int r;
 
 	FUZZ_CHECK(f == rec.file);
-	if (id == TD_OPT_TIME_SHIFT)
-		check_time_shift(p, n, rec.p.ncpus);
-	if (id == TD_OPT_DATE || id == TD_OPT_TD_TSYNC)
-		FUZZ_CHECK(n >= 1 && memchr(p, '\0', n) ==
-		    (const uint8_t *)p + n - 1);
+	/* the listener's own options, made at END (the peer's pass as sent) */
+	if (current_frame() == TD_MSG_END) {
+		if (id == TD_OPT_TIME_SHIFT)
+			check_time_shift(p, n, rec.p.ncpus);
+		if (id == TD_OPT_DATE || id == TD_OPT_TD_TSYNC)
+			FUZZ_CHECK(n >= 1 && memchr(p, '\0', n) ==
+			    (const uint8_t *)p + n - 1);
+	}
 	r = __real_td_file_add_option(f, id, p, n);
 	FUZZ_CHECK((r == 0) == want);
 	if (r == 0) {
@@ -686,12 +705,15 @@ cleanup_dirs(void)
 static void
 setup_dirs(void)
 {
-	const char *base = getenv("TMPDIR");
+	const char *base = getenv("FUZZ_TMPDIR");
 	char *t;
 
-	if (access("/dev/shm", W_OK) == 0)
+	/* scripts/fuzz.sh gives a directory it removes, even after a crash */
+	if (base == NULL && access("/dev/shm", W_OK) == 0)
 		base = "/dev/shm";
-	else if (base == NULL)
+	if (base == NULL)
+		base = getenv("TMPDIR");
+	if (base == NULL)
 		base = "/tmp";
 	FUZZ_CHECK(asprintf(&t, "%s/fuzz-session.XXXXXX", base) > 0);
 	FUZZ_CHECK(mkdtemp(t) != NULL);
@@ -952,7 +974,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	b->input.data = data;
 	b->input.size = size;
 
-	/* the bytes arrive piece by piece */
+	/*
+	 * The bytes arrive piece by piece.  With odd pieces the output drains
+	 * only once all input is in, so frames after END find the session
+	 * before it could send DONE.
+	 */
 	while (!session_gone && b->input.avail < size) {
 		b->input.avail += size - b->input.avail < chunk ?
 		    size - b->input.avail : chunk;
@@ -960,7 +986,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    evbuffer_get_length(&b->input) < b->low)
 			continue;
 		b->readcb(b, b->arg);
-		if (!session_gone && b->wrote && b->writecb != NULL) {
+		if (chunk % 2 == 0 && !session_gone && b->wrote &&
+		    b->writecb != NULL) {
 			b->wrote = false;
 			b->writecb(b, b->arg);
 		}

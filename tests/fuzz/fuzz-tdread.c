@@ -5,7 +5,8 @@
  * The input is a whole file.  It is written to a memfd, opened through
  * /proc/self/fd/N with td_read_open(), and then every call of tdread.h is
  * made: the accessors, td_read_section() for every id (the valid ones and a
- * few invalid ones), td_read_option() for every option id with nth 0..3,
+ * few invalid ones), td_read_option() for every option id (0..23 and
+ * tracedock's TD_OPT_TD_TSYNC) with nth 0..3,
  * and td_read_cpu_pages() for every CPU and for the CPUs just out of range.
  * Output buffers carry the caps of shared/tdlimits.h, as a real caller's
  * would.  Properties:
@@ -80,6 +81,9 @@ static void
 exercise(struct td_read *r)
 {
 	static const int bad_sections[] = { -1, 0, 3, 14, 22, 23, 1000 };
+	/* every id trace-cmd or tracedock writes, and one past them */
+	static const int opt_ids[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+	    12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, TD_OPT_TD_TSYNC };
 	struct td_buf out;
 	struct walk w;
 	enum td_codec_id codec;
@@ -119,7 +123,8 @@ exercise(struct td_read *r)
 	td_buf_free(&out);
 
 	td_buf_init(&out, TD_MAX_OPTION_SIZE);
-	for (id = TD_OPT_DONE; id <= TD_OPT_BUFFER_TEXT + 1; id++) {
+	for (i = 0; i < sizeof opt_ids / sizeof *opt_ids; i++) {
+		id = opt_ids[i];
 		for (nth = 0; nth <= 3; nth++) {
 			ret = td_read_option(r, id, nth, &out);
 			if (ret == -1) {

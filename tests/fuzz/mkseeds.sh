@@ -1,12 +1,13 @@
 #!/bin/sh
-# mkseeds.sh: regenerate the seed corpora of tests/fuzz/corpus/.
+# mkseeds.sh [--real]: regenerate the seed corpora of tests/fuzz/corpus/.
 #
-# Synthetic seeds come from build-fuzz/seedgen (built by scripts/fuzz.sh -b).
-# Real ones need root and tracefs: three short tdagent recordings (v7 zstd,
-# v7 zlib, v7 none, v6) are shrunk with "seedgen shrink" (a few lines of
-# kallsyms, at most 2 pages per CPU) and also turned into agent streams and
-# page seeds.  Without root the real seeds already in the tree are kept.
-# Run from anywhere; it works in the top of the tree.
+# Synthetic seeds come from build-fuzz/seedgen (built by scripts/fuzz.sh -b)
+# and are the same bytes every time.  With --real (root and tracefs
+# needed) the real-* seeds are recorded again: tdagent -e sched -s 0.2 with
+# zstd, zlib, none and --file-version 6, shrunk with "seedgen shrink" (a
+# few lines of kallsyms, at most 2 pages per CPU), then turned into agent
+# streams and page seeds.  Without --real the real-* seeds in the tree are
+# kept.  No seed may reach 100 KB.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -22,33 +23,38 @@ done
 "$G" tdread "$C/tdread"
 "$G" session "$C/session"
 
-agent=""
-for a in build/tdagent ./tdagent; do
-	[ -x "$a" ] && { agent=$a; break; }
-done
-if [ "$(id -u)" != 0 ] || [ -z "$agent" ] ||
-    ! [ -d /sys/kernel/tracing/instances ]; then
-	echo "mkseeds.sh: no root, tdagent or tracefs: real seeds kept as they are"
-	exit 0
+if [ "${1:-}" = --real ]; then
+	agent=""
+	for a in build/tdagent ./tdagent; do
+		[ -x "$a" ] && { agent=$a; break; }
+	done
+	if [ "$(id -u)" != 0 ] || [ -z "$agent" ] ||
+	    ! [ -d /sys/kernel/tracing/instances ]; then
+		echo "mkseeds.sh: --real needs root, a built tdagent and tracefs" >&2
+		exit 1
+	fi
+	T=$(mktemp -d "${TMPDIR:-/tmp}/mkseeds.XXXXXX")
+	trap 'rm -rf "$T"' EXIT
+	rec() {
+		out=$1
+		shift
+		"$agent" -q -o "$T/$out.dat" -e sched -s 0.2 "$@"
+		"$G" shrink "$T/$out.dat" "$C/tdread/real-$out"
+		"$G" stream "$C/tdread/real-$out" "$C/session/real-$out"
+	}
+	find "$C" -type f -name 'real-*' -delete
+	rec v7-zstd
+	rec v7-zlib --compression zlib
+	rec v7-none --compression none
+	rec v6 --file-version 6
+	cp "$C/session/real-v7-zstd" "$C/proto/real-stream"
+	"$G" pages "$C/tdread/real-v7-zstd" "$C/page" 4
+	for f in "$C/page"/real-v7-zstd-*; do
+		mv "$f" "$C/page/real-page-${f##*-}"
+	done
 fi
-T=$(mktemp -d "${TMPDIR:-/tmp}/mkseeds.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-rec() {
-	out=$1
-	shift
-	"$agent" -q -o "$T/$out.dat" -e sched -s 0.2 "$@"
-	"$G" shrink "$T/$out.dat" "$C/tdread/real-$out.dat"
-	"$G" stream "$C/tdread/real-$out.dat" "$C/session/real-$out"
-}
-find "$C" -type f -name 'real-*' -delete
-rec v7-zstd
-rec v7-zlib --compression zlib
-rec v7-none --compression none
-rec v6 --file-version 6
-cp "$C/session/real-v7-zstd" "$C/proto/real-stream"
-"$G" pages "$C/tdread/real-v7-zstd.dat" "$C/page" 4
-for f in "$C/page"/real-v7-zstd-*; do
-	mv "$f" "$C/page/real-page-${f##*-}"
-done
-ls -l "$C"/*/ | awk '$5 > 100000 { print "mkseeds.sh: too big:", $0; bad = 1 }
-    END { exit bad }'
+big=$(find "$C" -type f -size +99k)
+if [ -n "$big" ]; then
+	echo "mkseeds.sh: seeds of 100 KB or more: $big" >&2
+	exit 1
+fi

@@ -379,13 +379,13 @@ cmd_tdread(const char *dir)
 		int		 pages[3];
 		const char	*clock;
 	} t[] = {
-		{ "v7-zstd.dat", 7, TD_CODEC_ZSTD, PAGE, 2, { 2, 1 }, "local" },
-		{ "v7-zlib.dat", 7, TD_CODEC_ZLIB, PAGE, 2, { 1, 2 }, "mono" },
-		{ "v7-none.dat", 7, TD_CODEC_NONE, SMALL_PAGE, 3, { 3, 0, 1 },
+		{ "v7-zstd", 7, TD_CODEC_ZSTD, PAGE, 2, { 2, 1 }, "local" },
+		{ "v7-zlib", 7, TD_CODEC_ZLIB, PAGE, 2, { 1, 2 }, "mono" },
+		{ "v7-none", 7, TD_CODEC_NONE, SMALL_PAGE, 3, { 3, 0, 1 },
 		    "global" },
-		{ "v7-empty.dat", 7, TD_CODEC_ZSTD, PAGE, 1, { 0 }, "local" },
-		{ "v6.dat", 6, TD_CODEC_NONE, PAGE, 2, { 2, 1 }, "local" },
-		{ "v6-small.dat", 6, TD_CODEC_NONE, SMALL_PAGE, 3, { 1, 0, 2 },
+		{ "v7-empty", 7, TD_CODEC_ZSTD, PAGE, 1, { 0 }, "local" },
+		{ "v6", 6, TD_CODEC_NONE, PAGE, 2, { 2, 1 }, "local" },
+		{ "v6-small", 6, TD_CODEC_NONE, SMALL_PAGE, 3, { 1, 0, 2 },
 		    "x86-tsc" },
 	};
 	char path[4096];
@@ -556,6 +556,33 @@ synthetic_stream(struct td_buf *b, uint8_t version, uint64_t rid,
 	meta_free(&m);
 }
 
+/* A whole v7 recording whose time-sync samples are all refused. */
+static void
+bad_samples_stream(struct td_buf *b)
+{
+	struct td_tsync_sample t;
+	struct td_end e;
+	struct meta m;
+	int id;
+
+	meta_init(&m);
+	stream_hello(b, 1, SMALL_PAGE, 8, 7, 0, "bad-samples", "mono");
+	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++)
+		stream_section(b, id, m.sect[id].data, m.sect[id].len, 4096);
+	memset(&t, 0, sizeof t);
+	t.probes = 1;
+	t.ts = 10;
+	t.scaling = 3;
+	t.frac = 1;
+	td_msg_pack_tsync_sample(b, &t);
+	stream_pages(b, 0, 1, 0, SMALL_PAGE);
+	memset(&e, 0, sizeof e);
+	e.ncpus = 1;
+	e.pages[0] = 1;
+	td_msg_pack_end(b, &e);
+	meta_free(&m);
+}
+
 static int
 cmd_session(const char *dir)
 {
@@ -579,6 +606,32 @@ cmd_session(const char *dir)
 	td_buf_reset(&b);
 	synthetic_stream(&b, 7, 1, SMALL_PAGE, true, true);
 	save(dir, "v7-cut", b.data, b.len);
+	td_buf_reset(&b);
+	/* the agent gives up with an ERROR */
+	synthetic_stream(&b, 7, 2, SMALL_PAGE, true, false);
+	td_msg_pack_error(&b, 5, "cannot read cpu1: Input/output error");
+	save(dir, "v7-error", b.data, b.len);
+	td_buf_reset(&b);
+	/* samples tdlisten drops (a scaling other than 1) */
+	bad_samples_stream(&b);
+	save(dir, "v7-bad-samples", b.data, b.len);
+	td_buf_reset(&b);
+	/*
+	 * An OPTION after END, sized so that fuzz-session delivers the 5093
+	 * bytes in odd pieces of 1 + 5093 % 4093 = 1001 bytes: END comes in
+	 * the fourth, the OPTION in the sixth, before the DONE drained
+	 * ("data after END").
+	 */
+	synthetic_stream(&b, 7, 1, SMALL_PAGE, false, false);
+	{
+		static const char late[2048];
+		size_t n = 5093 - b.len - TD_FRAME_HEADER - 2;
+
+		if (b.len > 4004 || n > sizeof late)
+			die("after-end seed");
+		td_msg_pack_option(&b, TD_OPT_UNAME, late, n);
+	}
+	save(dir, "v7-after-end", b.data, b.len);
 	td_buf_reset(&b);
 	synthetic_stream(&b, 6, 0, SMALL_PAGE, true, false);
 	save(dir, "v6-cut", b.data, b.len);

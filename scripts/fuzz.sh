@@ -1,0 +1,182 @@
+#!/bin/sh
+# fuzz.sh [-b] [-j JOBS] [-t TARGET,...] [SECONDS]: build the libFuzzer
+# targets of tests/fuzz/ (clang, ASan + UBSan) into build-fuzz/ and run each
+# one (or those of -t: proto, page, tdread, session) for SECONDS (default
+# 30) on a copy of its seed corpus, JOBS targets at a time (default 1),
+# under nice.  Prints one summary line per target (executions, coverage,
+# new corpus units) and exits 1 if any target crashed, leaked, timed out or
+# ran out of memory; the input that did it is kept as
+# build-fuzz/crashes/<target>-crash-*.  -b only builds (and the seed
+# generator, build-fuzz/seedgen).  Installs clang and libFuzzer when they
+# are missing (Debian 12, as root).  See tests/fuzz/README.md.
+# shellcheck disable=SC2086 # flag lists are split on purpose
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+B=$top/build-fuzz
+F=$top/tests/fuzz
+TARGETS="proto page tdread session"
+build_only=0
+jobs=1
+run=$TARGETS
+while getopts bj:t: o; do
+	case $o in
+	b) build_only=1 ;;
+	j) jobs=$OPTARG ;;
+	t) run=$(echo "$OPTARG" | tr ',' ' ') ;;
+	*) echo "usage: fuzz.sh [-b] [-j JOBS] [-t TARGET,...] [SECONDS]" >&2
+	   exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+secs=${1:-30}
+for t in $run; do
+	case " $TARGETS " in
+	*" $t "*) ;;
+	*) echo "fuzz.sh: no target '$t' (targets: $TARGETS)" >&2; exit 2 ;;
+	esac
+done
+
+# clang with libFuzzer (Debian 12: libclang_rt.fuzzer is in libclang-rt-14-dev)
+# and the libraries the shared code uses
+PKGS="clang libclang-rt-14-dev zlib1g-dev libzstd-dev libssl-dev libevent-dev"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+	    missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "fuzz.sh: missing packages:$missing (run as root to install them)" >&2
+		exit 1
+	fi
+	echo "fuzz.sh: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+CC=${CC:-clang}
+# no config.h: a fresh clone has none, and the code built here needs only
+# _GNU_SOURCE from it (copy_file_range, memfd_create, asprintf)
+DEFS="-D_GNU_SOURCE"
+INC="-I$top/shared -I$top/proto -I$top/listener -I$F"
+# pointer-overflow stays recoverable so tests/fuzz/ubsan.supp can silence
+# a known finding; halt_on_error makes every other report fatal
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined
+-fsanitize-recover=pointer-overflow"
+CFLAGS="-g -O1 -fno-omit-frame-pointer -Wall $SAN $DEFS $INC"
+LIBS="-lzstd -lz"
+
+mkdir -p "$B/obj" "$B/seedobj" "$B/log" "$B/crashes" "$B/corpus"
+echo "== building the fuzz targets in $B"
+rm -f "$B/libfuzzshared.a" "$B/libseedshared.a"
+for src in "$top"/shared/*.c "$top"/proto/*.c; do
+	o=$(basename "$src" .c).o
+	# instrumented for the fuzzer, and plain ASan+UBSan for seedgen
+	$CC $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$B/obj/$o"
+	$CC $CFLAGS -c "$src" -o "$B/seedobj/$o"
+done
+ar rcs "$B/libfuzzshared.a" "$B"/obj/*.o
+ar rcs "$B/libseedshared.a" "$B"/seedobj/*.o
+# fuzz-session links tdlisten's own session.c and output.c; its writer
+# calls go through the wrappers of fuzz-session.c
+for src in session output; do
+	$CC $CFLAGS -fsanitize=fuzzer-no-link -c "$top/listener/$src.c" \
+	    -o "$B/listener-$src.o"
+done
+WRAP=""
+for fn in create section_begin section_write section_end section_cancel \
+    section_add add_option cpu_page finish free; do
+	WRAP="$WRAP -Wl,--wrap=td_file_$fn"
+done
+for t in $TARGETS; do
+	extra=""
+	extralibs=""
+	if [ "$t" = session ]; then
+		extra="$B/listener-session.o $B/listener-output.o $WRAP"
+		extralibs="-lssl -lcrypto"
+	fi
+	$CC $CFLAGS -fsanitize=fuzzer "$F/fuzz-$t.c" $extra \
+	    "$B/libfuzzshared.a" $LIBS $extralibs -o "$B/fuzz-$t"
+done
+$CC $CFLAGS "$F/seedgen.c" "$B/libseedshared.a" $LIBS -o "$B/seedgen"
+echo "== built: $(for t in $TARGETS; do printf 'fuzz-%s ' "$t"; done)seedgen"
+[ $build_only = 1 ] && exit 0
+
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$F/ubsan.supp
+export UBSAN_OPTIONS
+# fuzz-session writes its recordings here (tmpfs when there is one); a
+# crashed run leaves its partial files, so the whole directory goes at exit
+FUZZ_TMPDIR=$(mktemp -d /dev/shm/tracedock-fuzz.XXXXXX 2>/dev/null ||
+    mktemp -d "${TMPDIR:-/tmp}/tracedock-fuzz.XXXXXX")
+export FUZZ_TMPDIR
+trap 'rm -rf "$FUZZ_TMPDIR"' EXIT
+
+# run_one TARGET: fuzz a copy of the corpus; the summary goes to a file
+run_one() {
+	t=$1
+	work=$B/corpus/$t
+	rm -rf "$work" "$B/crashes/$t-"*
+	mkdir -p "$work"
+	if [ -d "$F/corpus/$t" ]; then
+		cp "$F/corpus/$t"/* "$work"/
+	fi
+	n0=$(find "$work" -type f | wc -l)
+	dict=""
+	[ -f "$F/$t.dict" ] && dict="-dict=$F/$t.dict"
+	start=$(date +%s)
+	set +e
+	nice -n 10 "$B/fuzz-$t" -max_total_time="$secs" -rss_limit_mb=2048 \
+	    -timeout=60 -print_final_stats=1 \
+	    -artifact_prefix="$B/crashes/$t-" $dict "$work" \
+	    > "$B/log/$t.log" 2>&1
+	rc=$?
+	set -e
+	n1=$(find "$work" -type f | wc -l)
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$B/log/$t.log")
+	last=$(grep ' cov: ' "$B/log/$t.log" | tail -1)
+	cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
+	ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
+	rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$B/log/$t.log")
+	if [ $rc = 0 ]; then
+		res=ok
+	else
+		res="FAILED (exit $rc)"
+	fi
+	printf 'fuzz-%-8s %s: %s execs in %ss, cov %s edges, ft %s, corpus %s -> %s (+%s new units), peak rss %s MB\n' \
+	    "$t" "$res" "${execs:-?}" "$(( $(date +%s) - start ))" \
+	    "${cov:-?}" "${ft:-?}" "$n0" "$n1" "$((n1 - n0))" "${rss:-?}" \
+	    > "$B/log/$t.summary"
+	if [ $rc != 0 ]; then
+		{
+			grep -E '^(==[0-9]+==ERROR|SUMMARY|.*property failed|.*runtime error)' \
+			    "$B/log/$t.log" | head -5
+			find "$B/crashes" -name "$t-*" | sed 's/^/  input: /'
+			echo "  log: $B/log/$t.log"
+		} >> "$B/log/$t.summary"
+	fi
+}
+
+echo "== fuzzing $run for $secs s each, $jobs at a time"
+rm -f "$B"/log/*.summary
+n=0
+for t in $run; do
+	run_one "$t" &
+	n=$((n + 1))
+	if [ $n -ge "$jobs" ]; then
+		wait
+		n=0
+	fi
+done
+wait
+rc=0
+for t in $run; do
+	cat "$B/log/$t.summary"
+	head -1 "$B/log/$t.summary" | grep -q ' ok: ' || rc=1
+done
+if [ $rc = 0 ]; then
+	echo "== fuzz: all targets ok"
+else
+	echo "== fuzz: FAILED (inputs in $B/crashes/)"
+fi
+exit $rc
