@@ -53,7 +53,15 @@ start_listener "$WORK/l3.log" -d "$WORK/out3" --insecure || exit 99
 "$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 10 \
     2>/dev/null &
 apid=$!
-sleep 1.5
+# tracing starts once the headers are out (the first time-sync round
+# flushes them), so from then on the partial file is worth keeping
+i=0
+until [ "$(cat $TRACING/instances/tracedock-$apid/tracing_on 2>/dev/null)" = 1 ] ||
+    [ $i -gt 400 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+sleep 0.5
 kill -TERM "$LPID"
 i=0
 while kill -0 "$LPID" 2>/dev/null && [ $i -lt 100 ]; do

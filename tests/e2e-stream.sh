@@ -97,6 +97,7 @@ for v in 7 6; do
 	done
 	C16=${consts# }
 	C16=${C16%% *}
+	echo "# 16 agents: count - 4 N per agent:$consts"
 	eq "16 concurrent agents: every file exact (same constant $C16)" \
 	    "$(echo $consts | tr ' ' '\n' | sort -u | wc -l)" 1
 	check "16 concurrent agents: the constant is small" \

@@ -89,7 +89,13 @@ start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" --tsync-interval 300 ||
 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 4 \
     2> "$WORK/stall.err" &
 apid=$!
-sleep 1.2
+i=0
+until [ "$(cat $TRACING/instances/tracedock-$apid/tracing_on 2>/dev/null)" = 1 ] ||
+    [ $i -gt 400 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+sleep 0.2
 kill -STOP "$LPID"
 sleep 1.5
 kill -CONT "$LPID"
