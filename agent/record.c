@@ -48,7 +48,7 @@
 #define RECORD_NET_HIGH		(4u * 1024 * 1024)
 #define RECORD_NET_LOW		(1u * 1024 * 1024)
 #define RECORD_NET_ID		(UINT32_MAX - 2)
-#define RECORD_NET_FINAL	(32u * 1024 * 1024)
+#define RECORD_NET_FINAL	(8u * 1024 * 1024)
 #define RECORD_TSYNC_PROBES	64
 
 struct record_cpu {
