@@ -86,7 +86,7 @@ stop_listener
 # round are dropped, later rounds work, the recording ends normally
 start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" --tsync-interval 300 ||
     exit 99
-"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 4 \
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 6 \
     2> "$WORK/stall.err" &
 apid=$!
 i=0
@@ -96,8 +96,9 @@ until [ "$(cat $TRACING/instances/tracedock-$apid/tracing_on 2>/dev/null)" = 1 ]
 	i=$((i + 1))
 done
 sleep 0.2
+# three seconds: longer than a probe's 1 s timeout wherever a round starts
 kill -STOP "$LPID"
-sleep 1.5
+sleep 3
 kill -CONT "$LPID"
 wait "$apid"
 eq "a stalled listener: the agent still exits 0" $? 0
