@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # bench/run.sh: the syscall storm, recorded side by side by tdagent (v7 zstd
-# and v6) and trace-cmd record, in one run; see bench/README.md.
+# and v6) and trace-cmd record, then streamed side by side by tdagent -h to
+# tdlisten (TLS and plain TCP) and trace-cmd record -N to trace-cmd listen,
+# in one run; see bench/README.md.
 #
-# usage: bench/run.sh [--blocks N] [--repeat R] [--keep]
+# usage: bench/run.sh [--local | --stream] [--blocks N] [--repeat R] [--keep]
 #        bench/run.sh --profile | --profile-v6 [--blocks N]
 #
-# Run as root.  Results go to bench/out/ (results.tsv, table.txt, logs);
-# trace files are deleted once counted unless --keep is given.  --profile
-# records tdagent (v7 zstd, or v6) with perf during one storm instead and
-# writes bench/out/perf.data and profile.txt.
+# Run as root.  Results go to bench/out/ (results.tsv and table.txt for the
+# local recorders, stream.tsv and stream.txt for streaming, logs); trace
+# files are deleted once counted unless --keep is given.  --local or
+# --stream runs only that half.  --profile records tdagent (v7 zstd, or v6)
+# with perf during one storm instead and writes bench/out/perf.data and
+# profile.txt.
 set -euo pipefail
 
 BLOCKS=5000000
@@ -19,6 +23,8 @@ PROFILE_ARGS=()
 CAL1=1000
 CAL2=2000
 TRACEFS=/sys/kernel/tracing
+DO_LOCAL=1
+DO_STREAM=1
 
 usage() {
 	sed -n 's/^# usage: /usage: /p; s/^#        /       /p' "$0" | head -2
@@ -50,6 +56,14 @@ while [ $# -gt 0 ]; do
 		KEEP=1
 		shift
 		;;
+	--local)
+		DO_STREAM=0
+		shift
+		;;
+	--stream)
+		DO_LOCAL=0
+		shift
+		;;
 	--profile)
 		PROFILE=1
 		shift
@@ -73,6 +87,8 @@ fi
 if ! [[ "$REPEAT" =~ ^[0-9]+$ ]] || [ "$REPEAT" -lt 1 ]; then
 	die "--repeat wants a number >= 1"
 fi
+[ "$DO_LOCAL" = 1 ] || [ "$DO_STREAM" = 1 ] ||
+    die "--local and --stream exclude each other (neither runs both)"
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$TOP/bench/out
@@ -82,14 +98,26 @@ mkdir -p "$OUT"
 TMP=$(mktemp -d /tmp/tdbench.XXXXXX)
 LIVE=""	# a recorder this script started
 LIVE_TIME=""	# the /usr/bin/time running it (time ignores SIGINT)
+LISTENER_TIME=""	# the /usr/bin/time running a listener (bench/stream.sh)
 
 cleanup() {
+	local l
+
 	if [ -z "$LIVE" ] && [ -n "$LIVE_TIME" ]; then
 		LIVE=$(pgrep -P "$LIVE_TIME" | head -1 || true)
 	fi
 	if [ -n "$LIVE" ] && kill -0 "$LIVE" 2>/dev/null; then
 		kill -INT "$LIVE" 2>/dev/null || true
 		sleep 2
+	fi
+	if [ -n "$LISTENER_TIME" ]; then
+		# tdlisten stops on SIGTERM, trace-cmd listen on SIGINT
+		l=$(pgrep -P "$LISTENER_TIME" | head -1 || true)
+		if [ -n "$l" ]; then
+			kill -INT "$l" 2>/dev/null || true
+			kill -TERM "$l" 2>/dev/null || true
+			sleep 1
+		fi
 	fi
 	rm -rf "$TMP"
 }
@@ -104,7 +132,8 @@ have_deps() {
 		command -v "$c" >/dev/null || return 1
 	done
 	[ -x /usr/bin/time ] &&
-	    pkg-config --exists libtracefs libtraceevent libtracecmd libzstd zlib
+	    pkg-config --exists libtracefs libtraceevent libtracecmd libzstd \
+	    zlib openssl libevent libevent_openssl
 }
 
 if ! have_deps; then
@@ -140,6 +169,7 @@ build() {
 		fi
 	fi
 	TDAGENT=$bdir/tdagent
+	TDLISTEN=$bdir/tdlisten
 	TDCOUNT=$bdir/tests/tdcount
 	if ! make -C "$bdir" -j"$(nproc)" tdagent >>"$log" 2>&1; then
 		warn "make tdagent failed (see $log); compiling it with gcc"
@@ -155,6 +185,18 @@ build() {
 		    die "cannot build tdagent, see $log"
 		TDAGENT=$TMP/tdagent.gcc
 	fi
+	if [ "$DO_STREAM" = 1 ] &&
+	    ! make -C "$bdir" -j"$(nproc)" tdlisten >>"$log" 2>&1; then
+		warn "make tdlisten failed (see $log); compiling it with gcc"
+		libs="libevent libevent_openssl openssl libzstd zlib"
+		# shellcheck disable=SC2046,SC2086
+		gcc -O2 -g -include "$bdir/config.h" -Ishared -Iproto \
+		    $(pkg-config --cflags $libs) -o "$TMP/tdlisten.gcc" \
+		    listener/*.c shared/*.c proto/*.c -Wl,--as-needed \
+		    $(pkg-config --libs $libs) -lm >>"$log" 2>&1 ||
+		    die "cannot build tdlisten, see $log"
+		TDLISTEN=$TMP/tdlisten.gcc
+	fi
 	if ! make -C "$bdir" tests/tdcount >>"$log" 2>&1; then
 		flags=$(pkg-config --cflags --libs libtracecmd libtraceevent \
 		    libtracefs)
@@ -169,6 +211,13 @@ build() {
 	TDCOUNT=$TMP/tdcount
 	REV=$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo unknown)
 	REV="$REV, tdagent sha256 $(sha256sum "$TDAGENT" | cut -c1-12)"
+	if [ "$DO_STREAM" = 1 ]; then
+		cp "$TDLISTEN" "$TMP/tdlisten"
+		TDLISTEN=$TMP/tdlisten
+		REV="$REV, tdlisten $(sha256sum "$TDLISTEN" | cut -c1-12)"
+		gcc -O2 -Wall -o "$TMP/fileready" bench/fileready.c \
+		    >>"$log" 2>&1 || die "cannot build bench/fileready, see $log"
+	fi
 	gcc -O2 -Wall -o "$TMP/flysize" bench/flysize.c >>"$log" 2>&1 ||
 	    die "cannot build bench/flysize, see $log"
 	SHIM=$TMP/sandbox-shim.so
@@ -228,7 +277,7 @@ wait_ready() {
 				    [ "$(cat "$d/events/raw_syscalls/sys_enter/enable" \
 				    2>/dev/null)" = 1 ] && break
 				;;
-			trace-cmd)
+			trace-cmd*)
 				grep -q 'Hit Ctrl^C' "$out" 2>/dev/null && break
 				;;
 			esac
@@ -396,6 +445,17 @@ c2=$((CAPTURED - 4 * CAL2))
 EXPECTED=$((4 * BLOCKS + c1))
 echo "bench: dd makes 4N+$c1 raw_syscalls events: expecting $EXPECTED"
 
+# --- streaming (bench/stream.sh): alone, or after the local table ----------
+
+if [ "$DO_STREAM" = 1 ]; then
+	# shellcheck source=bench/stream.sh
+	. "$TOP/bench/stream.sh"
+	if [ "$DO_LOCAL" = 0 ]; then
+		stream_main
+		exit 0
+	fi
+fi
+
 # --- the measured runs ------------------------------------------------------
 
 TOOLS=(tdagent-v7 tdagent-v6 trace-cmd)
@@ -497,3 +557,7 @@ END {
 	}
 }' "$OUT/results.tsv"
 } | tee "$OUT/table.txt"
+
+if [ "$DO_STREAM" = 1 ]; then
+	stream_main
+fi
