@@ -55,12 +55,7 @@ start_listener "$WORK/l3.log" -d "$WORK/out3" --insecure || exit 99
 apid=$!
 # tracing starts once the headers are out (the first time-sync round
 # flushes them), so from then on the partial file is worth keeping
-i=0
-until [ "$(cat $TRACING/instances/tracedock-$apid/tracing_on 2>/dev/null)" = 1 ] ||
-    [ $i -gt 400 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_recording "$apid"
 sleep 0.5
 kill -TERM "$LPID"
 i=0

@@ -140,6 +140,16 @@ start_listener() {
 	return 1
 }
 
+# wait_recording PID: until tdagent PID's instance records (at most 20 s)
+wait_recording() {
+	i=0
+	until [ "$(cat $TRACING/instances/tracedock-$1/tracing_on 2>/dev/null)" = 1 ] ||
+	    [ $i -gt 400 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+
 stop_listener() {
 	kill -TERM "$LPID" 2>/dev/null
 	wait "$LPID"

@@ -27,12 +27,7 @@ for c in $clocks; do
 done
 # poke only once every agent records
 for p in $pids; do
-	i=0
-	until [ "$(cat $TRACING/instances/tracedock-$p/tracing_on 2>/dev/null)" = 1 ] ||
-	    [ $i -gt 200 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	wait_recording "$p"
 done
 sleep 0.3
 "$TDPOKE" $N 10000 &
@@ -89,12 +84,7 @@ start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" --tsync-interval 300 ||
 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 6 \
     2> "$WORK/stall.err" &
 apid=$!
-i=0
-until [ "$(cat $TRACING/instances/tracedock-$apid/tracing_on 2>/dev/null)" = 1 ] ||
-    [ $i -gt 400 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_recording "$apid"
 sleep 0.2
 # three seconds: longer than a probe's 1 s timeout wherever a round starts
 kill -STOP "$LPID"
