@@ -5,6 +5,7 @@
 # in one run; see bench/README.md.
 #
 # usage: bench/run.sh [--local | --stream] [--blocks N] [--repeat R] [--keep]
+#                     [--tdlisten-args 'ARGS']
 #        bench/run.sh --profile | --profile-v6 [--blocks N]
 #
 # Run as root.  Results go to bench/out/ (results.tsv and table.txt for the
@@ -12,7 +13,8 @@
 # files are deleted once counted unless --keep is given.  --local or
 # --stream runs only that half.  --profile records tdagent (v7 zstd, or v6)
 # with perf during one storm instead and writes bench/out/perf.data and
-# profile.txt.
+# profile.txt.  --tdlisten-args adds options to every tdlisten (for
+# instance '--tsync-interval -1'); the streaming table names them.
 set -euo pipefail
 
 BLOCKS=5000000
@@ -25,9 +27,10 @@ CAL2=2000
 TRACEFS=/sys/kernel/tracing
 DO_LOCAL=1
 DO_STREAM=1
+TDLISTEN_ARGS=""
 
 usage() {
-	sed -n 's/^# usage: /usage: /p; s/^#        /       /p' "$0" | head -2
+	sed -n 's/^# usage: /usage: /p; s/^#        /       /p' "$0" | head -3
 	exit "${1:-2}"
 }
 
@@ -63,6 +66,11 @@ while [ $# -gt 0 ]; do
 	--stream)
 		DO_LOCAL=0
 		shift
+		;;
+	--tdlisten-args)
+		[ $# -ge 2 ] || usage
+		TDLISTEN_ARGS=$2
+		shift 2
 		;;
 	--profile)
 		PROFILE=1

@@ -45,7 +45,9 @@ stream_pki() {
 # $2, its log in $3 and its times in $4; sets LPORT, LPID, LISTENER_TIME.
 stream_listen() {
 	local tool=$1 dir=$2 log=$3 tf=$4 i
-	local -a cmd
+	local -a cmd extra
+
+	read -r -a extra <<<"$TDLISTEN_ARGS"
 
 	for _ in 1 2 3 4 5; do
 		LPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
@@ -54,10 +56,11 @@ stream_listen() {
 		tdagent-tls)
 			cmd=("$TDLISTEN" -p "$LPORT" -d "$dir" -v
 			    --cert "$PKI/listener.pem" --key "$PKI/listener.key"
-			    --ca "$PKI/ca.pem")
+			    --ca "$PKI/ca.pem" ${extra[@]+"${extra[@]}"})
 			;;
 		tdagent-tcp)
-			cmd=("$TDLISTEN" -p "$LPORT" -d "$dir" -v --insecure)
+			cmd=("$TDLISTEN" -p "$LPORT" -d "$dir" -v --insecure
+			    ${extra[@]+"${extra[@]}"})
 			;;
 		trace-cmd-net)
 			cmd=(env ${SHIM:+LD_PRELOAD=$SHIM} trace-cmd listen
@@ -234,6 +237,7 @@ stream_table() {
 	    "$REPEAT runs per tool; median [min..max]"
 	echo "$(nproc) CPUs, $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC');" \
 	    "tree $REV"
+	[ -z "$TDLISTEN_ARGS" ] || echo "tdlisten started with: $TDLISTEN_ARGS"
 	echo
 	awk -F'\t' '
 	function sort(a, n,    i, j, t) {
