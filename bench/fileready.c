@@ -89,7 +89,7 @@ complete_in(const char *dir, int depth, int ifd)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
 			if (depth == 0 && !tracecmd_mode) {
-				/* tdlisten's DIR/IDENTITY/; watching twice is harmless */
+				/* DIR/IDENTITY/ (adding a watch twice is fine) */
 				inotify_add_watch(ifd, path, WATCH_MASK);
 				if (complete_in(path, 1, ifd))
 					done = true;

@@ -144,6 +144,7 @@ stream_one() {
 	}
 	LIVE=$RPID
 	t0=$(date +%s.%N)
+	# the same command line as the calibration's: the same constant
 	sh -c 'echo $$ > "$1"; exec dd if=/dev/zero of=/dev/null bs=1 count="$2"' \
 	    sh "$pidf" "$n" 2>"$TMP/dd.err"
 	t1=$(date +%s.%N)
@@ -194,7 +195,8 @@ stream_one() {
 	read -r rcpu rrss < <(awk 'END { print $2 + $3, $4 }' "$rtf")
 	read -r lcpu lrss < <(awk 'END { print $2 + $3, $4 }' "$ltf")
 	awk -v a="$lcpu" -v b="$lproc" \
-	    'BEGIN { exit ((a - b) ^ 2 < 0.0025) ? 0 : 1 }' || warn "$tool: listener CPU $lcpu s (time), $lproc s" \
+	    'BEGIN { exit ((a - b) ^ 2 < 0.0025) ? 0 : 1 }' ||
+	    warn "$tool: listener CPU $lcpu s (time), $lproc s" \
 	    "(/proc before the signal)"
 	if [ "$mode" = tdlisten ]; then
 		lost=$(trace-cmd dump --options -i "$f" 2>/dev/null | awk '
@@ -333,16 +335,16 @@ stream_table() {
 				}
 				sort(a, c)
 				md[t] = med(a, c)
-				cell = sprintf(fmt[m] " [" fmt[m] ".." fmt[m] "]",
-				    md[t], a[1], a[c])
+				f3 = fmt[m] " [" fmt[m] ".." fmt[m] "]"
+				cell = sprintf(f3, md[t], a[1], a[c])
 				printf "  %-30s", cell
 			}
 			tc = md["trace-cmd-net"]
 			if (m in noratio || tc == "-" || tc <= 0)
 				printf "\n"
 			else
-				printf "  %7.3f  %7.3f\n", md["tdagent-tls"] / tc,
-				    md["tdagent-tcp"] / tc
+				printf "  %7.3f  %7.3f\n",
+				    md["tdagent-tls"] / tc, md["tdagent-tcp"] / tc
 		}
 	}' "$OUT/stream.tsv"
 }
