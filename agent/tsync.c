@@ -204,10 +204,14 @@ tsync_collect(struct tsync *t, uint32_t round, uint64_t *ts_s, uint64_t *ts_r,
 
 	memset(ts_s, 0, n * sizeof *ts_s);
 	memset(ts_r, 0, n * sizeof *ts_r);
+	/*
+	 * Iterating consumes trace_pipe_raw, so no clearing is needed (it
+	 * took tens of ms and stalled the ring readers); any marker left
+	 * over carries an old round number and is ignored.
+	 */
 	if (tracefs_iterate_raw_events(t->tep, instance_tracefs(t->in), NULL,
 	    0, tsync_walk_cb, &w) < 0)
 		return -1;
-	instance_clear(t->in);
 	return 0;
 }
 
