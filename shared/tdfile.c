@@ -199,20 +199,19 @@ td_file_section_header(struct td_file *f, enum td_opt id, bool compressed,
 	return td_file_write(f, h, sizeof h);
 }
 
-/* Create the .part file and write the initial format. */
-struct td_file *
-td_file_create(const char *path, const struct td_file_params *p)
+/* A writer for path with nothing open yet. */
+static struct td_file *
+td_file_alloc(const char *path, const struct td_file_params *p)
 {
 	struct td_file *f;
-	struct td_buf h;
-	uint16_t one = 1;
 	int i;
 
 	if ((p->version != 6 && p->version != 7) ||
 	    p->page_size < TD_MIN_PAGE_SIZE ||
 	    p->page_size > TD_MAX_PAGE_SIZE ||
 	    p->ncpus < 1 || p->ncpus > TD_MAX_CPUS ||
-	    (p->long_size != 4 && p->long_size != 8) || p->clock == NULL) {
+	    (p->long_size != 4 && p->long_size != 8) || p->clock == NULL ||
+	    strlen(p->clock) > 255) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -223,9 +222,6 @@ td_file_create(const char *path, const struct td_file_params *p)
 	if (f->p.version == 6)
 		f->p.codec = TD_CODEC_NONE;
 	f->compress = f->p.codec != TD_CODEC_NONE;
-	f->codec = td_codec_new(f->p.codec, f->p.level);
-	if (f->codec == NULL)
-		goto fail_free;
 	f->path = xstrdup(path);
 	xasprintf(&f->part, "%s.part", path);
 	f->sec_id = -1;
@@ -235,10 +231,36 @@ td_file_create(const char *path, const struct td_file_params *p)
 	f->cpu = xcalloc(p->ncpus, sizeof *f->cpu);
 	for (i = 0; i < p->ncpus; i++)
 		f->cpu[i].fd = -1;
+	f->codec = td_codec_new(f->p.codec, f->p.level);
+	if (f->codec == NULL) {
+		i = errno;
+		f->done = true;
+		td_file_free(f);
+		errno = i;
+		return NULL;
+	}
+	return f;
+}
 
+/* Create the .part file and write the initial format. */
+struct td_file *
+td_file_create(const char *path, const struct td_file_params *p)
+{
+	struct td_file *f;
+	struct td_buf h;
+	uint16_t one = 1;
+	int i;
+
+	if ((f = td_file_alloc(path, p)) == NULL)
+		return NULL;
 	f->fd = open(f->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (f->fd == -1)
-		goto fail_free;
+	if (f->fd == -1) {
+		i = errno;
+		f->done = true;
+		td_file_free(f);
+		errno = i;
+		return NULL;
+	}
 
 	td_buf_init(&h, 4096);
 	td_buf_add(&h, "\027\010\104tracing", 10);
@@ -254,19 +276,12 @@ td_file_create(const char *path, const struct td_file_params *p)
 	}
 	i = td_file_write(f, h.data, h.len);
 	td_buf_free(&h);
-	if (i == -1)
-		goto fail;
+	if (i == -1) {
+		td_file_abort(f);
+		td_file_free(f);
+		return NULL;
+	}
 	return f;
-
-fail:
-	td_file_abort(f);
-	td_file_free(f);
-	return NULL;
-fail_free:
-	i = errno;
-	td_file_free(f);
-	errno = i;
-	return NULL;
 }
 
 static int td_file_sec_open(struct td_file *, enum td_opt);
@@ -497,6 +512,27 @@ td_spool_flush(struct td_file *f, struct td_spool *s)
 	return 0;
 }
 
+/* Open the spool of a CPU (flags: O_TRUNC for a new one, else 0). */
+static int
+td_spool_open(struct td_file *f, int cpu, int flags)
+{
+	struct td_spool *s = &f->cpu[cpu];
+
+	xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
+	s->fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC | flags, 0600);
+	if (s->fd == -1) {
+		free(s->path);
+		s->path = NULL;
+		return -1;
+	}
+	s->chunk = xmalloc(td_file_chunk_size(f));
+	if (f->compress && f->cbuf == NULL) {
+		f->cbuf_size = td_codec_bound(f->codec, td_file_chunk_size(f));
+		f->cbuf = xmalloc(f->cbuf_size);
+	}
+	return 0;
+}
+
 /* Append one page of a CPU. */
 int
 td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
@@ -508,22 +544,8 @@ td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
 		return -1;
 	}
 	s = &f->cpu[cpu];
-	if (s->fd == -1) {
-		xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
-		s->fd = open(s->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
-		    0600);
-		if (s->fd == -1) {
-			free(s->path);
-			s->path = NULL;
-			return -1;
-		}
-		s->chunk = xmalloc(td_file_chunk_size(f));
-		if (f->compress && f->cbuf == NULL) {
-			f->cbuf_size = td_codec_bound(f->codec,
-			    td_file_chunk_size(f));
-			f->cbuf = xmalloc(f->cbuf_size);
-		}
-	}
+	if (s->fd == -1 && td_spool_open(f, cpu, O_TRUNC) == -1)
+		return -1;
 	memcpy(s->chunk + s->fill, p, n);
 	if (n < f->p.page_size)
 		memset(s->chunk + s->fill + n, 0, f->p.page_size - n);
@@ -816,4 +838,211 @@ uint64_t
 td_file_size(const struct td_file *f)
 {
 	return f->off;
+}
+
+/*
+ * Checkpoint state, host byte order: "tdck" u32 1, the parameters (version,
+ * codec, level, page size, long size, CPUs, clock), the offsets, the
+ * section offsets, the queued options and strings, then per CPU {pages,
+ * spool bytes, chunks}.
+ */
+#define TD_CK_MAGIC	0x6b636474	/* "tdck" */
+
+int
+td_file_checkpoint(struct td_file *f, struct td_buf *b)
+{
+	size_t old = b->len;
+	uint32_t clen;
+	int i, ok;
+
+	if (f->done || f->fd == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (f->sec_id != -1) {
+		errno = EBUSY;
+		return -1;
+	}
+	for (i = 0; i < f->p.ncpus; i++)
+		if (f->cpu[i].fd != -1 && td_spool_flush(f, &f->cpu[i]) == -1)
+			return -1;
+	clen = (uint32_t)strlen(f->p.clock);
+	ok = td_buf_add_u32(b, TD_CK_MAGIC) == 0 && td_buf_add_u32(b, 1) == 0 &&
+	    td_buf_add_u32(b, (uint32_t)f->p.version) == 0 &&
+	    td_buf_add_u32(b, (uint32_t)f->p.codec) == 0 &&
+	    td_buf_add_u32(b, (uint32_t)f->p.level) == 0 &&
+	    td_buf_add_u32(b, f->p.page_size) == 0 &&
+	    td_buf_add_u32(b, f->p.long_size) == 0 &&
+	    td_buf_add_u32(b, (uint32_t)f->p.ncpus) == 0 &&
+	    td_buf_add_u32(b, clen) == 0 &&
+	    td_buf_add(b, f->p.clock, clen) == 0 &&
+	    td_buf_add_u64(b, f->off) == 0 &&
+	    td_buf_add_u64(b, f->opts_ptr_off) == 0 &&
+	    td_buf_add_u32(b, (uint32_t)f->v6_next) == 0 &&
+	    td_buf_add(b, f->sec_off, sizeof f->sec_off) == 0 &&
+	    td_buf_add_u64(b, f->options.len) == 0 &&
+	    td_buf_add(b, f->options.data, f->options.len) == 0 &&
+	    td_buf_add_u64(b, f->strings.len) == 0 &&
+	    td_buf_add(b, f->strings.data, f->strings.len) == 0;
+	for (i = 0; ok && i < f->p.ncpus; i++)
+		ok = td_buf_add_u64(b, f->cpu[i].pages) == 0 &&
+		    td_buf_add_u64(b, f->cpu[i].bytes) == 0 &&
+		    td_buf_add_u32(b, f->cpu[i].nchunks) == 0;
+	if (!ok) {
+		b->len = old;
+		errno = ENOBUFS;
+		return -1;
+	}
+	return 0;
+}
+
+/* A bounds-checked reader of checkpoint state. */
+struct td_ck {
+	const uint8_t	*p;
+	size_t		 left;
+	bool		 bad;
+};
+
+static const void *
+td_ck_take(struct td_ck *c, size_t n)
+{
+	const void *at = c->p;
+
+	if (c->bad || n > c->left) {
+		c->bad = true;
+		return NULL;
+	}
+	c->p += n;
+	c->left -= n;
+	return at;
+}
+
+static uint64_t
+td_ck_u64(struct td_ck *c)
+{
+	const void *at = td_ck_take(c, 8);
+	uint64_t v = 0;
+
+	if (at != NULL)
+		memcpy(&v, at, 8);
+	return v;
+}
+
+static uint32_t
+td_ck_u32(struct td_ck *c)
+{
+	const void *at = td_ck_take(c, 4);
+	uint32_t v = 0;
+
+	if (at != NULL)
+		memcpy(&v, at, 4);
+	return v;
+}
+
+/* Open fd's file and cut it to size, which it must reach. */
+static int
+td_file_cut(int fd, uint64_t size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == -1)
+		return -1;
+	if ((uint64_t)st.st_size < size) {
+		errno = EIO;	/* the checkpoint promised more */
+		return -1;
+	}
+	if (ftruncate(fd, (off_t)size) == -1 ||
+	    lseek(fd, (off_t)size, SEEK_SET) == -1)
+		return -1;
+	return 0;
+}
+
+struct td_file *
+td_file_restore(const char *path, const void *state, size_t len)
+{
+	struct td_ck c = { state, len, false };
+	struct td_file_params p;
+	struct td_file *f = NULL;
+	char clock[256];
+	const void *at;
+	uint64_t n, chunk;
+	uint32_t clen;
+	int i, e;
+
+	memset(&p, 0, sizeof p);
+	if (td_ck_u32(&c) != TD_CK_MAGIC || td_ck_u32(&c) != 1)
+		goto bad;
+	p.version = (int)td_ck_u32(&c);
+	p.codec = (enum td_codec_id)td_ck_u32(&c);
+	p.level = (int)td_ck_u32(&c);
+	p.page_size = td_ck_u32(&c);
+	p.long_size = (uint8_t)td_ck_u32(&c);
+	p.ncpus = (int)td_ck_u32(&c);
+	clen = td_ck_u32(&c);
+	if (c.bad || clen >= sizeof clock || (at = td_ck_take(&c, clen)) == NULL)
+		goto bad;
+	memcpy(clock, at, clen);
+	clock[clen] = '\0';
+	p.clock = clock;
+	if (p.version == 7 && p.codec != TD_CODEC_NONE &&
+	    p.codec != TD_CODEC_ZLIB && p.codec != TD_CODEC_ZSTD)
+		goto bad;
+	if ((f = td_file_alloc(path, &p)) == NULL)
+		goto bad;
+	f->off = td_ck_u64(&c);
+	f->opts_ptr_off = td_ck_u64(&c);
+	f->v6_next = (int)td_ck_u32(&c);
+	if ((at = td_ck_take(&c, sizeof f->sec_off)) == NULL)
+		goto bad;
+	memcpy(f->sec_off, at, sizeof f->sec_off);
+	n = td_ck_u64(&c);
+	if (c.bad || n > c.left || (at = td_ck_take(&c, n)) == NULL ||
+	    td_buf_add(&f->options, at, n) == -1)
+		goto bad;
+	n = td_ck_u64(&c);
+	if (c.bad || n > c.left || (at = td_ck_take(&c, n)) == NULL ||
+	    td_buf_add(&f->strings, at, n) == -1)
+		goto bad;
+	if (f->v6_next < 0 || f->v6_next > 6 || f->off < f->opts_ptr_off)
+		goto bad;
+	for (i = 0; i < TD_NSECT; i++)
+		if (f->sec_off[i] >= f->off)
+			goto bad;
+	chunk = td_file_chunk_size(f);
+	for (i = 0; i < f->p.ncpus; i++) {
+		struct td_spool *s = &f->cpu[i];
+
+		s->pages = td_ck_u64(&c);
+		s->bytes = td_ck_u64(&c);
+		s->nchunks = td_ck_u32(&c);
+		if (c.bad || (!f->compress && s->bytes != s->pages *
+		    f->p.page_size) || (f->compress && s->nchunks >
+		    s->pages) || s->pages > UINT64_MAX / chunk)
+			goto bad;
+	}
+	if (c.bad || c.left != 0)
+		goto bad;
+	f->fd = open(f->part, O_RDWR | O_CLOEXEC);
+	if (f->fd == -1 || td_file_cut(f->fd, f->off) == -1)
+		goto fail;
+	for (i = 0; i < f->p.ncpus; i++) {
+		struct td_spool *s = &f->cpu[i];
+
+		if (s->bytes == 0 && s->pages == 0)
+			continue;
+		if (td_spool_open(f, i, 0) == -1 ||
+		    td_file_cut(s->fd, s->bytes) == -1)
+			goto fail;
+	}
+	return f;
+bad:
+	errno = EINVAL;
+fail:
+	e = errno;
+	if (f != NULL) {
+		f->done = true;		/* keep the files: they are not ours */
+		td_file_free(f);
+	}
+	errno = e;
+	return NULL;
 }

@@ -33,6 +33,8 @@
 
 #include "compress.h"
 
+struct td_buf;
+
 /* Section and option ids, trace-cmd's numbering (never renumber). */
 enum td_opt {
 	TD_OPT_DONE		= 0,
@@ -101,6 +103,20 @@ int		 td_file_finish(struct td_file *f);
 void		 td_file_abort(struct td_file *f);
 /* Free a finished or aborted writer (aborts an unfinished one). */
 void		 td_file_free(struct td_file *f);
+/*
+ * Checkpoints, for a writer that must survive its process (tdlisten's
+ * resumable sessions).  td_file_checkpoint() writes out every page still
+ * waiting in a chunk (as a shorter chunk) and appends to state a
+ * description of the writer: the .part file and the spools on disk then
+ * hold exactly what it describes.  It fails with EBUSY while a section is
+ * open.  td_file_restore() reopens the .part file and spools of path as a
+ * checkpoint described them, cutting off anything written after it; the
+ * writer then continues as if never interrupted.  The state is for the same
+ * machine and build only; it is checked for consistency, not trusted.
+ */
+int		 td_file_checkpoint(struct td_file *f, struct td_buf *state);
+struct td_file	*td_file_restore(const char *path, const void *state,
+		    size_t len);
 /* Pages appended for one CPU so far. */
 uint64_t	 td_file_cpu_pages(const struct td_file *f, int cpu);
 /* Bytes written to the final file (after td_file_finish()). */

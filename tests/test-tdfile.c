@@ -865,6 +865,166 @@ test_writer_streaming(void **state)
 	free(path);
 }
 
+
+/* ---- checkpoints --------------------------------------------------------- */
+
+/* A whole file through tdread: sections and pages as a reference. */
+static void
+assert_same_content(const char *a, const char *b)
+{
+	struct td_read *ra, *rb;
+	struct td_buf x, y;
+	int id, cpu;
+
+	td_buf_init(&x, 64 * 1024 * 1024);
+	td_buf_init(&y, 64 * 1024 * 1024);
+	ra = td_read_open(a);
+	rb = td_read_open(b);
+	assert_non_null(ra);
+	assert_non_null(rb);
+	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
+		assert_int_equal(td_read_section(ra, id, &x), 0);
+		assert_int_equal(td_read_section(rb, id, &y), 0);
+		assert_int_equal(x.len, y.len);
+		assert_memory_equal(x.data, y.data, x.len);
+	}
+	for (cpu = 0; cpu < NCPUS; cpu++) {
+		read_pages(ra, cpu, &x);
+		read_pages(rb, cpu, &y);
+		assert_int_equal(x.len, y.len);
+		assert_memory_equal(x.data, y.data, x.len);
+	}
+	td_read_close(ra);
+	td_read_close(rb);
+	td_buf_free(&x);
+	td_buf_free(&y);
+}
+
+/* Pages of rounds [from, to) as testdata_write_file() interleaves them. */
+static void
+add_rounds(struct td_file *f, unsigned int from, unsigned int to,
+    struct testdata_expect *exp)
+{
+	uint8_t page[PS];
+	unsigned int round;
+	int cpu;
+
+	for (round = from; round < to; round++)
+		for (cpu = 0; cpu < NCPUS; cpu++) {
+			if (round >= fx->plan.pages[cpu])
+				continue;
+			testdata_cpu_page(&fx->meta, cpu, round, page, exp);
+			if (exp != NULL)
+				exp->pages[cpu]++;
+			assert_int_equal(td_file_cpu_page(f, cpu, page, PS), 0);
+		}
+}
+
+/*
+ * A writer that dies after a checkpoint (a child that _exits in the middle
+ * of a section, with pages in its chunks) is restored from the checkpoint
+ * and finished: the file has exactly the reference file's content and
+ * libtracecmd reads exactly its events.  Damaged state is refused, and the
+ * refusal leaves the files alone.
+ */
+static void
+test_checkpoint(void **state)
+{
+	char *path = fx_path("t.dat"), *part = fx_path("t.dat.part");
+	char *stpath = fx_path("t.state");
+	struct td_buf st;
+	struct td_file *f;
+	struct stat sb;
+	pid_t pid;
+	int v, id, status;
+	size_t i;
+
+	for (v = 0; v < NVARIANTS; v++) {
+		td_buf_init(&st, 1024 * 1024);
+		fx->plan.version = variants[v].version;
+		fx->plan.codec = variants[v].codec;
+		pid = fork();
+		assert_true(pid != -1);
+		if (pid == 0) {
+			int fd;
+
+			f = new_writer(variants[v].version, variants[v].codec,
+			    NCPUS);
+			for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_EVENT_FORMATS;
+			    id++) {
+				const struct td_buf *s =
+				    testdata_meta_section(&fx->meta, id);
+
+				if (td_file_section_add(f, id, s->data,
+				    s->len) == -1)
+					_exit(1);
+			}
+			add_rounds(f, 0, 7, NULL);
+			/* refused with a section open */
+			if (td_file_section_begin(f, TD_OPT_KALLSYMS) == -1 ||
+			    td_file_checkpoint(f, &st) != -1 || errno != EBUSY ||
+			    td_file_section_cancel(f) == -1)
+				_exit(2);
+			if (td_file_checkpoint(f, &st) == -1)
+				_exit(3);
+			fd = open(stpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			if (fd == -1 || write(fd, st.data, st.len) !=
+			    (ssize_t)st.len)
+				_exit(4);
+			/* what comes after the checkpoint is lost */
+			td_file_section_begin(f, TD_OPT_KALLSYMS);
+			td_file_section_write(f, "garbage", 7);
+			add_rounds(f, 7, 12, NULL);
+			_exit(0);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		assert_int_equal(td_buf_read_file(&st, stpath), 0);
+		unlink(stpath);
+
+		/* damaged state: refused, nothing removed */
+		for (i = 0; i < st.len; i += 1 + i / 8) {
+			assert_null(td_file_restore(path, st.data, i));
+			assert_int_equal(errno, EINVAL);
+		}
+		st.data[0] ^= 1;
+		assert_null(td_file_restore(path, st.data, st.len));
+		assert_int_equal(errno, EINVAL);
+		st.data[0] ^= 1;
+		assert_int_equal(stat(part, &sb), 0);
+
+		f = td_file_restore(path, st.data, st.len);
+		assert_non_null(f);
+		/* the pages before the checkpoint are there, once */
+		assert_int_equal(td_file_cpu_pages(f, 0), 7);
+		assert_int_equal(td_file_cpu_pages(f, 1), 5);
+		assert_int_equal(td_file_cpu_pages(f, 2), 0);
+		for (id = TD_OPT_KALLSYMS; id <= TD_OPT_CMDLINES; id++) {
+			const struct td_buf *s =
+			    testdata_meta_section(&fx->meta, id);
+
+			assert_int_equal(td_file_section_add(f, id, s->data,
+			    s->len), 0);
+		}
+		add_rounds(f, 7, 31, NULL);
+		assert_int_equal(testdata_options(f, &fx->plan, &fx->exp[v]),
+		    0);
+		assert_int_equal(td_file_finish(f), 0);
+		td_file_free(f);
+		assert_int_equal(stray_files(), 1);
+		assert_same_content(path, fx->path[v]);
+		if (variants[v].tracecmd)
+			testdata_check_libtracecmd(path, &fx->exp[v],
+			    &fx->meta);
+		td_buf_free(&st);
+		unlink(path);
+	}
+	free(stpath);
+	free(part);
+	free(path);
+}
+
 /* ---- (f) hostile files ------------------------------------------------ */
 
 /* Cut a copy of each file shorter and shorter: every cut must fail. */
@@ -1050,6 +1210,7 @@ main(void)
 		cmocka_unit_test(test_errors_unwritable),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_writer_streaming),
+		cmocka_unit_test(test_checkpoint),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_bitflips),
 		cmocka_unit_test(test_handmade),

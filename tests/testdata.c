@@ -453,7 +453,7 @@ testdata_cpu_page(const struct testdata_meta *m, int cpu, unsigned int n,
 	assert_int_equal(testdata_page_finish(&p, false, false, 0), 0);
 }
 
-static int
+int
 testdata_options(struct td_file *f, const struct testdata_plan *plan,
     const struct testdata_expect *exp)
 {

@@ -32,6 +32,8 @@
 #include "buf.h"
 #include "compress.h"
 
+struct td_file;
+
 #define TESTDATA_PAGE_SIZE	4096
 #define TESTDATA_MAX_CPUS	8
 /* Largest delta an event header holds (27 bits). */
@@ -149,6 +151,9 @@ void	testdata_cpu_page(const struct testdata_meta *m, int cpu,
 int	testdata_write_file(const char *path, const struct testdata_plan *plan,
 	    const struct testdata_meta *m, struct testdata_expect *exp);
 void	testdata_expect_free(struct testdata_expect *exp);
+/* The options testdata_write_file() queues before finishing. */
+int	testdata_options(struct td_file *f, const struct testdata_plan *plan,
+	    const struct testdata_expect *exp);
 
 /*
  * Oracles.  Each fails the running test with a message on a mismatch.
