@@ -276,6 +276,7 @@ td_msg_pack_hello(struct td_buf *b, const struct td_hello *h)
 	    td_buf_add(b, bytes, 4) == -1 ||
 	    put_u64(b, h->recording_id) == -1 ||
 	    put_u64(b, h->trace_id) == -1 ||
+	    put_u16(b, h->flags) == -1 ||
 	    put_str(b, h->name, sizeof h->name) == -1 ||
 	    put_str(b, h->clock, sizeof h->clock) == -1)
 		ok = -1;
@@ -300,6 +301,7 @@ td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h)
 	h->file_version = cur_u8(&c);
 	h->recording_id = cur_u64(&c);
 	h->trace_id = cur_u64(&c);
+	h->flags = cur_u16(&c);
 	cur_str(&c, h->name, sizeof h->name);
 	cur_str(&c, h->clock, sizeof h->clock);
 	if (cur_end(&c) == -1)
@@ -312,7 +314,7 @@ td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h)
 	    (h->commit_size != 4 && h->commit_size != 8) ||
 	    h->big_endian > 1 || (h->file_version != 0 &&
 	    h->file_version != 6 && h->file_version != 7) ||
-	    h->clock[0] == '\0') {
+	    h->clock[0] == '\0' || (h->flags & ~TD_HELLO_RESUME) != 0) {
 		errno = EBADMSG;
 		return -1;
 	}
@@ -329,6 +331,8 @@ td_msg_pack_welcome(struct td_buf *b, const struct td_welcome *w)
 	if (put_u16(b, w->version) == -1 || put_u16(b, w->flags) == -1 ||
 	    put_u32(b, w->tsync_interval) == -1 ||
 	    put_u64(b, w->session_id) == -1 ||
+	    put_u64(b, w->resume_offset) == -1 ||
+	    put_u32(b, w->idle_timeout) == -1 ||
 	    put_str(b, w->identity, sizeof w->identity) == -1)
 		ok = -1;
 	return msg_end(b, at, TD_MSG_WELCOME, ok);
@@ -346,8 +350,16 @@ td_msg_unpack_welcome(const struct td_frame *f, struct td_welcome *w)
 	w->flags = cur_u16(&c);
 	w->tsync_interval = cur_u32(&c);
 	w->session_id = cur_u64(&c);
+	w->resume_offset = cur_u64(&c);
+	w->idle_timeout = cur_u32(&c);
 	cur_str(&c, w->identity, sizeof w->identity);
-	return cur_end(&c);
+	if (cur_end(&c) == -1)
+		return -1;
+	if ((w->flags & ~TD_WELCOME_RESUMED) != 0) {
+		errno = EBADMSG;
+		return -1;
+	}
+	return 0;
 }
 
 /* SECTION: a metadata section begins. */
@@ -620,4 +632,28 @@ td_msg_unpack_tsync_sample(const struct td_frame *f, struct td_tsync_sample *s)
 		return -1;
 	}
 	return 0;
+}
+
+int
+td_msg_pack_ack(struct td_buf *b, uint64_t offset)
+{
+	if (td_frame_header(b, TD_MSG_ACK, 0, 8) == -1)
+		return -1;
+	return put_u64(b, offset);
+}
+
+int
+td_msg_unpack_ack(const struct td_frame *f, uint64_t *offset)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_ACK);
+	*offset = cur_u64(&c);
+	return cur_end(&c);
+}
+
+int
+td_msg_pack_keepalive(struct td_buf *b)
+{
+	return td_frame_header(b, TD_MSG_KEEPALIVE, 0, 0);
 }

@@ -25,7 +25,7 @@
 
 struct td_buf;
 
-#define TD_PROTO_VERSION	1
+#define TD_PROTO_VERSION	2
 #define TD_FRAME_HEADER		8
 
 /* Frame flags. */
@@ -36,8 +36,8 @@ struct td_buf;
  * frame before its payload is looked at.
  */
 #define TD_MSG_TABLE(X)							\
-	X(HELLO,	 1, 37,	TD_MAX_HELLO)				\
-	X(WELCOME,	 2, 18,	TD_MAX_HELLO)				\
+	X(HELLO,	 1, 39,	TD_MAX_HELLO)				\
+	X(WELCOME,	 2, 30,	TD_MAX_HELLO)				\
 	X(SECTION,	 3, 2,	2)					\
 	X(SECTION_DATA,	 4, 1,	TD_MAX_FRAME)				\
 	X(SECTION_END,	 5, 0,	0)					\
@@ -48,7 +48,9 @@ struct td_buf;
 	X(ERROR,	10, 6,	6 + TD_MAX_ERROR_LEN)			\
 	X(TSYNC_PROBE,	11, 8,	8)					\
 	X(TSYNC_REPLY,	12, 16,	16)					\
-	X(TSYNC_SAMPLE,	13, 52,	52)
+	X(TSYNC_SAMPLE,	13, 52,	52)					\
+	X(ACK,		14, 8,	8)					\
+	X(KEEPALIVE,	15, 0,	0)
 
 enum td_msg_type {
 #define TD_MSG_ENUM(n, v, lo, hi) TD_MSG_##n = v,
@@ -79,6 +81,28 @@ const char	*td_msg_name(uint16_t type);
 int		 td_frame_header(struct td_buf *b, uint16_t type,
 		    uint16_t flags, size_t len);
 
+/*
+ * Resuming.  Every frame the agent sends after HELLO has a place in the
+ * recording's byte stream (its offset: the bytes of the frames before it),
+ * except TSYNC_PROBE and KEEPALIVE, which are not part of the recording.
+ * The listener acknowledges (ACK) the offset up to which the recording is
+ * safe on its disk; the agent keeps every byte after it.  A HELLO with
+ * TD_HELLO_RESUME names an earlier recording_id; a WELCOME with
+ * TD_WELCOME_RESUMED answers with the offset at which the agent must go on,
+ * and the stream continues from there as if never cut.
+ */
+#define TD_HELLO_RESUME		0x0001
+#define TD_WELCOME_RESUMED	0x0001
+
+/* ERROR codes. */
+#define TD_ERR_FATAL		1	/* refused: do not come back */
+#define TD_ERR_RETRY		2	/* come back later and resume */
+
+/* Whether a frame type counts in the recording's byte stream. */
+#define TD_MSG_IN_STREAM(t)	((t) != TD_MSG_TSYNC_PROBE &&		\
+				 (t) != TD_MSG_KEEPALIVE &&		\
+				 (t) != TD_MSG_HELLO)
+
 /* HELLO, agent -> listener: who is recording what. */
 struct td_hello {
 	uint16_t	 version_min;
@@ -91,6 +115,7 @@ struct td_hello {
 	uint8_t		 file_version;	/* 0: the listener's choice, 6, 7 */
 	uint64_t	 recording_id;	/* random, for resuming later */
 	uint64_t	 trace_id;
+	uint16_t	 flags;		/* TD_HELLO_RESUME */
 	char		 name[TD_MAX_NAME_LEN + 1];	/* --name, may be "" */
 	char		 clock[TD_MAX_NAME_LEN + 1];	/* trace clock */
 };
@@ -99,10 +124,13 @@ struct td_hello {
 #define TD_TSYNC_OFF	UINT32_MAX	/* tsync_interval: no time sync */
 struct td_welcome {
 	uint16_t	 version;
-	uint16_t	 flags;
+	uint16_t	 flags;			/* TD_WELCOME_RESUMED */
 	uint32_t	 tsync_interval;	/* ms between rounds, 0: start
 						   and end only */
 	uint64_t	 session_id;
+	uint64_t	 resume_offset;		/* go on from this offset */
+	uint32_t	 idle_timeout;		/* s of silence the listener
+						   takes, 0: no limit */
 	char		 identity[TD_MAX_NAME_LEN + 1];	/* from the cert */
 };
 
@@ -191,5 +219,8 @@ int	td_msg_pack_tsync_sample(struct td_buf *b,
 int	td_msg_unpack_tsync_sample(const struct td_frame *f,
 	    struct td_tsync_sample *s);
 int	td_msg_unpack_error(const struct td_frame *f, struct td_error *e);
+int	td_msg_pack_ack(struct td_buf *b, uint64_t offset);
+int	td_msg_unpack_ack(const struct td_frame *f, uint64_t *offset);
+int	td_msg_pack_keepalive(struct td_buf *b);
 
 #endif

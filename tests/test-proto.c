@@ -71,7 +71,7 @@ test_hello_rejects(void **state)
 	struct td_frame f;
 	int i;
 
-	for (i = 0; i < 9; i++) {
+	for (i = 0; i < 10; i++) {
 		h = sample_hello();
 		switch (i) {
 		case 0: h.ncpus = 0; break;
@@ -82,7 +82,8 @@ test_hello_rejects(void **state)
 		case 5: h.commit_size = 2; break;
 		case 6: h.file_version = 5; break;
 		case 7: h.clock[0] = '\0'; break;
-		case 8: h.version_min = 2; break;
+		case 8: h.version_min = h.version_max + 1; break;
+		case 9: h.flags = 0x0002; break;	/* unknown flag */
 		}
 		td_buf_init(&b, 1 << 20);
 		assert_int_equal(td_msg_pack_hello(&b, &h), 0);
@@ -248,8 +249,10 @@ test_frame_limits(void **state)
 static void
 test_other_messages(void **state)
 {
-	struct td_welcome w = { .version = 1, .tsync_interval = 500,
-	    .session_id = 42, .identity = "web1" }, w2;
+	struct td_welcome w = { .version = 2, .tsync_interval = 500,
+	    .session_id = 42, .identity = "web1", .flags = TD_WELCOME_RESUMED,
+	    .resume_offset = 1ULL << 33 | 7, .idle_timeout = 60 }, w2;
+	uint64_t off;
 	struct td_done d, d2;
 	struct td_end *e, *e2;
 	struct td_buf b;
@@ -262,8 +265,32 @@ test_other_messages(void **state)
 	assert_int_equal(td_msg_pack_welcome(&b, &w), 0);
 	one_frame(&b, &f);
 	assert_int_equal(td_msg_unpack_welcome(&f, &w2), 0);
-	assert_int_equal(w2.version, 1);
+	assert_int_equal(w2.version, 2);
+	assert_int_equal(w2.flags, TD_WELCOME_RESUMED);
+	assert_int_equal(w2.resume_offset, 1ULL << 33 | 7);
+	assert_int_equal(w2.idle_timeout, 60);
 	assert_int_equal(w2.session_id, 42);
+	/* an unknown flag is refused */
+	b.data[TD_FRAME_HEADER + 3] = 2;
+	assert_int_equal(td_msg_unpack_welcome(&f, &w2), -1);
+
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_ack(&b, 0x0102030405060708ULL), 0);
+	assert_int_equal(b.len, TD_FRAME_HEADER + 8);
+	assert_int_equal(b.data[TD_FRAME_HEADER], 1);	/* big-endian */
+	one_frame(&b, &f);
+	assert_int_equal(f.type, TD_MSG_ACK);
+	assert_int_equal(td_msg_unpack_ack(&f, &off), 0);
+	assert_int_equal(off, 0x0102030405060708ULL);
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_keepalive(&b), 0);
+	one_frame(&b, &f);
+	assert_int_equal(f.type, TD_MSG_KEEPALIVE);
+	assert_int_equal(f.len, 0);
+	assert_false(TD_MSG_IN_STREAM(TD_MSG_KEEPALIVE));
+	assert_false(TD_MSG_IN_STREAM(TD_MSG_TSYNC_PROBE));
+	assert_true(TD_MSG_IN_STREAM(TD_MSG_PAGES));
+	assert_true(TD_MSG_IN_STREAM(TD_MSG_TSYNC_SAMPLE));
 	assert_int_equal(w2.tsync_interval, 500);
 	assert_string_equal(w2.identity, "web1");
 

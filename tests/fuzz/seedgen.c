@@ -443,8 +443,8 @@ stream_hello(struct td_buf *b, uint32_t ncpus, uint32_t page_size,
 	struct td_hello h;
 
 	memset(&h, 0, sizeof h);
-	h.version_min = 1;
-	h.version_max = 1;
+	h.version_min = TD_PROTO_VERSION;
+	h.version_max = TD_PROTO_VERSION;
 	h.ncpus = ncpus;
 	h.page_size = page_size;
 	h.long_size = long_size;
