@@ -5,6 +5,7 @@
 #define TD_AGENT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "compress.h"
 #include "tdlimits.h"
@@ -23,6 +24,9 @@ struct agent_opts {
 	const char		*ca;
 	const char		*name;		/* --name, a file suffix */
 	bool			 insecure;
+	const char		*spool_dir;	/* --spool DIR */
+	uint64_t		 spool_max;	/* --spool-max, 0: memory only */
+	int			 reconnect_wait;	/* s to deliver at the end */
 	int			 file_version;	/* 6 or 7 */
 	enum td_codec_id	 codec;
 	int			 buffer_kb;	/* -b, 0 = kernel default */

@@ -1,14 +1,30 @@
 /*
  * net.c: the agent side of the tracedock protocol over TLS (or plain TCP
- * with --insecure).
+ * with --insecure): the connection, the recording's stream with what the
+ * listener has not acknowledged yet, its spool file, and reconnecting.
+ *
+ * The stream's bytes live in three places, oldest first:
+ *
+ *	q	memory: from offset qbase; [0, qdrop) acknowledged, [qdrop,
+ *		qoff) sent, [qoff, end) not sent yet.  Only q is ever sent.
+ *	spool	a file: [shead, stail), when q reached its cap
+ *	st	memory: the newest frames while the spool is in use
+ *
+ * New frames go to st while the spool is in use, else to q; the open PAGES
+ * batch is always the last thing of that buffer.  As q empties, the spool
+ * moves back into q, and st after it once the spool is empty.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <netinet/in.h>
@@ -30,29 +46,72 @@
 /* Longest a time-sync round may hold up the recording loop. */
 #define NET_TSYNC_MAX_MS	200
 
-/* Cap of the send queue (the recording loop pauses far below it). */
-#define NET_QUEUE_MAX	(256u * 1024 * 1024)
+/* Memory for the stream: q's cap, then the pages stop (or spill). */
+#define NET_MEM_MAX	(16u * 1024 * 1024)
+#define NET_MEM_HIGH	(NET_MEM_MAX + 4u * 1024 * 1024)
+#define NET_MEM_LOW	(NET_MEM_MAX - 4u * 1024 * 1024)
+/* st goes to the spool file in pieces of this much */
+#define NET_SPILL	(1u * 1024 * 1024)
+/* and comes back into q in pieces of this much */
+#define NET_REFILL	(4u * 1024 * 1024)
+/* A stuck link is given up after this long without progress. */
+#define NET_USER_TIMEOUT_MS	15000
+/* Reconnection backoff. */
+#define NET_BACKOFF_MIN_MS	100
+#define NET_BACKOFF_MAX_MS	5000
 
-struct net {
+/* One connection to the listener. */
+struct net_conn {
 	int		 fd;
-	SSL_CTX		*ctx;
 	SSL		*ssl;
-	size_t		 page_size;
-	struct td_buf	 q;		/* framed bytes to send */
-	size_t		 qoff;		/* bytes of q already sent */
-	uint64_t	 sent;
-	uint64_t	*seq;		/* next page number of each CPU */
-	uint32_t	 ncpus;
-	/* the PAGES frame being filled */
-	int		 bcpu;
-	uint32_t	 bcount;
-	size_t		 bhead;		/* offset of its header in q */
-	uint32_t	 bmax;
-	char		 identity[TD_MAX_NAME_LEN + 1];
-	uint32_t	 tsync_interval;
-	int		 timeout;
 	struct td_buf	 in;		/* what the listener sent */
 };
+
+struct net {
+	struct net_params np;
+	struct td_hello	 hello;
+	SSL_CTX		*ctx;
+	struct net_conn	 c;		/* c.fd == -1: down */
+	char		 identity[TD_MAX_NAME_LEN + 1];
+	uint32_t	 tsync_interval;
+	uint32_t	 idle_timeout;
+	bool		 fatal;
+	bool		 done;		/* DONE came with a resume */
+	struct td_done	 done_msg;
+
+	/* the stream */
+	struct td_buf	 q;
+	uint64_t	 qbase;		/* offset of q.data[0] */
+	size_t		 qdrop;		/* acknowledged bytes of q */
+	size_t		 qoff;		/* sent bytes of q */
+	struct td_buf	 st;
+	bool		 spooling;	/* new frames go to st */
+	int		 sfd;
+	uint64_t	 shead, stail;
+	uint64_t	 sent;
+	uint64_t	 last_send_ms;
+	uint64_t	*seq;		/* next page number of each CPU */
+	uint32_t	 ncpus;
+	size_t		 page_size;
+	/* the PAGES frame being filled, at the end of *bq */
+	struct td_buf	*bq;
+	int		 bcpu;
+	uint32_t	 bcount;
+	size_t		 bhead;
+	uint32_t	 bmax;
+
+	/* reconnecting */
+	pthread_t	 thr;
+	bool		 thr_on;
+	volatile bool	 thr_stop;
+	int		 evfd;
+	struct net_conn	 nc;		/* the thread's result */
+	struct td_welcome nw;
+	int		 nstatus;	/* 0 up, -1 fatal */
+	char		 nerr[512];
+	unsigned int	 reconnects;
+};
+
 
 /* "what: strerror(errno)" into err. */
 static int
@@ -121,9 +180,9 @@ net_dial(const struct net_params *np, char *err, size_t errlen)
 }
 
 static void
-net_blocking(int fd, bool on, int timeout)
+net_blocking_ms(int fd, bool on, int ms)
 {
-	struct timeval tv = { timeout, 0 };
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 	int fl = fcntl(fd, F_GETFL);
 
 	fcntl(fd, F_SETFL, on ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
@@ -131,24 +190,31 @@ net_blocking(int fd, bool on, int timeout)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-/* Write all of p, blocking (set-up and finish only). */
+static void
+net_blocking(int fd, bool on, int timeout)
+{
+	net_blocking_ms(fd, on, timeout * 1000);
+}
+
+/* Write all of p, blocking (set-up, time sync and finish). */
 static int
-net_write_all(struct net *n, const void *p, size_t len)
+net_write_all(struct net_conn *c, const void *p, size_t len, uint64_t *sent)
 {
 	ssize_t w;
 	size_t done;
 	int r;
 
 	while (len != 0) {
-		if (n->ssl != NULL) {
-			r = SSL_write_ex(n->ssl, p, len, &done);
+		if (c->ssl != NULL) {
+			ERR_clear_error();
+			r = SSL_write_ex(c->ssl, p, len, &done);
 			if (r <= 0) {
 				errno = EPIPE;
 				return -1;
 			}
 			w = (ssize_t)done;
 		} else {
-			w = send(n->fd, p, len, MSG_NOSIGNAL);
+			w = send(c->fd, p, len, MSG_NOSIGNAL);
 			if (w == -1 && errno == EINTR)
 				continue;
 			if (w == -1)
@@ -156,27 +222,25 @@ net_write_all(struct net *n, const void *p, size_t len)
 		}
 		p = (const uint8_t *)p + w;
 		len -= w;
-		n->sent += w;
+		if (sent != NULL)
+			*sent += w;
 	}
 	return 0;
 }
 
 /* Read up to cap bytes; 0 on EOF, -1 on error (errno EAGAIN: none yet). */
 static ssize_t
-net_read_some(struct net *n, void *p, size_t cap)
+net_read_some(struct net_conn *c, void *p, size_t cap)
 {
 	size_t got;
-	ssize_t r;
 	int e;
 
-	if (n->ssl == NULL) {
-		r = recv(n->fd, p, cap, 0);
-		return r;
-	}
+	if (c->ssl == NULL)
+		return recv(c->fd, p, cap, 0);
 	ERR_clear_error();
-	if (SSL_read_ex(n->ssl, p, cap, &got) == 1)
+	if (SSL_read_ex(c->ssl, p, cap, &got) == 1)
 		return (ssize_t)got;
-	e = SSL_get_error(n->ssl, 0);
+	e = SSL_get_error(c->ssl, 0);
 	if (e == SSL_ERROR_ZERO_RETURN)
 		return 0;
 	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
@@ -190,16 +254,17 @@ net_read_some(struct net *n, void *p, size_t cap)
 	return -1;
 }
 
-/* Read one whole frame into n->in, blocking (set-up and finish). */
+/* Read one whole frame into c->in, blocking. */
 static int
-net_read_frame(struct net *n, struct td_frame *f, char *err, size_t errlen)
+net_read_frame(struct net_conn *c, struct td_frame *f, char *err,
+    size_t errlen)
 {
 	uint8_t buf[4096];
 	ssize_t r;
 	int pr;
 
 	for (;;) {
-		pr = td_frame_parse(n->in.data ? n->in.data : buf, n->in.len,
+		pr = td_frame_parse(c->in.data ? c->in.data : buf, c->in.len,
 		    f);
 		if (pr == 1)
 			return 0;
@@ -207,7 +272,7 @@ net_read_frame(struct net *n, struct td_frame *f, char *err, size_t errlen)
 			snprintf(err, errlen, "the listener sent a bad frame");
 			return -1;
 		}
-		r = net_read_some(n, buf, sizeof buf);
+		r = net_read_some(c, buf, sizeof buf);
 		if (r == 0) {
 			snprintf(err, errlen, "the listener closed the "
 			    "connection");
@@ -216,8 +281,8 @@ net_read_frame(struct net *n, struct td_frame *f, char *err, size_t errlen)
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			if (n->ssl != NULL && errno == EPROTO) {
-				td_tls_handshake_error(n->ssl, err, errlen,
+			if (c->ssl != NULL && errno == EPROTO) {
+				td_tls_handshake_error(c->ssl, err, errlen,
 				    "the listener refused this agent");
 				return -1;
 			}
@@ -225,7 +290,7 @@ net_read_frame(struct net *n, struct td_frame *f, char *err, size_t errlen)
 			    "no answer from the listener" :
 			    "cannot read from the listener");
 		}
-		if (td_buf_add(&n->in, buf, r) == -1) {
+		if (td_buf_add(&c->in, buf, r) == -1) {
 			snprintf(err, errlen, "the listener sent too much");
 			return -1;
 		}
@@ -233,40 +298,157 @@ net_read_frame(struct net *n, struct td_frame *f, char *err, size_t errlen)
 }
 
 static void
-net_consume(struct net *n, const struct td_frame *f)
+net_consume(struct net_conn *c, const struct td_frame *f)
 {
-	memmove(n->in.data, n->in.data + f->total, n->in.len - f->total);
-	n->in.len -= f->total;
+	memmove(c->in.data, c->in.data + f->total, c->in.len - f->total);
+	c->in.len -= f->total;
 }
 
+static void
+net_conn_close(struct net_conn *c, bool polite)
+{
+	if (c->ssl != NULL) {
+		if (polite)
+			SSL_shutdown(c->ssl);
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+	}
+	if (c->fd != -1)
+		close(c->fd);
+	c->fd = -1;
+	td_buf_free(&c->in);
+}
+
+/* ERROR from the listener: its text, and whether it wants us back. */
 static int
-net_expect(struct net *n, uint16_t type, struct td_frame *f, char *err,
-    size_t errlen)
+net_error_frame(const struct td_frame *f, bool *fatal, char *err,
+    size_t errlen, const char *what)
 {
 	struct td_error e;
 
+	if (td_msg_unpack_error(f, &e) == 0) {
+		snprintf(err, errlen, "%s: %s", what, e.text);
+		*fatal = e.code != TD_ERR_RETRY;
+	} else {
+		snprintf(err, errlen, "%s", what);
+		*fatal = true;
+	}
+	return -1;
+}
+
+static int	net_ack(struct net *, const struct td_frame *, char *, size_t);
+
+/*
+ * Wait for a frame of one type.  ACKs on the way are applied (when n is
+ * given), late time-sync replies skipped; an ERROR ends the wait.
+ */
+static int
+net_expect(struct net *n, struct net_conn *c, uint16_t type,
+    struct td_frame *f, bool *fatal, char *err, size_t errlen)
+{
+	*fatal = false;
 	for (;;) {
-		if (net_read_frame(n, f, err, errlen) == -1)
+		if (net_read_frame(c, f, err, errlen) == -1)
 			return -1;
+		if (f->type == TD_MSG_ACK && type != TD_MSG_ACK) {
+			if (n != NULL && net_ack(n, f, err, errlen) == -1) {
+				*fatal = true;
+				return -1;
+			}
+			net_consume(c, f);
+			continue;
+		}
 		/* a time-sync reply that came after its round gave up */
 		if (f->type != TD_MSG_TSYNC_REPLY || type == TD_MSG_TSYNC_REPLY)
 			break;
-		net_consume(n, f);
+		net_consume(c, f);
 	}
-	if (f->type == TD_MSG_ERROR) {
-		if (td_msg_unpack_error(f, &e) == 0)
-			snprintf(err, errlen, "the listener refused: %s",
-			    e.text);
-		else
-			snprintf(err, errlen, "the listener refused");
-		return -1;
-	}
+	if (f->type == TD_MSG_ERROR)
+		return net_error_frame(f, fatal, err, errlen,
+		    "the listener refused");
 	if (f->type != type) {
 		snprintf(err, errlen, "the listener sent %s, not %s",
 		    td_msg_name(f->type), td_msg_name(type));
+		*fatal = true;
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Dial, authenticate and say HELLO (resuming when asked); blocking.
+ * Returns 0 with the connection and its WELCOME, else -1 with fatal set
+ * when trying again cannot help.
+ */
+static int
+net_open(struct net *n, bool resume, struct net_conn *c,
+    struct td_welcome *w, bool *fatal, char *err, size_t errlen)
+{
+	struct td_hello h = n->hello;
+	struct td_frame f;
+	struct td_buf b;
+	int ms = NET_USER_TIMEOUT_MS;
+
+	*fatal = false;
+	memset(c, 0, sizeof *c);
+	c->fd = -1;
+	td_buf_init(&c->in, TD_MAX_HELLO * 4 + 64 * 1024);
+	if ((c->fd = net_dial(&n->np, err, errlen)) == -1)
+		return -1;
+	/* a link that stops acknowledging is given up on, not waited for */
+	setsockopt(c->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
+	net_blocking(c->fd, true, n->np.timeout);
+	if (n->ctx != NULL) {
+		if ((c->ssl = SSL_new(n->ctx)) == NULL) {
+			td_tls_error(err, errlen, "cannot start TLS");
+			goto fail;
+		}
+		if (td_tls_client_prepare(c->ssl, n->np.host, err,
+		    errlen) == -1)
+			goto fail;
+		SSL_set_fd(c->ssl, c->fd);
+		SSL_set_mode(c->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
+		    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+		ERR_clear_error();
+		if (SSL_connect(c->ssl) != 1) {
+			td_tls_handshake_error(c->ssl, err, errlen,
+			    "TLS handshake with the listener failed");
+			/* a certificate refused stays refused */
+			*fatal = SSL_get_verify_result(c->ssl) != X509_V_OK;
+			goto fail;
+		}
+	}
+	if (resume)
+		h.flags |= TD_HELLO_RESUME;
+	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
+	if (td_msg_pack_hello(&b, &h) == -1 ||
+	    net_write_all(c, b.data, b.len, NULL) == -1) {
+		td_buf_free(&b);
+		/* a refused TLS 1.3 client learns why from the alert */
+		net_err(err, errlen, "cannot send to the listener");
+		if (c->ssl != NULL && net_read_frame(c, &f, err, errlen) == -1)
+			*fatal = true;
+		goto fail;
+	}
+	td_buf_free(&b);
+	if (net_expect(NULL, c, TD_MSG_WELCOME, &f, fatal, err, errlen) == -1)
+		goto fail;
+	if (td_msg_unpack_welcome(&f, w) == -1) {
+		snprintf(err, errlen, "the listener sent a bad WELCOME");
+		*fatal = true;
+		goto fail;
+	}
+	net_consume(c, &f);
+	if (resume != ((w->flags & TD_WELCOME_RESUMED) != 0)) {
+		snprintf(err, errlen, "the listener %s the recording",
+		    resume ? "did not resume" : "claims to resume");
+		*fatal = true;
+		goto fail;
+	}
+	return 0;
+fail:
+	net_conn_close(c, false);
+	return -1;
 }
 
 /* Connect, authenticate, introduce the recording. */
@@ -275,62 +457,46 @@ net_connect(const struct net_params *np, const struct td_hello *hello,
     char *err, size_t errlen)
 {
 	struct td_welcome w;
-	struct td_frame f;
 	struct net *n;
+	bool fatal;
 
 	n = xcalloc(1, sizeof *n);
-	n->fd = -1;
+	n->c.fd = -1;
+	n->sfd = -1;
+	n->evfd = -1;
 	n->bcpu = -1;
+	n->np = *np;
+	n->np.host = xstrdup(np->host);
+	n->np.port = xstrdup(np->port);
+	n->np.cert = np->cert ? xstrdup(np->cert) : NULL;
+	n->np.key = np->key ? xstrdup(np->key) : NULL;
+	n->np.ca = np->ca ? xstrdup(np->ca) : NULL;
+	n->np.spool_dir = np->spool_dir ? xstrdup(np->spool_dir) : NULL;
+	n->hello = *hello;
 	n->page_size = hello->page_size;
 	n->ncpus = hello->ncpus;
 	n->seq = xcalloc(hello->ncpus, sizeof *n->seq);
 	n->bmax = (TD_MAX_FRAME - 16) / hello->page_size;
-	td_buf_init(&n->q, NET_QUEUE_MAX + TD_MAX_FRAME * 2);
-	td_buf_init(&n->in, TD_MAX_HELLO * 4);
-	if ((n->fd = net_dial(np, err, errlen)) == -1)
+	/* room for q's cap, a spill's worth of growth, and the last frame */
+	td_buf_init(&n->q, NET_MEM_HIGH + NET_REFILL + 2 * TD_MAX_FRAME);
+	td_buf_init(&n->st, NET_MEM_HIGH + 2 * TD_MAX_FRAME);
+	n->bq = &n->q;
+	if ((n->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1) {
+		net_err(err, errlen, "eventfd");
 		goto fail;
-	net_blocking(n->fd, true, np->timeout);
+	}
 	if (!np->insecure) {
 		n->ctx = td_tls_client_ctx(np->cert, np->key, np->ca, err,
 		    errlen);
 		if (n->ctx == NULL)
 			goto fail;
-		if ((n->ssl = SSL_new(n->ctx)) == NULL) {
-			td_tls_error(err, errlen, "cannot start TLS");
-			goto fail;
-		}
-		if (td_tls_client_prepare(n->ssl, np->host, err,
-		    errlen) == -1)
-			goto fail;
-		SSL_set_fd(n->ssl, n->fd);
-		SSL_set_mode(n->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
-		    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-		if (SSL_connect(n->ssl) != 1) {
-			td_tls_handshake_error(n->ssl, err, errlen,
-			    "TLS handshake with the listener failed");
-			goto fail;
-		}
 	}
-	if (td_msg_pack_hello(&n->q, hello) == -1 ||
-	    net_write_all(n, n->q.data, n->q.len) == -1) {
-		/* a refused TLS 1.3 client learns why from the alert */
-		net_err(err, errlen, "cannot send to the listener");
-		if (n->ssl != NULL)
-			net_read_frame(n, &f, err, errlen);
+	if (net_open(n, false, &n->c, &w, &fatal, err, errlen) == -1)
 		goto fail;
-	}
-	td_buf_reset(&n->q);
-	if (net_expect(n, TD_MSG_WELCOME, &f, err, errlen) == -1)
-		goto fail;
-	if (td_msg_unpack_welcome(&f, &w) == -1) {
-		snprintf(err, errlen, "the listener sent a bad WELCOME");
-		goto fail;
-	}
-	net_consume(n, &f);
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
 	n->tsync_interval = w.tsync_interval;
-	n->timeout = np->timeout;
-	net_blocking(n->fd, false, np->timeout);
+	n->idle_timeout = w.idle_timeout;
+	net_blocking(n->c.fd, false, n->np.timeout);
 	return n;
 fail:
 	net_close(n);
@@ -353,12 +519,247 @@ net_tsync_interval(const struct net *n)
 	return n->tsync_interval;
 }
 
+/* The listener's name for this agent. */
+const char *
+net_identity(const struct net *n)
+{
+	return n->identity;
+}
+
+bool
+net_up(const struct net *n)
+{
+	return n->c.fd != -1;
+}
+
+bool
+net_fatal(const struct net *n)
+{
+	return n->fatal;
+}
+
+int
+net_fd(const struct net *n)
+{
+	return n->c.fd;
+}
+
+int
+net_event_fd(const struct net *n)
+{
+	return n->evfd;
+}
+
+unsigned int
+net_reconnects(const struct net *n)
+{
+	return n->reconnects;
+}
+
+/* Where the open batch ends the sendable part of q. */
+static size_t
+net_limit(const struct net *n)
+{
+	return n->bcpu != -1 && n->bq == &n->q ? n->bhead : n->q.len;
+}
+
+bool
+net_want_write(const struct net *n)
+{
+	return net_up(n) && net_limit(n) > n->qoff;
+}
+
+size_t
+net_pending(const struct net *n)
+{
+	return (n->q.len - n->qoff) + (size_t)(n->stail - n->shead) +
+	    n->st.len;
+}
+
+uint64_t
+net_unacked(const struct net *n)
+{
+	return (n->q.len - n->qdrop) + (n->stail - n->shead) + n->st.len;
+}
+
+static size_t
+net_memory(const struct net *n)
+{
+	return (n->q.len - n->qdrop) + n->st.len;
+}
+
+bool
+net_congested(const struct net *n)
+{
+	return net_memory(n) > NET_MEM_HIGH;
+}
+
+bool
+net_relieved(const struct net *n)
+{
+	return net_memory(n) < NET_MEM_LOW;
+}
+
+uint64_t
+net_sent(const struct net *n)
+{
+	return n->sent;
+}
+
+/* ---- the stream ------------------------------------------------------ */
+
+/* Open the spool file (unnamed: nothing is left behind by a crash). */
+static int
+net_spool_open(struct net *n)
+{
+	char *tmpl;
+
+	if (n->sfd != -1)
+		return 0;
+	if (n->np.spool_dir == NULL || n->np.spool_max == 0) {
+		errno = ENOSPC;
+		return -1;
+	}
+	n->sfd = open(n->np.spool_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (n->sfd == -1 && (errno == EOPNOTSUPP || errno == EISDIR ||
+	    errno == EINVAL)) {
+		xasprintf(&tmpl, "%s/tdagent-spool.XXXXXX", n->np.spool_dir);
+		n->sfd = mkostemp(tmpl, O_CLOEXEC);
+		if (n->sfd != -1)
+			unlink(tmpl);
+		free(tmpl);
+	}
+	return n->sfd == -1 ? -1 : 0;
+}
+
+/* Move st's closed frames to the spool file while there is room. */
+static void
+net_spill(struct net *n)
+{
+	size_t closed = n->bq == &n->st && n->bcpu != -1 ? n->bhead :
+	    n->st.len;
+	ssize_t w;
+
+	if (!n->spooling || closed < NET_SPILL)
+		return;
+	if (n->stail - n->shead + closed > n->np.spool_max ||
+	    net_spool_open(n) == -1)
+		return;		/* st grows until the pages stop */
+	w = pwrite(n->sfd, n->st.data, closed, (off_t)n->stail);
+	if (w != (ssize_t)closed)
+		return;		/* a full disk: the same */
+	n->stail += closed;
+	memmove(n->st.data, n->st.data + closed, n->st.len - closed);
+	n->st.len -= closed;
+	if (n->bq == &n->st && n->bcpu != -1)
+		n->bhead -= closed;
+}
+
+/* q is over its cap: new frames go to st (and the spool) from now on. */
+static void
+net_start_spooling(struct net *n)
+{
+	size_t k;
+
+	if (n->spooling || n->np.spool_max == 0 || n->np.spool_dir == NULL ||
+	    n->q.len - n->qdrop < NET_MEM_MAX)
+		return;
+	n->spooling = true;
+	if (n->bq == &n->q && n->bcpu != -1) {
+		/* the open batch moves along */
+		k = n->q.len - n->bhead;
+		td_buf_add(&n->st, n->q.data + n->bhead, k);
+		n->q.len = n->bhead;
+		n->bhead = 0;
+	}
+	n->bq = &n->st;
+}
+
+/* Drop acknowledged bytes from q's front once there are many. */
+static void
+net_compact(struct net *n)
+{
+	if (n->qdrop == 0 || (n->qdrop < n->q.len / 2 &&
+	    n->qdrop < 4 * 1024 * 1024))
+		return;
+	memmove(n->q.data, n->q.data + n->qdrop, n->q.len - n->qdrop);
+	n->q.len -= n->qdrop;
+	n->qoff -= n->qdrop;
+	if (n->bq == &n->q && n->bcpu != -1)
+		n->bhead -= n->qdrop;
+	n->qbase += n->qdrop;
+	n->qdrop = 0;
+}
+
+/* Bring spooled bytes back into q as it empties, then st after them. */
+static void
+net_refill(struct net *n)
+{
+	size_t k;
+	ssize_t r;
+
+	if (!n->spooling || n->q.len - n->qoff > NET_SPILL ||
+	    n->q.len - n->qdrop > NET_MEM_MAX - NET_REFILL)
+		return;
+	net_compact(n);
+	if (n->stail > n->shead) {
+		k = n->stail - n->shead > NET_REFILL ? NET_REFILL :
+		    (size_t)(n->stail - n->shead);
+		if (td_buf_add_zero(&n->q, k) == -1)
+			return;
+		r = pread(n->sfd, n->q.data + n->q.len - k, k, (off_t)n->shead);
+		if (r != (ssize_t)k) {
+			n->q.len -= k;
+			return;
+		}
+		n->shead += k;
+		if (n->shead < n->stail)
+			return;
+		n->shead = n->stail = 0;
+		if (ftruncate(n->sfd, 0) == -1)
+			return;
+	}
+	/* the spool is empty: st follows q */
+	k = n->q.len;
+	if (td_buf_add(&n->q, n->st.data, n->st.len) == -1)
+		return;
+	if (n->bq == &n->st && n->bcpu != -1)
+		n->bhead += k;
+	n->st.len = 0;
+	n->bq = &n->q;
+	n->spooling = false;
+}
+
+/* The listener has everything before offset ack on its disk. */
+static int
+net_ack(struct net *n, const struct td_frame *f, char *err, size_t errlen)
+{
+	uint64_t off;
+
+	if (td_msg_unpack_ack(f, &off) == -1) {
+		snprintf(err, errlen, "the listener sent a bad ACK");
+		return -1;
+	}
+	if (off < n->qbase + n->qdrop)
+		return 0;		/* old news */
+	if (off > n->qbase + n->qoff) {
+		snprintf(err, errlen, "the listener acknowledged %" PRIu64
+		    " bytes, only %" PRIu64 " were sent", off,
+		    n->qbase + n->qoff);
+		return -1;
+	}
+	n->qdrop = (size_t)(off - n->qbase);
+	net_compact(n);
+	return 0;
+}
+
 /*
  * Probes go out on an empty queue, one at a time, so nothing waits in front
  * of them: marker 's' in the trace clock, PROBE, the listener stamps its
  * reference clock on receipt and answers, marker 'r'.  The probe with the
  * shortest round trip gives the sample: the listener's stamp lies within
- * half that round trip of the markers' midpoint.
+ * half that round trip of the markers' midpoint.  Probes are not part of
+ * the recording's stream; the sample is.
  */
 int
 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
@@ -371,17 +772,28 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 	uint64_t *ref, *ts_s, *ts_r, best = UINT64_MAX, mid, rtt;
 	uint32_t i, got = 0, bi = 0, bad = 0;
 	uint64_t start_ms;
+	bool fatal;
 	int ret = -1;
 
-	if (net_batch_end(n) == -1 ||
-	    net_flush_to(n, 0, err, errlen) == -1)
+	if (!net_up(n)) {
+		snprintf(err, errlen, "no connection");
 		return -1;
+	}
+	if (net_batch_end(n) == -1 ||
+	    net_flush_to(n, 0, NET_TSYNC_MAX_MS, err, errlen) == -1)
+		return -1;
+	if (net_pending(n) != 0) {
+		/* probes must not wait behind data: another time */
+		snprintf(err, errlen, "the link is busy (%zu bytes waiting)",
+		    net_pending(n));
+		return -1;
+	}
 	start_ms = net_now_ms();
 	ref = xcalloc(nprobes, sizeof *ref);
 	ts_s = xcalloc(nprobes, sizeof *ts_s);
 	ts_r = xcalloc(nprobes, sizeof *ts_r);
 	td_buf_init(&b, 64);
-	net_blocking(n->fd, true, 1);
+	net_blocking_ms(n->c.fd, true, NET_TSYNC_MAX_MS);
 	for (i = 0; i < nprobes; i++) {
 		p.round = round;
 		p.seq = i;
@@ -392,24 +804,26 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 			    strerror(errno));
 			goto out;
 		}
-		if (net_write_all(n, b.data, b.len) == -1) {
+		if (net_write_all(&n->c, b.data, b.len, NULL) == -1) {
 			net_err(err, errlen, "lost the listener");
 			goto out;
 		}
 		/* replies of earlier probes that timed out are skipped */
 		for (;;) {
-			if (net_expect(n, TD_MSG_TSYNC_REPLY, &f, err,
-			    errlen) == -1)
+			if (net_expect(n, &n->c, TD_MSG_TSYNC_REPLY, &f, &fatal,
+			    err, errlen) == -1) {
+				n->fatal = fatal;
 				goto out;
+			}
 			if (td_msg_unpack_tsync_reply(&f, &q) == 0 &&
 			    q.round == round && q.seq == i)
 				break;
 			bad++;		/* dropped and counted */
-			net_consume(n, &f);
+			net_consume(&n->c, &f);
 		}
 		tsync_mark(t, round, i, 'r');
 		ref[i] = q.ref_ns;
-		net_consume(n, &f);
+		net_consume(&n->c, &f);
 		/* a slow link gets fewer probes, not a long pause */
 		if (net_now_ms() - start_ms > NET_TSYNC_MAX_MS) {
 			nprobes = i + 1;
@@ -445,25 +859,19 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 	sample->frac = 0;
 	sample->rtt = rtt;
 	sample->bound = rtt / 2 + 1;
-	if (td_msg_pack_tsync_sample(&n->q, sample) == -1) {
+	if (td_msg_pack_tsync_sample(n->bq, sample) == -1) {
 		snprintf(err, errlen, "cannot frame a sync sample");
 		goto out;
 	}
 	ret = 0;
 out:
-	net_blocking(n->fd, false, n->timeout);
+	if (net_up(n))
+		net_blocking(n->c.fd, false, n->np.timeout);
 	td_buf_free(&b);
 	free(ref);
 	free(ts_s);
 	free(ts_r);
 	return ret;
-}
-
-/* The listener's name for this agent. */
-const char *
-net_identity(const struct net *n)
-{
-	return n->identity;
 }
 
 static int
@@ -473,7 +881,7 @@ net_sink_begin(void *arg, enum td_opt id)
 
 	if (net_batch_end(n) == -1)
 		return -1;
-	return td_msg_pack_section(&n->q, id);
+	return td_msg_pack_section(n->bq, id);
 }
 
 static int
@@ -484,10 +892,12 @@ net_sink_write(void *arg, const void *p, size_t len)
 
 	while (len != 0) {
 		k = len > TD_MAX_FRAME ? TD_MAX_FRAME : len;
-		if (td_msg_pack_section_data(&n->q, p, k) == -1)
+		if (td_msg_pack_section_data(n->bq, p, k) == -1)
 			return -1;
 		p = (const uint8_t *)p + k;
 		len -= k;
+		net_start_spooling(n);
+		net_spill(n);
 	}
 	return 0;
 }
@@ -495,7 +905,7 @@ net_sink_write(void *arg, const void *p, size_t len)
 static int
 net_sink_end(void *arg)
 {
-	return td_msg_pack_section_end(&((struct net *)arg)->q);
+	return td_msg_pack_section_end(((struct net *)arg)->bq);
 }
 
 static int
@@ -505,10 +915,10 @@ net_sink_option(void *arg, enum td_opt id, const void *p, size_t len)
 
 	if (net_batch_end(n) == -1)
 		return -1;
-	return td_msg_pack_option(&n->q, id, p, len);
+	return td_msg_pack_option(n->bq, id, p, len);
 }
 
-/* Frame metadata into the queue. */
+/* Frame metadata into the stream. */
 void
 net_meta_sink(struct net *n, struct meta_sink *s)
 {
@@ -533,9 +943,11 @@ net_batch_end(struct net *n)
 		td_buf_free(&h);
 		return -1;
 	}
-	memcpy(n->q.data + n->bhead, h.data, h.len);
+	memcpy(n->bq->data + n->bhead, h.data, h.len);
 	td_buf_free(&h);
 	n->bcpu = -1;
+	net_start_spooling(n);
+	net_spill(n);
 	return 0;
 }
 
@@ -550,67 +962,49 @@ net_page(struct net *n, int cpu, const void *page, size_t len)
 	if (n->bcpu != cpu || n->bcount == n->bmax) {
 		if (net_batch_end(n) == -1)
 			return -1;
-		n->bhead = n->q.len;
-		if (td_buf_add_zero(&n->q, TD_FRAME_HEADER + 16) == -1)
+		n->bhead = n->bq->len;
+		if (td_buf_add_zero(n->bq, TD_FRAME_HEADER + 16) == -1)
 			return -1;
 		n->bcpu = cpu;
 		n->bcount = 0;
 	}
-	if (td_buf_add(&n->q, page, len) == -1 ||
-	    td_buf_add_zero(&n->q, n->page_size - len) == -1)
+	if (td_buf_add(n->bq, page, len) == -1 ||
+	    td_buf_add_zero(n->bq, n->page_size - len) == -1)
 		return -1;
 	n->bcount++;
 	n->seq[cpu]++;
 	return 0;
 }
 
-/* The socket to poll. */
-int
-net_fd(const struct net *n)
-{
-	return n->fd;
-}
-
-/* Whether closed frames wait to be sent. */
-bool
-net_want_write(const struct net *n)
-{
-	return n->q.len > n->qoff;
-}
-
-/* Bytes queued. */
-size_t
-net_pending(const struct net *n)
-{
-	return n->q.len - n->qoff;
-}
-
-/* Bytes sent. */
-uint64_t
-net_sent(const struct net *n)
-{
-	return n->sent;
-}
+/* ---- the connection --------------------------------------------------- */
 
 /*
- * Send queued bytes until the socket would block.  The open PAGES batch is
- * never sent before it is closed (its header is not final yet).
+ * Send q until the socket would block.  The open PAGES batch is never sent
+ * before it is closed (its header is not final yet).
  */
 int
 net_flush(struct net *n, char *err, size_t errlen)
 {
-	size_t limit = n->bcpu == -1 ? n->q.len : n->bhead, done;
+	size_t limit, done;
 	ssize_t w;
 	int e;
 
-	while (n->qoff < limit) {
-		if (n->ssl != NULL) {
+	if (!net_up(n)) {
+		snprintf(err, errlen, "no connection");
+		return -1;
+	}
+	for (;;) {
+		net_refill(n);
+		limit = net_limit(n);
+		if (n->qoff >= limit)
+			break;
+		if (n->c.ssl != NULL) {
 			ERR_clear_error();
-			if (SSL_write_ex(n->ssl, n->q.data + n->qoff,
+			if (SSL_write_ex(n->c.ssl, n->q.data + n->qoff,
 			    limit - n->qoff, &done) == 1)
 				w = (ssize_t)done;
 			else {
-				e = SSL_get_error(n->ssl, 0);
+				e = SSL_get_error(n->c.ssl, 0);
 				if (e == SSL_ERROR_WANT_WRITE ||
 				    e == SSL_ERROR_WANT_READ)
 					break;
@@ -620,7 +1014,7 @@ net_flush(struct net *n, char *err, size_t errlen)
 				return -1;
 			}
 		} else {
-			w = send(n->fd, n->q.data + n->qoff, limit - n->qoff,
+			w = send(n->c.fd, n->q.data + n->qoff, limit - n->qoff,
 			    MSG_NOSIGNAL);
 			if (w == -1 && (errno == EAGAIN || errno == EINTR))
 				break;
@@ -630,86 +1024,265 @@ net_flush(struct net *n, char *err, size_t errlen)
 		}
 		n->qoff += w;
 		n->sent += w;
-	}
-	/* compact once most of the queue went out */
-	if (n->qoff > 0 && (n->qoff == n->q.len || n->qoff > 4 * 1024 * 1024)) {
-		memmove(n->q.data, n->q.data + n->qoff, n->q.len - n->qoff);
-		n->q.len -= n->qoff;
-		if (n->bcpu != -1)
-			n->bhead -= n->qoff;
-		n->qoff = 0;
+		n->last_send_ms = net_now_ms();
 	}
 	return 0;
 }
 
-/* Flush down to limit bytes, waiting up to a minute for the socket. */
+/*
+ * Flush down to limit bytes, waiting up to ms for the socket; past that
+ * the link is merely slow (0, with more than limit still pending).
+ */
 int
-net_flush_to(struct net *n, size_t limit, char *err, size_t errlen)
+net_flush_to(struct net *n, size_t limit, int ms, char *err, size_t errlen)
 {
 	struct pollfd pfd;
+	uint64_t end = net_now_ms() + (uint64_t)ms, now;
 
 	while (net_pending(n) > limit) {
 		if (net_flush(n, err, errlen) == -1)
 			return -1;
-		if (net_pending(n) <= limit)
+		if (net_pending(n) <= limit || !net_want_write(n))
 			break;
-		pfd.fd = n->fd;
-		pfd.events = POLLOUT;
-		if (poll(&pfd, 1, 60000) == 0) {
-			snprintf(err, errlen, "the listener takes no data");
+		if ((now = net_now_ms()) >= end)
+			break;
+		pfd.fd = n->c.fd;
+		pfd.events = POLLOUT | POLLIN;
+		if (poll(&pfd, 1, (int)(end - now)) == 0)
+			break;
+		if ((pfd.revents & POLLIN) && net_readable(n, err,
+		    errlen) == -1)
 			return -1;
-		}
 	}
 	return 0;
 }
 
-/* The listener does not speak during a recording unless to say goodbye. */
+/* Handle the frames in c->in: ACKs, ERROR, late replies. */
+static int
+net_frames(struct net *n, char *err, size_t errlen)
+{
+	struct td_frame f;
+	int pr;
+
+	while ((pr = td_frame_parse(n->c.in.data, n->c.in.len, &f)) == 1) {
+		switch (f.type) {
+		case TD_MSG_ACK:
+			if (net_ack(n, &f, err, errlen) == -1) {
+				n->fatal = true;
+				return -1;
+			}
+			break;
+		case TD_MSG_ERROR:
+			return net_error_frame(&f, &n->fatal, err, errlen,
+			    "the listener stopped the recording");
+		case TD_MSG_DONE:
+			if (td_msg_unpack_done(&f, &n->done_msg) == 0)
+				n->done = true;
+			break;
+		case TD_MSG_TSYNC_REPLY:
+			break;		/* a late one: its round is over */
+		default:
+			snprintf(err, errlen, "the listener sent %s",
+			    td_msg_name(f.type));
+			n->fatal = true;
+			return -1;
+		}
+		net_consume(&n->c, &f);
+	}
+	if (pr == -1) {
+		snprintf(err, errlen, "the listener sent a bad frame");
+		n->fatal = true;
+		return -1;
+	}
+	return 0;
+}
+
+/* The listener speaks during a recording: ACKs, or why it goes. */
 int
 net_readable(struct net *n, char *err, size_t errlen)
 {
-	struct td_error e;
-	struct td_frame f;
-	uint8_t buf[2048];
+	uint8_t buf[4096];
 	ssize_t r;
 
-	r = net_read_some(n, buf, sizeof buf);
-	if (r < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	if (r == 0) {
-		snprintf(err, errlen, "the listener closed the connection");
+	if (!net_up(n)) {
+		snprintf(err, errlen, "no connection");
 		return -1;
 	}
-	if (r < 0)
-		return net_err(err, errlen, "lost the listener");
-	if (td_buf_add(&n->in, buf, r) == -1) {
-		snprintf(err, errlen, "the listener sent too much");
-		return -1;
-	}
-	while (td_frame_parse(n->in.data, n->in.len, &f) == 1) {
-		if (f.type == TD_MSG_ERROR) {
-			if (td_msg_unpack_error(&f, &e) == 0)
-				snprintf(err, errlen, "the listener stopped "
-				    "the recording: %s", e.text);
-			else
-				snprintf(err, errlen, "the listener stopped "
-				    "the recording");
+	for (;;) {
+		r = net_read_some(&n->c, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			break;
+		if (r == 0) {
+			snprintf(err, errlen, "the listener closed the "
+			    "connection");
 			return -1;
 		}
-		/* a late time-sync reply: its round is over */
-		net_consume(n, &f);
+		if (r < 0)
+			return net_err(err, errlen, "lost the listener");
+		if (td_buf_add(&n->c.in, buf, r) == -1) {
+			snprintf(err, errlen, "the listener sent too much");
+			n->fatal = true;
+			return -1;
+		}
+		if (net_frames(n, err, errlen) == -1)
+			return -1;
 	}
+	return net_frames(n, err, errlen);
+}
+
+/* A KEEPALIVE when the link has been quiet for a third of the timeout. */
+int
+net_keepalive(struct net *n, char *err, size_t errlen)
+{
+	struct td_buf b;
+	int r;
+
+	if (!net_up(n) || n->idle_timeout == 0 || net_pending(n) != 0 ||
+	    n->bcpu != -1 || net_now_ms() - n->last_send_ms <
+	    (uint64_t)n->idle_timeout * 1000 / 3)
+		return 0;
+	td_buf_init(&b, TD_FRAME_HEADER);
+	td_msg_pack_keepalive(&b);
+	net_blocking(n->c.fd, true, n->np.timeout);
+	r = net_write_all(&n->c, b.data, b.len, NULL);
+	net_blocking(n->c.fd, false, n->np.timeout);
+	td_buf_free(&b);
+	n->last_send_ms = net_now_ms();
+	if (r == -1)
+		return net_err(err, errlen, "lost the listener");
 	return 0;
 }
 
-/* Finish the recording on the listener's side. */
+/* ---- reconnecting ------------------------------------------------------ */
+
+static void *
+net_thread(void *arg)
+{
+	struct net *n = arg;
+	uint64_t delay = NET_BACKOFF_MIN_MS, wait, one = 1;
+	unsigned int r;
+	bool fatal;
+
+	for (;;) {
+		if (net_open(n, true, &n->nc, &n->nw, &fatal, n->nerr,
+		    sizeof n->nerr) == 0) {
+			n->nstatus = 0;
+			break;
+		}
+		if (fatal || n->thr_stop) {
+			n->nstatus = -1;
+			break;
+		}
+		/* exponential backoff with jitter: 50% to 150% */
+		if (getrandom(&r, sizeof r, 0) != sizeof r)
+			r = (unsigned int)net_now_ms();
+		wait = delay / 2 + r % (delay + 1);
+		while (wait > 0 && !n->thr_stop) {
+			usleep(wait > 50 ? 50000 : (useconds_t)wait * 1000);
+			wait = wait > 50 ? wait - 50 : 0;
+		}
+		if (n->thr_stop) {
+			n->nstatus = -1;
+			break;
+		}
+		delay = delay * 2 > NET_BACKOFF_MAX_MS ? NET_BACKOFF_MAX_MS :
+		    delay * 2;
+	}
+	if (write(n->evfd, &one, sizeof one) != sizeof one)
+		n->nstatus = -1;
+	return NULL;
+}
+
+static void
+net_thread_start(struct net *n)
+{
+	if (n->thr_on || n->fatal)
+		return;
+	n->thr_stop = false;
+	n->nerr[0] = '\0';
+	if (pthread_create(&n->thr, NULL, net_thread, n) != 0) {
+		n->fatal = true;
+		snprintf(n->nerr, sizeof n->nerr, "cannot start a thread");
+		return;
+	}
+	n->thr_on = true;
+}
+
+/* The connection broke: what was sent and not acknowledged goes again. */
+void
+net_down(struct net *n)
+{
+	if (net_up(n))
+		net_conn_close(&n->c, false);
+	n->qoff = n->qdrop;
+	net_thread_start(n);
+}
+
 int
-net_finish(struct net *n, const uint64_t *pages, int ncpus, char *path,
-    size_t pathlen, char *err, size_t errlen)
+net_reconnected(struct net *n, char *err, size_t errlen)
+{
+	uint64_t v, r;
+
+	if (!n->thr_on) {
+		snprintf(err, errlen, "%s", n->nerr[0] ? n->nerr :
+		    "not reconnecting");
+		return -1;
+	}
+	if (read(n->evfd, &v, sizeof v) != sizeof v)
+		return -1;	/* not yet */
+	pthread_join(n->thr, NULL);
+	n->thr_on = false;
+	if (n->nstatus == -1) {
+		snprintf(err, errlen, "%s", n->nerr);
+		n->fatal = true;
+		return -1;
+	}
+	r = n->nw.resume_offset;
+	if (r < n->qbase + n->qdrop || r > n->qbase + net_limit(n)) {
+		snprintf(err, errlen, "the listener wants the recording from "
+		    "byte %" PRIu64 ", this agent holds %" PRIu64 " to %" PRIu64,
+		    r, n->qbase + n->qdrop, n->qbase + net_limit(n));
+		net_conn_close(&n->nc, false);
+		n->fatal = true;
+		return -1;
+	}
+	n->c = n->nc;
+	memset(&n->nc, 0, sizeof n->nc);
+	n->nc.fd = -1;
+	n->qoff = (size_t)(r - n->qbase);
+	n->tsync_interval = n->nw.tsync_interval;
+	n->idle_timeout = n->nw.idle_timeout;
+	n->reconnects++;
+	net_blocking(n->c.fd, false, n->np.timeout);
+	n->last_send_ms = net_now_ms();
+	/* a DONE may follow at once: the recording was finished already */
+	return net_frames(n, err, errlen);
+}
+
+/* ---- the end ------------------------------------------------------------ */
+
+/* Wait for fd to be ready for events, at most ms; 0 on timeout. */
+static int
+net_wait(int fd, short events, int ms)
+{
+	struct pollfd pfd = { fd, events, 0 };
+	int r;
+
+	while ((r = poll(&pfd, 1, ms)) == -1 && errno == EINTR)
+		;
+	return r;
+}
+
+/* Finish the recording on the listener's side, reconnecting if need be. */
+int
+net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
+    char *path, size_t pathlen, char *err, size_t errlen)
 {
 	struct td_end *e;
-	struct td_done d;
-	struct td_frame f;
-	int i;
+	uint64_t deadline = net_now_ms() + (uint64_t)wait * 1000, now;
+	int i, left;
 
 	if (net_batch_end(n) == -1)
 		return -1;
@@ -717,24 +1290,46 @@ net_finish(struct net *n, const uint64_t *pages, int ncpus, char *path,
 	e->ncpus = ncpus;
 	for (i = 0; i < ncpus; i++)
 		e->pages[i] = pages[i];
-	i = td_msg_pack_end(&n->q, e);
+	i = td_msg_pack_end(n->bq, e);
 	free(e);
 	if (i == -1) {
 		snprintf(err, errlen, "cannot frame END");
 		return -1;
 	}
-	net_blocking(n->fd, true, 60);
-	if (net_write_all(n, n->q.data + n->qoff, n->q.len - n->qoff) == -1)
-		return net_err(err, errlen, "lost the listener");
-	n->qoff = n->q.len = 0;
-	if (net_expect(n, TD_MSG_DONE, &f, err, errlen) == -1)
-		return -1;
-	if (td_msg_unpack_done(&f, &d) == -1) {
-		snprintf(err, errlen, "the listener sent a bad DONE");
-		return -1;
+	err[0] = '\0';
+	while (!n->done) {
+		now = net_now_ms();
+		if (n->fatal)
+			return -1;
+		if (now >= deadline) {
+			if (err[0] == '\0')
+				snprintf(err, errlen, "no DONE from the "
+				    "listener");
+			n->fatal = true;
+			return -1;
+		}
+		left = (int)(deadline - now);
+		if (!net_up(n)) {
+			net_thread_start(n);
+			if (net_wait(n->evfd, POLLIN, left) == 1 &&
+			    net_reconnected(n, err, errlen) == -1 && !n->fatal)
+				net_down(n);
+			continue;
+		}
+		if (net_flush(n, err, errlen) == -1) {
+			net_down(n);
+			continue;
+		}
+		if (net_wait(n->c.fd, POLLIN | (net_want_write(n) ? POLLOUT :
+		    0), left > 1000 ? 1000 : left) <= 0)
+			continue;
+		if (net_readable(n, err, errlen) == -1) {
+			if (n->fatal)
+				return -1;
+			net_down(n);
+		}
 	}
-	net_consume(n, &f);
-	snprintf(path, pathlen, "%s", d.path);
+	snprintf(path, pathlen, "%s", n->done_msg.path);
 	return 0;
 }
 
@@ -744,16 +1339,26 @@ net_close(struct net *n)
 {
 	if (n == NULL)
 		return;
-	if (n->ssl != NULL) {
-		SSL_shutdown(n->ssl);
-		SSL_free(n->ssl);
+	if (n->thr_on) {
+		n->thr_stop = true;
+		pthread_join(n->thr, NULL);
+		net_conn_close(&n->nc, false);
 	}
+	net_conn_close(&n->c, true);
 	if (n->ctx != NULL)
 		SSL_CTX_free(n->ctx);
-	if (n->fd != -1)
-		close(n->fd);
+	if (n->sfd != -1)
+		close(n->sfd);
+	if (n->evfd != -1)
+		close(n->evfd);
 	td_buf_free(&n->q);
-	td_buf_free(&n->in);
+	td_buf_free(&n->st);
 	free(n->seq);
+	free((char *)(uintptr_t)n->np.host);
+	free((char *)(uintptr_t)n->np.port);
+	free((char *)(uintptr_t)n->np.cert);
+	free((char *)(uintptr_t)n->np.key);
+	free((char *)(uintptr_t)n->np.ca);
+	free((char *)(uintptr_t)n->np.spool_dir);
 	free(n);
 }

@@ -1,14 +1,23 @@
 /*
- * net.h: tdagent's connection to tdlisten.
+ * net.h: tdagent's connection to tdlisten, and the recording's byte stream
+ * that outlives any one connection.
  *
- * net_connect() dials, does the TLS handshake (or none with --insecure),
- * sends HELLO and waits for WELCOME, blocking with timeouts.  While the
- * recording runs the socket is non-blocking: sections, options and pages
- * are framed into an output queue that the recording loop flushes when the
- * socket is writable (net_fd(), net_want_write(), net_flush()); pages of one
- * CPU are batched into PAGES frames.  net_finish() sends END, drains the
- * queue and waits for the listener's DONE, blocking again.
- * Errors return -1 with a message in err; nothing here logs.
+ * Every frame of the recording (sections, options, pages, time-sync
+ * samples, END) is appended to the stream.  The stream keeps every byte
+ * the listener has not acknowledged (ACK): in memory up to a cap, then in
+ * a spool file (--spool DIR, at most --spool-max bytes), then the caller
+ * is told to stop reading the rings (net_congested()), so the kernel counts
+ * what is lost.  When the connection breaks, net_down() starts a thread
+ * that dials again with exponential backoff and jitter and resumes the
+ * recording (HELLO with TD_HELLO_RESUME); the listener's WELCOME says from
+ * which offset to send again.  net_event_fd() becomes readable when that
+ * thread is done, and net_reconnected() takes its result.
+ *
+ * net_connect() (the first connection) and net_finish() block with
+ * timeouts; in between the socket is non-blocking and the recording loop
+ * flushes it when writable.  Errors return -1 with a message in err;
+ * net_fatal() tells whether coming back is pointless (the listener refused
+ * the agent or lost acknowledged data).  Nothing here logs.
  */
 #ifndef TD_NET_H
 #define TD_NET_H
@@ -30,6 +39,8 @@ struct net_params {
 	const char	*ca;
 	bool		 insecure;
 	int		 timeout;	/* seconds, connect/handshake/DONE */
+	const char	*spool_dir;	/* NULL: no spool file */
+	uint64_t	 spool_max;	/* bytes, 0: no spool file */
 };
 
 struct net	*net_connect(const struct net_params *np,
@@ -40,7 +51,7 @@ uint32_t	 net_tsync_interval(const struct net *n);
  * One time-sync round of nprobes probes, blocking for at most a few
  * milliseconds once the queue is out: fills sample from the probe with the
  * shortest round trip and queues it for the listener.  Returns 0, or -1
- * with err (the connection is still usable unless net_flush later fails).
+ * with err (the connection may then be down: see net_up()).
  */
 struct tsync;
 int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
@@ -48,28 +59,60 @@ int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 		    char *err, size_t errlen);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);
-/* A meta_sink that frames sections and options into the queue. */
+/* A meta_sink that frames sections and options into the stream. */
 void		 net_meta_sink(struct net *n, struct meta_sink *s);
 /* Queue one page of a CPU. */
 int		 net_page(struct net *n, int cpu, const void *page, size_t len);
 /* Close the current PAGES batch (end of a burst). */
 int		 net_batch_end(struct net *n);
+
+/* Whether a connection is up (else a reconnection is under way). */
+bool		 net_up(const struct net *n);
+/* Whether the listener refused for good (no point in coming back). */
+bool		 net_fatal(const struct net *n);
+/* The socket to poll while up, else -1. */
 int		 net_fd(const struct net *n);
 bool		 net_want_write(const struct net *n);
-/* Bytes waiting to be sent. */
+/* Readable when a reconnection attempt is over. */
+int		 net_event_fd(const struct net *n);
+/* Bytes not yet sent. */
 size_t		 net_pending(const struct net *n);
-/* Bytes handed to TLS so far. */
+/* Bytes not yet acknowledged (memory and spool). */
+uint64_t	 net_unacked(const struct net *n);
+/* Memory is full (and the spool too, if any): stop adding pages. */
+bool		 net_congested(const struct net *n);
+/* Memory is back under its low watermark. */
+bool		 net_relieved(const struct net *n);
+/* Bytes handed to the connection so far, resends included. */
 uint64_t	 net_sent(const struct net *n);
-/* Send what the socket takes now. */
+/* Reconnections so far. */
+unsigned int	 net_reconnects(const struct net *n);
+
+/* Send what the socket takes now; also moves spooled bytes back in. */
 int		 net_flush(struct net *n, char *err, size_t errlen);
-/* Send, waiting for the socket, until at most limit bytes are queued. */
-int		 net_flush_to(struct net *n, size_t limit, char *err,
+/* Send, waiting up to ms for the socket, until at most limit are unsent. */
+int		 net_flush_to(struct net *n, size_t limit, int ms, char *err,
 		    size_t errlen);
-/* The listener spoke (ERROR or close): read it; -1 with its reason. */
+/* The listener spoke (ACK, ERROR, close): -1 with its reason. */
 int		 net_readable(struct net *n, char *err, size_t errlen);
-/* END with the page counts, drain, wait for DONE; fills the remote path. */
+/* Nothing was sent for a while: a KEEPALIVE, if the link is idle. */
+int		 net_keepalive(struct net *n, char *err, size_t errlen);
+/* The connection broke: close it and start reconnecting. */
+void		 net_down(struct net *n);
+/*
+ * The reconnection thread is done: 0 and the connection is up again
+ * (resumed), or -1 with err (net_fatal() says whether to give up; if not,
+ * another attempt has started).
+ */
+int		 net_reconnected(struct net *n, char *err, size_t errlen);
+/*
+ * END with the page counts, then send everything, reconnecting as needed
+ * for up to wait seconds, until the listener's DONE; fills the remote
+ * path.
+ */
 int		 net_finish(struct net *n, const uint64_t *pages, int ncpus,
-		    char *path, size_t pathlen, char *err, size_t errlen);
+		    int wait, char *path, size_t pathlen, char *err,
+		    size_t errlen);
 void		 net_close(struct net *n);
 
 #endif

@@ -44,11 +44,11 @@
 #define RECORD_BURST_PAGES	256
 #define RECORD_STATUS_AFTER_S	3.0
 #define RECORD_BUFFER_PERCENT	10
-/* Stop reading the rings while this much waits for the network. */
-#define RECORD_NET_HIGH		(4u * 1024 * 1024)
-#define RECORD_NET_LOW		(1u * 1024 * 1024)
 #define RECORD_NET_ID		(UINT32_MAX - 2)
+#define RECORD_NET_EV		(UINT32_MAX - 3)
+/* The final drain sends as it reads once this much waits. */
 #define RECORD_NET_FINAL	(8u * 1024 * 1024)
+#define RECORD_NET_FINAL_LOW	(4u * 1024 * 1024)
 #define RECORD_TSYNC_PROBES	64
 
 struct record_cpu {
@@ -88,6 +88,10 @@ struct recorder {
 	int			 stop_sig;
 	bool			 failed;
 	bool			 status_shown;
+	bool			 reconnecting;
+	bool			 final;		/* the last drain */
+	bool			 final_slow;	/* it stopped sending */
+	uint64_t		 left_unread;	/* final drain stopped: full */
 	double			 next_status;	/* elapsed time of the next line */
 	struct timespec		 start;
 	char			 err[2048];
@@ -144,10 +148,15 @@ record_page(struct recorder *r, struct record_cpu *c, size_t n,
 	 * The final drain reads whole rings without going back to the loop:
 	 * keep the queue bounded by sending as it fills.
 	 */
-	if (r->net != NULL && net_pending(r->net) > RECORD_NET_FINAL &&
-	    (net_batch_end(r->net) == -1 || net_flush_to(r->net,
-	    RECORD_NET_HIGH, r->err, sizeof r->err) == -1))
-		return record_net_lost(r);
+	if (r->final && !r->final_slow && r->net != NULL && net_up(r->net) &&
+	    net_pending(r->net) > RECORD_NET_FINAL) {
+		if (net_batch_end(r->net) == -1 || net_flush_to(r->net,
+		    RECORD_NET_FINAL_LOW, 100, r->err, sizeof r->err) == -1)
+			return record_net_lost(r);
+		/* a link this slow gets the rest from the spool later */
+		if (net_pending(r->net) > RECORD_NET_FINAL)
+			r->final_slow = true;
+	}
 	return 0;
 }
 
@@ -166,6 +175,11 @@ record_drain(struct recorder *r, struct record_cpu *c, bool final)
 	int i;
 
 	for (i = 0; final || i < RECORD_BURST_PAGES; i++) {
+		if (final && r->net != NULL && net_congested(r->net)) {
+			/* nowhere left to keep pages: the rest stays */
+			r->left_unread++;
+			return 0;
+		}
 		n = ring_read(c->ring, r->page);
 		if (n == 0)
 			return 0;
@@ -225,16 +239,49 @@ record_tee_option(void *arg, enum td_opt id, const void *p, size_t n)
 	return r->nsink.option(r->nsink.arg, id, p, n);
 }
 
-/*
- * The listener is gone.  With a local file the recording goes on into it
- * alone; without one there is nowhere left to put the data.
- */
-static int
-record_net_lost(struct recorder *r)
+/* Let the rings be read again, or not. */
+static void
+record_pause(struct recorder *r, bool pause)
 {
 	struct epoll_event ev;
 	int i;
 
+	if (pause == r->paused)
+		return;
+	r->paused = pause;
+	log_debug("%s reading the rings: %" PRIu64 " bytes not acknowledged",
+	    pause ? "pause" : "resume", r->net ? net_unacked(r->net) : 0);
+	for (i = 0; i < r->ncpus; i++) {
+		if (r->cpu[i].ring == NULL)
+			continue;
+		memset(&ev, 0, sizeof ev);
+		ev.events = pause ? 0 : EPOLLIN;
+		ev.data.u32 = i;
+		epoll_ctl(r->epfd, EPOLL_CTL_MOD, ring_fd(r->cpu[i].ring), &ev);
+	}
+}
+
+/*
+ * The connection broke.  Unless the listener refused for good, the
+ * recording goes on into memory and the spool while a thread reconnects.
+ * For good: with a local file the recording goes on into it alone; without
+ * one there is nowhere left to put the data.
+ */
+static int
+record_net_lost(struct recorder *r)
+{
+	if (net_up(r->net))
+		epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_fd(r->net), NULL);
+	if (!net_fatal(r->net)) {
+		if (!r->reconnecting)
+			log_warnx("%s; reconnecting, the recording goes on",
+			    r->err);
+		r->err[0] = '\0';
+		r->reconnecting = true;
+		net_down(r->net);
+		if (!net_fatal(r->net))
+			return 0;
+	}
 	if (r->file == NULL) {
 		r->failed = true;
 		return -1;
@@ -242,60 +289,66 @@ record_net_lost(struct recorder *r)
 	log_warnx("%s; the recording goes on into '%s' only", r->err,
 	    r->o->output);
 	r->err[0] = '\0';
-	epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_fd(r->net), NULL);
+	epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_event_fd(r->net), NULL);
 	net_close(r->net);
 	r->net = NULL;
+	r->reconnecting = false;
 	/* time sync needs the listener */
 	tsync_free(r->tsync);
 	r->tsync = NULL;
 	r->sink = r->fsink;
-	if (r->paused) {
-		r->paused = false;
-		for (i = 0; i < r->ncpus; i++) {
-			if (r->cpu[i].ring == NULL)
-				continue;
-			memset(&ev, 0, sizeof ev);
-			ev.events = EPOLLIN;
-			ev.data.u32 = i;
-			epoll_ctl(r->epfd, EPOLL_CTL_MOD,
-			    ring_fd(r->cpu[i].ring), &ev);
-		}
-	}
+	record_pause(r, false);
 	return 0;
+}
+
+/* The reconnection thread is done. */
+static void
+record_net_back(struct recorder *r)
+{
+	struct epoll_event ev;
+
+	if (r->net == NULL)
+		return;
+	if (net_reconnected(r->net, r->err, sizeof r->err) == -1) {
+		if (r->err[0] == '\0')
+			return;		/* not yet */
+		record_net_lost(r);
+		return;
+	}
+	r->reconnecting = false;
+	log_info("reconnected to '%s' port %s: resuming (%" PRIu64
+	    " bytes not acknowledged)", r->o->host, r->o->port,
+	    net_unacked(r->net));
+	memset(&ev, 0, sizeof ev);
+	ev.events = EPOLLIN;
+	ev.data.u32 = RECORD_NET_ID;
+	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_fd(r->net), &ev) == -1) {
+		snprintf(r->err, sizeof r->err, "epoll: %s", strerror(errno));
+		record_net_lost(r);
+	}
 }
 
 /*
  * Send what the network takes, and pause or resume the ring readers around
- * the queue's watermarks: a slow link makes the kernel ring absorb the
- * difference (its overruns are counted) instead of the agent's memory.
+ * the stream's memory watermarks: when memory and spool are full the
+ * kernel ring absorbs the difference (its overruns are counted and marked)
+ * instead of the agent's memory.
  */
 static int
 record_net_pump(struct recorder *r)
 {
 	struct epoll_event ev;
-	bool pause;
-	int i;
 
 	if (r->net == NULL)
 		return 0;
-	if (net_flush(r->net, r->err, sizeof r->err) == -1)
+	if (net_up(r->net) && net_flush(r->net, r->err, sizeof r->err) == -1)
 		return record_net_lost(r);
-	pause = r->paused ? net_pending(r->net) > RECORD_NET_LOW :
-	    net_pending(r->net) > RECORD_NET_HIGH;
-	if (pause != r->paused) {
-		r->paused = pause;
-		log_debug("%s reading the rings: %zu bytes queued",
-		    pause ? "pause" : "resume", net_pending(r->net));
-		for (i = 0; i < r->ncpus; i++) {
-			if (r->cpu[i].ring == NULL)
-				continue;
-			memset(&ev, 0, sizeof ev);
-			ev.events = pause ? 0 : EPOLLIN;
-			ev.data.u32 = i;
-			epoll_ctl(r->epfd, EPOLL_CTL_MOD,
-			    ring_fd(r->cpu[i].ring), &ev);
-		}
-	}
+	if (r->net == NULL)
+		return 0;
+	record_pause(r, r->paused ? !net_relieved(r->net) :
+	    net_congested(r->net));
+	if (!net_up(r->net))
+		return 0;
 	memset(&ev, 0, sizeof ev);
 	ev.events = EPOLLIN | (net_want_write(r->net) ? EPOLLOUT : 0);
 	ev.data.u32 = RECORD_NET_ID;
@@ -310,10 +363,15 @@ record_tsync(struct recorder *r)
 	struct td_tsync_sample s;
 	char err[512];
 
-	if (r->tsync == NULL || r->net == NULL)
+	if (r->tsync == NULL || r->net == NULL || !net_up(r->net))
 		return;
 	if (net_tsync_round(r->net, r->tsync, r->tsync_round++,
 	    RECORD_TSYNC_PROBES, &s, err, sizeof err) == -1) {
+		if (!net_up(r->net) || net_fatal(r->net)) {
+			snprintf(r->err, sizeof r->err, "%s", err);
+			record_net_lost(r);
+			return;
+		}
 		if (r->tsync_failed++ == 0)
 			log_warnx("time sync: %s", err);
 		else
@@ -357,8 +415,9 @@ record_status(struct recorder *r, bool final)
 	    "%" PRIu64 " pages with lost events", tty ? "\r" : "", t, events,
 	    pages * (double)r->page_size / 1e6, marked);
 	if (r->net != NULL)
-		fprintf(stderr, ", %.1f MB sent, %.1f MB/s", net_sent(r->net) /
-		    1e6, t > 0 ? net_sent(r->net) / 1e6 / t : 0.0);
+		fprintf(stderr, ", %.1f MB sent, %.1f MB/s%s", net_sent(r->net) /
+		    1e6, t > 0 ? net_sent(r->net) / 1e6 / t : 0.0,
+		    r->reconnecting ? ", reconnecting" : "");
 	fprintf(stderr, "%s", final || !tty ? "\n" : "   ");
 	r->status_shown = true;
 }
@@ -504,6 +563,8 @@ record_setup(struct recorder *r)
 		np.ca = r->o->ca;
 		np.insecure = r->o->insecure;
 		np.timeout = 10;
+		np.spool_dir = r->o->spool_dir;
+		np.spool_max = r->o->spool_max;
 		r->net = net_connect(&np, &h, r->err, sizeof r->err);
 		if (r->net == NULL)
 			return -1;
@@ -561,6 +622,10 @@ record_setup(struct recorder *r)
 		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_fd(r->net),
 		    &ev) == -1)
 			goto sys;
+		ev.data.u32 = RECORD_NET_EV;
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_event_fd(r->net),
+		    &ev) == -1)
+			goto sys;
 	}
 	for (i = 0; i < r->ncpus; i++) {
 		r->cpu[i].ring = ring_open(r->in, i, r->page_size);
@@ -611,12 +676,15 @@ record_loop(struct recorder *r)
 			if (id == UINT32_MAX)
 				record_signal(r);
 			else if (id == RECORD_NET_ID) {
-				if (r->net != NULL && (evs[i].events &
+				if (r->net != NULL && net_up(r->net) &&
+				    (evs[i].events &
 				    (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
 				    net_readable(r->net, r->err,
 				    sizeof r->err) == -1)
 					record_net_lost(r);
-			} else if (id == UINT32_MAX - 1) {
+			} else if (id == RECORD_NET_EV)
+				record_net_back(r);
+			else if (id == UINT32_MAX - 1) {
 				while (read(r->timerfd, &ticks,
 				    sizeof ticks) > 0)
 					;
@@ -628,7 +696,11 @@ record_loop(struct recorder *r)
 				if (r->o->seconds > 0 &&
 				    record_elapsed(r) >= r->o->seconds)
 					r->stop = true;
+				if (r->net != NULL && net_keepalive(r->net,
+				    r->err, sizeof r->err) == -1)
+					record_net_lost(r);
 				if (r->tsync != NULL && r->net != NULL &&
+				    net_up(r->net) &&
 				    net_tsync_interval(r->net) > 0 &&
 				    record_elapsed(r) >= r->next_tsync) {
 					record_tsync(r);
@@ -653,6 +725,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 	int i;
 
 	instance_set_tracing(r->in, 0);
+	r->final = true;
 	for (i = 0; i < r->ncpus; i++)
 		if (r->cpu[i].ring != NULL &&
 		    record_drain(r, &r->cpu[i], true) == -1)
@@ -692,13 +765,25 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 
 		for (i = 0; i < r->ncpus; i++)
 			pages[i] = r->cpu[i].pages;
-		i = net_finish(r->net, pages, r->ncpus, path, sizeof path,
-		    r->err, sizeof r->err);
+		if (!net_up(r->net) && r->o->reconnect_wait > 0)
+			log_info("waiting up to %d s for the listener to take "
+			    "the rest of the recording", r->o->reconnect_wait);
+		i = net_finish(r->net, pages, r->ncpus, r->o->reconnect_wait,
+		    path, sizeof path, r->err, sizeof r->err);
 		free(pages);
+		if (i == -1 && r->file != NULL) {
+			log_warnx("%s; the recording is complete in '%s' only",
+			    r->err, r->o->output);
+			r->err[0] = '\0';
+			return 0;
+		}
 		if (i == -1)
 			return -1;
-		log_info("the listener wrote '%s' (%.1f MB sent)", path,
-		    net_sent(r->net) / 1e6);
+		log_info("the listener wrote '%s' (%.1f MB sent%s)", path,
+		    net_sent(r->net) / 1e6, net_reconnects(r->net) ?
+		    ", resumed after lost connections" : "");
+		if (net_reconnects(r->net) > 0)
+			log_info("%u reconnections", net_reconnects(r->net));
 	}
 	return 0;
 }
@@ -751,6 +836,9 @@ record_summary(struct recorder *r, const struct meta_cpustat *st)
 	if (r->tsync_failed > 1)
 		log_warnx("time sync: %u of %u rounds failed", r->tsync_failed,
 		    r->tsync_round);
+	if (r->left_unread != 0)
+		log_warnx("the listener was unreachable and the spool full at "
+		    "the end: what was still in the ring buffer is missing");
 	if (overrun + dropped != 0)
 		log_warnx("the ring buffer lost %" PRIu64 " events: a larger "
 		    "buffer (-b) or fewer events (-e, -f) avoid it; the "

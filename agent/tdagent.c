@@ -34,6 +34,9 @@ enum {
 	OPT_CA,
 	OPT_NAME,
 	OPT_INSECURE,
+	OPT_SPOOL,
+	OPT_SPOOL_MAX,
+	OPT_RECONNECT_WAIT,
 };
 
 static void
@@ -44,7 +47,8 @@ usage(FILE *fp)
 "               [-s SECONDS] [--file-version 6|7]\n"
 "               [--compression zstd|zlib|none] [-q | -v] [-- COMMAND [ARGS...]]\n"
 "       tdagent -h HOST [-p PORT] [--cert FILE --key FILE --ca FILE | --insecure]\n"
-"               [--name NAME] [-o FILE] [recording options] [-- COMMAND...]\n"
+"               [--name NAME] [--spool DIR] [--spool-max SIZE] [--reconnect-wait S]\n"
+"               [-o FILE] [recording options] [-- COMMAND...]\n"
 "       tdagent check-events [-N] [-v] [-t TRACING_DIR]\n"
 "       tdagent --help | --version\n"
 "\n"
@@ -60,6 +64,12 @@ usage(FILE *fp)
 "  --ca FILE          the CA that signed the listener's certificate\n"
 "  --name NAME        a suffix for the listener's file name\n"
 "  --insecure         plain TCP, no authentication (the listener needs it too)\n"
+"  --spool DIR        where data the listener has not acknowledged waits when\n"
+"                     16 MiB of memory are not enough (default: /var/tmp)\n"
+"  --spool-max SIZE   at most SIZE there (K, M, G suffixes; default 1G; 0: use\n"
+"                     memory only); beyond it the ring buffer counts losses\n"
+"  --reconnect-wait S after the recording, keep trying to deliver it for S\n"
+"                     seconds (default 300); during it, tdagent never gives up\n"
 "  -e SYSTEM[:EVENT]  enable an event, a whole system, or \"all\" (repeatable;\n"
 "                     default: sched_switch, sched_wakeup, sched_process_exec,\n"
 "                     sched_process_exit and irq)\n"
@@ -86,6 +96,9 @@ static const struct option tdagent_longopts[] = {
 	{ "ca", required_argument, NULL, OPT_CA },
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "insecure", no_argument, NULL, OPT_INSECURE },
+	{ "spool", required_argument, NULL, OPT_SPOOL },
+	{ "spool-max", required_argument, NULL, OPT_SPOOL_MAX },
+	{ "reconnect-wait", required_argument, NULL, OPT_RECONNECT_WAIT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -99,6 +112,31 @@ tdagent_number(const char *s, double lo, double hi, double *out)
 	v = strtod(s, &end);
 	if (errno != 0 || end == s || *end != '\0' || !isfinite(v) ||
 	    v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* A size with an optional K, M or G suffix (powers of 1024). */
+static int
+tdagent_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || s[0] == '-')
+		return -1;
+	switch (*end) {
+	case 'K': case 'k':
+		v <<= 10; end++; break;
+	case 'M': case 'm':
+		v <<= 20; end++; break;
+	case 'G': case 'g':
+		v <<= 30; end++; break;
+	}
+	if (*end != '\0' || v > (1ULL << 50))
 		return -1;
 	*out = v;
 	return 0;
@@ -120,7 +158,7 @@ tdagent_usage_error(const char *fmt, ...)
 static void
 tdagent_parse(int argc, char **argv, struct agent_opts *o)
 {
-	bool codec_set = false, port_set = false;
+	bool codec_set = false, port_set = false, net_opt = false;
 	double v;
 	int ch;
 
@@ -128,6 +166,9 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	o->file_version = 7;
 	o->codec = TD_CODEC_ZSTD;
 	o->port = "4000";
+	o->spool_dir = "/var/tmp";
+	o->spool_max = 1024ULL * 1024 * 1024;
+	o->reconnect_wait = 300;
 	while ((ch = getopt_long(argc, argv, "+o:h:p:e:f:Fb:C:s:qv",
 	    tdagent_longopts, NULL)) != -1) {
 		switch (ch) {
@@ -155,6 +196,23 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			break;
 		case OPT_INSECURE:
 			o->insecure = true;
+			break;
+		case OPT_SPOOL:
+			o->spool_dir = optarg;
+			net_opt = true;
+			break;
+		case OPT_SPOOL_MAX:
+			if (tdagent_size(optarg, &o->spool_max) == -1)
+				tdagent_usage_error("invalid size '%s' (e.g. "
+				    "512M, 2G, 0)", optarg);
+			net_opt = true;
+			break;
+		case OPT_RECONNECT_WAIT:
+			if (tdagent_number(optarg, 0, 86400 * 7, &v) == -1)
+				tdagent_usage_error("invalid number of seconds "
+				    "'%s'", optarg);
+			o->reconnect_wait = (int)v;
+			net_opt = true;
 			break;
 		case OPT_NAME:
 			if (strlen(optarg) > TD_MAX_NAME_LEN ||
@@ -242,9 +300,9 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	if (o->output == NULL && o->host == NULL)
 		tdagent_usage_error("no output: give -o FILE or -h HOST");
 	if (o->host == NULL && (o->cert || o->key || o->ca || o->name ||
-	    o->insecure || port_set))
-		tdagent_usage_error("-p, --cert, --key, --ca, --name and "
-		    "--insecure go with -h HOST");
+	    o->insecure || port_set || net_opt))
+		tdagent_usage_error("-p, --cert, --key, --ca, --name, "
+		    "--insecure and the spool options go with -h HOST");
 	if (o->host != NULL && !o->insecure &&
 	    (o->cert == NULL || o->key == NULL || o->ca == NULL))
 		tdagent_usage_error("TLS needs --cert, --key and --ca (tdcert "

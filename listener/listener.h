@@ -32,6 +32,10 @@ struct listener_config {
 	int			 handshake_timeout;	/* seconds */
 	const char		*user;		/* -u: run as this user */
 	uint32_t		 tsync_interval;	/* ms, TD_TSYNC_OFF */
+	int			 resume_wait;	/* s a lost agent may take to
+						   resume, 0: no resuming */
+	int			 idle_timeout;	/* s of silence, 0: none */
+	int			 max_per_identity;
 };
 
 struct session;
@@ -51,6 +55,9 @@ struct session	*session_new(struct event_base *base,
 		    const char *peer);
 void		 session_close(struct session *s, const char *why);
 void		 session_shutdown_all(void);
+/* Take up the recordings a previous tdlisten left in cfg->dir. */
+void		 session_recover_all(struct event_base *base,
+		    struct listener_config *cfg);
 
 /* output.c */
 /* Directory and file name for a new recording; caller frees. */

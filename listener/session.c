@@ -17,6 +17,7 @@
  * with a logged reason and nothing else; what was received is kept as a
  * readable file marked ".incomplete" when enough of it came.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@
 
 #include "buf.h"
 #include "listener.h"
+#include "session.h"
 #include "log.h"
 #include "page.h"
 #include "tdfile.h"
@@ -41,48 +43,30 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-enum session_state {
-	S_HANDSHAKE,
-	S_HELLO,
-	S_STREAM,
-	S_DONE,
-	S_CLOSING,	/* an ERROR is on its way out */
-};
+/* Checkpoint and acknowledge at least this often. */
+#define SESSION_CK_BYTES	(4u * 1024 * 1024)
+#define SESSION_CK_MS		250
+/* Recordings finished lately, for an agent that missed its DONE. */
+#define SESSION_FINISHED	256
 
-struct session_cpu {
-	uint64_t	next_seq;
-	uint64_t	events;
-	uint64_t	missed_pages;
-};
-
-struct session {
-	struct listener_config	*cfg;
-	struct bufferevent	*bev;
-	struct event		*timer;
-	enum session_state	 state;
-	char			 peer[128];
-	char			 identity[TD_MAX_NAME_LEN + 1];
-	char			 label[TD_MAX_NAME_LEN * 2 + 160];
-	struct td_hello		 hello;
-	struct td_file		*file;
-	char			*path;
-	struct session_cpu	*cpu;
-	uint64_t		 bytes;
-	uint64_t		 pages;
-	uint64_t		 lost;		/* overrun + dropped (CPUSTAT) */
-	uint64_t		 rx_ns;		/* reference time of this read */
-	struct td_tsync_sample	*samples;
-	uint32_t		 nsamples;
-	uint32_t		 samples_dropped;
-	uint64_t		 session_id;
-	struct timespec		 start;
-	struct td_buf		 out;
-	struct session		*next;
-	struct session		*prev;
+struct session_finished {
+	char		 identity[TD_MAX_NAME_LEN + 1];
+	uint64_t	 recording_id;
+	uint64_t	 end_off;
+	uint64_t	 size;
+	char		 path[TD_MAX_NAME_LEN * 4 + 1];
 };
 
 static struct session *session_list;
 static uint64_t session_date_us;	/* CLOCK_REALTIME - MONOTONIC, us */
+static struct session_finished session_finished[SESSION_FINISHED];
+static unsigned int session_nfinished;
+static struct event *session_tick_ev;
+
+static void	session_read_cb(struct bufferevent *, void *);
+static void	session_write_cb(struct bufferevent *, void *);
+static void	session_event_cb(struct bufferevent *, short, void *);
+static void	session_detach(struct session *, const char *);
 
 static double
 session_elapsed(const struct session *s)
@@ -165,6 +149,8 @@ session_free(struct session *s)
 {
 	if (s->timer != NULL)
 		event_free(s->timer);
+	if (s->wait != NULL)
+		event_free(s->wait);
 	if (s->bev != NULL)
 		bufferevent_free(s->bev);
 	if (s->prev != NULL)
@@ -173,11 +159,14 @@ session_free(struct session *s)
 		session_list = s->next;
 	if (s->next != NULL)
 		s->next->prev = s->prev;
-	server_session_closed(s);
+	if (s->counted)
+		server_session_closed(s);
+	td_file_release(s->file);	/* only if still open: keep it */
 	td_buf_free(&s->out);
 	free(s->samples);
 	free(s->cpu);
 	free(s->path);
+	free(s->state_path);
 	free(s);
 }
 
@@ -220,12 +209,22 @@ session_close(struct session *s, const char *why)
 	    s->state != S_DONE;
 	if (why != NULL)
 		log_warnx("%s: closing: %s", s->label, why);
+	if (s->restore && s->state == S_STREAM) {
+		char err[512];
+
+		/* what the checkpoint holds is what can be kept */
+		if (checkpoint_read(s, s->state_path, err, sizeof err) == -1)
+			log_warnx("%s: %s", s->label, err);
+		s->restore = false;
+	}
 	if (s->file != NULL) {
 		if (s->state != S_DONE)
 			session_keep_partial(s);
 		td_file_free(s->file);
 		s->file = NULL;
 	}
+	if (s->state == S_STREAM)
+		checkpoint_remove(s);
 	if (s->state == S_STREAM || s->state == S_DONE) {
 		events = session_events(s, &marked);
 		log_info("%s: %s after %.2f s: %u CPUs, %" PRIu64 " pages, "
@@ -242,7 +241,7 @@ session_close(struct session *s, const char *why)
 	/* tell the agent why, then go */
 	s->state = S_CLOSING;
 	td_buf_reset(&s->out);
-	td_msg_pack_error(&s->out, 1, why);
+	td_msg_pack_error(&s->out, TD_ERR_FATAL, why);
 	bufferevent_disable(s->bev, EV_READ);
 	bufferevent_setcb(s->bev, NULL, session_closing_write_cb,
 	    session_closing_event_cb, s);
@@ -254,11 +253,305 @@ session_close(struct session *s, const char *why)
 	evtimer_add(s->timer, &tv);
 }
 
+/* Arm the idle timeout of a streaming session. */
+static void
+session_idle(struct session *s)
+{
+	struct timeval tv = { s->cfg->idle_timeout, 0 };
+
+	bufferevent_set_timeouts(s->bev, s->cfg->idle_timeout > 0 ? &tv :
+	    NULL, NULL);
+}
+
+static void
+session_wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+
+	session_close(s, "the agent did not come back to resume");
+}
+
+/* The ERROR RETRY went out: now let go of the connection. */
+static void
+session_detach_write_cb(struct bufferevent *bev, void *arg)
+{
+	session_detach(arg, NULL);
+}
+
+static void
+session_detach_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	session_detach(arg, NULL);
+}
+
+/*
+ * The connection is gone but the recording is not: keep it (checkpointed
+ * when no section is open) for the agent to resume within --resume-wait.
+ */
+static void
+session_detach(struct session *s, const char *why)
+{
+	struct timeval tv = { s->cfg->resume_wait, 0 };
+
+	if (s->cfg->resume_wait == 0) {
+		session_close(s, why);
+		return;
+	}
+	if (why != NULL)
+		log_warnx("%s: %s; the recording waits %d s for the agent to "
+		    "resume", s->label, why, s->cfg->resume_wait);
+	if (s->bev != NULL) {
+		bufferevent_free(s->bev);
+		s->bev = NULL;
+	}
+	if (s->counted) {
+		server_session_closed(s);
+		s->counted = false;
+	}
+	if (s->file != NULL && !s->restore && checkpoint_write(s) == 0)
+		s->ack_off = s->rx_off;
+	if (s->wait == NULL)
+		s->wait = evtimer_new(s->base, session_wait_cb, s);
+	evtimer_add(s->wait, &tv);
+}
+
+/*
+ * The disk refused a write: what is in memory is no longer sure, the last
+ * checkpoint is.  Drop the writer, tell the agent to come back later (it
+ * keeps everything after the last ACK) and wait for it: its resume starts
+ * again from the checkpoint, and succeeds once there is room.
+ */
+static void
+session_pause(struct session *s, const char *what)
+{
+	struct timeval tv = { 5, 0 };
+
+	log_warnx("%s: %s: %s; the recording pauses, the agent keeps its "
+	    "data and resumes when there is room", s->label, what,
+	    strerror(errno));
+	td_file_release(s->file);
+	s->file = NULL;
+	s->restore = true;
+	s->rx_off = s->ack_off;
+	if (s->bev == NULL) {
+		session_detach(s, NULL);
+		return;
+	}
+	td_buf_reset(&s->out);
+	td_msg_pack_error(&s->out, TD_ERR_RETRY, "the listener's disk is "
+	    "full: come back later");
+	bufferevent_disable(s->bev, EV_READ);
+	bufferevent_setcb(s->bev, NULL, session_detach_write_cb,
+	    session_detach_event_cb, s);
+	bufferevent_set_timeouts(s->bev, NULL, &tv);
+	bufferevent_write(s->bev, s->out.data, s->out.len);
+	td_buf_reset(&s->out);
+}
+
+static bool
+session_disk_full(int e)
+{
+	return e == ENOSPC || e == EDQUOT || e == EFBIG;
+}
+
+/*
+ * Checkpoint and acknowledge what arrived.  Returns -1 when the session
+ * was paused or closed (the caller stops handling it).
+ */
+static int
+session_checkpoint(struct session *s)
+{
+	char msg[600];
+
+	if (s->file == NULL || s->state != S_STREAM || s->restore ||
+	    s->rx_off == s->ack_off)
+		return 0;
+	if (checkpoint_write(s) == -1) {
+		if (errno == EBUSY)
+			return 0;	/* a section is open: later */
+		if (session_disk_full(errno)) {
+			session_pause(s, "cannot write the checkpoint");
+			return -1;
+		}
+		snprintf(msg, sizeof msg, "cannot write '%s': %s",
+		    s->state_path, strerror(errno));
+		session_close(s, msg);
+		return -1;
+	}
+	s->ack_off = s->rx_off;
+	if (s->bev != NULL) {
+		td_msg_pack_ack(&s->out, s->ack_off);
+		session_send(s);
+	}
+	return 0;
+}
+
+/* Every SESSION_CK_MS: checkpoint whatever arrived since the last one. */
+static void
+session_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s, *next;
+
+	for (s = session_list; s != NULL; s = next) {
+		next = s->next;
+		if (s->bev != NULL)
+			session_checkpoint(s);
+	}
+}
+
+static void
+session_tick_start(struct event_base *base)
+{
+	struct timeval tv = { 0, SESSION_CK_MS * 1000 };
+
+	if (session_tick_ev != NULL)
+		return;
+	session_tick_ev = event_new(base, -1, EV_PERSIST, session_tick_cb,
+	    NULL);
+	event_add(session_tick_ev, &tv);
+}
+
+/* A finished recording, for an agent that comes back for its DONE. */
+static void
+session_remember(const struct session *s, uint64_t size, const char *path)
+{
+	struct session_finished *d;
+
+	d = &session_finished[session_nfinished++ % SESSION_FINISHED];
+	snprintf(d->identity, sizeof d->identity, "%s", s->identity);
+	d->recording_id = s->hello.recording_id;
+	d->end_off = s->rx_off;
+	d->size = size;
+	snprintf(d->path, sizeof d->path, "%s", path);
+}
+
+static void
+session_welcome(struct session *s, bool resumed)
+{
+	struct td_welcome w;
+
+	memset(&w, 0, sizeof w);
+	w.version = TD_PROTO_VERSION;
+	w.flags = resumed ? TD_WELCOME_RESUMED : 0;
+	w.tsync_interval = s->cfg->tsync_interval;
+	w.session_id = s->session_id;
+	w.resume_offset = s->rx_off;
+	w.idle_timeout = (uint32_t)s->cfg->idle_timeout;
+	snprintf(w.identity, sizeof w.identity, "%s", s->identity);
+	td_msg_pack_welcome(&s->out, &w);
+	session_send(s);
+}
+
+/*
+ * HELLO with TD_HELLO_RESUME: the agent comes back for a recording of its
+ * identity.  The recording takes this connection over (dropping a stale
+ * one the listener had not noticed was dead) and goes on from its offset.
+ * Returns -1: s is gone either way (freed, or closed).
+ */
+static int
+session_resume(struct session *s, const struct td_frame *f)
+{
+	struct session *t;
+	struct td_done d;
+	char err[600];
+	unsigned int i;
+
+	for (t = session_list; t != NULL; t = t->next)
+		if (t != s && t->state == S_STREAM &&
+		    t->hello.recording_id == s->hello.recording_id &&
+		    strcmp(t->identity, s->identity) == 0)
+			break;
+	if (t == NULL) {
+		for (i = 0; i < SESSION_FINISHED && i < session_nfinished;
+		    i++) {
+			struct session_finished *e = &session_finished[i];
+
+			if (e->recording_id != s->hello.recording_id ||
+			    strcmp(e->identity, s->identity) != 0)
+				continue;
+			/* it is done: say so again */
+			s->rx_off = e->end_off;
+			session_welcome(s, true);
+			memset(&d, 0, sizeof d);
+			d.file_size = e->size;
+			snprintf(d.path, sizeof d.path, "%s", e->path);
+			td_msg_pack_done(&s->out, &d);
+			session_send(s);
+			s->state = S_DONE;
+			log_info("%s: the agent came back for its DONE ('%s')",
+			    s->label, e->path);
+			return 0;
+		}
+		snprintf(err, sizeof err, "no recording %016" PRIx64 " to "
+		    "resume (it ended, expired or was never here)",
+		    s->hello.recording_id);
+		session_close(s, err);
+		return -1;
+	}
+	if (t->hello.ncpus != s->hello.ncpus ||
+	    t->hello.page_size != s->hello.page_size ||
+	    t->hello.commit_size != s->hello.commit_size ||
+	    t->hello.long_size != s->hello.long_size ||
+	    strcmp(t->hello.clock, s->hello.clock) != 0) {
+		session_close(s, "the resumed recording does not match");
+		return -1;
+	}
+	if (t->restore) {
+		if (checkpoint_read(t, t->state_path, err, sizeof err) == -1) {
+			session_close(s, "the recording cannot be resumed");
+			session_close(t, err);
+			return -1;
+		}
+		t->restore = false;
+	}
+	if (t->bev != NULL) {
+		log_warnx("%s: a new connection from %s takes over", t->label,
+		    s->peer);
+		bufferevent_free(t->bev);
+		t->bev = NULL;
+	}
+	if (t->counted)
+		server_session_closed(t);
+	if (t->wait != NULL)
+		evtimer_del(t->wait);
+	/* the HELLO is handled: the rest of the input is t's */
+	evbuffer_drain(bufferevent_get_input(s->bev), f->total);
+	t->bev = s->bev;
+	t->counted = s->counted;
+	s->bev = NULL;
+	s->counted = false;
+	snprintf(t->peer, sizeof t->peer, "%s", s->peer);
+	snprintf(t->label, sizeof t->label, "%s", s->label);
+	bufferevent_setcb(t->bev, session_read_cb, session_write_cb,
+	    session_event_cb, t);
+	bufferevent_setwatermark(t->bev, EV_READ, 0, 0);
+	session_idle(t);
+	session_welcome(t, true);
+	log_info("%s: resumed at offset %" PRIu64 " (%" PRIu64 " pages so "
+	    "far)", t->label, t->rx_off, t->pages);
+	session_free(s);
+	if (evbuffer_get_length(bufferevent_get_input(t->bev)) > 0)
+		session_read_cb(t->bev, t);
+	return -1;
+}
+
+/* Recordings of an identity that are open or waiting to resume. */
+static int
+session_count(const char *identity)
+{
+	struct session *t;
+	int n = 0;
+
+	for (t = session_list; t != NULL; t = t->next)
+		if (t->state == S_STREAM && strcmp(t->identity, identity) == 0)
+			n++;
+	return n;
+}
+
 static int
 session_hello(struct session *s, const struct td_frame *f)
 {
 	struct td_file_params p;
-	struct td_welcome w;
 	char *err = NULL;
 	uint16_t one = 1;
 
@@ -274,6 +567,17 @@ session_hello(struct session *s, const struct td_frame *f)
 	if (s->hello.big_endian != (*(uint8_t *)&one == 1 ? 0 : 1)) {
 		session_close(s, "agents of the other byte order are not "
 		    "supported yet");
+		return -1;
+	}
+	if (s->hello.flags & TD_HELLO_RESUME)
+		return session_resume(s, f);
+	if (session_count(s->identity) >= s->cfg->max_per_identity) {
+		char msg[160];
+
+		snprintf(msg, sizeof msg, "'%s' has %d recordings open "
+		    "already (--max-per-identity)", s->identity,
+		    s->cfg->max_per_identity);
+		session_close(s, msg);
 		return -1;
 	}
 	if (s->hello.name[0] != '\0') {
@@ -311,20 +615,25 @@ session_hello(struct session *s, const struct td_frame *f)
 	}
 	s->cpu = xcalloc(s->hello.ncpus, sizeof *s->cpu);
 	clock_gettime(CLOCK_MONOTONIC, &s->start);
-	memset(&w, 0, sizeof w);
-	w.version = TD_PROTO_VERSION;
-	w.tsync_interval = s->cfg->tsync_interval;
-	if (getrandom(&w.session_id, sizeof w.session_id, 0) == -1)
-		w.session_id = (uint64_t)time(NULL);
-	s->session_id = w.session_id;
-	snprintf(w.identity, sizeof w.identity, "%s", s->identity);
-	td_msg_pack_welcome(&s->out, &w);
-	session_send(s);
+	if (getrandom(&s->session_id, sizeof s->session_id, 0) == -1)
+		s->session_id = (uint64_t)time(NULL);
 	s->state = S_STREAM;
-	/* the handshake timeout is over; a streaming agent may be quiet */
-	bufferevent_set_timeouts(s->bev, NULL, NULL);
+	/* the first checkpoint: from now on the recording survives us */
+	xasprintf(&s->state_path, "%s.state", s->path);
+	if (checkpoint_write(s) == -1) {
+		char msg[600];
+
+		snprintf(msg, sizeof msg, "cannot write '%s': %s",
+		    s->state_path, strerror(errno));
+		session_close(s, msg);
+		return -1;
+	}
+	session_welcome(s, false);
+	/* the handshake timeout is over; now an idle agent is a lost one */
+	session_idle(s);
 	event_free(s->timer);
 	s->timer = NULL;
+	session_tick_start(s->base);
 	log_info("%s: recording %u CPUs, %u-byte pages, clock %s, into '%s'",
 	    s->label, s->hello.ncpus, s->hello.page_size, s->hello.clock,
 	    s->path);
@@ -368,6 +677,10 @@ session_pages(struct session *s, const struct td_frame *f)
 		}
 		if (td_file_cpu_page(s->file, (int)pg.cpu, page,
 		    s->hello.page_size) == -1) {
+			if (session_disk_full(errno)) {
+				session_pause(s, "cannot write pages");
+				return -1;
+			}
 			snprintf(msg, sizeof msg, "cannot write '%s': %s",
 			    s->path, strerror(errno));
 			session_close(s, msg);
@@ -581,11 +894,17 @@ session_end(struct session *s, const struct td_frame *f)
 		return -1;
 	}
 	if (td_file_finish(s->file) == -1) {
+		if (session_disk_full(errno)) {
+			session_pause(s, "cannot finish the file");
+			return -1;
+		}
 		snprintf(msg, sizeof msg, "cannot finish '%s': %s", s->path,
 		    strerror(errno));
 		session_close(s, msg);
 		return -1;
 	}
+	checkpoint_remove(s);
+	s->rx_off += f->total;
 	s->state = S_DONE;
 	memset(&d, 0, sizeof d);
 	d.file_size = td_file_size(s->file);
@@ -596,6 +915,7 @@ session_end(struct session *s, const struct td_frame *f)
 		return -1;
 	}
 	session_send(s);
+	session_remember(s, d.file_size, d.path);
 	log_info("%s: wrote '%s' (%" PRIu64 " bytes)", s->label, s->path,
 	    d.file_size);
 	return 0;
@@ -618,13 +938,11 @@ session_stat(const uint8_t *p, size_t n, const char *key)
 }
 
 /* Handle one frame; -1 when the session was closed. */
+static int session_stream_frame(struct session *, const struct td_frame *);
+
 static int
 session_frame(struct session *s, const struct td_frame *f)
 {
-	const uint8_t *p;
-	uint16_t id;
-	size_t n;
-
 	s->bytes += f->total;
 	if (s->state == S_HELLO) {
 		if (f->type != TD_MSG_HELLO) {
@@ -637,28 +955,63 @@ session_frame(struct session *s, const struct td_frame *f)
 		session_close(s, "data after END");
 		return -1;
 	}
+	if (f->type == TD_MSG_KEEPALIVE)
+		return 0;
+	if (session_stream_frame(s, f) == -1)
+		return -1;
+	if (s->state == S_STREAM && TD_MSG_IN_STREAM(f->type)) {
+		s->rx_off += f->total;
+		if (s->rx_off - s->ack_off >= SESSION_CK_BYTES)
+			return session_checkpoint(s);
+	}
+	return 0;
+}
+
+/* A disk-full error pauses the session; anything else closes it. */
+static int
+session_write_failed(struct session *s, const char *what, const char *why)
+{
+	if (session_disk_full(errno))
+		session_pause(s, what);
+	else
+		session_close(s, why);
+	return -1;
+}
+
+/* One frame of a streaming session; -1 when it was closed or paused. */
+static int
+session_stream_frame(struct session *s, const struct td_frame *f)
+{
+	const uint8_t *p;
+	uint16_t id;
+	size_t n;
+
 	switch (f->type) {
 	case TD_MSG_PAGES:
 		return session_pages(s, f);
 	case TD_MSG_SECTION:
-		if (td_msg_unpack_section(f, &id) == -1 ||
-		    td_file_section_begin(s->file, id) == -1) {
+		if (td_msg_unpack_section(f, &id) == -1) {
 			session_close(s, "bad or repeated SECTION");
 			return -1;
 		}
+		if (td_file_section_begin(s->file, id) == -1)
+			return session_write_failed(s, "cannot write a section",
+			    "bad or repeated SECTION");
 		return 0;
 	case TD_MSG_SECTION_DATA:
 		if (td_file_section_write(s->file, f->payload, f->len) == -1) {
-			session_close(s, errno == EFBIG ? "section too big" :
-			    "SECTION_DATA outside a section");
+			if (errno == EFBIG)	/* the section cap, not a disk */
+				session_close(s, "section too big");
+			else
+				session_write_failed(s, "cannot write a "
+				    "section", "SECTION_DATA outside a section");
 			return -1;
 		}
 		return 0;
 	case TD_MSG_SECTION_END:
-		if (td_file_section_end(s->file) == -1) {
-			session_close(s, "SECTION_END outside a section");
-			return -1;
-		}
+		if (td_file_section_end(s->file) == -1)
+			return session_write_failed(s, "cannot write a section",
+			    "SECTION_END outside a section");
 		return 0;
 	case TD_MSG_OPTION:
 		if (td_msg_unpack_option(f, &id, &p, &n) == 0 &&
@@ -778,11 +1131,22 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_TIMEOUT) {
+		if (s->state == S_STREAM) {
+			snprintf(msg, sizeof msg, "no data for %d s",
+			    s->cfg->idle_timeout);
+			session_detach(s, msg);
+			return;
+		}
 		session_close(s, s->state == S_HANDSHAKE ?
 		    "handshake timed out" : "no HELLO in time");
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
+		if (s->state == S_STREAM) {
+			session_detach(s, "connection closed before the end "
+			    "of the recording");
+			return;
+		}
 		session_close(s, s->state == S_DONE ? NULL :
 		    "connection closed before the end of the recording");
 		return;
@@ -805,7 +1169,10 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 		} else
 			snprintf(msg, sizeof msg, "connection error: %s",
 			    strerror(EVUTIL_SOCKET_ERROR()));
-		session_close(s, s->state == S_DONE ? NULL : msg);
+		if (s->state == S_STREAM)
+			session_detach(s, msg);
+		else
+			session_close(s, s->state == S_DONE ? NULL : msg);
 	}
 }
 
@@ -830,6 +1197,8 @@ session_new(struct event_base *base, struct listener_config *cfg, int fd,
 
 	s = xcalloc(1, sizeof *s);
 	s->cfg = cfg;
+	s->base = base;
+	s->counted = true;
 	snprintf(s->peer, sizeof s->peer, "%s", peer);
 	snprintf(s->label, sizeof s->label, "session %s", peer);
 	td_buf_init(&s->out, TD_MAX_HELLO + TD_MAX_ERROR_LEN + 4096);
@@ -875,16 +1244,136 @@ session_new(struct event_base *base, struct listener_config *cfg, int fd,
 	return s;
 }
 
-/* Close every session (shutdown): partial recordings are kept. */
+/*
+ * Shutdown: recordings in progress are checkpointed and left on disk for
+ * the next tdlisten (their agents are told to come back); the others close.
+ */
 void
 session_shutdown_all(void)
 {
 	struct session *s;
 
+	if (session_tick_ev != NULL) {
+		event_free(session_tick_ev);
+		session_tick_ev = NULL;
+	}
 	while ((s = session_list) != NULL) {
+		if (s->state == S_STREAM && s->cfg->resume_wait > 0) {
+			if (s->file != NULL && !s->restore &&
+			    checkpoint_write(s) == -1 && errno != EBUSY)
+				log_warnx("%s: cannot write '%s': %s", s->label,
+				    s->state_path, strerror(errno));
+			if (s->bev != NULL) {
+				td_buf_reset(&s->out);
+				td_msg_pack_error(&s->out, TD_ERR_RETRY,
+				    "tdlisten is shutting down");
+				bufferevent_write(s->bev, s->out.data,
+				    s->out.len);
+				bufferevent_flush(s->bev, EV_WRITE,
+				    BEV_FINISHED);
+			}
+			log_info("%s: left '%s' to be resumed", s->label,
+			    s->path);
+			session_free(s);	/* keeps the files */
+			continue;
+		}
 		session_close(s, "tdlisten is shutting down");
 		/* one waiting to flush its ERROR goes now: the loop ends */
 		if (session_list == s)
 			session_free(s);
 	}
+}
+
+/* Take up one recording left by an earlier tdlisten. */
+static void
+session_recover(struct event_base *base, struct listener_config *cfg,
+    const char *identity, const char *statepath)
+{
+	struct timeval tv = { cfg->resume_wait, 0 };
+	struct session *s;
+	char err[600];
+
+	s = xcalloc(1, sizeof *s);
+	s->cfg = cfg;
+	s->base = base;
+	s->state = S_STREAM;
+	snprintf(s->identity, sizeof s->identity, "%s", identity);
+	snprintf(s->peer, sizeof s->peer, "recovered");
+	td_buf_init(&s->out, TD_MAX_HELLO + TD_MAX_ERROR_LEN + 4096);
+	if (checkpoint_read(s, statepath, err, sizeof err) == -1) {
+		log_warnx("cannot recover a recording: %s; its files stay",
+		    err);
+		td_buf_free(&s->out);
+		free(s->cpu);
+		free(s->samples);
+		free(s->path);
+		free(s->state_path);
+		free(s);
+		return;
+	}
+	if (s->hello.name[0] != '\0') {
+		char name[TD_MAX_NAME_LEN + 1];
+
+		snprintf(name, sizeof name, "%s", s->hello.name);
+		output_sanitize(name);
+		snprintf(s->label, sizeof s->label, "session %s '%s'",
+		    s->identity, name);
+	} else
+		snprintf(s->label, sizeof s->label, "session %s", s->identity);
+	s->next = session_list;
+	if (session_list != NULL)
+		session_list->prev = s;
+	session_list = s;
+	s->wait = evtimer_new(base, session_wait_cb, s);
+	evtimer_add(s->wait, &tv);
+	log_info("%s: recovered '%s' at offset %" PRIu64 " (%" PRIu64
+	    " pages); waiting %d s for the agent to resume", s->label, s->path,
+	    s->rx_off, s->pages, cfg->resume_wait);
+	session_tick_start(base);
+}
+
+/*
+ * At start: every DIR/IDENTITY/NAME.dat.state is a recording an earlier
+ * tdlisten had not finished.  Each is restored to its checkpoint and waits
+ * for its agent; if the agent does not come, it is kept as incomplete.
+ */
+void
+session_recover_all(struct event_base *base, struct listener_config *cfg)
+{
+	DIR *top, *host;
+	struct dirent *d, *e;
+	char *hostdir, *path;
+	size_t n;
+
+	if ((top = opendir(cfg->dir)) == NULL)
+		return;
+	while ((d = readdir(top)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		xasprintf(&hostdir, "%s/%s", cfg->dir, d->d_name);
+		if ((host = opendir(hostdir)) == NULL) {
+			free(hostdir);
+			continue;
+		}
+		while ((e = readdir(host)) != NULL) {
+			n = strlen(e->d_name);
+			xasprintf(&path, "%s/%s", hostdir, e->d_name);
+			if (n > 14 && strcmp(e->d_name + n - 14,
+			    ".dat.state.tmp") == 0)
+				unlink(path);	/* a checkpoint cut short */
+			else if (n > 10 && strcmp(e->d_name + n - 10,
+			    ".dat.state") == 0) {
+				if (cfg->resume_wait > 0)
+					session_recover(base, cfg, d->d_name,
+					    path);
+				else
+					log_warnx("'%s': not recovered "
+					    "(--resume-wait 0)", path);
+			}
+			free(path);
+		}
+		closedir(host);
+		free(hostdir);
+	}
+	closedir(top);
 }

@@ -34,6 +34,9 @@ enum {
 	OPT_BIND,
 	OPT_MAX_SESSIONS,
 	OPT_TSYNC_INTERVAL,
+	OPT_RESUME_WAIT,
+	OPT_IDLE_TIMEOUT,
+	OPT_MAX_PER_IDENTITY,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -51,6 +54,9 @@ static const struct option tdlisten_longopts[] = {
 	{ "bind", required_argument, NULL, OPT_BIND },
 	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 	{ "tsync-interval", required_argument, NULL, OPT_TSYNC_INTERVAL },
+	{ "resume-wait", required_argument, NULL, OPT_RESUME_WAIT },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_IDENTITY },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -63,7 +69,8 @@ usage(FILE *fp)
 "usage: tdlisten [-p PORT] [-d DIR] [--cert FILE --key FILE --ca FILE] [--crl FILE]\n"
 "                [--insecure] [--bind ADDR] [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
-"                [--tsync-interval MS]\n"
+"                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
+"                [--max-per-identity N]\n"
 "                [-u USER] [-D] [-l LOGFILE] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
@@ -84,6 +91,11 @@ usage(FILE *fp)
 "  --max-sessions N   refuse connections beyond N (default 1024)\n"
 "  --tsync-interval MS  time-sync round every MS ms (default 10000; 0: at\n"
 "                     start and end only; -1: no time sync)\n"
+"  --resume-wait S    keep a recording whose agent went away S seconds for\n"
+"                     it to come back and resume (default 600; 0: close it)\n"
+"  --idle-timeout S   an agent silent for S seconds is taken as gone\n"
+"                     (default 60; 0: never)\n"
+"  --max-per-identity N  recordings open at once per identity (default 64)\n"
 "  -u USER            after binding, run as USER (when started as root)\n"
 "  -D                 run in the background (logs to syslog unless -l)\n"
 "  -l LOGFILE         append the log to LOGFILE\n"
@@ -124,6 +136,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 	 * (interpolation between them absorbs linear drift).
 	 */
 	c->tsync_interval = 10000;
+	c->resume_wait = 600;
+	c->idle_timeout = 60;
+	c->max_per_identity = 64;
 	while ((ch = getopt_long(argc, argv, "p:d:Dl:qu:v", tdlisten_longopts,
 	    NULL)) != -1) {
 		switch (ch) {
@@ -183,6 +198,23 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 				    "(ms, -1 to 3600000)", optarg);
 			c->tsync_interval = n == -1 ? TD_TSYNC_OFF :
 			    (uint32_t)n;
+			break;
+		case OPT_RESUME_WAIT:
+		case OPT_IDLE_TIMEOUT:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 0 || n > 86400 * 7)
+				usage_error("invalid number of seconds '%s'",
+				    optarg);
+			if (ch == OPT_RESUME_WAIT)
+				c->resume_wait = (int)n;
+			else
+				c->idle_timeout = (int)n;
+			break;
+		case OPT_MAX_PER_IDENTITY:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > 1000000)
+				usage_error("invalid count '%s'", optarg);
+			c->max_per_identity = (int)n;
 			break;
 		case OPT_FILE_VERSION:
 			if (strcmp(optarg, "6") == 0)
@@ -339,6 +371,7 @@ main(int argc, char **argv)
 	tdlisten_drop_privileges(&cfg);
 	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
 		fatal("cannot daemonize");
+	session_recover_all(base, &cfg);
 	event_base_dispatch(base);
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);

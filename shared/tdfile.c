@@ -824,6 +824,19 @@ td_file_free(struct td_file *f)
 	free(f);
 }
 
+/* Let go of an unfinished writer without removing anything. */
+void
+td_file_release(struct td_file *f)
+{
+	if (f == NULL)
+		return;
+	f->done = true;
+	if (f->fd != -1)
+		close(f->fd);
+	f->fd = -1;
+	td_file_free(f);
+}
+
 /* Pages received for a CPU. */
 uint64_t
 td_file_cpu_pages(const struct td_file *f, int cpu)

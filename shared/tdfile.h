@@ -117,6 +117,8 @@ void		 td_file_free(struct td_file *f);
 int		 td_file_checkpoint(struct td_file *f, struct td_buf *state);
 struct td_file	*td_file_restore(const char *path, const void *state,
 		    size_t len);
+/* Close and free a writer, keeping its files as they are on disk. */
+void		 td_file_release(struct td_file *f);
 /* Pages appended for one CPU so far. */
 uint64_t	 td_file_cpu_pages(const struct td_file *f, int cpu);
 /* Bytes written to the final file (after td_file_finish()). */

@@ -47,11 +47,14 @@ agent web2
 eq "another agent still streams" $? 0
 stop_listener
 
-# SIGTERM while a recording streams: tdlisten exits at once and keeps the
-# partial recording as a readable .incomplete.dat
+# SIGTERM while a recording streams: tdlisten exits at once, checkpoints
+# the recording and leaves it for the next tdlisten; the agent cannot
+# reconnect and gives up after --reconnect-wait; the next tdlisten takes
+# the recording up and, its agent gone, keeps it as a readable
+# .incomplete.dat after --resume-wait
 start_listener "$WORK/l3.log" -d "$WORK/out3" --insecure || exit 99
-"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 10 \
-    2>/dev/null &
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 3 \
+    --reconnect-wait 1 2>/dev/null &
 apid=$!
 # tracing starts once the headers are out (the first time-sync round
 # flushes them), so from then on the partial file is worth keeping
@@ -65,11 +68,18 @@ while kill -0 "$LPID" 2>/dev/null && [ $i -lt 100 ]; do
 done
 check "SIGTERM with a session open: tdlisten exits" sh -c "! kill -0 $LPID 2>/dev/null"
 wait "$LPID"
+check "and leaves the recording to be resumed" \
+    grep -q "left '.*' to be resumed" "$WORK/l3.log"
 wait "$apid"
-eq "and the agent reports the lost listener (exit 1)" $? 1
+eq "the agent cannot deliver the recording (exit 1)" $? 1
+start_listener "$WORK/l3b.log" -d "$WORK/out3" --insecure --resume-wait 1 ||
+    exit 99
+sleep 2
+check "the next tdlisten recovered it" grep -q "recovered '" "$WORK/l3b.log"
 inc=$(ls "$WORK"/out3/127.0.0.1/*.incomplete.dat 2>/dev/null)
-check "the partial recording is kept" test -n "$inc"
+check "and kept it when its agent did not come" test -n "$inc"
 [ -n "$inc" ] && check "and trace-cmd reads it" tc_clean "$inc"
+stop_listener
 
 # -u without root, and an unknown user, fail at start
 "$TDLISTEN" -p 4000 --insecure -u no-such-user-td -d "$WORK/x" 2> "$WORK/err"

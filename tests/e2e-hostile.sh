@@ -5,7 +5,7 @@
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 OUT=$WORK/out
-start_listener "$WORK/l.log" --insecure -d "$OUT" || exit 99
+start_listener "$WORK/l.log" --insecure -d "$OUT" --resume-wait 0 || exit 99
 
 # a real recording to replay
 "$TDAGENT" -q -o "$WORK/src.dat" -e sched -e raw_syscalls -s 0.5
@@ -74,13 +74,14 @@ stop_listener
 # completes and tdagent says what happened
 start_listener "$WORK/l2.log" --insecure -d "$WORK/out2" || exit 99
 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -o "$WORK/both.dat" -e sched \
-    -s 2 2> "$WORK/both.err" &
+    -s 2 --reconnect-wait 1 2> "$WORK/both.err" &
 apid=$!
 sleep 1
 kill -9 "$LPID"
 wait "$apid"
-eq "listener killed: tdagent -o -h still exits 0" $? 0
-check "and says the recording went on locally" \
-    grep -q "goes on into '$WORK/both.dat' only" "$WORK/both.err"
+eq "listener killed for good: tdagent -o -h still exits 0" $? 0
+check "and says it tried to reconnect" grep -q "reconnecting" "$WORK/both.err"
+check "and that the recording is complete locally" \
+    grep -q "complete in '$WORK/both.dat' only" "$WORK/both.err"
 check "and the local file is complete" tc_clean "$WORK/both.dat"
 finish

@@ -118,12 +118,14 @@ pki() {
 	done
 }
 
-# start_listener LOG ARGS...: run tdlisten on a free port; sets LPORT, LPID.
+# start_listener LOG ARGS...: run tdlisten on a free port (or on
+# $LPORT_FIXED); sets LPORT, LPID.
 start_listener() {
 	log=$1
 	shift
 	for try in 1 2 3 4 5; do
-		LPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+		# LPORT_FIXED: the same port again (a restarted listener)
+		LPORT=${LPORT_FIXED:-$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))}
 		"$TDLISTEN" -p "$LPORT" -v "$@" > "$log" 2>&1 &
 		LPID=$!
 		i=0

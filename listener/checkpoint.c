@@ -1,0 +1,279 @@
+/*
+ * checkpoint.c: a resumable session's state on disk.
+ *
+ * Beside each recording's PATH.part and spools, PATH.state describes the
+ * last checkpoint: the HELLO, the counters, the time-sync samples and the
+ * writer (td_file_checkpoint()).  It is written to PATH.state.tmp and
+ * renamed, so it is always whole; what the files hold past it is cut off on
+ * restore.  Only after the rename does the listener acknowledge the offset,
+ * so the agent still holds everything a restored session lacks.
+ *
+ * The state is written with write(2), without fsync: it survives the
+ * listener's crash or kill -9, which is what the acknowledgement promises,
+ * not a power loss of the collection box.
+ *
+ * Layout (host byte order, this machine only): u32 "tdss", u32 1, u32 n +
+ * the HELLO frame, u64 session id, rx offset, bytes, pages, lost, elapsed
+ * ns; per CPU u64 next sequence, events, marked pages; u32 samples, u32
+ * dropped, each sample as its TSYNC_SAMPLE frame; then the writer's state
+ * to the end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "listener.h"
+#include "session.h"
+#include "tdfile.h"
+#include "tdlimits.h"
+#include "tdproto.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+#define CK_MAGIC	0x73736474	/* "tdss" */
+#define CK_SAMPLE	(TD_FRAME_HEADER + 52)
+#define CK_MAX		(2 * (size_t)TD_MAX_SECTION_SIZE)
+
+static double
+checkpoint_elapsed(const struct session *s)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - s->start.tv_sec) +
+	    (now.tv_nsec - s->start.tv_nsec) / 1e9;
+}
+
+int
+checkpoint_write(struct session *s)
+{
+	struct td_buf b, h;
+	char *tmp;
+	uint32_t i;
+	int fd, ok, e;
+
+	if (s->file == NULL || s->state_path == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	td_buf_init(&b, CK_MAX);
+	td_buf_init(&h, TD_MAX_HELLO + TD_FRAME_HEADER);
+	ok = td_msg_pack_hello(&h, &s->hello) == 0 &&
+	    td_buf_add_u32(&b, CK_MAGIC) == 0 && td_buf_add_u32(&b, 1) == 0 &&
+	    td_buf_add_u32(&b, (uint32_t)h.len) == 0 &&
+	    td_buf_add(&b, h.data, h.len) == 0 &&
+	    td_buf_add_u64(&b, s->session_id) == 0 &&
+	    td_buf_add_u64(&b, s->rx_off) == 0 &&
+	    td_buf_add_u64(&b, s->bytes) == 0 &&
+	    td_buf_add_u64(&b, s->pages) == 0 &&
+	    td_buf_add_u64(&b, s->lost) == 0 &&
+	    td_buf_add_u64(&b, (uint64_t)(checkpoint_elapsed(s) * 1e9)) == 0;
+	for (i = 0; ok && i < s->hello.ncpus; i++)
+		ok = td_buf_add_u64(&b, s->cpu[i].next_seq) == 0 &&
+		    td_buf_add_u64(&b, s->cpu[i].events) == 0 &&
+		    td_buf_add_u64(&b, s->cpu[i].missed_pages) == 0;
+	ok = ok && td_buf_add_u32(&b, s->nsamples) == 0 &&
+	    td_buf_add_u32(&b, s->samples_dropped) == 0;
+	for (i = 0; ok && i < s->nsamples; i++)
+		ok = td_msg_pack_tsync_sample(&b, &s->samples[i]) == 0;
+	td_buf_free(&h);
+	if (!ok) {
+		td_buf_free(&b);
+		errno = ENOBUFS;
+		return -1;
+	}
+	/* last: it writes out the pages waiting in chunks */
+	if (td_file_checkpoint(s->file, &b) == -1) {
+		e = errno;
+		td_buf_free(&b);
+		errno = e;
+		return -1;
+	}
+	xasprintf(&tmp, "%s.tmp", s->state_path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ok = fd != -1 && write(fd, b.data, b.len) == (ssize_t)b.len;
+	if (!ok && fd != -1 && errno == 0)
+		errno = ENOSPC;
+	e = errno;
+	if (fd != -1 && close(fd) == -1 && ok) {
+		ok = 0;
+		e = errno;
+	}
+	if (ok && rename(tmp, s->state_path) == -1) {
+		ok = 0;
+		e = errno;
+	}
+	if (!ok)
+		unlink(tmp);
+	free(tmp);
+	td_buf_free(&b);
+	if (!ok) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+/* A bounds-checked cursor over the state. */
+struct ck {
+	const uint8_t	*p;
+	size_t		 left;
+	bool		 bad;
+};
+
+static const uint8_t *
+ck_take(struct ck *c, size_t n)
+{
+	const uint8_t *at = c->p;
+
+	if (c->bad || n > c->left) {
+		c->bad = true;
+		return NULL;
+	}
+	c->p += n;
+	c->left -= n;
+	return at;
+}
+
+static uint64_t
+ck_u64(struct ck *c)
+{
+	const uint8_t *at = ck_take(c, 8);
+	uint64_t v = 0;
+
+	if (at != NULL)
+		memcpy(&v, at, 8);
+	return v;
+}
+
+static uint32_t
+ck_u32(struct ck *c)
+{
+	const uint8_t *at = ck_take(c, 4);
+	uint32_t v = 0;
+
+	if (at != NULL)
+		memcpy(&v, at, 4);
+	return v;
+}
+
+/* One frame of exactly n bytes at the cursor. */
+static int
+ck_frame(struct ck *c, size_t n, uint16_t type, struct td_frame *f)
+{
+	const uint8_t *at = ck_take(c, n);
+
+	if (at == NULL || td_frame_parse(at, n, f) != 1 || f->total != n ||
+	    f->type != type)
+		return -1;
+	return 0;
+}
+
+int
+checkpoint_read(struct session *s, const char *statepath, char *err,
+    size_t errlen)
+{
+	struct td_buf b;
+	struct td_frame f;
+	struct ck c;
+	uint64_t elapsed;
+	uint32_t i, n;
+	char *path;
+	size_t pl = strlen(statepath);
+
+	if (pl < 7 || strcmp(statepath + pl - 6, ".state") != 0) {
+		snprintf(err, errlen, "not a state file");
+		return -1;
+	}
+	td_buf_init(&b, CK_MAX);
+	if (td_buf_read_file(&b, statepath) == -1) {
+		snprintf(err, errlen, "cannot read '%s': %s", statepath,
+		    strerror(errno));
+		td_buf_free(&b);
+		return -1;
+	}
+	c.p = b.data;
+	c.left = b.len;
+	c.bad = false;
+	if (ck_u32(&c) != CK_MAGIC || ck_u32(&c) != 1)
+		goto bad;
+	n = ck_u32(&c);
+	if (c.bad || n > TD_MAX_HELLO + TD_FRAME_HEADER ||
+	    ck_frame(&c, n, TD_MSG_HELLO, &f) == -1 ||
+	    td_msg_unpack_hello(&f, &s->hello) == -1)
+		goto bad;
+	s->session_id = ck_u64(&c);
+	s->rx_off = s->ack_off = ck_u64(&c);
+	s->bytes = ck_u64(&c);
+	s->pages = ck_u64(&c);
+	s->lost = ck_u64(&c);
+	elapsed = ck_u64(&c);
+	clock_gettime(CLOCK_MONOTONIC, &s->start);
+	if (elapsed / 1000000000 < (uint64_t)s->start.tv_sec)
+		s->start.tv_sec -= (time_t)(elapsed / 1000000000);
+	free(s->cpu);
+	s->cpu = xcalloc(s->hello.ncpus, sizeof *s->cpu);
+	for (i = 0; i < s->hello.ncpus; i++) {
+		s->cpu[i].next_seq = ck_u64(&c);
+		s->cpu[i].events = ck_u64(&c);
+		s->cpu[i].missed_pages = ck_u64(&c);
+	}
+	n = ck_u32(&c);
+	s->samples_dropped = ck_u32(&c);
+	if (c.bad || n > TD_MAX_TSYNC_SAMPLES || (size_t)n * CK_SAMPLE > c.left)
+		goto bad;
+	free(s->samples);
+	s->samples = NULL;
+	s->nsamples = 0;
+	if (n > 0)
+		s->samples = xreallocarray(NULL, (n + 63) / 64 * 64,
+		    sizeof *s->samples);
+	for (i = 0; i < n; i++) {
+		if (ck_frame(&c, CK_SAMPLE, TD_MSG_TSYNC_SAMPLE, &f) == -1 ||
+		    td_msg_unpack_tsync_sample(&f, &s->samples[i]) == -1)
+			goto bad;
+		s->nsamples++;
+	}
+	path = xstrdup(statepath);
+	path[pl - 6] = '\0';
+	s->file = td_file_restore(path, c.p, c.left);
+	if (s->file == NULL) {
+		snprintf(err, errlen, "cannot restore '%s': %s", path,
+		    errno == EINVAL ? "the checkpoint does not fit" :
+		    strerror(errno));
+		free(path);
+		td_buf_free(&b);
+		return -1;
+	}
+	for (i = 0; i < s->hello.ncpus; i++)
+		if (td_file_cpu_pages(s->file, (int)i) != s->cpu[i].next_seq) {
+			td_file_release(s->file);
+			s->file = NULL;
+			free(path);
+			goto bad;
+		}
+	free(s->path);
+	s->path = path;
+	if (s->state_path != statepath) {
+		free(s->state_path);
+		s->state_path = xstrdup(statepath);
+	}
+	td_buf_free(&b);
+	return 0;
+bad:
+	snprintf(err, errlen, "'%s' is damaged", statepath);
+	td_buf_free(&b);
+	return -1;
+}
+
+/* The recording is finished or given up: its checkpoint goes. */
+void
+checkpoint_remove(struct session *s)
+{
+	if (s->state_path != NULL)
+		unlink(s->state_path);
+}

@@ -1,0 +1,79 @@
+/*
+ * session.h: one agent's recording in tdlisten, shared by session.c (the
+ * connection and the protocol) and checkpoint.c (its state on disk).
+ * Nothing outside those two files looks inside.
+ */
+#ifndef TD_SESSION_H
+#define TD_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "buf.h"
+#include "tdproto.h"
+
+struct bufferevent;
+struct event;
+struct td_file;
+struct listener_config;
+
+enum session_state {
+	S_HANDSHAKE,
+	S_HELLO,
+	S_STREAM,
+	S_DONE,
+	S_CLOSING,	/* an ERROR is on its way out */
+};
+
+struct session_cpu {
+	uint64_t	next_seq;
+	uint64_t	events;
+	uint64_t	missed_pages;
+};
+
+struct session {
+	struct listener_config	*cfg;
+	struct event_base	*base;
+	struct bufferevent	*bev;		/* NULL: detached */
+	bool			 counted;	/* holds a connection slot */
+	bool			 restore;	/* writer dropped: take it back
+						   from the checkpoint */
+	struct event		*wait;		/* detached: resume deadline */
+	struct event		*timer;
+	enum session_state	 state;
+	char			 peer[128];
+	char			 identity[TD_MAX_NAME_LEN + 1];
+	char			 label[TD_MAX_NAME_LEN * 2 + 160];
+	struct td_hello		 hello;
+	struct td_file		*file;
+	char			*path;
+	struct session_cpu	*cpu;
+	uint64_t		 bytes;
+	uint64_t		 pages;
+	uint64_t		 lost;		/* overrun + dropped (CPUSTAT) */
+	uint64_t		 rx_ns;		/* reference time of this read */
+	struct td_tsync_sample	*samples;
+	uint32_t		 nsamples;
+	uint32_t		 samples_dropped;
+	uint64_t		 session_id;
+	uint64_t		 rx_off;	/* recording bytes handled */
+	uint64_t		 ack_off;	/* checkpointed and acknowledged */
+	char			*state_path;	/* PATH.state */
+	struct timespec		 start;
+	struct td_buf		 out;
+	struct session		*next;
+	struct session		*prev;
+};
+
+
+/* checkpoint.c */
+/* Write s's checkpoint (PATH.state); -1 with errno (EBUSY: a section is
+   open, try later). */
+int	checkpoint_write(struct session *s);
+/* Take a session's writer and counters back from its checkpoint. */
+int	checkpoint_read(struct session *s, const char *statepath, char *err,
+	    size_t errlen);
+void	checkpoint_remove(struct session *s);
+
+#endif

@@ -1,0 +1,199 @@
+#!/bin/sh
+# End-to-end: nothing is lost when the listener dies or the network goes
+# away.  Each agent records about 20 s of syscall bursts with -o and -h
+# together over TLS; the file the listener ends up with must hold exactly
+# the events of the agent's local file (the same pages), with nothing
+# marked lost, after:
+#   1. kill -9 of tdlisten in the middle, restarted 5 s later;
+#   2. SIGTERM of tdlisten in the middle, restarted 2 s later;
+#   3. the link cut for 10 s (agent in its own network namespace, joined
+#      by a veth pair whose host end goes down, then up);
+#   4. the listener's disk full (a small tmpfs), then grown.
+# And a recording whose agent never comes back is kept as a readable
+# .incomplete.dat once --resume-wait has passed.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+command -v ip >/dev/null || skip "the ip command (iproute2) is missing"
+P=$WORK/pki
+pki "$P" web1 || { echo "FAIL: cannot make certificates"; exit 99; }
+sh "$TDCERT" issue "$P" vlistener --server --ip 10.77.0.1 >/dev/null ||
+    { echo "FAIL: cannot make certificates"; exit 99; }
+TLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
+NS=
+# TD_RESUME_PARTS="1 3" runs only those parts (while debugging)
+part() {
+	case " ${TD_RESUME_PARTS:-1 2 3 4 5} " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+# 24 bursts of 20000 one-byte blocks (80000 syscall events each), 0.5 s
+# apart: about 20 s of recording, 1.9 million events
+BURST='for i in $(seq 1 24); do dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none; sleep 0.5; done'
+
+# agent_bg NAME HOST [ARGS...]: record BURST to HOST and to a local file,
+# in the background (sets APID); $NS runs it in a network namespace
+agent_bg() {
+	name=$1 host=$2
+	shift 2
+	mkdir -p "$WORK/spool.$name"
+	$NS "$TDAGENT" -h "$host" -p "$LPORT" --cert "$P/web1.pem" \
+	    --key "$P/web1.key" --ca "$P/ca.pem" --name "$name" \
+	    --spool "$WORK/spool.$name" -o "$WORK/$name.local.dat" \
+	    -e raw_syscalls -F -b 4096 "$@" -- sh -c "$BURST" \
+	    2> "$WORK/agent.$name.err" &
+	APID=$!
+}
+
+# same_events NAME DIR: the listener's file holds the local file's events
+same_events() {
+	name=$1 dir=$2
+	f=$dir/$(remote_file "$WORK/agent.$name.err")
+	check "$name: the listener wrote a file" test -f "$f"
+	check "$name: trace-cmd reads it cleanly" tc_clean "$f"
+	"$TDCOUNT" "$f" > "$WORK/r.$name" 2>&1
+	"$TDCOUNT" "$WORK/$name.local.dat" > "$WORK/l.$name" 2>&1
+	l=$(field events < "$WORK/l.$name")
+	eq "$name: exactly the local file's events" \
+	    "$(field events < "$WORK/r.$name")" "$l"
+	check "$name: the recording is the whole workload ($l events)" \
+	    test "${l:-0}" -gt 1920000
+	eq "$name: no event marked lost" \
+	    "$(field missed < "$WORK/r.$name")$(field missed < "$WORK/l.$name")" 00
+	check "$name: per-CPU counts match too" sh -c \
+	    "grep '^cpu[0-9]' '$WORK/r.$name' | sort > '$WORK/rc'; grep '^cpu[0-9]' '$WORK/l.$name' | sort > '$WORK/lc'; cmp -s '$WORK/rc' '$WORK/lc'"
+	check "$name: no checkpoint or spool left behind" sh -c \
+	    "! ls '$dir'/*/*.part '$dir'/*/*.state 2>/dev/null | grep -q ."
+}
+
+# wait_agent NAME: its exit status is 0 and it said it reconnected
+wait_agent() {
+	wait "$APID"
+	eq "$1: tdagent exits 0" $? 0
+	check "$1: tdagent reconnected and resumed" \
+	    grep -q "reconnected to" "$WORK/agent.$1.err"
+}
+
+# 1. kill -9, restart 5 s later
+if part 1; then
+OUT=$WORK/out1
+start_listener "$WORK/l1.log" -d "$OUT" $TLS || exit 99
+agent_bg kill9 127.0.0.1
+wait_recording "$APID"
+sleep 4
+kill -9 "$LPID"
+wait "$LPID" 2>/dev/null
+check "kill -9: the recording's checkpoint is on disk" \
+    sh -c "ls '$OUT'/web1/*.dat.state >/dev/null 2>&1"
+sleep 5
+LPORT_FIXED=$LPORT start_listener "$WORK/l1b.log" -d "$OUT" $TLS || exit 99
+check "kill -9: the restarted listener recovered the recording" \
+    grep -q "recovered '" "$WORK/l1b.log"
+wait_agent kill9
+check "kill -9: the agent resumed the recovered recording" \
+    grep -q "resumed at offset" "$WORK/l1b.log"
+same_events kill9 "$OUT"
+stop_listener
+fi
+
+# 2. SIGTERM, restart 2 s later
+if part 2; then
+OUT=$WORK/out2
+start_listener "$WORK/l2.log" -d "$OUT" $TLS || exit 99
+agent_bg term 127.0.0.1
+wait_recording "$APID"
+sleep 4
+kill -TERM "$LPID"
+wait "$LPID"
+eq "SIGTERM: tdlisten exits 0" $? 0
+check "SIGTERM: the recording was left to be resumed" \
+    grep -q "left '.*' to be resumed" "$WORK/l2.log"
+sleep 2
+LPORT_FIXED=$LPORT start_listener "$WORK/l2b.log" -d "$OUT" $TLS || exit 99
+wait_agent term
+same_events term "$OUT"
+stop_listener
+fi
+
+# 3. the link cut for 10 s
+NSN=tdns$$
+cleanup_ns() {
+	ip netns del "$NSN" 2>/dev/null
+	ip link del tdv$$ 2>/dev/null
+}
+trap 'cleanup_ns; rm -rf "$WORK"' EXIT
+if ! part 3; then
+	:
+elif ip netns add "$NSN" 2>/dev/null &&
+    ip link add tdv$$ type veth peer name tdp$$ &&
+    ip link set tdp$$ netns "$NSN" &&
+    ip addr add 10.77.0.1/24 dev tdv$$ && ip link set tdv$$ up &&
+    ip -n "$NSN" addr add 10.77.0.2/24 dev tdp$$ &&
+    ip -n "$NSN" link set tdp$$ up && ip -n "$NSN" link set lo up; then
+	OUT=$WORK/out3
+	start_listener "$WORK/l3.log" -d "$OUT" --bind 10.77.0.1 \
+	    --cert "$P/vlistener.pem" --key "$P/vlistener.key" \
+	    --ca "$P/ca.pem" || exit 99
+	NS="ip netns exec $NSN"
+	agent_bg cut 10.77.0.1
+	NS=
+	wait_recording "$APID"
+	sleep 3
+	ip link set tdv$$ down
+	sleep 10
+	ip link set tdv$$ up
+	wait "$APID"
+	eq "link cut: tdagent exits 0" $? 0
+	[ -n "${TD_DEBUG:-}" ] && cat "$WORK/agent.cut.err" "$WORK/l3.log" >&2
+	same_events cut "$OUT"
+	stop_listener
+	cleanup_ns
+else
+	fail "cannot make a network namespace with a veth pair"
+fi
+
+# 4. the listener's disk fills up, then has room again
+OUT=$WORK/out4
+mkdir -p "$OUT"
+if ! part 4; then
+	:
+elif mount -t tmpfs -o size=6m tdfull "$OUT"; then
+	start_listener "$WORK/l4.log" -d "$OUT" $TLS --compression none ||
+	    exit 99
+	agent_bg full 127.0.0.1
+	i=0
+	until grep -q "the recording pauses" "$WORK/l4.log" || [ $i -gt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	check "disk full: the listener paused the recording" \
+	    grep -q "the recording pauses" "$WORK/l4.log"
+	sleep 2
+	mount -o remount,size=400m "$OUT"
+	wait_agent full
+	same_events full "$OUT"
+	stop_listener
+	umount "$OUT"
+else
+	fail "cannot mount a tmpfs"
+fi
+
+# 5. an agent that never comes back: kept as incomplete after the wait
+if part 5; then
+OUT=$WORK/out5
+start_listener "$WORK/l5.log" -d "$OUT" $TLS --resume-wait 2 || exit 99
+agent_bg gone 127.0.0.1 --reconnect-wait 0
+wait_recording "$APID"
+sleep 2
+kill -9 "$APID"
+wait "$APID" 2>/dev/null
+sleep 4
+inc=$(ls "$OUT"/web1/*-gone.incomplete.dat 2>/dev/null)
+check "an agent that never resumes: kept as .incomplete.dat" test -n "$inc"
+check "and trace-cmd reads it" tc_clean "$inc"
+check "nothing else is left" sh -c \
+    "! ls '$OUT'/*/*.part '$OUT'/*/*.state 2>/dev/null | grep -q ."
+stop_listener
+# tdagent was killed: its instance is reaped by the next tdagent, by hand here
+rmdir "$TRACING"/instances/tracedock-"$APID" 2>/dev/null
+fi
+finish
