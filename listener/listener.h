@@ -36,6 +36,7 @@ struct listener_config {
 						   resume, 0: no resuming */
 	int			 idle_timeout;	/* s of silence, 0: none */
 	int			 max_per_identity;
+	uint64_t		 quota;		/* bytes per identity, 0: none */
 };
 
 struct session;
@@ -63,6 +64,8 @@ void		 session_recover_all(struct event_base *base,
 /* Directory and file name for a new recording; caller frees. */
 int	output_path(const char *dir, const char *identity, const char *name,
 	    char **path, char **err);
+/* Bytes on disk under DIR/identity. */
+uint64_t output_usage(const char *dir, const char *identity);
 /* Keep characters safe in a path component, map the rest to '_'. */
 void	output_sanitize(char *s);
 

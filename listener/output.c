@@ -7,6 +7,7 @@
  * only add a suffix.  Both are sanitized to [A-Za-z0-9._-] with no leading
  * dot, so nothing a peer says can leave DIR.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -103,4 +104,30 @@ output_path(const char *dir, const char *identity, const char *name,
 	}
 	*path = p;
 	return 0;
+}
+
+/* What an identity's directory holds on disk, in bytes (blocks used). */
+uint64_t
+output_usage(const char *dir, const char *identity)
+{
+	struct dirent *d;
+	struct stat st;
+	uint64_t n = 0;
+	char *hostdir, *p;
+	DIR *dp;
+
+	xasprintf(&hostdir, "%s/%s", dir, identity);
+	if ((dp = opendir(hostdir)) != NULL) {
+		while ((d = readdir(dp)) != NULL) {
+			if (d->d_name[0] == '.')
+				continue;
+			xasprintf(&p, "%s/%s", hostdir, d->d_name);
+			if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
+				n += (uint64_t)st.st_blocks * 512;
+			free(p);
+		}
+		closedir(dp);
+	}
+	free(hostdir);
+	return n;
 }

@@ -366,6 +366,12 @@ session_checkpoint(struct session *s)
 	if (s->file == NULL || s->state != S_STREAM || s->restore ||
 	    s->rx_off == s->ack_off)
 		return 0;
+	if (s->cfg->quota > 0 &&
+	    output_usage(s->cfg->dir, s->identity) > s->cfg->quota) {
+		errno = EDQUOT;
+		session_pause(s, "over the --quota of this identity");
+		return -1;
+	}
 	if (checkpoint_write(s) == -1) {
 		if (errno == EBUSY)
 			return 0;	/* a section is open: later */
@@ -574,8 +580,8 @@ session_hello(struct session *s, const struct td_frame *f)
 	if (session_count(s->identity) >= s->cfg->max_per_identity) {
 		char msg[160];
 
-		snprintf(msg, sizeof msg, "'%s' has %d recordings open "
-		    "already (--max-per-identity)", s->identity,
+		snprintf(msg, sizeof msg, "too many recordings open for "
+		    "'%s' (--max-per-identity %d)", s->identity,
 		    s->cfg->max_per_identity);
 		session_close(s, msg);
 		return -1;

@@ -37,6 +37,7 @@ enum {
 	OPT_RESUME_WAIT,
 	OPT_IDLE_TIMEOUT,
 	OPT_MAX_PER_IDENTITY,
+	OPT_QUOTA,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -57,6 +58,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "resume-wait", required_argument, NULL, OPT_RESUME_WAIT },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_IDENTITY },
+	{ "quota", required_argument, NULL, OPT_QUOTA },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -70,7 +72,7 @@ usage(FILE *fp)
 "                [--insecure] [--bind ADDR] [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
 "                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
-"                [--max-per-identity N]\n"
+"                [--max-per-identity N] [--quota SIZE]\n"
 "                [-u USER] [-D] [-l LOGFILE] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
@@ -96,6 +98,9 @@ usage(FILE *fp)
 "  --idle-timeout S   an agent silent for S seconds is taken as gone\n"
 "                     (default 60; 0: never)\n"
 "  --max-per-identity N  recordings open at once per identity (default 64)\n"
+"  --quota SIZE       disk space per identity (K, M, G suffixes); a recording\n"
+"                     over it pauses (its agent keeps the data) until there\n"
+"                     is room again (default: no quota)\n"
 "  -u USER            after binding, run as USER (when started as root)\n"
 "  -D                 run in the background (logs to syslog unless -l)\n"
 "  -l LOGFILE         append the log to LOGFILE\n"
@@ -216,6 +221,26 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 				usage_error("invalid count '%s'", optarg);
 			c->max_per_identity = (int)n;
 			break;
+		case OPT_QUOTA: {
+			unsigned long long q;
+
+			errno = 0;
+			q = strtoull(optarg, &end, 10);
+			if (errno == 0 && end != optarg && optarg[0] != '-') {
+				if (*end == 'K' || *end == 'k')
+					q <<= 10, end++;
+				else if (*end == 'M' || *end == 'm')
+					q <<= 20, end++;
+				else if (*end == 'G' || *end == 'g')
+					q <<= 30, end++;
+			}
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    optarg[0] == '-' || q > (1ULL << 50))
+				usage_error("invalid size '%s' (e.g. 500M, 20G)",
+				    optarg);
+			c->quota = q;
+			break;
+		}
 		case OPT_FILE_VERSION:
 			if (strcmp(optarg, "6") == 0)
 				c->file_version = 6;

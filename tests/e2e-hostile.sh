@@ -5,7 +5,8 @@
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 OUT=$WORK/out
-start_listener "$WORK/l.log" --insecure -d "$OUT" --resume-wait 0 || exit 99
+start_listener "$WORK/l.log" --insecure -d "$OUT" --resume-wait 0 \
+    --idle-timeout 2 || exit 99
 
 # a real recording to replay
 "$TDAGENT" -q -o "$WORK/src.dat" -e sched -e raw_syscalls -s 0.5
@@ -57,6 +58,7 @@ seq-gap was.due yes
 end-mismatch arrived yes
 truncated connection.closed.before yes
 cut connection.closed.before yes
+idle no.data.for.2.s yes
 MODES
 
 wait $gpid
@@ -68,6 +70,22 @@ check "the good session is complete and exact-sized ($n)" \
     test "$n" -gt 120000 -a "$n" -lt 122000
 check "the listener survived" kill -0 "$LPID"
 check "no .part left behind" test -z "$(find "$OUT" -name '*.part')"
+stop_listener
+
+# --max-per-identity: one recording at a time for this identity
+start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" \
+    --max-per-identity 1 || exit 99
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 3 \
+    2>/dev/null &
+apid=$!
+wait_recording "$apid"
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 1 \
+    2> "$WORK/second.err"
+eq "a second recording of the same identity is refused" $? 1
+check "and told why" grep -q "too many recordings open for" \
+    "$WORK/second.err"
+wait "$apid"
+eq "while the first one completes" $? 0
 stop_listener
 
 # the listener dies mid-recording: with -o too, the local file still

@@ -8,7 +8,8 @@
 #   2. SIGTERM of tdlisten in the middle, restarted 2 s later;
 #   3. the link cut for 10 s (agent in its own network namespace, joined
 #      by a veth pair whose host end goes down, then up);
-#   4. the listener's disk full (a small tmpfs), then grown.
+#   4. the listener's disk full (a small tmpfs), then grown;
+#   6. the identity's --quota reached, then an old file removed.
 # And a recording whose agent never comes back is kept as a readable
 # .incomplete.dat once --resume-wait has passed.
 . "$(dirname "$0")/e2e-lib.sh"
@@ -22,7 +23,7 @@ TLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
 NS=
 # TD_RESUME_PARTS="1 3" runs only those parts (while debugging)
 part() {
-	case " ${TD_RESUME_PARTS:-1 2 3 4 5} " in *" $1 "*) return 0 ;; esac
+	case " ${TD_RESUME_PARTS:-1 2 3 4 5 6} " in *" $1 "*) return 0 ;; esac
 	return 1
 }
 
@@ -175,6 +176,28 @@ elif mount -t tmpfs -o size=6m tdfull "$OUT"; then
 	umount "$OUT"
 else
 	fail "cannot mount a tmpfs"
+fi
+
+# 6. the identity's --quota is reached, then an old file goes
+if part 6; then
+OUT=$WORK/out6
+mkdir -p "$OUT/web1"
+head -c 80000000 /dev/zero > "$OUT/web1/old.dat"
+start_listener "$WORK/l6.log" -d "$OUT" $TLS --compression none \
+    --quota 100M || exit 99
+agent_bg quota 127.0.0.1
+i=0
+until grep -q "over the --quota" "$WORK/l6.log" || [ $i -gt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+check "quota: the listener paused the recording" \
+    grep -q "over the --quota" "$WORK/l6.log"
+sleep 1
+rm -f "$OUT/web1/old.dat"
+wait_agent quota
+same_events quota "$OUT"
+stop_listener
 fi
 
 # 5. an agent that never comes back: kept as incomplete after the wait

@@ -7,7 +7,8 @@
  *	tdfeed HOST PORT FILE MODE [NAME]
  *
  * MODE: good, hello-twice, early-pages, bad-cpu, seq-gap, oversize,
- * truncated, garbage, end-mismatch, bad-section, cut (close without END).
+ * truncated, garbage, end-mismatch, bad-section, cut (close without END),
+ * idle (send the pages, then nothing: wait for the listener to give up).
  * Exit 0 when the listener answered as expected for the mode: DONE for
  * good, an ERROR or a close for the faults.
  */
@@ -227,6 +228,11 @@ main(int argc, char **argv)
 		td_buf_add_zero(&out, h.page_size);
 		flush_out();
 		shutdown(fd, SHUT_WR);
+		rc = answer() == 'D' ? 1 : 0;
+		goto out;
+	}
+	if (strcmp(mode, "idle") == 0) {
+		flush_out();
 		rc = answer() == 'D' ? 1 : 0;
 		goto out;
 	}
