@@ -27,6 +27,7 @@ struct agent_opts {
 	const char		*spool_dir;	/* --spool DIR */
 	uint64_t		 spool_max;	/* --spool-max, 0: memory only */
 	int			 reconnect_wait;	/* s to deliver at the end */
+	int			 wire;		/* --wire-compression, TD_WIRE_* */
 	int			 file_version;	/* 6 or 7 */
 	enum td_codec_id	 codec;
 	int			 buffer_kb;	/* -b, 0 = kernel default */

@@ -35,6 +35,7 @@
 #include <openssl/ssl.h>
 
 #include "buf.h"
+#include "compress.h"
 #include "meta.h"
 #include "net.h"
 #include "tdlimits.h"
@@ -95,6 +96,10 @@ struct net {
 	size_t		 page_size;
 	/* the PAGES frame being filled, at the end of *bq */
 	struct td_buf	*bq;
+	struct td_codec	*wz;		/* wire compression, or NULL */
+	uint8_t		*zbuf;
+	size_t		 zcap;
+	uint64_t	 raw;		/* page bytes before compression */
 	int		 bcpu;
 	uint32_t	 bcount;
 	size_t		 bhead;
@@ -477,6 +482,19 @@ net_connect(const struct net_params *np, const struct td_hello *hello,
 	n->ncpus = hello->ncpus;
 	n->seq = xcalloc(hello->ncpus, sizeof *n->seq);
 	n->bmax = (TD_MAX_FRAME - 16) / hello->page_size;
+	if (np->wire != 0) {
+		/* one PAGES_Z is one chunk of the listener's file */
+		n->wz = td_codec_new(np->wire == TD_WIRE_ZSTD ? TD_CODEC_ZSTD :
+		    TD_CODEC_ZLIB, 0);
+		if (n->wz == NULL) {
+			net_err(err, errlen, "cannot start the wire codec");
+			goto fail;
+		}
+		n->bmax = TD_CHUNK_PAGES;
+		n->zcap = td_codec_bound(n->wz, (size_t)TD_CHUNK_PAGES *
+		    hello->page_size);
+		n->zbuf = xmalloc(n->zcap);
+	}
 	/* room for q's cap, a spill's worth of growth, and the last frame */
 	td_buf_init(&n->q, NET_MEM_HIGH + NET_REFILL + 2 * TD_MAX_FRAME);
 	td_buf_init(&n->st, NET_MEM_HIGH + 2 * TD_MAX_FRAME);
@@ -604,6 +622,12 @@ uint64_t
 net_sent(const struct net *n)
 {
 	return n->sent;
+}
+
+uint64_t
+net_raw(const struct net *n)
+{
+	return n->raw;
 }
 
 /* ---- the stream ------------------------------------------------------ */
@@ -945,6 +969,26 @@ net_batch_end(struct net *n)
 	}
 	memcpy(n->bq->data + n->bhead, h.data, h.len);
 	td_buf_free(&h);
+	n->raw += (uint64_t)n->bcount * n->page_size;
+	if (n->wz != NULL) {
+		struct td_pages_z pz;
+		ssize_t z;
+
+		z = td_codec_compress(n->wz, n->bq->data + n->bhead +
+		    TD_FRAME_HEADER + 16, (size_t)n->bcount * n->page_size,
+		    n->zbuf, n->zcap);
+		if (z <= 0)
+			return -1;
+		pz.cpu = (uint32_t)n->bcpu;
+		pz.count = n->bcount;
+		pz.first_seq = n->seq[n->bcpu] - n->bcount;
+		pz.codec = (uint16_t)n->np.wire;
+		pz.data = n->zbuf;
+		pz.len = (size_t)z;
+		n->bq->len = n->bhead;
+		if (td_msg_pack_pages_z(n->bq, &pz) == -1)
+			return -1;
+	}
 	n->bcpu = -1;
 	net_start_spooling(n);
 	net_spill(n);
@@ -1128,6 +1172,8 @@ net_readable(struct net *n, char *err, size_t errlen)
 		}
 		if (net_frames(n, err, errlen) == -1)
 			return -1;
+		if (n->done)
+			return 0;	/* the listener closes after DONE */
 	}
 	return net_frames(n, err, errlen);
 }
@@ -1323,7 +1369,7 @@ net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
 		if (net_wait(n->c.fd, POLLIN | (net_want_write(n) ? POLLOUT :
 		    0), left > 1000 ? 1000 : left) <= 0)
 			continue;
-		if (net_readable(n, err, errlen) == -1) {
+		if (net_readable(n, err, errlen) == -1 && !n->done) {
 			if (n->fatal)
 				return -1;
 			net_down(n);
@@ -1353,6 +1399,8 @@ net_close(struct net *n)
 		close(n->evfd);
 	td_buf_free(&n->q);
 	td_buf_free(&n->st);
+	td_codec_free(n->wz);
+	free(n->zbuf);
 	free(n->seq);
 	free((char *)(uintptr_t)n->np.host);
 	free((char *)(uintptr_t)n->np.port);

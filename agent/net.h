@@ -41,6 +41,7 @@ struct net_params {
 	int		 timeout;	/* seconds, connect/handshake/DONE */
 	const char	*spool_dir;	/* NULL: no spool file */
 	uint64_t	 spool_max;	/* bytes, 0: no spool file */
+	int		 wire;		/* TD_WIRE_*, 0: pages as they are */
 };
 
 struct net	*net_connect(const struct net_params *np,
@@ -85,6 +86,8 @@ bool		 net_congested(const struct net *n);
 bool		 net_relieved(const struct net *n);
 /* Bytes handed to the connection so far, resends included. */
 uint64_t	 net_sent(const struct net *n);
+/* Page bytes framed so far, before wire compression. */
+uint64_t	 net_raw(const struct net *n);
 /* Reconnections so far. */
 unsigned int	 net_reconnects(const struct net *n);
 

@@ -565,6 +565,7 @@ record_setup(struct recorder *r)
 		np.timeout = 10;
 		np.spool_dir = r->o->spool_dir;
 		np.spool_max = r->o->spool_max;
+		np.wire = r->o->wire;
 		r->net = net_connect(&np, &h, r->err, sizeof r->err);
 		if (r->net == NULL)
 			return -1;
@@ -782,6 +783,11 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 		log_info("the listener wrote '%s' (%.1f MB sent%s)", path,
 		    net_sent(r->net) / 1e6, net_reconnects(r->net) ?
 		    ", resumed after lost connections" : "");
+		if (r->o->wire && net_raw(r->net) > 0)
+			log_info("wire compression: %.1f MB of pages, %.1f MB "
+			    "sent (%.3f)", net_raw(r->net) / 1e6,
+			    net_sent(r->net) / 1e6, (double)net_sent(r->net) /
+			    (double)net_raw(r->net));
 		if (net_reconnects(r->net) > 0)
 			log_info("%u reconnections", net_reconnects(r->net));
 	}

@@ -16,6 +16,7 @@
 #include "instance.h"
 #include "log.h"
 #include "record.h"
+#include "tdproto.h"
 #include "banned.h"
 
 /* Events recorded when no -e is given: who runs where, and interrupts. */
@@ -37,6 +38,7 @@ enum {
 	OPT_SPOOL,
 	OPT_SPOOL_MAX,
 	OPT_RECONNECT_WAIT,
+	OPT_WIRE_COMPRESSION,
 };
 
 static void
@@ -48,6 +50,7 @@ usage(FILE *fp)
 "               [--compression zstd|zlib|none] [-q | -v] [-- COMMAND [ARGS...]]\n"
 "       tdagent -h HOST [-p PORT] [--cert FILE --key FILE --ca FILE | --insecure]\n"
 "               [--name NAME] [--spool DIR] [--spool-max SIZE] [--reconnect-wait S]\n"
+"               [--wire-compression zstd|zlib|none]\n"
 "               [-o FILE] [recording options] [-- COMMAND...]\n"
 "       tdagent check-events [-N] [-v] [-t TRACING_DIR]\n"
 "       tdagent --help | --version\n"
@@ -70,6 +73,9 @@ usage(FILE *fp)
 "                     memory only); beyond it the ring buffer counts losses\n"
 "  --reconnect-wait S after the recording, keep trying to deliver it for S\n"
 "                     seconds (default 300); during it, tdagent never gives up\n"
+"  --wire-compression C  compress pages for a slow link: zstd, zlib or none\n"
+"                     (default); the listener stores them as they come when\n"
+"                     its files use the same codec\n"
 "  -e SYSTEM[:EVENT]  enable an event, a whole system, or \"all\" (repeatable;\n"
 "                     default: sched_switch, sched_wakeup, sched_process_exec,\n"
 "                     sched_process_exit and irq)\n"
@@ -99,6 +105,7 @@ static const struct option tdagent_longopts[] = {
 	{ "spool", required_argument, NULL, OPT_SPOOL },
 	{ "spool-max", required_argument, NULL, OPT_SPOOL_MAX },
 	{ "reconnect-wait", required_argument, NULL, OPT_RECONNECT_WAIT },
+	{ "wire-compression", required_argument, NULL, OPT_WIRE_COMPRESSION },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -212,6 +219,18 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 				tdagent_usage_error("invalid number of seconds "
 				    "'%s'", optarg);
 			o->reconnect_wait = (int)v;
+			net_opt = true;
+			break;
+		case OPT_WIRE_COMPRESSION:
+			if (strcmp(optarg, "zstd") == 0)
+				o->wire = TD_WIRE_ZSTD;
+			else if (strcmp(optarg, "zlib") == 0)
+				o->wire = TD_WIRE_ZLIB;
+			else if (strcmp(optarg, "none") == 0)
+				o->wire = 0;
+			else
+				tdagent_usage_error("unknown wire compression "
+				    "'%s' (zstd, zlib or none)", optarg);
 			net_opt = true;
 			break;
 		case OPT_NAME:

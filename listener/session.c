@@ -33,6 +33,7 @@
 #include <openssl/err.h>
 
 #include "buf.h"
+#include "compress.h"
 #include "listener.h"
 #include "session.h"
 #include "log.h"
@@ -162,6 +163,8 @@ session_free(struct session *s)
 	if (s->counted)
 		server_session_closed(s);
 	td_file_release(s->file);	/* only if still open: keep it */
+	td_codec_free(s->wire);
+	free(s->zbuf);
 	td_buf_free(&s->out);
 	free(s->samples);
 	free(s->cpu);
@@ -476,6 +479,7 @@ session_resume(struct session *s, const struct td_frame *f)
 			    strcmp(e->identity, s->identity) != 0)
 				continue;
 			/* it is done: say so again */
+			clock_gettime(CLOCK_MONOTONIC, &s->start);
 			s->rx_off = e->end_off;
 			session_welcome(s, true);
 			memset(&d, 0, sizeof d);
@@ -646,10 +650,12 @@ session_hello(struct session *s, const struct td_frame *f)
 	return 0;
 }
 
+static int	session_page(struct session *, struct session_cpu *, uint32_t,
+		    const uint8_t *, bool);
+
 static int
 session_pages(struct session *s, const struct td_frame *f)
 {
-	struct td_page_info info;
 	struct td_pages pg;
 	struct session_cpu *c;
 	uint32_t i;
@@ -672,29 +678,111 @@ session_pages(struct session *s, const struct td_frame *f)
 		session_close(s, msg);
 		return -1;
 	}
-	for (i = 0; i < pg.count; i++) {
-		const uint8_t *page = pg.data + (size_t)i * s->hello.page_size;
-
-		if (td_page_parse(page, s->hello.page_size,
-		    s->hello.commit_size, &info) == 0) {
-			c->events += info.events;
-			if (info.missed)
-				c->missed_pages++;
-		}
-		if (td_file_cpu_page(s->file, (int)pg.cpu, page,
-		    s->hello.page_size) == -1) {
-			if (session_disk_full(errno)) {
-				session_pause(s, "cannot write pages");
-				return -1;
-			}
-			snprintf(msg, sizeof msg, "cannot write '%s': %s",
-			    s->path, strerror(errno));
-			session_close(s, msg);
+	for (i = 0; i < pg.count; i++)
+		if (session_page(s, c, pg.cpu, pg.data +
+		    (size_t)i * s->hello.page_size, true) == -1)
 			return -1;
-		}
-	}
 	c->next_seq += pg.count;
 	s->pages += pg.count;
+	return 0;
+}
+
+/* Count what a page holds and hand it to the writer (unless stored). */
+static int
+session_page(struct session *s, struct session_cpu *c, uint32_t cpu,
+    const uint8_t *page, bool write)
+{
+	struct td_page_info info;
+	char msg[600];
+
+	if (td_page_parse(page, s->hello.page_size, s->hello.commit_size,
+	    &info) == 0) {
+		c->events += info.events;
+		if (info.missed)
+			c->missed_pages++;
+	}
+	if (write && td_file_cpu_page(s->file, (int)cpu, page,
+	    s->hello.page_size) == -1) {
+		if (session_disk_full(errno)) {
+			session_pause(s, "cannot write pages");
+			return -1;
+		}
+		snprintf(msg, sizeof msg, "cannot write '%s': %s", s->path,
+		    strerror(errno));
+		session_close(s, msg);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * PAGES_Z: one chunk of pages compressed by the agent.  It is decompressed
+ * to check it and count its events; a file of the same codec stores the
+ * block as it came, any other gets the pages.
+ */
+static int
+session_pages_z(struct session *s, const struct td_frame *f)
+{
+	struct td_pages_z pz;
+	struct session_cpu *c;
+	enum td_codec_id id;
+	size_t want;
+	uint32_t i;
+	bool same;
+	char msg[600];
+
+	if (td_msg_unpack_pages_z(f, &pz) == -1) {
+		session_close(s, "malformed PAGES_Z");
+		return -1;
+	}
+	if (pz.cpu >= s->hello.ncpus) {
+		snprintf(msg, sizeof msg, "pages for CPU %u, but %u CPUs "
+		    "were declared", pz.cpu, s->hello.ncpus);
+		session_close(s, msg);
+		return -1;
+	}
+	c = &s->cpu[pz.cpu];
+	if (pz.first_seq != c->next_seq) {
+		snprintf(msg, sizeof msg, "CPU %u: page %" PRIu64 " where %"
+		    PRIu64 " was due", pz.cpu, pz.first_seq, c->next_seq);
+		session_close(s, msg);
+		return -1;
+	}
+	id = pz.codec == TD_WIRE_ZSTD ? TD_CODEC_ZSTD : TD_CODEC_ZLIB;
+	if (s->wire != NULL && td_codec_id(s->wire) != id) {
+		td_codec_free(s->wire);
+		s->wire = NULL;
+	}
+	if (s->wire == NULL && (s->wire = td_codec_new(id, 0)) == NULL) {
+		session_close(s, "cannot start a decompressor");
+		return -1;
+	}
+	if (s->zbuf == NULL)
+		s->zbuf = xmalloc((size_t)TD_CHUNK_PAGES * s->hello.page_size);
+	want = (size_t)pz.count * s->hello.page_size;
+	if (td_codec_decompress(s->wire, pz.data, pz.len, s->zbuf,
+	    want) != (ssize_t)want) {
+		session_close(s, "PAGES_Z does not decompress to its pages");
+		return -1;
+	}
+	same = td_file_chunk_codec(s->file) == id;
+	for (i = 0; i < pz.count; i++)
+		if (session_page(s, c, pz.cpu, s->zbuf +
+		    (size_t)i * s->hello.page_size, !same) == -1)
+			return -1;
+	if (same && td_file_cpu_chunk(s->file, (int)pz.cpu, pz.data, pz.len,
+	    pz.count) == -1) {
+		if (session_disk_full(errno)) {
+			session_pause(s, "cannot write pages");
+			return -1;
+		}
+		snprintf(msg, sizeof msg, "cannot write '%s': %s", s->path,
+		    strerror(errno));
+		session_close(s, msg);
+		return -1;
+	}
+	c->next_seq += pz.count;
+	s->pages += pz.count;
 	return 0;
 }
 
@@ -995,6 +1083,8 @@ session_stream_frame(struct session *s, const struct td_frame *f)
 	switch (f->type) {
 	case TD_MSG_PAGES:
 		return session_pages(s, f);
+	case TD_MSG_PAGES_Z:
+		return session_pages_z(s, f);
 	case TD_MSG_SECTION:
 		if (td_msg_unpack_section(f, &id) == -1) {
 			session_close(s, "bad or repeated SECTION");

@@ -16,6 +16,7 @@
 struct bufferevent;
 struct event;
 struct td_file;
+struct td_codec;
 struct listener_config;
 
 enum session_state {
@@ -47,6 +48,8 @@ struct session {
 	char			 label[TD_MAX_NAME_LEN * 2 + 160];
 	struct td_hello		 hello;
 	struct td_file		*file;
+	struct td_codec		*wire;		/* PAGES_Z decompression */
+	uint8_t			*zbuf;		/* TD_CHUNK_PAGES pages */
 	char			*path;
 	struct session_cpu	*cpu;
 	uint64_t		 bytes;

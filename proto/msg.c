@@ -461,6 +461,44 @@ td_msg_unpack_pages(const struct td_frame *f, size_t page_size,
 	return cur_end(&c);
 }
 
+int
+td_msg_pack_pages_z(struct td_buf *b, const struct td_pages_z *pz)
+{
+	size_t at = msg_begin(b);
+	int ok = 0;
+
+	if (pz->count == 0 || pz->count > TD_CHUNK_PAGES || pz->len == 0 ||
+	    (pz->codec != TD_WIRE_ZSTD && pz->codec != TD_WIRE_ZLIB) ||
+	    put_u32(b, pz->cpu) == -1 || put_u32(b, pz->count) == -1 ||
+	    put_u64(b, pz->first_seq) == -1 || put_u16(b, pz->codec) == -1 ||
+	    put_u16(b, 0) == -1 || td_buf_add(b, pz->data, pz->len) == -1)
+		ok = -1;
+	return msg_end(b, at, TD_MSG_PAGES_Z, ok);
+}
+
+int
+td_msg_unpack_pages_z(const struct td_frame *f, struct td_pages_z *pz)
+{
+	struct td_cur c;
+	uint16_t zero;
+
+	cur_init(&c, f, TD_MSG_PAGES_Z);
+	pz->cpu = cur_u32(&c);
+	pz->count = cur_u32(&c);
+	pz->first_seq = cur_u64(&c);
+	pz->codec = cur_u16(&c);
+	zero = cur_u16(&c);
+	if (c.bad || pz->count == 0 || pz->count > TD_CHUNK_PAGES ||
+	    zero != 0 || c.left == 0 ||
+	    (pz->codec != TD_WIRE_ZSTD && pz->codec != TD_WIRE_ZLIB)) {
+		errno = EBADMSG;
+		return -1;
+	}
+	pz->len = c.left;
+	pz->data = cur_take(&c, c.left);
+	return cur_end(&c);
+}
+
 /* END. */
 int
 td_msg_pack_end(struct td_buf *b, const struct td_end *e)

@@ -50,7 +50,8 @@ struct td_buf;
 	X(TSYNC_REPLY,	12, 16,	16)					\
 	X(TSYNC_SAMPLE,	13, 52,	52)					\
 	X(ACK,		14, 8,	8)					\
-	X(KEEPALIVE,	15, 0,	0)
+	X(KEEPALIVE,	15, 0,	0)					\
+	X(PAGES_Z,	16, 21,	TD_MAX_FRAME)
 
 enum td_msg_type {
 #define TD_MSG_ENUM(n, v, lo, hi) TD_MSG_##n = v,
@@ -143,6 +144,23 @@ struct td_pages {
 	size_t		 len;
 };
 
+/*
+ * PAGES_Z: count (1 .. TD_CHUNK_PAGES) whole pages of one CPU as one block
+ * compressed with a wire codec: exactly one chunk of a version 7 file, so a
+ * listener writing the same codec stores it as it came.
+ */
+#define TD_WIRE_ZSTD	1
+#define TD_WIRE_ZLIB	2
+
+struct td_pages_z {
+	uint32_t	 cpu;
+	uint32_t	 count;
+	uint64_t	 first_seq;
+	uint16_t	 codec;		/* TD_WIRE_* */
+	const uint8_t	*data;		/* the compressed block */
+	size_t		 len;
+};
+
 /* END: the agent's page count of every CPU, to check nothing is missing. */
 struct td_end {
 	uint32_t	 ncpus;
@@ -203,6 +221,10 @@ int	td_msg_pack_pages_head(struct td_buf *b, uint32_t cpu, uint32_t count,
 	    uint64_t first_seq, size_t page_size);
 int	td_msg_unpack_pages(const struct td_frame *f, size_t page_size,
 	    struct td_pages *pg);
+/* Append a PAGES_Z frame around len compressed bytes. */
+int	td_msg_pack_pages_z(struct td_buf *b, const struct td_pages_z *pz);
+int	td_msg_unpack_pages_z(const struct td_frame *f,
+	    struct td_pages_z *pz);
 int	td_msg_pack_end(struct td_buf *b, const struct td_end *e);
 int	td_msg_unpack_end(const struct td_frame *f, struct td_end *e);
 int	td_msg_pack_done(struct td_buf *b, const struct td_done *d);

@@ -556,6 +556,51 @@ td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
 	return 0;
 }
 
+enum td_codec_id
+td_file_chunk_codec(const struct td_file *f)
+{
+	return f->compress ? f->p.codec : TD_CODEC_NONE;
+}
+
+/* Append a chunk compressed elsewhere (after the CPU's pending pages). */
+int
+td_file_cpu_chunk(struct td_file *f, int cpu, const void *z, size_t zlen,
+    uint32_t npages)
+{
+	struct td_spool *s;
+	struct iovec iov[2];
+	uint32_t hdr[2];
+	ssize_t w;
+
+	if (f->done || !f->compress || cpu < 0 || cpu >= f->p.ncpus ||
+	    npages == 0 || npages > TD_CHUNK_PAGES || zlen == 0 ||
+	    zlen > UINT32_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	s = &f->cpu[cpu];
+	if (s->fd == -1 && td_spool_open(f, cpu, O_TRUNC) == -1)
+		return -1;
+	if (td_spool_flush(f, s) == -1)
+		return -1;
+	hdr[0] = (uint32_t)zlen;
+	hdr[1] = npages * f->p.page_size;
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = sizeof hdr;
+	iov[1].iov_base = (void *)(uintptr_t)z;
+	iov[1].iov_len = zlen;
+	w = pwritev(s->fd, iov, 2, (off_t)s->bytes);
+	if (w != (ssize_t)(sizeof hdr + zlen)) {
+		if (w >= 0)
+			errno = ENOSPC;
+		return -1;
+	}
+	s->bytes += w;
+	s->nchunks++;
+	s->pages += npages;
+	return 0;
+}
+
 /* Copy a spool into the output at the current offset. */
 static int
 td_file_copy(struct td_file *f, struct td_spool *s)

@@ -97,6 +97,15 @@ int		 td_file_add_option(struct td_file *f, enum td_opt id,
 /* Append one ring-buffer page of a CPU; n < page_size is zero-padded. */
 int		 td_file_cpu_page(struct td_file *f, int cpu, const void *p,
 		    size_t n);
+/*
+ * The codec of the file's CPU chunks (TD_CODEC_NONE for an uncompressed or
+ * version 6 file), and a way to append npages pages of a CPU that come
+ * compressed with it already, as one chunk: they are stored as they are.
+ * The caller has checked that the block decompresses to npages pages.
+ */
+enum td_codec_id td_file_chunk_codec(const struct td_file *f);
+int		 td_file_cpu_chunk(struct td_file *f, int cpu, const void *z,
+		    size_t zlen, uint32_t npages);
 /* Write everything, rename into place.  The handle must then be freed. */
 int		 td_file_finish(struct td_file *f);
 /* Remove the partial output and spools. */

@@ -131,6 +131,31 @@ for v in 7 6; do
 	eq "tdlisten exits 0 on SIGTERM" $? 0
 done
 
+# --wire-compression: pages cross the link compressed; a zstd file stores
+# zstd blocks as they came, zlib blocks are recompressed; both exact, and
+# the link carries at most a quarter of the page bytes
+OUT=$WORK/outw
+start_listener "$WORK/listenw.log" -d "$OUT" \
+    --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" ||
+    exit 99
+for w in zstd zlib; do
+	stream_storm w$w 200000 web1 -F --wire-compression $w \
+	    -o "$WORK/wlocal$w.dat"
+	eq "wire $w: the agent exits 0" "$RRC" 0
+	check "wire $w: trace-cmd reads the file cleanly" tc_clean "$RFILE"
+	"$TDCOUNT" "$RFILE" > "$WORK/cw"
+	"$TDCOUNT" "$WORK/wlocal$w.dat" > "$WORK/cwl"
+	eq "wire $w: exactly the local file's events" \
+	    "$(field events < "$WORK/cw")" "$(field events < "$WORK/cwl")"
+	ratio=$(sed -n 's/.*wire compression: .*sent (\([0-9.]*\)).*/\1/p' \
+	    "$WORK/agent.w$w.err")
+	check "wire $w: bytes on the wire <= 0.25 of the pages ($ratio)" \
+	    awk -v r="${ratio:-1}" 'BEGIN { exit !(r <= 0.25) }'
+done
+check "wire: the listener's file is zstd" sh -c \
+    "trace-cmd dump --summary -i '$RFILE' 2>&1 | grep -q zstd"
+stop_listener
+
 # start-up errors are clear
 check "no certificates and no --insecure is a usage error" \
     sh -c "'$TDLISTEN' -p 4000 2>&1 | grep -q 'TLS needs --cert'"

@@ -291,6 +291,41 @@ test_other_messages(void **state)
 	assert_false(TD_MSG_IN_STREAM(TD_MSG_TSYNC_PROBE));
 	assert_true(TD_MSG_IN_STREAM(TD_MSG_PAGES));
 	assert_true(TD_MSG_IN_STREAM(TD_MSG_TSYNC_SAMPLE));
+	assert_true(TD_MSG_IN_STREAM(TD_MSG_PAGES_Z));
+
+	{
+		struct td_pages_z pz = { .cpu = 3, .count = 10,
+		    .first_seq = 1ULL << 36, .codec = TD_WIRE_ZSTD,
+		    .data = (const uint8_t *)"zzz", .len = 3 }, pz2;
+
+		td_buf_reset(&b);
+		assert_int_equal(td_msg_pack_pages_z(&b, &pz), 0);
+		assert_int_equal(b.len, TD_FRAME_HEADER + 20 + 3);
+		one_frame(&b, &f);
+		assert_int_equal(f.type, TD_MSG_PAGES_Z);
+		assert_int_equal(td_msg_unpack_pages_z(&f, &pz2), 0);
+		assert_int_equal(pz2.cpu, 3);
+		assert_int_equal(pz2.count, 10);
+		assert_int_equal(pz2.first_seq, 1ULL << 36);
+		assert_int_equal(pz2.codec, TD_WIRE_ZSTD);
+		assert_int_equal(pz2.len, 3);
+		assert_memory_equal(pz2.data, "zzz", 3);
+		/* more pages than a chunk, an unknown codec, reserved bits */
+		b.data[TD_FRAME_HEADER + 7] = TD_CHUNK_PAGES + 1;
+		assert_int_equal(td_msg_unpack_pages_z(&f, &pz2), -1);
+		b.data[TD_FRAME_HEADER + 7] = 0;
+		assert_int_equal(td_msg_unpack_pages_z(&f, &pz2), -1);
+		b.data[TD_FRAME_HEADER + 7] = 1;
+		b.data[TD_FRAME_HEADER + 17] = 3;
+		assert_int_equal(td_msg_unpack_pages_z(&f, &pz2), -1);
+		b.data[TD_FRAME_HEADER + 17] = TD_WIRE_ZLIB;
+		b.data[TD_FRAME_HEADER + 19] = 1;
+		assert_int_equal(td_msg_unpack_pages_z(&f, &pz2), -1);
+		b.data[TD_FRAME_HEADER + 19] = 0;
+		assert_int_equal(td_msg_unpack_pages_z(&f, &pz2), 0);
+		pz.count = 0;
+		assert_int_equal(td_msg_pack_pages_z(&b, &pz), -1);
+	}
 	assert_int_equal(w2.tsync_interval, 500);
 	assert_string_equal(w2.identity, "web1");
 
