@@ -16,6 +16,7 @@
 #include "instance.h"
 #include "log.h"
 #include "record.h"
+#include "size.h"
 #include "tdproto.h"
 #include "banned.h"
 
@@ -124,31 +125,6 @@ tdagent_number(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
-/* A size with an optional K, M or G suffix (powers of 1024). */
-static int
-tdagent_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || end == s || s[0] == '-')
-		return -1;
-	switch (*end) {
-	case 'K': case 'k':
-		v <<= 10; end++; break;
-	case 'M': case 'm':
-		v <<= 20; end++; break;
-	case 'G': case 'g':
-		v <<= 30; end++; break;
-	}
-	if (*end != '\0' || v > (1ULL << 50))
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static void __attribute__((noreturn, format(printf, 1, 2)))
 tdagent_usage_error(const char *fmt, ...)
 {
@@ -209,7 +185,7 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			net_opt = true;
 			break;
 		case OPT_SPOOL_MAX:
-			if (tdagent_size(optarg, &o->spool_max) == -1)
+			if (td_parse_size(optarg, &o->spool_max) == -1)
 				tdagent_usage_error("invalid size '%s' (e.g. "
 				    "512M, 2G, 0)", optarg);
 			net_opt = true;

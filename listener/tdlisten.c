@@ -20,6 +20,7 @@
 #include "log.h"
 #include "tdlimits.h"
 #include "tdproto.h"
+#include "size.h"
 #include "tls.h"
 #include "banned.h"
 
@@ -221,26 +222,11 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 				usage_error("invalid count '%s'", optarg);
 			c->max_per_identity = (int)n;
 			break;
-		case OPT_QUOTA: {
-			unsigned long long q;
-
-			errno = 0;
-			q = strtoull(optarg, &end, 10);
-			if (errno == 0 && end != optarg && optarg[0] != '-') {
-				if (*end == 'K' || *end == 'k')
-					q <<= 10, end++;
-				else if (*end == 'M' || *end == 'm')
-					q <<= 20, end++;
-				else if (*end == 'G' || *end == 'g')
-					q <<= 30, end++;
-			}
-			if (errno != 0 || end == optarg || *end != '\0' ||
-			    optarg[0] == '-' || q > (1ULL << 50))
+		case OPT_QUOTA:
+			if (td_parse_size(optarg, &c->quota) == -1)
 				usage_error("invalid size '%s' (e.g. 500M, 20G)",
 				    optarg);
-			c->quota = q;
 			break;
-		}
 		case OPT_FILE_VERSION:
 			if (strcmp(optarg, "6") == 0)
 				c->file_version = 6;

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "size.h"
 #include "banned.h"
 
 static void
@@ -210,10 +211,36 @@ test_read_file(void **state)
 	rmdir(dir);
 }
 
+/* Sizes on command lines: suffixes, limits, junk. */
+static void
+test_parse_size(void **state)
+{
+	static const struct { const char *s; uint64_t v; } good[] = {
+		{ "0", 0 }, { "4096", 4096 }, { "512K", 512ULL << 10 },
+		{ "64m", 64ULL << 20 }, { "2G", 2ULL << 30 },
+		{ "1048576G", 1ULL << 50 },
+	};
+	static const char *bad[] = { "", "-1", "1T", "1KB", " 1", "1 ",
+	    "K", "1048577G", "99999999999999999999", "0x10" };
+	uint64_t v;
+	size_t i;
+
+	for (i = 0; i < sizeof good / sizeof *good; i++) {
+		assert_int_equal(td_parse_size(good[i].s, &v), 0);
+		assert_int_equal(v, good[i].v);
+	}
+	for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+		errno = 0;
+		assert_int_equal(td_parse_size(bad[i], &v), -1);
+		assert_int_equal(errno, EINVAL);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_add_and_cap),
 		cmocka_unit_test(test_overflow_sizes),
 		cmocka_unit_test(test_integers_and_strings),
