@@ -51,6 +51,8 @@
 #define NET_MEM_MAX	(16u * 1024 * 1024)
 #define NET_MEM_HIGH	(NET_MEM_MAX + 4u * 1024 * 1024)
 #define NET_MEM_LOW	(NET_MEM_MAX - 4u * 1024 * 1024)
+/* No buffer of the stream ever passes this. */
+#define NET_HARD_MAX	(512u * 1024 * 1024)
 /* st goes to the spool file in pieces of this much */
 #define NET_SPILL	(1u * 1024 * 1024)
 /* and comes back into q in pieces of this much */
@@ -495,9 +497,12 @@ net_connect(const struct net_params *np, const struct td_hello *hello,
 		    hello->page_size);
 		n->zbuf = xmalloc(n->zcap);
 	}
-	/* room for q's cap, a spill's worth of growth, and the last frame */
-	td_buf_init(&n->q, NET_MEM_HIGH + NET_REFILL + 2 * TD_MAX_FRAME);
-	td_buf_init(&n->st, NET_MEM_HIGH + 2 * TD_MAX_FRAME);
+	/*
+	 * The caps only stop a runaway: pages stop at net_congested(), but
+	 * the metadata sections of a big machine may pass it at the start.
+	 */
+	td_buf_init(&n->q, NET_HARD_MAX);
+	td_buf_init(&n->st, NET_HARD_MAX);
 	n->bq = &n->q;
 	if ((n->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1) {
 		net_err(err, errlen, "eventfd");

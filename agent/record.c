@@ -175,9 +175,11 @@ record_drain(struct recorder *r, struct record_cpu *c, bool final)
 	int i;
 
 	for (i = 0; final || i < RECORD_BURST_PAGES; i++) {
-		if (final && r->net != NULL && net_congested(r->net)) {
-			/* nowhere left to keep pages: the rest stays */
-			r->left_unread++;
+		if (r->net != NULL && net_congested(r->net)) {
+			/* nowhere left to keep pages: the rest stays (in
+			   the loop, until the network takes some) */
+			if (final)
+				r->left_unread++;
 			return 0;
 		}
 		n = ring_read(c->ring, r->page);
