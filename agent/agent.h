@@ -25,6 +25,7 @@ struct agent_opts {
 	const char		*name;		/* --name, a file suffix */
 	bool			 insecure;
 	const char		*spool_dir;	/* --spool DIR */
+	bool			 spool_given;	/* not the default */
 	uint64_t		 spool_max;	/* --spool-max, 0: memory only */
 	int			 reconnect_wait;	/* s to deliver at the end */
 	int			 wire;		/* --wire-compression, TD_WIRE_* */

@@ -68,6 +68,7 @@ struct net_conn {
 	int		 fd;
 	SSL		*ssl;
 	struct td_buf	 in;		/* what the listener sent */
+	bool		 refused;	/* a TLS alert: it will not take us */
 };
 
 struct net {
@@ -112,13 +113,26 @@ struct net {
 	bool		 thr_on;
 	volatile bool	 thr_stop;
 	int		 evfd;
+	int		 stopfd;	/* wakes the thread's backoff */
 	struct net_conn	 nc;		/* the thread's result */
 	struct td_welcome nw;
 	int		 nstatus;	/* 0 up, -1 fatal */
+	uint64_t	 delay;		/* backoff, ms */
+	bool		 retry_later;	/* ERROR RETRY: wait before trying */
+	uint64_t	 up_since_ms;
 	char		 nerr[512];
 	unsigned int	 reconnects;
 };
 
+
+static uint64_t
+net_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* "what: strerror(errno)" into err. */
 static int
@@ -289,6 +303,7 @@ net_read_frame(struct net_conn *c, struct td_frame *f, char *err,
 			if (errno == EINTR)
 				continue;
 			if (c->ssl != NULL && errno == EPROTO) {
+				c->refused = true;
 				td_tls_handshake_error(c->ssl, err, errlen,
 				    "the listener refused this agent");
 				return -1;
@@ -438,8 +453,11 @@ net_open(struct net *n, bool resume, struct net_conn *c,
 		goto fail;
 	}
 	td_buf_free(&b);
-	if (net_expect(NULL, c, TD_MSG_WELCOME, &f, fatal, err, errlen) == -1)
+	if (net_expect(NULL, c, TD_MSG_WELCOME, &f, fatal, err, errlen) == -1) {
+		if (c->refused)
+			*fatal = true;	/* e.g. a revoked certificate */
 		goto fail;
+	}
 	if (td_msg_unpack_welcome(&f, w) == -1) {
 		snprintf(err, errlen, "the listener sent a bad WELCOME");
 		*fatal = true;
@@ -471,6 +489,7 @@ net_connect(const struct net_params *np, const struct td_hello *hello,
 	n->c.fd = -1;
 	n->sfd = -1;
 	n->evfd = -1;
+	n->stopfd = -1;
 	n->bcpu = -1;
 	n->np = *np;
 	n->np.host = xstrdup(np->host);
@@ -504,7 +523,8 @@ net_connect(const struct net_params *np, const struct td_hello *hello,
 	td_buf_init(&n->q, NET_HARD_MAX);
 	td_buf_init(&n->st, NET_HARD_MAX);
 	n->bq = &n->q;
-	if ((n->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1) {
+	if ((n->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1 ||
+	    (n->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1) {
 		net_err(err, errlen, "eventfd");
 		goto fail;
 	}
@@ -519,20 +539,12 @@ net_connect(const struct net_params *np, const struct td_hello *hello,
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
 	n->tsync_interval = w.tsync_interval;
 	n->idle_timeout = w.idle_timeout;
+	n->up_since_ms = net_now_ms();
 	net_blocking(n->c.fd, false, n->np.timeout);
 	return n;
 fail:
 	net_close(n);
 	return NULL;
-}
-
-static uint64_t
-net_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The listener's time-sync interval. */
@@ -1122,8 +1134,10 @@ net_frames(struct net *n, char *err, size_t errlen)
 			}
 			break;
 		case TD_MSG_ERROR:
-			return net_error_frame(&f, &n->fatal, err, errlen,
+			net_error_frame(&f, &n->fatal, err, errlen,
 			    "the listener stopped the recording");
+			n->retry_later = !n->fatal;
+			return -1;
 		case TD_MSG_DONE:
 			if (td_msg_unpack_done(&f, &n->done_msg) == 0)
 				n->done = true;
@@ -1208,38 +1222,50 @@ net_keepalive(struct net *n, char *err, size_t errlen)
 
 /* ---- reconnecting ------------------------------------------------------ */
 
+/* Sleep about n->delay ms (50% to 150%: jitter), then double it. */
+static void
+net_backoff(struct net *n)
+{
+	uint64_t wait;
+	unsigned int r;
+
+	if (getrandom(&r, sizeof r, 0) != sizeof r)
+		r = (unsigned int)net_now_ms();
+	wait = n->delay / 2 + r % (n->delay + 1);
+	if (!n->thr_stop) {
+		struct pollfd pfd = { n->stopfd, POLLIN, 0 };
+
+		poll(&pfd, 1, (int)wait);
+	}
+	n->delay = n->delay * 2 > NET_BACKOFF_MAX_MS ? NET_BACKOFF_MAX_MS :
+	    n->delay * 2;
+}
+
 static void *
 net_thread(void *arg)
 {
 	struct net *n = arg;
-	uint64_t delay = NET_BACKOFF_MIN_MS, wait, one = 1;
-	unsigned int r;
+	uint64_t one = 1;
 	bool fatal;
 
+	/* told to come back later: not at once */
+	if (n->retry_later)
+		net_backoff(n);
 	for (;;) {
+		if (n->thr_stop) {
+			n->nstatus = -1;
+			break;
+		}
 		if (net_open(n, true, &n->nc, &n->nw, &fatal, n->nerr,
 		    sizeof n->nerr) == 0) {
 			n->nstatus = 0;
 			break;
 		}
-		if (fatal || n->thr_stop) {
+		if (fatal) {
 			n->nstatus = -1;
 			break;
 		}
-		/* exponential backoff with jitter: 50% to 150% */
-		if (getrandom(&r, sizeof r, 0) != sizeof r)
-			r = (unsigned int)net_now_ms();
-		wait = delay / 2 + r % (delay + 1);
-		while (wait > 0 && !n->thr_stop) {
-			usleep(wait > 50 ? 50000 : (useconds_t)wait * 1000);
-			wait = wait > 50 ? wait - 50 : 0;
-		}
-		if (n->thr_stop) {
-			n->nstatus = -1;
-			break;
-		}
-		delay = delay * 2 > NET_BACKOFF_MAX_MS ? NET_BACKOFF_MAX_MS :
-		    delay * 2;
+		net_backoff(n);
 	}
 	if (write(n->evfd, &one, sizeof one) != sizeof one)
 		n->nstatus = -1;
@@ -1265,6 +1291,9 @@ net_thread_start(struct net *n)
 void
 net_down(struct net *n)
 {
+	/* a connection that lived a while starts the backoff afresh */
+	if (n->delay == 0 || net_now_ms() - n->up_since_ms > 10000)
+		n->delay = NET_BACKOFF_MIN_MS;
 	if (net_up(n))
 		net_conn_close(&n->c, false);
 	n->qoff = n->qdrop;
@@ -1306,8 +1335,9 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 	n->tsync_interval = n->nw.tsync_interval;
 	n->idle_timeout = n->nw.idle_timeout;
 	n->reconnects++;
+	n->retry_later = false;
 	net_blocking(n->c.fd, false, n->np.timeout);
-	n->last_send_ms = net_now_ms();
+	n->last_send_ms = n->up_since_ms = net_now_ms();
 	/* a DONE may follow at once: the recording was finished already */
 	return net_frames(n, err, errlen);
 }
@@ -1332,7 +1362,7 @@ net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
     char *path, size_t pathlen, char *err, size_t errlen)
 {
 	struct td_end *e;
-	uint64_t deadline = net_now_ms() + (uint64_t)wait * 1000, now;
+	uint64_t down_ms, last, now;
 	int i, left;
 
 	if (net_batch_end(n) == -1)
@@ -1348,18 +1378,24 @@ net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
 		return -1;
 	}
 	err[0] = '\0';
+	/* --reconnect-wait bounds the time without a connection */
+	down_ms = 0;
+	last = net_now_ms();
 	while (!n->done) {
 		now = net_now_ms();
+		if (!net_up(n))
+			down_ms += now - last;
+		last = now;
 		if (n->fatal)
 			return -1;
-		if (now >= deadline) {
+		if (!net_up(n) && down_ms >= (uint64_t)wait * 1000) {
 			if (err[0] == '\0')
 				snprintf(err, errlen, "no DONE from the "
 				    "listener");
 			n->fatal = true;
 			return -1;
 		}
-		left = (int)(deadline - now);
+		left = (int)((uint64_t)wait * 1000 - down_ms);
 		if (!net_up(n)) {
 			net_thread_start(n);
 			if (net_wait(n->evfd, POLLIN, left) == 1 &&
@@ -1367,12 +1403,20 @@ net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
 				net_down(n);
 			continue;
 		}
+		/* up: a listener that takes nothing for long is a lost one */
+		if (now - n->last_send_ms > (uint64_t)NET_USER_TIMEOUT_MS * 4 &&
+		    net_want_write(n)) {
+			snprintf(err, errlen, "the listener takes no data");
+			net_down(n);
+			continue;
+		}
+		left = 1000;
 		if (net_flush(n, err, errlen) == -1) {
 			net_down(n);
 			continue;
 		}
 		if (net_wait(n->c.fd, POLLIN | (net_want_write(n) ? POLLOUT :
-		    0), left > 1000 ? 1000 : left) <= 0)
+		    0), left) <= 0)
 			continue;
 		if (net_readable(n, err, errlen) == -1 && !n->done) {
 			if (n->fatal)
@@ -1384,6 +1428,19 @@ net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
 	return 0;
 }
 
+/* Tell a reconnection under way to stop, without waiting for it. */
+void
+net_stop(struct net *n)
+{
+	uint64_t one = 1;
+
+	if (n == NULL || !n->thr_on)
+		return;
+	n->thr_stop = true;
+	if (write(n->stopfd, &one, sizeof one) != sizeof one)
+		return;
+}
+
 /* Close the connection and free everything. */
 void
 net_close(struct net *n)
@@ -1391,7 +1448,7 @@ net_close(struct net *n)
 	if (n == NULL)
 		return;
 	if (n->thr_on) {
-		n->thr_stop = true;
+		net_stop(n);
 		pthread_join(n->thr, NULL);
 		net_conn_close(&n->nc, false);
 	}
@@ -1402,6 +1459,8 @@ net_close(struct net *n)
 		close(n->sfd);
 	if (n->evfd != -1)
 		close(n->evfd);
+	if (n->stopfd != -1)
+		close(n->stopfd);
 	td_buf_free(&n->q);
 	td_buf_free(&n->st);
 	td_codec_free(n->wz);

@@ -116,6 +116,8 @@ int		 net_reconnected(struct net *n, char *err, size_t errlen);
 int		 net_finish(struct net *n, const uint64_t *pages, int ncpus,
 		    int wait, char *path, size_t pathlen, char *err,
 		    size_t errlen);
+/* Tell a reconnection under way to stop (net_close() then waits less). */
+void		 net_stop(struct net *n);
 void		 net_close(struct net *n);
 
 #endif

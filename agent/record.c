@@ -64,6 +64,7 @@ struct recorder {
 	struct instance		*in;
 	struct td_file		*file;
 	struct net		*net;
+	struct net		*net_gone;	/* given up, closed at the end */
 	struct meta_sink	 sink;		/* where metadata goes */
 	struct meta_sink	 fsink;
 	struct meta_sink	 nsink;
@@ -108,6 +109,8 @@ record_elapsed(const struct recorder *r)
 }
 
 static int record_net_lost(struct recorder *);
+static int record_net_end(struct recorder *, bool);
+static int record_net_full(struct recorder *);
 
 /*
  * Hand one page to the writer and the network and count what it holds;
@@ -175,7 +178,8 @@ record_drain(struct recorder *r, struct record_cpu *c, bool final)
 	int i;
 
 	for (i = 0; final || i < RECORD_BURST_PAGES; i++) {
-		if (r->net != NULL && net_congested(r->net)) {
+		if (r->net != NULL && net_congested(r->net) &&
+		    record_net_full(r) == 1) {
 			/* nowhere left to keep pages: the rest stays (in
 			   the loop, until the network takes some) */
 			if (final)
@@ -272,9 +276,31 @@ record_pause(struct recorder *r, bool pause)
 static int
 record_net_lost(struct recorder *r)
 {
+	return record_net_end(r, false);
+}
+
+/*
+ * The stream's memory and spool are full.  Without a local file the rings
+ * wait (1: stop reading).  With one, the local file must not lose what the
+ * network cannot take: the network goes (0: read on).
+ */
+static int
+record_net_full(struct recorder *r)
+{
+	if (r->file == NULL)
+		return 1;
+	snprintf(r->err, sizeof r->err, "the listener cannot keep up and "
+	    "the spool is full");
+	record_net_end(r, true);
+	return 0;
+}
+
+static int
+record_net_end(struct recorder *r, bool for_good)
+{
 	if (net_up(r->net))
 		epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_fd(r->net), NULL);
-	if (!net_fatal(r->net)) {
+	if (!for_good && !net_fatal(r->net)) {
 		if (!r->reconnecting)
 			log_warnx("%s; reconnecting, the recording goes on",
 			    r->err);
@@ -292,7 +318,9 @@ record_net_lost(struct recorder *r)
 	    r->o->output);
 	r->err[0] = '\0';
 	epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_event_fd(r->net), NULL);
-	net_close(r->net);
+	/* a connection attempt may take seconds to give up: not now */
+	net_stop(r->net);
+	r->net_gone = r->net;
 	r->net = NULL;
 	r->reconnecting = false;
 	/* time sync needs the listener */
@@ -346,6 +374,8 @@ record_net_pump(struct recorder *r)
 	if (net_up(r->net) && net_flush(r->net, r->err, sizeof r->err) == -1)
 		return record_net_lost(r);
 	if (r->net == NULL)
+		return 0;
+	if (!r->paused && net_congested(r->net) && record_net_full(r) == 0)
 		return 0;
 	record_pause(r, r->paused ? !net_relieved(r->net) :
 	    net_congested(r->net));
@@ -489,6 +519,23 @@ record_spawn(struct recorder *r)
 	return 0;
 }
 
+/* Whether an unnamed spool file can be made in dir. */
+static int
+record_spool_usable(const char *dir)
+{
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd == -1 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+		if (access(dir, W_OK | X_OK) == -1)
+			return -1;
+		return 0;
+	}
+	if (fd == -1)
+		return -1;
+	close(fd);
+	return 0;
+}
+
 static int
 record_setup(struct recorder *r)
 {
@@ -567,6 +614,18 @@ record_setup(struct recorder *r)
 		np.timeout = 10;
 		np.spool_dir = r->o->spool_dir;
 		np.spool_max = r->o->spool_max;
+		if (np.spool_max > 0 && record_spool_usable(np.spool_dir) == -1) {
+			if (r->o->spool_given) {
+				snprintf(r->err, sizeof r->err, "cannot spool "
+				    "in '%s': %s", np.spool_dir,
+				    strerror(errno));
+				return -1;
+			}
+			log_warnx("cannot spool in '%s' (%s): what the "
+			    "listener has not taken stays in 16 MiB of memory",
+			    np.spool_dir, strerror(errno));
+			np.spool_max = 0;
+		}
 		np.wire = r->o->wire;
 		r->net = net_connect(&np, &h, r->err, sizeof r->err);
 		if (r->net == NULL)
@@ -863,6 +922,7 @@ record_free(struct recorder *r)
 	if (r->file != NULL)
 		td_file_free(r->file);
 	net_close(r->net);
+	net_close(r->net_gone);
 	tsync_free(r->tsync);
 	if (r->epfd > 0)
 		close(r->epfd);

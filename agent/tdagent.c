@@ -182,6 +182,7 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			break;
 		case OPT_SPOOL:
 			o->spool_dir = optarg;
+			o->spool_given = true;
 			net_opt = true;
 			break;
 		case OPT_SPOOL_MAX:

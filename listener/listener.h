@@ -56,6 +56,7 @@ struct session	*session_new(struct event_base *base,
 		    const char *peer);
 void		 session_close(struct session *s, const char *why);
 void		 session_shutdown_all(void);
+void		 session_free_all(void);
 /* Take up the recordings a previous tdlisten left in cfg->dir. */
 void		 session_recover_all(struct event_base *base,
 		    struct listener_config *cfg);

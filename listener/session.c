@@ -199,8 +199,17 @@ session_closing_timer_cb(evutil_socket_t fd, short what, void *arg)
  * written (at most two seconds later), so callers must not touch s after
  * this call either way.
  */
+static void	session_close_code(struct session *, uint32_t, const char *);
+
 void
 session_close(struct session *s, const char *why)
+{
+	session_close_code(s, TD_ERR_FATAL, why);
+}
+
+/* Close, telling the agent whether coming back can help (code). */
+static void
+session_close_code(struct session *s, uint32_t code, const char *why)
 {
 	struct timeval tv = { 2, 0 };
 	uint64_t events, marked;
@@ -244,7 +253,7 @@ session_close(struct session *s, const char *why)
 	/* tell the agent why, then go */
 	s->state = S_CLOSING;
 	td_buf_reset(&s->out);
-	td_msg_pack_error(&s->out, TD_ERR_FATAL, why);
+	td_msg_pack_error(&s->out, code, why);
 	bufferevent_disable(s->bev, EV_READ);
 	bufferevent_setcb(s->bev, NULL, session_closing_write_cb,
 	    session_closing_event_cb, s);
@@ -328,10 +337,21 @@ static void
 session_pause(struct session *s, const char *what)
 {
 	struct timeval tv = { 5, 0 };
+	char msg[300];
+	bool quota = errno == EDQUOT && strstr(what, "quota") != NULL;
 
-	log_warnx("%s: %s: %s; the recording pauses, the agent keeps its "
+	if (s->cfg->resume_wait == 0) {
+		/* nothing can wait for room: what is safe is kept */
+		snprintf(msg, sizeof msg, "%s: %s", what, strerror(errno));
+		td_file_release(s->file);
+		s->file = NULL;
+		s->restore = true;
+		session_close(s, msg);
+		return;
+	}
+	log_warnx("%s: %s%s%s; the recording pauses, the agent keeps its "
 	    "data and resumes when there is room", s->label, what,
-	    strerror(errno));
+	    quota ? "" : ": ", quota ? "" : strerror(errno));
 	td_file_release(s->file);
 	s->file = NULL;
 	s->restore = true;
@@ -341,8 +361,9 @@ session_pause(struct session *s, const char *what)
 		return;
 	}
 	td_buf_reset(&s->out);
-	td_msg_pack_error(&s->out, TD_ERR_RETRY, "the listener's disk is "
-	    "full: come back later");
+	td_msg_pack_error(&s->out, TD_ERR_RETRY, quota ? "this identity is "
+	    "over the listener's quota: come back later" : "the listener's "
+	    "disk is full: come back later");
 	bufferevent_disable(s->bev, EV_READ);
 	bufferevent_setcb(s->bev, NULL, session_detach_write_cb,
 	    session_detach_event_cb, s);
@@ -367,7 +388,7 @@ session_checkpoint(struct session *s)
 	char msg[600];
 
 	if (s->file == NULL || s->state != S_STREAM || s->restore ||
-	    s->rx_off == s->ack_off)
+	    s->rx_off == s->ack_off || td_file_in_section(s->file))
 		return 0;
 	if (s->cfg->quota > 0 &&
 	    output_usage(s->cfg->dir, s->identity) > s->cfg->quota) {
@@ -531,7 +552,16 @@ session_resume(struct session *s, const struct td_frame *f)
 	s->bev = NULL;
 	s->counted = false;
 	snprintf(t->peer, sizeof t->peer, "%s", s->peer);
-	snprintf(t->label, sizeof t->label, "%s", s->label);
+	if (t->hello.name[0] != '\0') {
+		char name[TD_MAX_NAME_LEN + 1];
+
+		snprintf(name, sizeof name, "%s", t->hello.name);
+		output_sanitize(name);
+		snprintf(t->label, sizeof t->label, "session %s '%s' (%s)",
+		    t->identity, name, t->peer);
+	} else
+		snprintf(t->label, sizeof t->label, "session %s (%s)",
+		    t->identity, t->peer);
 	bufferevent_setcb(t->bev, session_read_cb, session_write_cb,
 	    session_event_cb, t);
 	bufferevent_setwatermark(t->bev, EV_READ, 0, 0);
@@ -1342,42 +1372,54 @@ session_new(struct event_base *base, struct listener_config *cfg, int fd,
 
 /*
  * Shutdown: recordings in progress are checkpointed and left on disk for
- * the next tdlisten (their agents are told to come back); the others close.
+ * the next tdlisten; every agent still connected is told to come back
+ * later (ERROR RETRY), which goes out while the loop runs its last second
+ * (the caller's loopexit); session_free_all() then frees what is left.
  */
 void
 session_shutdown_all(void)
 {
-	struct session *s;
+	struct session *s, *next;
 
 	if (session_tick_ev != NULL) {
 		event_free(session_tick_ev);
 		session_tick_ev = NULL;
 	}
-	while ((s = session_list) != NULL) {
-		if (s->state == S_STREAM && s->cfg->resume_wait > 0) {
-			if (s->file != NULL && !s->restore &&
-			    checkpoint_write(s) == -1 && errno != EBUSY)
-				log_warnx("%s: cannot write '%s': %s", s->label,
-				    s->state_path, strerror(errno));
-			if (s->bev != NULL) {
-				td_buf_reset(&s->out);
-				td_msg_pack_error(&s->out, TD_ERR_RETRY,
-				    "tdlisten is shutting down");
-				bufferevent_write(s->bev, s->out.data,
-				    s->out.len);
-				bufferevent_flush(s->bev, EV_WRITE,
-				    BEV_FINISHED);
-			}
-			log_info("%s: left '%s' to be resumed", s->label,
-			    s->path);
+	for (s = session_list; s != NULL; s = next) {
+		next = s->next;
+		if (s->state == S_CLOSING)
+			continue;
+		if (s->state != S_STREAM || s->cfg->resume_wait == 0) {
+			session_close_code(s, TD_ERR_RETRY,
+			    "tdlisten is shutting down");
+			continue;
+		}
+		if (s->file != NULL && !s->restore &&
+		    checkpoint_write(s) == -1 && errno != EBUSY)
+			log_warnx("%s: cannot write '%s': %s", s->label,
+			    s->state_path, strerror(errno));
+		log_info("%s: left '%s' to be resumed", s->label, s->path);
+		if (s->bev == NULL) {
 			session_free(s);	/* keeps the files */
 			continue;
 		}
-		session_close(s, "tdlisten is shutting down");
-		/* one waiting to flush its ERROR goes now: the loop ends */
-		if (session_list == s)
-			session_free(s);
+		s->state = S_CLOSING;
+		td_buf_reset(&s->out);
+		td_msg_pack_error(&s->out, TD_ERR_RETRY,
+		    "tdlisten is shutting down: come back later");
+		bufferevent_disable(s->bev, EV_READ);
+		bufferevent_setcb(s->bev, NULL, session_closing_write_cb,
+		    session_closing_event_cb, s);
+		bufferevent_write(s->bev, s->out.data, s->out.len);
 	}
+}
+
+/* After the loop: whatever did not go in time goes now. */
+void
+session_free_all(void)
+{
+	while (session_list != NULL)
+		session_free(session_list);
 }
 
 /* Take up one recording left by an earlier tdlisten. */

@@ -300,7 +300,12 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 	    server_sessions());
 	server_shutdown();
 	session_shutdown_all();
-	event_base_loopexit(base, NULL);
+	{
+		/* a second for the agents' ERRORs to go out */
+		struct timeval tv = { 1, 0 };
+
+		event_base_loopexit(base, server_sessions() > 0 ? &tv : NULL);
+	}
 }
 
 /*
@@ -384,6 +389,7 @@ main(int argc, char **argv)
 		fatal("cannot daemonize");
 	session_recover_all(base, &cfg);
 	event_base_dispatch(base);
+	session_free_all();
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	event_base_free(base);

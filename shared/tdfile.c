@@ -419,6 +419,12 @@ td_file_section_cancel(struct td_file *f)
 	return 0;
 }
 
+int
+td_file_in_section(const struct td_file *f)
+{
+	return f->sec_id != -1;
+}
+
 /* Whether section id is complete. */
 int
 td_file_has_section(const struct td_file *f, enum td_opt id)

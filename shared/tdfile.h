@@ -86,6 +86,8 @@ int		 td_file_section_write(struct td_file *f, const void *p,
 int		 td_file_section_end(struct td_file *f);
 /* Drop the open section (its peer went away mid-section). */
 int		 td_file_section_cancel(struct td_file *f);
+/* Whether a section is open (a checkpoint must wait). */
+int		 td_file_in_section(const struct td_file *f);
 /* Whether a section has been written completely. */
 int		 td_file_has_section(const struct td_file *f, enum td_opt id);
 /* The three calls above in one, for a section held in memory. */

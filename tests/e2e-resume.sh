@@ -10,6 +10,8 @@
 #      by a veth pair whose host end goes down, then up);
 #   4. the listener's disk full (a small tmpfs), then grown;
 #   6. the identity's --quota reached, then an old file removed.
+# With -o too, a listener gone for good and no spool (7), the local file
+# still loses nothing.
 # And a recording whose agent never comes back is kept as a readable
 # .incomplete.dat once --resume-wait has passed.
 . "$(dirname "$0")/e2e-lib.sh"
@@ -23,7 +25,7 @@ TLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
 NS=
 # TD_RESUME_PARTS="1 3" runs only those parts (while debugging)
 part() {
-	case " ${TD_RESUME_PARTS:-1 2 3 4 5 6} " in *" $1 "*) return 0 ;; esac
+	case " ${TD_RESUME_PARTS:-1 2 3 4 5 6 7} " in *" $1 "*) return 0 ;; esac
 	return 1
 }
 
@@ -111,6 +113,8 @@ check "SIGTERM: the recording was left to be resumed" \
 sleep 2
 LPORT_FIXED=$LPORT start_listener "$WORK/l2b.log" -d "$OUT" $TLS || exit 99
 wait_agent term
+check "SIGTERM: the agent was told to come back later" \
+    grep -q "shutting down: come back later" "$WORK/agent.term.err"
 same_events term "$OUT"
 stop_listener
 fi
@@ -196,8 +200,39 @@ check "quota: the listener paused the recording" \
 sleep 1
 rm -f "$OUT/web1/old.dat"
 wait_agent quota
+n=$(grep -c "resumed at offset" "$WORK/l6.log")
+check "quota: the agent backs off while it is paused ($n resumes)" \
+    test "$n" -le 20
 same_events quota "$OUT"
 stop_listener
+fi
+
+# 7. -o with -h, the listener gone for good and no spool: the network
+# is given up, the local file loses nothing
+if part 7; then
+OUT=$WORK/out7
+start_listener "$WORK/l7.log" -d "$OUT" $TLS || exit 99
+rm -f "$WORK/pid7"
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --spool-max 0 --reconnect-wait 1 \
+    -o "$WORK/gone.dat" -e raw_syscalls -F -b 4096 -- sh -c \
+    'echo $$ > '"$WORK/pid7"'; sleep 1; exec dd if=/dev/zero of=/dev/null bs=1 count=1500000 status=none' \
+    2> "$WORK/agent.gone7.err" &
+APID=$!
+wait_recording "$APID"
+kill -9 "$LPID"
+wait "$LPID" 2>/dev/null
+wait "$APID"
+eq "listener gone, no spool: tdagent -o -h exits 0" $? 0
+[ -n "${TD_DEBUG:-}" ] && cat "$WORK/agent.gone7.err" >&2
+check "it gave the network up" \
+    grep -q "the recording goes on into '$WORK/gone.dat' only" \
+    "$WORK/agent.gone7.err"
+"$TDCOUNT" "$WORK/gone.dat" -p "$(cat "$WORK/pid7")" > "$WORK/c7"
+n=$(field events < "$WORK/c7")
+eq "and the local file lost nothing" "$(field missed < "$WORK/c7")" 0
+check "it holds the whole storm ($n events for 1500000 blocks)" \
+    test "${n:-0}" -gt 6000000 -a "${n:-0}" -lt 6002000
 fi
 
 # 5. an agent that never comes back: kept as incomplete after the wait

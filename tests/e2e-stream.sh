@@ -139,8 +139,9 @@ start_listener "$WORK/listenw.log" -d "$OUT" \
     --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" ||
     exit 99
 for w in zstd zlib; do
+	# --reconnect-wait 0 still delivers on a healthy link
 	stream_storm w$w 200000 web1 -F --wire-compression $w \
-	    -o "$WORK/wlocal$w.dat"
+	    -o "$WORK/wlocal$w.dat" --reconnect-wait 0
 	eq "wire $w: the agent exits 0" "$RRC" 0
 	check "wire $w: trace-cmd reads the file cleanly" tc_clean "$RFILE"
 	"$TDCOUNT" "$RFILE" > "$WORK/cw"
