@@ -31,7 +31,7 @@ check "trace-cmd reads it" tc_clean "$f"
 sh "$TDCERT" revoke "$P" web1 >/dev/null 2>&1
 kill -HUP "$LPID"
 i=0
-until grep -q "SIGHUP: certificates and CRL reloaded" "$WORK/l.log" || [ $i -gt 50 ]; do
+until grep -q "SIGHUP: certificates and CRL reloaded" "$WORK/l.log" || [ $i -gt $((50 * SLOW)) ]; do
 	sleep 0.05
 	i=$((i + 1))
 done
@@ -62,7 +62,7 @@ wait_recording "$apid"
 sleep 0.5
 kill -TERM "$LPID"
 i=0
-while kill -0 "$LPID" 2>/dev/null && [ $i -lt 100 ]; do
+while kill -0 "$LPID" 2>/dev/null && [ $i -lt $((100 * SLOW)) ]; do
 	sleep 0.05
 	i=$((i + 1))
 done

@@ -17,6 +17,34 @@ FAILS=0
 CHECKS=0
 trap 'rm -rf "$WORK"' EXIT
 
+# TD_VALGRIND=1 (or "listener") runs every tdlisten of the test under
+# valgrind memcheck (tests/valgrind.sh), "agent" every tdagent, "all" both.
+# A memory error or a definite or indirect leak that tests/valgrind.supp
+# does not list (it lists library-internal leaks only) fails the test:
+# finish() reads every valgrind log.  Commands that tdagent runs (-- CMD)
+# are not traced.  SLOW scales the tests' waits (10 under valgrind, or
+# TD_SLOW).  Memcheck makes tdagent 20-50x slower: with "agent" or "all",
+# system-wide recordings can lose events and e2e-stream's 16 concurrent
+# TLS agents can miss the listener's handshake timeout.
+SLOW=${TD_SLOW:-1}
+VG=$WORK/vg
+# vg_wrap NAME: print the path of a script that runs $B/NAME under
+# tests/valgrind.sh, one log per process in $VG (which a test that runs
+# the program as nobody can reach and write to)
+vg_wrap() {
+	mkdir -p "$VG"
+	chmod 711 "$WORK"
+	chmod 1777 "$VG"
+	cat > "$VG/$1" <<-EOF
+	#!/bin/sh
+	TD_VG_LOG="$VG/$1.%p.log"
+	export TD_VG_LOG
+	exec sh "$S/tests/valgrind.sh" "$B/$1" "\$@"
+	EOF
+	chmod 755 "$VG/$1"
+	echo "$VG/$1"
+}
+
 skip() {
 	if [ "${TD_REQUIRE_TRACEFS:-0}" = 1 ]; then
 		echo "FAIL: cannot run: $* (TD_REQUIRE_TRACEFS=1)"
@@ -59,7 +87,38 @@ eq() {
 	if [ "$2" = "$3" ]; then ok "$1 ($2)"; else fail "$1: got '$2', want '$3'"; fi
 }
 
+# vg_check: one check per valgrind-wrapped program: no log of it may
+# report a memory error or a definite or indirect leak.  A run killed with
+# SIGKILL leaves a log without a summary: it is counted, not judged, and
+# so is a child that tdagent forks for its command (-- CMD), which execs it
+# untraced.
+vg_check() {
+	for p in tdlisten tdagent; do
+		[ -x "$VG/$p" ] || continue
+		runs=0 judged=0 bad=""
+		for l in "$VG/$p".*.log; do
+			[ -f "$l" ] || continue
+			runs=$((runs + 1))
+			grep -q "ERROR SUMMARY:" "$l" || continue
+			judged=$((judged + 1))
+			grep -q "ERROR SUMMARY: 0 errors" "$l" ||
+			    bad="$bad $l"
+		done
+		[ $runs = 0 ] && continue
+		if [ -z "$bad" ] && [ $judged -gt 0 ]; then
+			ok "valgrind: $p clean ($judged runs judged of $runs)"
+			continue
+		fi
+		fail "valgrind: $p: errors or leaks in$bad ($judged runs judged of $runs)"
+		for l in $bad; do
+			echo "# ---- $l"
+			sed 's/^/# /' "$l"
+		done
+	done
+}
+
 finish() {
+	vg_check
 	echo "# $CHECKS checks, $FAILS failed"
 	[ "$FAILS" = 0 ] || exit 1
 	exit 0
@@ -106,6 +165,22 @@ TDLISTEN=$B/tdlisten
 TDCERT=$S/scripts/tdcert
 TDFEED=$B/tests/tdfeed
 
+case ${TD_VALGRIND:-0} in
+0) ;;
+1|listener|agent|all)
+	command -v valgrind >/dev/null ||
+	    { echo "FAIL: TD_VALGRIND=$TD_VALGRIND: valgrind is not installed"; exit 99; }
+	[ "$TD_VALGRIND" = agent ] || TDLISTEN=$(vg_wrap tdlisten)
+	[ "$TD_VALGRIND" = agent ] || [ "$TD_VALGRIND" = all ] &&
+	    TDAGENT=$(vg_wrap tdagent)
+	SLOW=${TD_SLOW:-10}
+	;;
+*)
+	echo "FAIL: TD_VALGRIND=$TD_VALGRIND: want 1, listener, agent or all"
+	exit 99
+	;;
+esac
+
 # pki DIR AGENT...: a CA, a listener certificate for localhost, and one
 # client certificate per AGENT name.
 pki() {
@@ -129,7 +204,7 @@ start_listener() {
 		"$TDLISTEN" -p "$LPORT" -v "$@" > "$log" 2>&1 &
 		LPID=$!
 		i=0
-		while [ $i -lt 100 ]; do
+		while [ $i -lt $((100 * SLOW)) ]; do
 			grep -q "listening on" "$log" 2>/dev/null && return 0
 			kill -0 $LPID 2>/dev/null || break
 			sleep 0.05
@@ -142,11 +217,12 @@ start_listener() {
 	return 1
 }
 
-# wait_recording PID: until tdagent PID's instance records (at most 20 s)
+# wait_recording PID: until tdagent PID's instance records (at most
+# 20 s times SLOW)
 wait_recording() {
 	i=0
 	until [ "$(cat $TRACING/instances/tracedock-$1/tracing_on 2>/dev/null)" = 1 ] ||
-	    [ $i -gt 400 ]; do
+	    [ $i -gt $((400 * SLOW)) ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
