@@ -5,7 +5,7 @@ set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
 libevent-dev libssl-dev zlib1g-dev libzstd-dev
 libtracefs-dev libtraceevent-dev libtracecmd-dev libcmocka-dev
-trace-cmd util-linux procps time openssl iproute2"
+trace-cmd util-linux procps time openssl iproute2 valgrind"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

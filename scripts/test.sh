@@ -1,7 +1,8 @@
 #!/bin/sh
 # test.sh: the whole test suite.  Installs what is missing, builds, runs
 # "make check" (unit tests and end-to-end tests on the real tracefs), then
-# the same suite built with ASan+UBSan, "make distcheck", and a short
+# the same suite built with ASan+UBSan, the unit tests and tdlisten's
+# end-to-end tests under valgrind memcheck, "make distcheck", and a short
 # libFuzzer run of every decoder.  As root the
 # end-to-end tests must run: a missing tracefs is a failure, not a skip.
 set -u
@@ -25,7 +26,14 @@ stage() {
 		rc=1
 		return
 	fi
-	make -C "$top/$dir" -s check > "$top/$dir/check.out" 2>&1
+	run_check "$dir"
+}
+
+# run_check BUILDDIR [MAKE ARGS...]: run make check there, count the results
+run_check() {
+	dir=$1
+	shift
+	make -C "$top/$dir" -s check "$@" > "$top/$dir/check.out" 2>&1
 	r=$?
 	sed -n '/^PASS\|^FAIL\|^SKIP\|^ERROR\|^XPASS\|^# /p' "$top/$dir/check.out"
 	if [ $r != 0 ]; then
@@ -46,6 +54,22 @@ stage() {
 
 stage "tests" build
 stage "tests under ASan+UBSan" build-asan --enable-sanitizers
+# valgrind finds what ASan cannot (reads of uninitialised memory) and checks
+# the plain build: the unit tests, and every tdlisten of the end-to-end
+# tests that run one, with no error and no definite or indirect leak
+# (tests/valgrind.sh, TD_VALGRIND in tests/e2e-lib.sh)
+echo "== tests under valgrind (build-vg)"
+VG_TESTS=$(cd "$top" && ls tests/test-*.c | sed 's/\.c$//' &&
+    grep -l '^[[:space:]]*start_listener ' tests/e2e-*.sh)
+VG_TESTS=$(echo $VG_TESTS)
+if "$top/scripts/build.sh" build-vg; then
+	run_check build-vg TD_VALGRIND=1 TESTS="$VG_TESTS" \
+	    LOG_COMPILER="sh $top/tests/valgrind.sh"
+else
+	echo "== valgrind: build failed"
+	fail=$((fail + 1))
+	rc=1
+fi
 echo "== make distcheck"
 if make -C "$top/build" -s distcheck > "$top/build/distcheck.out" 2>&1; then
 	grep "archives ready" -A2 "$top/build/distcheck.out" | head -3
