@@ -518,14 +518,17 @@ td_spool_flush(struct td_file *f, struct td_spool *s)
 	return 0;
 }
 
-/* Open the spool of a CPU (flags: O_TRUNC for a new one, else 0). */
+/*
+ * Open the spool of a CPU (flags: O_CREAT | O_TRUNC for a new one, 0 for
+ * one a checkpoint describes, which must be there).
+ */
 static int
 td_spool_open(struct td_file *f, int cpu, int flags)
 {
 	struct td_spool *s = &f->cpu[cpu];
 
 	xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
-	s->fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC | flags, 0600);
+	s->fd = open(s->path, O_RDWR | O_CLOEXEC | flags, 0600);
 	if (s->fd == -1) {
 		free(s->path);
 		s->path = NULL;
@@ -550,7 +553,7 @@ td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
 		return -1;
 	}
 	s = &f->cpu[cpu];
-	if (s->fd == -1 && td_spool_open(f, cpu, O_TRUNC) == -1)
+	if (s->fd == -1 && td_spool_open(f, cpu, O_CREAT | O_TRUNC) == -1)
 		return -1;
 	memcpy(s->chunk + s->fill, p, n);
 	if (n < f->p.page_size)
@@ -585,7 +588,7 @@ td_file_cpu_chunk(struct td_file *f, int cpu, const void *z, size_t zlen,
 		return -1;
 	}
 	s = &f->cpu[cpu];
-	if (s->fd == -1 && td_spool_open(f, cpu, O_TRUNC) == -1)
+	if (s->fd == -1 && td_spool_open(f, cpu, O_CREAT | O_TRUNC) == -1)
 		return -1;
 	if (td_spool_flush(f, s) == -1)
 		return -1;
@@ -1103,10 +1106,7 @@ bad:
 	errno = EINVAL;
 fail:
 	e = errno;
-	if (f != NULL) {
-		f->done = true;		/* keep the files: they are not ours */
-		td_file_free(f);
-	}
+	td_file_release(f);	/* keep the files: they are not ours */
 	errno = e;
 	return NULL;
 }
