@@ -1072,6 +1072,9 @@ td_file_restore(const char *path, const void *state, size_t len)
 		goto bad;
 	if (f->v6_next < 0 || f->v6_next > 6 || f->off < f->opts_ptr_off)
 		goto bad;
+	/* td_file_string() walks the table with strlen() */
+	if (f->strings.len != 0 && f->strings.data[f->strings.len - 1] != '\0')
+		goto bad;
 	for (i = 0; i < TD_NSECT; i++)
 		if (f->sec_off[i] >= f->off)
 			goto bad;
