@@ -1104,6 +1104,22 @@ td_file_restore(const char *path, const void *state, size_t len)
 		    td_file_cut(s->fd, s->bytes) == -1)
 			goto fail;
 	}
+	/*
+	 * A spool of a CPU that had nothing at the checkpoint was begun
+	 * after it: cut it off too, or nothing would ever remove it (only
+	 * the spools a writer opened go at finish and abort).
+	 */
+	for (i = 0; i < f->p.ncpus; i++) {
+		char *sp;
+
+		if (f->cpu[i].fd != -1)
+			continue;
+		xasprintf(&sp, "%s.cpu%d.part", f->path, i);
+		e = unlink(sp) == -1 && errno != ENOENT;
+		free(sp);
+		if (e)
+			goto fail;
+	}
 	return f;
 bad:
 	errno = EINVAL;
