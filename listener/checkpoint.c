@@ -179,6 +179,7 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 {
 	struct td_buf b;
 	struct td_frame f;
+	struct td_hello h;
 	struct ck c;
 	uint64_t elapsed;
 	uint32_t i, n;
@@ -204,8 +205,10 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 	n = ck_u32(&c);
 	if (c.bad || n > TD_MAX_HELLO + TD_FRAME_HEADER ||
 	    ck_frame(&c, n, TD_MSG_HELLO, &f) == -1 ||
-	    td_msg_unpack_hello(&f, &s->hello) == -1)
+	    td_msg_unpack_hello(&f, &h) == -1)
 		goto bad;
+	/* s->cpu has s->hello.ncpus entries: both change together */
+	s->hello = h;
 	s->session_id = ck_u64(&c);
 	s->rx_off = s->ack_off = ck_u64(&c);
 	s->bytes = ck_u64(&c);

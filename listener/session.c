@@ -1404,12 +1404,15 @@ session_shutdown_all(void)
 			continue;
 		}
 		s->state = S_CLOSING;
-		td_buf_reset(&s->out);
-		td_msg_pack_error(&s->out, TD_ERR_RETRY,
-		    "tdlisten is shutting down: come back later");
 		bufferevent_disable(s->bev, EV_READ);
 		bufferevent_setcb(s->bev, NULL, session_closing_write_cb,
 		    session_closing_event_cb, s);
+		/* a paused one has its ERROR (retry) on the way already */
+		if (s->restore)
+			continue;
+		td_buf_reset(&s->out);
+		td_msg_pack_error(&s->out, TD_ERR_RETRY,
+		    "tdlisten is shutting down: come back later");
 		bufferevent_write(s->bev, s->out.data, s->out.len);
 	}
 }

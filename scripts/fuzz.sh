@@ -1,20 +1,20 @@
 #!/bin/sh
 # fuzz.sh [-b] [-j JOBS] [-t TARGET,...] [SECONDS]: build the libFuzzer
 # targets of tests/fuzz/ (clang, ASan + UBSan) into build-fuzz/ and run each
-# one (or those of -t: proto, page, tdread, session) for SECONDS (default
-# 30) on a copy of its seed corpus, JOBS targets at a time (default 1),
-# under nice.  Prints one summary line per target (executions, coverage,
-# new corpus units) and exits 1 if any target crashed, leaked, timed out or
-# ran out of memory; the input that did it is kept as
-# build-fuzz/crashes/<target>-crash-*.  -b only builds (and the seed
-# generator, build-fuzz/seedgen).  Installs clang and libFuzzer when they
-# are missing (Debian 12, as root).  See tests/fuzz/README.md.
+# one (or those of -t: proto, page, tdread, session, restore) for SECONDS
+# (default 30) on a copy of its seed corpus, JOBS targets at a time
+# (default 1), under nice.  Prints one summary line per target
+# (executions, coverage, new corpus units) and exits 1 if any target
+# crashed, leaked, timed out or ran out of memory; the input that did it is
+# kept as build-fuzz/crashes/<target>-crash-*.  -b only builds (and the
+# seed generator, build-fuzz/seedgen).  Installs clang and libFuzzer when
+# they are missing (Debian 12, as root).  See tests/fuzz/README.md.
 # shellcheck disable=SC2086 # flag lists are split on purpose
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=$top/build-fuzz
 F=$top/tests/fuzz
-TARGETS="proto page tdread session"
+TARGETS="proto page tdread session restore"
 build_only=0
 jobs=1
 run=$TARGETS
@@ -78,28 +78,36 @@ for src in "$top"/shared/*.c "$top"/proto/*.c; do
 done
 ar rcs "$B/libfuzzshared.a" "$B"/obj/*.o
 ar rcs "$B/libseedshared.a" "$B"/seedobj/*.o
-# fuzz-session links tdlisten's own session.c and output.c; its writer
-# calls go through the wrappers of fuzz-session.c
-for src in session output; do
+# fuzz-session links tdlisten's own session.c, output.c and checkpoint.c;
+# its writer calls go through the wrappers of fuzz-session.c.  fuzz-restore
+# links checkpoint.c and ckrec.c (the recording it restores), as seedgen
+# does for the restore seeds.
+for src in session output checkpoint; do
 	$CC $CFLAGS -fsanitize=fuzzer-no-link -c "$top/listener/$src.c" \
 	    -o "$B/listener-$src.o"
 done
+$CC $CFLAGS -c "$top/listener/checkpoint.c" -o "$B/seedobj/checkpoint.o"
 WRAP=""
 for fn in create section_begin section_write section_end section_cancel \
-    section_add add_option cpu_page finish free; do
+    section_add add_option cpu_page cpu_chunk finish free checkpoint restore \
+    release; do
 	WRAP="$WRAP -Wl,--wrap=td_file_$fn"
 done
 for t in $TARGETS; do
 	extra=""
 	extralibs=""
 	if [ "$t" = session ]; then
-		extra="$B/listener-session.o $B/listener-output.o $WRAP"
+		extra="$B/listener-session.o $B/listener-output.o
+		    $B/listener-checkpoint.o $WRAP"
 		extralibs="-lssl -lcrypto"
+	elif [ "$t" = restore ]; then
+		extra="$F/ckrec.c $B/listener-checkpoint.o"
 	fi
 	$CC $CFLAGS -fsanitize=fuzzer "$F/fuzz-$t.c" $extra \
 	    "$B/libfuzzshared.a" $LIBS $extralibs -o "$B/fuzz-$t"
 done
-$CC $CFLAGS "$F/seedgen.c" "$B/libseedshared.a" $LIBS -o "$B/seedgen"
+$CC $CFLAGS "$F/seedgen.c" "$F/ckrec.c" "$B/seedobj/checkpoint.o" \
+    "$B/libseedshared.a" $LIBS -o "$B/seedgen"
 echo "== built: $(for t in $TARGETS; do printf 'fuzz-%s ' "$t"; done)seedgen"
 [ $build_only = 1 ] && exit 0
 

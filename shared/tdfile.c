@@ -518,14 +518,17 @@ td_spool_flush(struct td_file *f, struct td_spool *s)
 	return 0;
 }
 
-/* Open the spool of a CPU (flags: O_TRUNC for a new one, else 0). */
+/*
+ * Open the spool of a CPU (flags: O_CREAT | O_TRUNC for a new one, 0 for
+ * one a checkpoint describes, which must be there).
+ */
 static int
 td_spool_open(struct td_file *f, int cpu, int flags)
 {
 	struct td_spool *s = &f->cpu[cpu];
 
 	xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
-	s->fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC | flags, 0600);
+	s->fd = open(s->path, O_RDWR | O_CLOEXEC | flags, 0600);
 	if (s->fd == -1) {
 		free(s->path);
 		s->path = NULL;
@@ -550,7 +553,7 @@ td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
 		return -1;
 	}
 	s = &f->cpu[cpu];
-	if (s->fd == -1 && td_spool_open(f, cpu, O_TRUNC) == -1)
+	if (s->fd == -1 && td_spool_open(f, cpu, O_CREAT | O_TRUNC) == -1)
 		return -1;
 	memcpy(s->chunk + s->fill, p, n);
 	if (n < f->p.page_size)
@@ -585,7 +588,7 @@ td_file_cpu_chunk(struct td_file *f, int cpu, const void *z, size_t zlen,
 		return -1;
 	}
 	s = &f->cpu[cpu];
-	if (s->fd == -1 && td_spool_open(f, cpu, O_TRUNC) == -1)
+	if (s->fd == -1 && td_spool_open(f, cpu, O_CREAT | O_TRUNC) == -1)
 		return -1;
 	if (td_spool_flush(f, s) == -1)
 		return -1;
@@ -1069,6 +1072,9 @@ td_file_restore(const char *path, const void *state, size_t len)
 		goto bad;
 	if (f->v6_next < 0 || f->v6_next > 6 || f->off < f->opts_ptr_off)
 		goto bad;
+	/* td_file_string() walks the table with strlen() */
+	if (f->strings.len != 0 && f->strings.data[f->strings.len - 1] != '\0')
+		goto bad;
 	for (i = 0; i < TD_NSECT; i++)
 		if (f->sec_off[i] >= f->off)
 			goto bad;
@@ -1098,15 +1104,28 @@ td_file_restore(const char *path, const void *state, size_t len)
 		    td_file_cut(s->fd, s->bytes) == -1)
 			goto fail;
 	}
+	/*
+	 * A spool of a CPU that had nothing at the checkpoint was begun
+	 * after it: cut it off too, or nothing would ever remove it (only
+	 * the spools a writer opened go at finish and abort).
+	 */
+	for (i = 0; i < f->p.ncpus; i++) {
+		char *sp;
+
+		if (f->cpu[i].fd != -1)
+			continue;
+		xasprintf(&sp, "%s.cpu%d.part", f->path, i);
+		e = unlink(sp) == -1 && errno != ENOENT;
+		free(sp);
+		if (e)
+			goto fail;
+	}
 	return f;
 bad:
 	errno = EINVAL;
 fail:
 	e = errno;
-	if (f != NULL) {
-		f->done = true;		/* keep the files: they are not ours */
-		td_file_free(f);
-	}
+	td_file_release(f);	/* keep the files: they are not ours */
 	errno = e;
 	return NULL;
 }

@@ -931,18 +931,20 @@ add_rounds(struct td_file *f, unsigned int from, unsigned int to,
  * of a section, with pages in its chunks) is restored from the checkpoint
  * and finished: the file has exactly the reference file's content and
  * libtracecmd reads exactly its events.  Damaged state is refused, and the
- * refusal leaves the files alone.
+ * refusal leaves the files alone; a missing spool is refused too, without
+ * creating one or keeping a descriptor open.
  */
 static void
 test_checkpoint(void **state)
 {
 	char *path = fx_path("t.dat"), *part = fx_path("t.dat.part");
 	char *stpath = fx_path("t.state");
+	char *spool = fx_path("t.dat.cpu0.part"), *away = fx_path("t.away");
 	struct td_buf st;
 	struct td_file *f;
 	struct stat sb;
 	pid_t pid;
-	int v, id, status;
+	int v, id, status, fd0, fd1;
 	size_t i;
 
 	for (v = 0; v < NVARIANTS; v++) {
@@ -999,6 +1001,16 @@ test_checkpoint(void **state)
 		assert_int_equal(errno, EINVAL);
 		st.data[0] ^= 1;
 		assert_int_equal(stat(part, &sb), 0);
+		fd0 = open("/dev/null", O_RDONLY);
+		close(fd0);
+		assert_int_equal(rename(spool, away), 0);
+		assert_null(td_file_restore(path, st.data, st.len));
+		assert_int_equal(errno, ENOENT);
+		assert_int_equal(stat(spool, &sb), -1);
+		fd1 = open("/dev/null", O_RDONLY);
+		assert_int_equal(fd1, fd0);
+		close(fd1);
+		assert_int_equal(rename(away, spool), 0);
 
 		f = td_file_restore(path, st.data, st.len);
 		assert_non_null(f);
@@ -1026,6 +1038,8 @@ test_checkpoint(void **state)
 		td_buf_free(&st);
 		unlink(path);
 	}
+	free(away);
+	free(spool);
 	free(stpath);
 	free(part);
 	free(path);

@@ -15,8 +15,12 @@
  *   - an unpacker refuses (-1, EBADMSG) a frame of another type;
  *   - what unpacks packs again to the very same payload (the encoding is
  *     canonical), and the packed frame unpacks to the same fields.  This is
- *     checked for every message, HELLO, WELCOME, DONE and ERROR included
- *     (TSYNC_PROBE and TSYNC_REPLY are packed URGENT: payload only).
+ *     checked for every message, HELLO, WELCOME, DONE, ERROR, ACK,
+ *     KEEPALIVE and PAGES_Z included (TSYNC_PROBE and TSYNC_REPLY are
+ *     packed URGENT: payload only);
+ *   - a HELLO or WELCOME that unpacks carries no flag but TD_HELLO_RESUME
+ *     or TD_WELCOME_RESUMED, and the v2 fields (flags, resume offset, idle
+ *     timeout) survive the round trip.
  *
  * PAGES frames are decoded with the page size of the last good HELLO of the
  * stream (4096 before one), with the one size that makes the frame a single
@@ -69,6 +73,7 @@ check_hello(const struct td_frame *f, struct td_buf *b, uint32_t *page_size)
 	    h.page_size <= TD_MAX_PAGE_SIZE);
 	FUZZ_CHECK(strlen(h.name) <= TD_MAX_NAME_LEN);
 	FUZZ_CHECK(strlen(h.clock) <= TD_MAX_NAME_LEN && h.clock[0] != '\0');
+	FUZZ_CHECK((h.flags & ~TD_HELLO_RESUME) == 0);
 	*page_size = h.page_size;
 	td_buf_reset(b);
 	FUZZ_CHECK(td_msg_pack_hello(b, &h) == 0);
@@ -82,6 +87,7 @@ check_hello(const struct td_frame *f, struct td_buf *b, uint32_t *page_size)
 	    h2.big_endian == h.big_endian &&
 	    h2.file_version == h.file_version &&
 	    h2.recording_id == h.recording_id && h2.trace_id == h.trace_id &&
+	    h2.flags == h.flags &&
 	    strcmp(h2.name, h.name) == 0 && strcmp(h2.clock, h.clock) == 0);
 }
 
@@ -97,6 +103,7 @@ check_welcome(const struct td_frame *f, struct td_buf *b)
 	}
 	FUZZ_CHECK(f->type == TD_MSG_WELCOME);
 	FUZZ_CHECK(strlen(w.identity) <= TD_MAX_NAME_LEN);
+	FUZZ_CHECK((w.flags & ~TD_WELCOME_RESUMED) == 0);
 	td_buf_reset(b);
 	FUZZ_CHECK(td_msg_pack_welcome(b, &w) == 0);
 	same_payload(b, f);
@@ -105,6 +112,8 @@ check_welcome(const struct td_frame *f, struct td_buf *b)
 	FUZZ_CHECK(w2.version == w.version && w2.flags == w.flags &&
 	    w2.tsync_interval == w.tsync_interval &&
 	    w2.session_id == w.session_id &&
+	    w2.resume_offset == w.resume_offset &&
+	    w2.idle_timeout == w.idle_timeout &&
 	    strcmp(w2.identity, w.identity) == 0);
 }
 
@@ -174,6 +183,31 @@ check_pages(const struct td_frame *f, struct td_buf *b, size_t page_size)
 }
 
 static void
+check_pages_z(const struct td_frame *f, struct td_buf *b)
+{
+	struct td_pages_z pz, pz2;
+	struct td_frame g;
+
+	if (td_msg_unpack_pages_z(f, &pz) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_PAGES_Z);
+	FUZZ_CHECK(pz.count >= 1 && pz.count <= TD_CHUNK_PAGES);
+	FUZZ_CHECK(pz.codec == TD_WIRE_ZSTD || pz.codec == TD_WIRE_ZLIB);
+	FUZZ_CHECK(pz.data == f->payload + 20 && pz.len == f->len - 20 &&
+	    pz.len > 0);
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_pages_z(b, &pz) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	FUZZ_CHECK(td_msg_unpack_pages_z(&g, &pz2) == 0);
+	FUZZ_CHECK(pz2.cpu == pz.cpu && pz2.count == pz.count &&
+	    pz2.first_seq == pz.first_seq && pz2.codec == pz.codec &&
+	    pz2.len == pz.len && memcmp(pz2.data, pz.data, pz.len) == 0);
+}
+
+static void
 check_end(const struct td_frame *f, struct td_buf *b)
 {
 	static struct td_end e, e2;
@@ -239,6 +273,24 @@ check_error(const struct td_frame *f, struct td_buf *b)
 	FUZZ_CHECK(e2.code == e.code && strcmp(e2.text, e.text) == 0);
 }
 
+static void
+check_ack(const struct td_frame *f, struct td_buf *b)
+{
+	uint64_t off, off2;
+	struct td_frame g;
+
+	if (td_msg_unpack_ack(f, &off) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_ACK && f->len == 8);
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_ack(b, off) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	FUZZ_CHECK(td_msg_unpack_ack(&g, &off2) == 0 && off2 == off);
+}
+
 /*
  * Time-sync messages.  Probes and replies are packed with the URGENT flag,
  * so only their payload is compared.
@@ -301,6 +353,9 @@ check_plain(const struct td_frame *f, struct td_buf *b)
 	} else if (f->type == TD_MSG_SECTION_END) {
 		FUZZ_CHECK(td_msg_pack_section_end(b) == 0);
 		same_payload(b, f);
+	} else if (f->type == TD_MSG_KEEPALIVE) {
+		FUZZ_CHECK(td_msg_pack_keepalive(b) == 0);
+		same_payload(b, f);
 	}
 }
 
@@ -348,9 +403,11 @@ check_frame(const uint8_t *p, const struct td_frame *f0, struct td_buf *b,
 		check_pages(&f, b, f.len - 16);
 	check_pages(&f, b, 0);
 	check_pages(&f, b, 1);
+	check_pages_z(&f, b);
 	check_end(&f, b);
 	check_done(&f, b);
 	check_error(&f, b);
+	check_ack(&f, b);
 	check_tsync(&f, b);
 	check_plain(&f, b);
 	free(copy);

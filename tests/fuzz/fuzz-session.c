@@ -18,31 +18,59 @@
  * gone: server_session_closed() called, every timer freed.
  *
  * The writer calls of session.c pass through wrappers (ld --wrap) that
- * check tdfile.h's promises and keep a digest of what was handed over.
+ * check tdfile.h's promises and keep a digest of what was handed over
+ * (PAGES_Z blocks stored as they came are decompressed for it).
+ * listener/checkpoint.c is linked too: checkpoints land beside the
+ * recording in the temporary output directory.
+ *
+ * One input can be several connections of the same agent (protocol v2:
+ * resuming), separated by FUZZ_CONN_SEP (fuzz.h) and one byte saying how
+ * the connection before it ends (% 5): 0 the agent hangs up (EOF), 1 the
+ * idle timeout strikes, 2 it stays open and silent (the next one takes
+ * over), 3 tdlisten restarts (session_shutdown_all(), the ERRORs it wrote
+ * go out for even lengths, session_free_all(), then session_recover_all()
+ * restores what was left from its checkpoint), 4 the
+ * agent hangs up and never comes back in time (the resume deadlines
+ * expire).  A later connection that starts with a new (not resuming) HELLO
+ * once a recording exists ends the input: one recording per input.  Every
+ * input has its own identity, so tdlisten's memory of finished recordings
+ * never mixes inputs.
  *
  * tdlisten's own settings are taken from the input's first frame when it
  * is a HELLO, so that the fuzzer reaches every writer: file_version 6 gives
  * --file-version 6, anything else 7 with the codec recording_id % 3 (none,
  * zstd, zlib); (recording_id / 3) % 2 == 1 turns time sync off
- * (--tsync-interval -1), else it is 1000 ms.
+ * (--tsync-interval -1), else it is 1000 ms; (recording_id / 6) % 2 == 1
+ * gives --resume-wait 0 (no resuming), else 600 s.  The HELLO's trace_id,
+ * which tdlisten does not use, holds two more knobs: bit 0 runs the
+ * checkpoint tick (checkpoint and ACK) after every read, bit 1 sets
+ * --quota to 1 + (trace_id >> 32) % 2^24 bytes.
  *
  * Properties, besides "no crash, no leak, no fatal()":
  *   - the writer accepts what tdfile.h says it accepts, and
  *     td_file_has_section() and td_file_cpu_pages() agree with what was
  *     handed over;
+ *   - a writer restored from the listener's own checkpoint (resume after a
+ *     pause, a restart) comes back, and holds exactly what the last
+ *     td_file_checkpoint() described: the digest rolls back to it;
  *   - output_path() stays inside DIR/<identity>/;
  *   - the TIME_SHIFT option session.c builds at END has exactly the layout
  *     trace-cmd reads (peer, flags, CPU count, per CPU count, ts[],
  *     offset[], scaling[], then per CPU frac[]), its DATE and tsync text
  *     are NUL-terminated strings (options the peer sends pass as sent);
  *   - every frame the listener sends parses and unpacks (WELCOME first,
- *     nothing after DONE or ERROR), and DONE names the file's real size;
+ *     RESUMED exactly when the HELLO asked to resume, nothing after DONE or
+ *     ERROR), ACK offsets grow and never pass the bytes that came, and
+ *     DONE names the file's real size;
+ *   - every connection's slot is given back once, every session is freed
+ *     (no bufferevent, no timer left);
  *   - a finished file (complete or .incomplete.dat) is the only file left
  *     and, for v7, opens with tdread and gives back exactly the sections,
  *     options (the first 16) and pages of every CPU handed to the writer;
  *     for v6 too when tdread finds the sections the peer sent (a v6 header
  *     is parsed, so garbage sections make it unreadable: the peer's
- *     problem); without a finished file nothing is left;
+ *     problem); without a finished file nothing is left (no checkpoint, no
+ *     spool);
  *   - no file descriptor is left open.
  * The output directory is emptied after every input.
  */
@@ -64,6 +92,7 @@
 #include <event2/event.h>
 
 #include "buf.h"
+#include "compress.h"
 #include "listener.h"
 #include "log.h"
 #include "tdfile.h"
@@ -72,8 +101,7 @@
 #include "tdread.h"
 #include "fuzz.h"
 
-#define PEER		"fuzz-agent:4000"
-#define IDENTITY	"fuzz-agent"
+#define MAX_CONNS	8
 #define NSECT		(TD_OPT_CMDLINES + 1)
 #define MAX_OPTS	16
 #define MAX_OUT		(4 * 1024 * 1024)
@@ -81,11 +109,14 @@
 static bool verbose;
 static char *topdir;
 static char *hostdir;
+static char identity[64];
+static unsigned int input_no;
 
 /*
- * The fake libevent: one bufferevent whose input is the fuzz input, shown
- * up to "avail" bytes; evbuffer_pullup() hands out a heap copy of exactly
- * the bytes asked for, so ASan sees a read past them.
+ * The fake libevent: a bufferevent per connection whose input is that
+ * connection's part of the fuzz input, shown up to "avail" bytes;
+ * evbuffer_pullup() hands out a heap copy of exactly the bytes asked for,
+ * so ASan sees a read past them.  Timers run when the target fires them.
  */
 struct evbuffer {
 	const uint8_t		*data;
@@ -107,19 +138,24 @@ struct bufferevent {
 	size_t			 low;
 	bool			 wrote;
 	bool			 freed;
+	bool			 resume;	/* its HELLO asks to resume */
+	size_t			 hello_len;	/* bytes of that HELLO */
 };
 
 struct event {
 	event_callback_fn	 cb;
 	void			*arg;
 	struct event		*next;
+	short			 what;
 	bool			 added;
 };
 
-static struct bufferevent *fake_bev;
+static struct bufferevent *fake_bev;	/* the connection being fed */
+static struct bufferevent *fake_bevs[MAX_CONNS];
+static int fake_nbevs;
 static struct event *fake_events;
 static int fake_nevents;
-static bool session_gone;
+static int slots_closed;
 static struct event_base *fake_base = (struct event_base *)&fake_base;
 
 struct bufferevent *
@@ -128,10 +164,11 @@ bufferevent_socket_new(struct event_base *base, evutil_socket_t fd,
 {
 	struct bufferevent *b;
 
-	FUZZ_CHECK(fake_bev == NULL);
+	FUZZ_CHECK(fake_nbevs < MAX_CONNS);
 	b = calloc(1, sizeof *b);
 	FUZZ_CHECK(b != NULL);
 	td_buf_init(&b->out, MAX_OUT);
+	fake_bevs[fake_nbevs++] = b;
 	fake_bev = b;
 	return b;
 }
@@ -204,6 +241,14 @@ bufferevent_free(struct bufferevent *b)
 	b->freed = true;
 }
 
+int
+bufferevent_flush(struct bufferevent *b, short iotype,
+    enum bufferevent_flush_mode mode)
+{
+	FUZZ_CHECK(!b->freed);
+	return 0;
+}
+
 struct event_base *
 bufferevent_get_base(struct bufferevent *b)
 {
@@ -272,6 +317,7 @@ event_new(struct event_base *base, evutil_socket_t fd, short what,
 	FUZZ_CHECK(ev != NULL);
 	ev->cb = cb;
 	ev->arg = arg;
+	ev->what = what;
 	ev->next = fake_events;
 	fake_events = ev;
 	fake_nevents++;
@@ -282,6 +328,13 @@ int
 event_add(struct event *ev, const struct timeval *tv)
 {
 	ev->added = true;
+	return 0;
+}
+
+int
+event_del(struct event *ev)
+{
+	ev->added = false;
 	return 0;
 }
 
@@ -301,12 +354,12 @@ event_free(struct event *ev)
 	FUZZ_CHECK(!"event_free of an unknown event");
 }
 
-/* server.c: the session is gone. */
+/* server.c: a connection's slot is free again (once per connection). */
 void
 server_session_closed(struct session *s)
 {
-	FUZZ_CHECK(!session_gone);
-	session_gone = true;
+	slots_closed++;
+	FUZZ_CHECK(slots_closed <= fake_nbevs);
 }
 
 /* log.c: format (so bad arguments show) but print only when verbose. */
@@ -416,6 +469,10 @@ static struct rec {
 	size_t			 alloptions;
 } rec;
 
+/* rec as the last td_file_checkpoint() described the writer. */
+static struct rec rec_ck;
+static bool have_ck;
+
 struct td_file *__real_td_file_create(const char *,
     const struct td_file_params *);
 int __real_td_file_section_begin(struct td_file *, enum td_opt);
@@ -427,8 +484,13 @@ int __real_td_file_section_add(struct td_file *, enum td_opt, const void *,
 int __real_td_file_add_option(struct td_file *, enum td_opt, const void *,
     size_t);
 int __real_td_file_cpu_page(struct td_file *, int, const void *, size_t);
+int __real_td_file_cpu_chunk(struct td_file *, int, const void *, size_t,
+    uint32_t);
 int __real_td_file_finish(struct td_file *);
 void __real_td_file_free(struct td_file *);
+int __real_td_file_checkpoint(struct td_file *, struct td_buf *);
+struct td_file *__real_td_file_restore(const char *, const void *, size_t);
+void __real_td_file_release(struct td_file *);
 
 struct td_file *__wrap_td_file_create(const char *,
     const struct td_file_params *);
@@ -441,8 +503,13 @@ int __wrap_td_file_section_add(struct td_file *, enum td_opt, const void *,
 int __wrap_td_file_add_option(struct td_file *, enum td_opt, const void *,
     size_t);
 int __wrap_td_file_cpu_page(struct td_file *, int, const void *, size_t);
+int __wrap_td_file_cpu_chunk(struct td_file *, int, const void *, size_t,
+    uint32_t);
 int __wrap_td_file_finish(struct td_file *);
 void __wrap_td_file_free(struct td_file *);
+int __wrap_td_file_checkpoint(struct td_file *, struct td_buf *);
+struct td_file *__wrap_td_file_restore(const char *, const void *, size_t);
+void __wrap_td_file_release(struct td_file *);
 
 static void
 rec_check_sections(void)
@@ -661,6 +728,41 @@ __wrap_td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
 	return r;
 }
 
+/*
+ * A PAGES_Z block stored as it came: session.c checked that it gives
+ * npages pages; the digest takes those pages.
+ */
+int
+__wrap_td_file_cpu_chunk(struct td_file *f, int cpu, const void *z,
+    size_t zlen, uint32_t npages)
+{
+	int r = __real_td_file_cpu_chunk(f, cpu, z, zlen, npages);
+	size_t want = (size_t)npages * rec.p.page_size, i;
+	struct td_codec *c;
+	uint8_t *pages;
+
+	FUZZ_CHECK(f == rec.file);
+	FUZZ_CHECK(cpu >= 0 && cpu < rec.p.ncpus);
+	FUZZ_CHECK(npages >= 1 && npages <= TD_CHUNK_PAGES);
+	FUZZ_CHECK(td_file_chunk_codec(f) == rec.p.codec &&
+	    rec.p.codec != TD_CODEC_NONE);
+	FUZZ_CHECK(r == 0);
+	c = td_codec_new(rec.p.codec, 0);
+	pages = malloc(want);
+	FUZZ_CHECK(c != NULL && pages != NULL);
+	FUZZ_CHECK(td_codec_decompress(c, z, zlen, pages, want) ==
+	    (ssize_t)want);
+	for (i = 0; i < npages; i++) {
+		rec.cpu[cpu].pages++;
+		rec.cpu[cpu].hash = fuzz_fnv(rec.cpu[cpu].hash,
+		    pages + i * rec.p.page_size, rec.p.page_size);
+	}
+	FUZZ_CHECK(td_file_cpu_pages(f, cpu) == rec.cpu[cpu].pages);
+	free(pages);
+	td_codec_free(c);
+	return r;
+}
+
 int
 __wrap_td_file_finish(struct td_file *f)
 {
@@ -680,14 +782,75 @@ __wrap_td_file_free(struct td_file *f)
 	rec.file = NULL;
 }
 
+/*
+ * A checkpoint describes the writer as it is (no section open): keep a
+ * copy of the digest to roll back to when the writer is restored.
+ */
+int
+__wrap_td_file_checkpoint(struct td_file *f, struct td_buf *b)
+{
+	int r = __real_td_file_checkpoint(f, b);
+
+	FUZZ_CHECK(f == rec.file && !rec.finished);
+	if (r == -1) {
+		FUZZ_CHECK(errno == EBUSY && rec.open_id != -1);
+		return r;
+	}
+	FUZZ_CHECK(rec.open_id == -1);
+	free(rec_ck.cpu);
+	rec_ck = rec;
+	rec_ck.cpu = calloc(rec.p.ncpus, sizeof *rec.cpu);
+	FUZZ_CHECK(rec_ck.cpu != NULL);
+	memcpy(rec_ck.cpu, rec.cpu, rec.p.ncpus * sizeof *rec.cpu);
+	have_ck = true;
+	return r;
+}
+
+/* The listener's own checkpoint must restore, to exactly what it said. */
+struct td_file *
+__wrap_td_file_restore(const char *path, const void *state, size_t len)
+{
+	struct td_file *f = __real_td_file_restore(path, state, len);
+	struct cpu *cpu = rec.cpu;
+	int i;
+
+	if (f == NULL)
+		fprintf(stderr, "td_file_restore '%s': %s\n", path,
+		    strerror(errno));
+	FUZZ_CHECK(f != NULL);
+	FUZZ_CHECK(rec.file == NULL && have_ck);
+	FUZZ_CHECK(strcmp(path, rec.path) == 0);
+	memcpy(cpu, rec_ck.cpu, rec.p.ncpus * sizeof *cpu);
+	rec = rec_ck;
+	rec.cpu = cpu;
+	rec.file = f;
+	rec_check_sections();
+	for (i = 0; i < rec.p.ncpus; i++)
+		FUZZ_CHECK(td_file_cpu_pages(f, i) == rec.cpu[i].pages);
+	return f;
+}
+
+void
+__wrap_td_file_release(struct td_file *f)
+{
+	if (f != NULL) {
+		FUZZ_CHECK(f == rec.file && !rec.finished);
+		rec.file = NULL;
+	}
+	__real_td_file_release(f);
+}
+
 static void
 rec_reset(void)
 {
 	free(rec.path);
 	free(rec.cpu);
 	free((char *)(uintptr_t)rec.p.clock);
+	free(rec_ck.cpu);
 	memset(&rec, 0, sizeof rec);
+	memset(&rec_ck, 0, sizeof rec_ck);
 	rec.open_id = -1;
+	have_ck = false;
 }
 
 /*
@@ -718,7 +881,6 @@ setup_dirs(void)
 	FUZZ_CHECK(asprintf(&t, "%s/fuzz-session.XXXXXX", base) > 0);
 	FUZZ_CHECK(mkdtemp(t) != NULL);
 	topdir = t;
-	FUZZ_CHECK(asprintf(&hostdir, "%s/%s", topdir, IDENTITY) > 0);
 	atexit(cleanup_dirs);
 	verbose = getenv("FUZZ_VERBOSE") != NULL;
 }
@@ -856,30 +1018,51 @@ out:
 }
 
 /*
- * Every frame the listener wrote must parse and unpack: WELCOME first,
- * nothing after DONE or ERROR.  Returns DONE's file size (0: no DONE).
+ * Every frame the listener wrote on one connection must parse and unpack:
+ * WELCOME first (RESUMED when the HELLO asked to resume), ACKs growing
+ * within what came, nothing after DONE or ERROR.  Returns DONE's file size
+ * (0: no DONE).
  */
 static uint64_t
-check_output(const struct td_buf *out)
+check_output(const struct bufferevent *b, const struct listener_config *cfg)
 {
 	static struct td_done d;
 	struct td_welcome w;
 	struct td_tsync_probe p;
 	struct td_error e;
 	struct td_frame f;
-	uint64_t done_size = 0;
+	const struct td_buf *out = &b->out;
+	uint64_t done_size = 0, ack = 0, came, off;
 	size_t pos = 0, n = 0;
 	bool last = false;
 
+	came = b->input.pos > b->hello_len ? b->input.pos - b->hello_len : 0;
 	while (pos < out->len) {
 		FUZZ_CHECK(!last);
 		FUZZ_CHECK(td_frame_parse(out->data + pos, out->len - pos,
 		    &f) == 1);
+		FUZZ_CHECK(n > 0 || f.type == TD_MSG_WELCOME ||
+		    f.type == TD_MSG_ERROR);
 		switch (f.type) {
 		case TD_MSG_WELCOME:
 			FUZZ_CHECK(n == 0);
 			FUZZ_CHECK(td_msg_unpack_welcome(&f, &w) == 0);
-			FUZZ_CHECK(strcmp(w.identity, IDENTITY) == 0);
+			FUZZ_CHECK(strcmp(w.identity, identity) == 0);
+			FUZZ_CHECK(w.version == TD_PROTO_VERSION);
+			FUZZ_CHECK(w.flags == (b->resume ? TD_WELCOME_RESUMED :
+			    0));
+			FUZZ_CHECK(b->resume || w.resume_offset == 0);
+			FUZZ_CHECK(w.tsync_interval == cfg->tsync_interval);
+			FUZZ_CHECK(w.idle_timeout ==
+			    (uint32_t)cfg->idle_timeout);
+			ack = w.resume_offset;
+			came += w.resume_offset;
+			break;
+		case TD_MSG_ACK:
+			FUZZ_CHECK(n > 0);
+			FUZZ_CHECK(td_msg_unpack_ack(&f, &off) == 0);
+			FUZZ_CHECK(off > ack && off <= came);
+			ack = off;
 			break;
 		case TD_MSG_TSYNC_REPLY:
 			FUZZ_CHECK(td_msg_unpack_tsync_reply(&f, &p) == 0);
@@ -892,9 +1075,11 @@ check_output(const struct td_buf *out)
 			break;
 		case TD_MSG_ERROR:
 			FUZZ_CHECK(td_msg_unpack_error(&f, &e) == 0);
+			FUZZ_CHECK(e.code == TD_ERR_FATAL ||
+			    e.code == TD_ERR_RETRY);
 			if (verbose)
-				fprintf(stderr, "ERROR to the agent: %s\n",
-				    e.text);
+				fprintf(stderr, "ERROR %u to the agent: %s\n",
+				    e.code, e.text);
 			last = true;
 			break;
 		default:
@@ -906,12 +1091,27 @@ check_output(const struct td_buf *out)
 	return done_size;
 }
 
+/* The HELLO a connection's bytes start with, if they do. */
+static bool
+first_hello(const uint8_t *data, size_t size, struct td_hello *h,
+    size_t *len)
+{
+	struct td_frame f;
+
+	if (td_frame_parse(data, size, &f) != 1 ||
+	    td_msg_unpack_hello(&f, h) == -1)
+		return false;
+	*len = f.total;
+	return true;
+}
+
 /* tdlisten's settings for this input, from its HELLO if it starts so. */
 static void
-pick_config(const uint8_t *data, size_t size, struct listener_config *cfg)
+pick_config(const uint8_t *data, size_t size, struct listener_config *cfg,
+    bool *tick)
 {
 	struct td_hello h;
-	struct td_frame f;
+	size_t n;
 
 	memset(cfg, 0, sizeof *cfg);
 	cfg->dir = topdir;
@@ -921,8 +1121,11 @@ pick_config(const uint8_t *data, size_t size, struct listener_config *cfg)
 	cfg->max_sessions = 1;
 	cfg->handshake_timeout = 10;
 	cfg->tsync_interval = 1000;
-	if (td_frame_parse(data, size, &f) != 1 ||
-	    td_msg_unpack_hello(&f, &h) == -1)
+	cfg->resume_wait = 600;
+	cfg->idle_timeout = 60;
+	cfg->max_per_identity = 64;
+	*tick = false;
+	if (!first_hello(data, size, &h, &n))
 		return;
 	if (h.file_version == 6) {
 		cfg->file_version = 6;
@@ -931,21 +1134,124 @@ pick_config(const uint8_t *data, size_t size, struct listener_config *cfg)
 		cfg->codec = (enum td_codec_id)(h.recording_id % 3);
 	if ((h.recording_id / 3) % 2 == 1)
 		cfg->tsync_interval = TD_TSYNC_OFF;
+	if ((h.recording_id / 6) % 2 == 1)
+		cfg->resume_wait = 0;
+	*tick = (h.trace_id & 1) != 0;
+	if (h.trace_id & 2)
+		cfg->quota = 1 + ((h.trace_id >> 32) & 0xffffff);
 }
 
-/* Run whichever timer is armed (the HELLO deadline or the ERROR's). */
-static void
-fire_timer(void)
+/* Run an armed timer: of session arg (NULL: any but the tick). */
+static bool
+fire_timer(void *arg)
 {
 	struct event *ev;
 
 	for (ev = fake_events; ev != NULL; ev = ev->next) {
-		if (ev->added) {
+		if (ev->added && !(ev->what & EV_PERSIST) &&
+		    (arg == NULL || ev->arg == arg)) {
 			ev->added = false;
+			ev->cb(-1, EV_TIMEOUT, ev->arg);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The checkpoint tick (session.c's, EV_PERSIST), when there is one. */
+static void
+fire_tick(void)
+{
+	struct event *ev;
+
+	for (ev = fake_events; ev != NULL; ev = ev->next)
+		if ((ev->what & EV_PERSIST) && ev->added) {
 			ev->cb(-1, EV_TIMEOUT, ev->arg);
 			return;
 		}
+}
+
+/*
+ * The agent goes (EOF) or stays silent (the idle timeout, what: TIMEOUT):
+ * a closing session goes on its own, after its ERROR was written or its
+ * timer struck.  The connection must be gone then.
+ */
+static void
+hang_up(struct bufferevent *b, short what, bool odd)
+{
+	int steps;
+
+	for (steps = 0; !b->freed && steps < 4; steps++) {
+		if (b->writecb != NULL && b->wrote && !odd) {
+			b->wrote = false;
+			b->writecb(b, b->arg);
+		} else if (odd && (steps > 0 || rec.path == NULL) &&
+		    fire_timer(b->arg))
+			;
+		else if (b->eventcb != NULL)
+			b->eventcb(b, what | BEV_EVENT_READING, b->arg);
+		else
+			fire_timer(b->arg);
 	}
+	FUZZ_CHECK(b->freed);
+}
+
+/*
+ * One connection: its bytes arrive piece by piece.  With odd pieces the
+ * output drains only once all input is in, so frames after END find the
+ * session before it could send DONE.
+ */
+static void
+feed(struct listener_config *cfg, const uint8_t *data, size_t size,
+    size_t chunk, bool tick)
+{
+	struct td_hello h;
+	struct bufferevent *b;
+	struct session *s;
+	char peer[96];
+
+	snprintf(peer, sizeof peer, "%s:4000", identity);
+	s = session_new(fake_base, cfg, -1, NULL, peer);
+	FUZZ_CHECK(s != NULL && fake_bev != NULL);
+	b = fake_bev;
+	b->input.data = data;
+	b->input.size = size;
+	if (first_hello(data, size, &h, &b->hello_len))
+		b->resume = (h.flags & TD_HELLO_RESUME) != 0;
+	while (!b->freed && b->input.avail < size) {
+		b->input.avail += size - b->input.avail < chunk ?
+		    size - b->input.avail : chunk;
+		if (b->readcb == NULL || !(b->enabled & EV_READ) ||
+		    evbuffer_get_length(&b->input) < b->low)
+			continue;
+		b->readcb(b, b->arg);
+		if (tick && !b->freed)
+			fire_tick();
+		if (chunk % 2 == 0 && !b->freed && b->wrote &&
+		    b->writecb != NULL) {
+			b->wrote = false;
+			b->writecb(b, b->arg);
+		}
+	}
+}
+
+/* Where the next connection starts, and how the one before ends. */
+static size_t
+next_conn(const uint8_t *data, size_t size, size_t pos, size_t *end,
+    int *how)
+{
+	const uint8_t *sep;
+
+	sep = memmem(data + pos, size - pos, FUZZ_CONN_SEP,
+	    FUZZ_CONN_SEP_LEN);
+	if (sep == NULL || (size_t)(sep - data) + FUZZ_CONN_SEP_LEN >= size) {
+		*end = size;
+		*how = FUZZ_END_EOF;
+		return size;
+	}
+	*end = (size_t)(sep - data);
+	*how = sep[FUZZ_CONN_SEP_LEN] % FUZZ_END_COUNT;
+	return *end + FUZZ_CONN_SEP_LEN + 1;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -954,72 +1260,97 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct listener_config cfg;
-	struct bufferevent *b;
-	struct session *s;
-	size_t chunk = 1 + size % 4093;
-	uint64_t done_size;
+	struct td_hello h;
+	struct stat st;
+	size_t chunk = 1 + size % 4093, pos = 0, end, n;
+	uint64_t done_size = 0, d;
+	bool tick, odd = size % 2 == 1;
 	char *left;
-	int fd0, steps;
+	int fd0, how = FUZZ_END_EOF, i;
 
 	if (topdir == NULL)
 		setup_dirs();
 	fd0 = lowest_fd();
 	rec_reset();
-	session_gone = false;
-	pick_config(data, size, &cfg);
+	slots_closed = 0;
+	fake_nbevs = 0;
+	/* a fresh identity: tdlisten remembers finished recordings by it */
+	snprintf(identity, sizeof identity, "fuzz-agent-%u", input_no++);
+	free(hostdir);
+	FUZZ_CHECK(asprintf(&hostdir, "%s/%s", topdir, identity) > 0);
+	pick_config(data, size, &cfg, &tick);
 
-	s = session_new(fake_base, &cfg, -1, NULL, PEER);
-	FUZZ_CHECK(s != NULL && fake_bev != NULL);
-	b = fake_bev;
-	b->input.data = data;
-	b->input.size = size;
+	while (pos < size || fake_nbevs == 0) {
+		size_t start = pos;
 
-	/*
-	 * The bytes arrive piece by piece.  With odd pieces the output drains
-	 * only once all input is in, so frames after END find the session
-	 * before it could send DONE.
-	 */
-	while (!session_gone && b->input.avail < size) {
-		b->input.avail += size - b->input.avail < chunk ?
-		    size - b->input.avail : chunk;
-		if (b->readcb == NULL || !(b->enabled & EV_READ) ||
-		    evbuffer_get_length(&b->input) < b->low)
-			continue;
-		b->readcb(b, b->arg);
-		if (chunk % 2 == 0 && !session_gone && b->wrote &&
-		    b->writecb != NULL) {
-			b->wrote = false;
-			b->writecb(b, b->arg);
+		pos = next_conn(data, size, start, &end, &how);
+		/* one recording per input */
+		if (rec.path != NULL && first_hello(data + start, end - start,
+		    &h, &n) && !(h.flags & TD_HELLO_RESUME))
+			break;
+		feed(&cfg, data + start, end - start, chunk, tick);
+		if (pos >= size || fake_nbevs == MAX_CONNS)
+			break;
+		switch (how) {
+		case FUZZ_END_KEEP:
+			break;
+		case FUZZ_END_RESTART:
+			/*
+			 * tdlisten's last second of loop: the ERRORs go out
+			 * (even inputs; odd ones are cut short), then
+			 * session_free_all(), a new tdlisten recovers
+			 */
+			session_shutdown_all();
+			for (i = 0; !odd && i < fake_nbevs; i++)
+				if (!fake_bevs[i]->freed &&
+				    fake_bevs[i]->wrote &&
+				    fake_bevs[i]->writecb != NULL) {
+					fake_bevs[i]->wrote = false;
+					fake_bevs[i]->writecb(fake_bevs[i],
+					    fake_bevs[i]->arg);
+				}
+			session_free_all();
+			session_recover_all(fake_base, &cfg);
+			break;
+		case FUZZ_END_IDLE:
+			if (!fake_bev->freed)
+				hang_up(fake_bev, BEV_EVENT_TIMEOUT, odd);
+			break;
+		default:
+			if (!fake_bev->freed)
+				hang_up(fake_bev, BEV_EVENT_EOF, odd);
+			if (how == FUZZ_END_EXPIRE)
+				while (fire_timer(NULL))
+					;
+			break;
 		}
 	}
-	/* then the agent hangs up; a closing session goes on its own */
-	for (steps = 0; !session_gone && steps < 4; steps++) {
-		if (b->writecb != NULL && b->wrote && size % 2 == 0) {
-			b->wrote = false;
-			b->writecb(b, b->arg);
-		} else if (size % 2 == 1 && fake_events != NULL &&
-		    (steps > 0 || rec.path == NULL))
-			fire_timer();
-		else if (b->eventcb != NULL)
-			b->eventcb(b, BEV_EVENT_EOF | BEV_EVENT_READING,
-			    b->arg);
-		else
-			fire_timer();
-	}
-	FUZZ_CHECK(session_gone);
-	FUZZ_CHECK(b->freed);
+	/* the agent hangs up everywhere and does not come back */
+	for (i = 0; i < fake_nbevs; i++)
+		if (!fake_bevs[i]->freed)
+			hang_up(fake_bevs[i], BEV_EVENT_EOF, odd);
+	while (fire_timer(NULL))
+		;
+	FUZZ_CHECK(slots_closed == fake_nbevs);
+	for (i = 0; i < fake_nbevs; i++)
+		FUZZ_CHECK(fake_bevs[i]->freed);
+	/* only the tick is left; it goes with the (empty) session list */
+	session_shutdown_all();
 	FUZZ_CHECK(fake_events == NULL && fake_nevents == 0);
 
-	done_size = check_output(&b->out);
+	for (i = 0; i < fake_nbevs; i++) {
+		d = check_output(fake_bevs[i], &cfg);
+		FUZZ_CHECK(d == 0 || done_size == 0 || d == done_size);
+		if (d != 0)
+			done_size = d;
+	}
 	left = left_file();
 	if (verbose)
-		fprintf(stderr, "session: v%d codec %d, %d CPUs, read %zu of "
-		    "%zu bytes, finished %d, left '%s'\n", rec.p.version,
-		    (int)rec.p.codec, rec.p.ncpus, b->input.pos, size,
-		    rec.finished, left ? left : "");
+		fprintf(stderr, "session: v%d codec %d, %d CPUs, %d "
+		    "connections, finished %d, left '%s'\n", rec.p.version,
+		    (int)rec.p.codec, rec.p.ncpus, fake_nbevs, rec.finished,
+		    left ? left : "");
 	if (rec.finished) {
-		struct stat st;
-
 		FUZZ_CHECK(left != NULL);
 		FUZZ_CHECK(stat(left, &st) == 0);
 		if (done_size != 0) {
@@ -1027,14 +1358,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK((uint64_t)st.st_size == done_size);
 		}
 		check_file(left);
-	} else
+	} else {
+		if (left != NULL)
+			fprintf(stderr, "left without a finished file: '%s'\n",
+			    left);
 		FUZZ_CHECK(left == NULL);
+	}
 	free(left);
 	wipe_dir();
 
-	free(b->input.pulled);
-	td_buf_free(&b->out);
-	free(b);
+	for (i = 0; i < fake_nbevs; i++) {
+		free(fake_bevs[i]->input.pulled);
+		td_buf_free(&fake_bevs[i]->out);
+		free(fake_bevs[i]);
+	}
+	fake_nbevs = 0;
 	fake_bev = NULL;
 	rec_reset();
 	FUZZ_CHECK(lowest_fd() == fd0);

@@ -21,6 +21,23 @@
 	}								\
 } while (0)
 
+/*
+ * fuzz-session: an input can hold several connections of one agent, each
+ * after FUZZ_CONN_SEP and one byte saying (% FUZZ_END_COUNT) how the
+ * connection before it ends.
+ */
+#define FUZZ_CONN_SEP		"#tdfuzz#"
+#define FUZZ_CONN_SEP_LEN	8
+
+enum fuzz_end {
+	FUZZ_END_EOF,		/* the agent hangs up */
+	FUZZ_END_IDLE,		/* the idle timeout strikes */
+	FUZZ_END_KEEP,		/* it stays open, silent */
+	FUZZ_END_RESTART,	/* tdlisten restarts */
+	FUZZ_END_EXPIRE,	/* EOF, and the resume deadlines pass */
+	FUZZ_END_COUNT
+};
+
 /* FNV-1a over n bytes, continuing from h (start with FUZZ_FNV_INIT). */
 #define FUZZ_FNV_INIT	14695981039346656037ULL
 

@@ -6,15 +6,16 @@
 # needed) the real-* seeds are recorded again: tdagent -e sched -s 0.2 with
 # zstd, zlib, none and --file-version 6, shrunk with "seedgen shrink" (a
 # few lines of kallsyms, at most 2 pages per CPU), then turned into agent
-# streams and page seeds.  Without --real the real-* seeds in the tree are
-# kept.  No seed may reach 100 KB.
+# streams and page seeds.  Without --real the real-* recordings in the tree
+# are kept, and their agent streams made again (the protocol may have
+# changed).  No seed may reach 100 KB.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 C=tests/fuzz/corpus
 G=build-fuzz/seedgen
 [ -x "$G" ] || sh scripts/fuzz.sh -b
-for t in proto page tdread session; do
+for t in proto page tdread session restore; do
 	mkdir -p "$C/$t"
 	find "$C/$t" -type f ! -name 'real-*' -delete
 done
@@ -22,6 +23,7 @@ done
 "$G" page "$C/page"
 "$G" tdread "$C/tdread"
 "$G" session "$C/session"
+"$G" restore "$C/restore"
 
 if [ "${1:-}" = --real ]; then
 	agent=""
@@ -40,18 +42,23 @@ if [ "${1:-}" = --real ]; then
 		shift
 		"$agent" -q -o "$T/$out.dat" -e sched -s 0.2 "$@"
 		"$G" shrink "$T/$out.dat" "$C/tdread/real-$out"
-		"$G" stream "$C/tdread/real-$out" "$C/session/real-$out"
 	}
 	find "$C" -type f -name 'real-*' -delete
 	rec v7-zstd
 	rec v7-zlib --compression zlib
 	rec v7-none --compression none
 	rec v6 --file-version 6
-	cp "$C/session/real-v7-zstd" "$C/proto/real-stream"
 	"$G" pages "$C/tdread/real-v7-zstd" "$C/page" 4
 	for f in "$C/page"/real-v7-zstd-*; do
 		mv "$f" "$C/page/real-page-${f##*-}"
 	done
+fi
+for f in "$C"/tdread/real-*; do
+	[ -f "$f" ] || continue
+	"$G" stream "$f" "$C/session/${f##*/}"
+done
+if [ -f "$C/session/real-v7-zstd" ]; then
+	cp "$C/session/real-v7-zstd" "$C/proto/real-stream"
 fi
 big=$(find "$C" -type f -size +99k)
 if [ -n "$big" ]; then

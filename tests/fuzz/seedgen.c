@@ -10,7 +10,11 @@
  *	seedgen tdread DIR	tiny trace.dat files written by tdfile: v7
  *				with each codec, v6, with a few pages
  *	seedgen session DIR	whole agent streams (HELLO .. END) for v6 and
- *				each v7 codec, and cut ones
+ *				each v7 codec, and cut ones; protocol v2:
+ *				streams over several connections that
+ *				resume (see fuzz-session.c)
+ *	seedgen restore DIR	checkpoints of the small recording of
+ *				ckrec.h: the writer's and the listener's
  *	seedgen shrink IN OUT	rewrite a real recording small: kallsyms,
  *				printk and command lines cut to a few lines,
  *				at most 2 pages per CPU, same version, codec
@@ -35,10 +39,13 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "compress.h"
 #include "tdfile.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "tdread.h"
+#include "ckrec.h"
+#include "fuzz.h"
 
 #define PAGE		4096
 #define SMALL_PAGE	256
@@ -434,6 +441,10 @@ cmd_page(const char *dir)
 	return 0;
 }
 
+/* HELLO's trace_id (fuzz-session's knobs) and flags for the next ones. */
+static uint64_t hello_trace_id = 0x1122334455667788ULL;
+static uint16_t hello_flags;
+
 /* Frames of one recording, as tdagent sends them. */
 static void
 stream_hello(struct td_buf *b, uint32_t ncpus, uint32_t page_size,
@@ -452,7 +463,8 @@ stream_hello(struct td_buf *b, uint32_t ncpus, uint32_t page_size,
 	h.big_endian = 0;
 	h.file_version = version;
 	h.recording_id = rid;
-	h.trace_id = 0x1122334455667788ULL;
+	h.trace_id = hello_trace_id;
+	h.flags = hello_flags;
 	snprintf(h.name, sizeof h.name, "%s", name);
 	snprintf(h.clock, sizeof h.clock, "%s", clock);
 	if (td_msg_pack_hello(b, &h) == -1)
@@ -492,6 +504,42 @@ stream_pages(struct td_buf *b, uint32_t cpu, uint32_t count, uint64_t seq,
 		td_buf_add(b, page, page_size);
 	}
 	free(page);
+}
+
+/* count pages of a CPU as one PAGES_Z block (TD_WIRE_ZSTD or ZLIB). */
+static void
+stream_pages_z(struct td_buf *b, uint32_t cpu, uint32_t count, uint64_t seq,
+    uint32_t page_size, uint16_t wire)
+{
+	struct td_codec *c = td_codec_new(wire == TD_WIRE_ZSTD ?
+	    TD_CODEC_ZSTD : TD_CODEC_ZLIB, 0);
+	size_t n = (size_t)count * page_size;
+	uint8_t *pages = malloc(n), *z;
+	struct td_pages_z pz;
+	ssize_t zn;
+	uint32_t i;
+
+	if (c == NULL || pages == NULL ||
+	    (z = malloc(td_codec_bound(c, n))) == NULL)
+		die("pages_z");
+	for (i = 0; i < count; i++)
+		make_page(pages + (size_t)i * page_size, page_size, 8,
+		    (int)cpu, (unsigned int)seq + i);
+	if ((zn = td_codec_compress(c, pages, n, z, td_codec_bound(c,
+	    n))) <= 0)
+		die("compress");
+	memset(&pz, 0, sizeof pz);
+	pz.cpu = cpu;
+	pz.count = count;
+	pz.first_seq = seq;
+	pz.codec = wire;
+	pz.data = z;
+	pz.len = (size_t)zn;
+	if (td_msg_pack_pages_z(b, &pz) == -1)
+		die("pages_z");
+	free(z);
+	free(pages);
+	td_codec_free(c);
 }
 
 /* One time-sync round: probes then the agent's sample. */
@@ -583,6 +631,156 @@ bad_samples_stream(struct td_buf *b)
 	meta_free(&m);
 }
 
+/* Offset after the nth frame of type (type 0: the end), and HELLO's size. */
+static size_t
+frame_cut(const struct td_buf *b, uint16_t type, int nth, size_t *hello)
+{
+	struct td_frame f;
+	size_t pos = 0;
+
+	*hello = 0;
+	while (pos < b->len && td_frame_parse(b->data + pos, b->len - pos,
+	    &f) == 1) {
+		pos += f.total;
+		if (*hello == 0)
+			*hello = pos;
+		if (f.type == type && --nth == 0)
+			return pos;
+	}
+	if (type != 0)
+		die("frame_cut");
+	return pos;
+}
+
+/*
+ * A protocol v2 seed for fuzz-session: the synthetic recording cut after
+ * the nth frame of type, the connection ended as how says (fuzz.h), then
+ * a connection that resumes: a KEEPALIVE and the frames from the cut
+ * (from > 0), from the first (from == 0: the listener rolled back to the
+ * HELLO's checkpoint), or nothing (from < 0).
+ */
+static void
+resume_seed(const char *dir, const char *name, uint8_t version, uint64_t rid,
+    uint64_t trace_id, uint16_t type, int nth, int how, int from)
+{
+	struct td_buf b, all;
+	size_t cut, hello;
+
+	td_buf_init(&b, 16 * 1024 * 1024);
+	td_buf_init(&all, 16 * 1024 * 1024);
+	hello_trace_id = trace_id;
+	synthetic_stream(&all, version, rid, SMALL_PAGE, false, false);
+	cut = frame_cut(&all, type, nth, &hello);
+	td_buf_add(&b, all.data, cut);
+	td_buf_add(&b, FUZZ_CONN_SEP, FUZZ_CONN_SEP_LEN);
+	td_buf_add(&b, (uint8_t[]){ (uint8_t)how }, 1);
+	hello_flags = TD_HELLO_RESUME;
+	stream_hello(&b, 2, SMALL_PAGE, 8, version, rid, "seed", "local");
+	hello_flags = 0;
+	hello_trace_id = 0x1122334455667788ULL;
+	if (from >= 0) {
+		td_msg_pack_keepalive(&b);
+		td_buf_add(&b, all.data + (from ? cut : hello),
+		    all.len - (from ? cut : hello));
+	}
+	save(dir, name, b.data, b.len);
+	td_buf_free(&b);
+	td_buf_free(&all);
+}
+
+/* A whole recording with a KEEPALIVE after every section. */
+static void
+keepalive_seed(const char *dir)
+{
+	struct td_buf b, all;
+	struct td_frame f;
+	size_t pos = 0;
+
+	td_buf_init(&b, 16 * 1024 * 1024);
+	td_buf_init(&all, 16 * 1024 * 1024);
+	synthetic_stream(&all, 7, 4, SMALL_PAGE, false, false);
+	while (pos < all.len && td_frame_parse(all.data + pos, all.len - pos,
+	    &f) == 1) {
+		td_buf_add(&b, all.data + pos, f.total);
+		if (f.type == TD_MSG_SECTION_END || f.type == TD_MSG_PAGES)
+			td_msg_pack_keepalive(&b);
+		pos += f.total;
+	}
+	save(dir, "v2-keepalive", b.data, b.len);
+	td_buf_free(&b);
+	td_buf_free(&all);
+}
+
+/*
+ * The synthetic recording with more pages as PAGES_Z blocks (wire codec):
+ * a file of the same codec stores them as they came, any other gets the
+ * pages.
+ */
+static void
+pages_z_seed(const char *dir, const char *name, uint64_t rid, uint16_t wire)
+{
+	struct td_buf b;
+	struct td_end e;
+
+	td_buf_init(&b, 16 * 1024 * 1024);
+	synthetic_stream(&b, 7, rid, SMALL_PAGE, true, false);
+	stream_pages_z(&b, 0, 3, 3, SMALL_PAGE, wire);
+	stream_pages_z(&b, 1, TD_CHUNK_PAGES, 1, SMALL_PAGE, wire);
+	stream_pages(&b, 0, 1, 6, SMALL_PAGE);
+	memset(&e, 0, sizeof e);
+	e.ncpus = 2;
+	e.pages[0] = 7;
+	e.pages[1] = 1 + TD_CHUNK_PAGES;
+	td_msg_pack_end(&b, &e);
+	save(dir, name, b.data, b.len);
+	td_buf_free(&b);
+}
+
+/* fuzz-session's trace_id knobs: tick after every read, quota on. */
+#define TICK	1
+#define QUOTA	2
+
+static void
+resume_seeds(const char *dir)
+{
+	/* rid % 3: codec none, zstd, zlib; (rid / 6) % 2: --resume-wait 0 */
+	resume_seed(dir, "v2-resume-eof", 7, 1, TICK, TD_MSG_PAGES, 1,
+	    FUZZ_END_EOF, 1);
+	resume_seed(dir, "v2-resume-idle-mid-section", 7, 2, 0,
+	    TD_MSG_SECTION, 3, FUZZ_END_IDLE, 1);
+	resume_seed(dir, "v2-restart", 7, 0, TICK, TD_MSG_SECTION_END, 3,
+	    FUZZ_END_RESTART, 1);
+	resume_seed(dir, "v2-restart-v6", 6, 0, TICK, TD_MSG_PAGES, 1,
+	    FUZZ_END_RESTART, 1);
+	resume_seed(dir, "v2-restart-mid-section", 7, 1, 0, TD_MSG_SECTION, 4,
+	    FUZZ_END_RESTART, 0);
+	resume_seed(dir, "v2-takeover", 7, 1, 0, TD_MSG_PAGES, 2,
+	    FUZZ_END_KEEP, 1);
+	resume_seed(dir, "v2-done-again", 7, 1, 0, 0, 0, FUZZ_END_EOF, -1);
+	resume_seed(dir, "v2-expired", 7, 1, TICK, TD_MSG_SECTION_END, 6,
+	    FUZZ_END_EXPIRE, 1);
+	resume_seed(dir, "v2-quota", 7, 1, TICK | QUOTA, 0, 0, FUZZ_END_EOF,
+	    0);
+	resume_seed(dir, "v2-no-resume-wait", 7, 7, TICK, TD_MSG_PAGES, 1,
+	    FUZZ_END_EOF, 1);
+	keepalive_seed(dir);
+	pages_z_seed(dir, "v2-pages-z-stored", 1, TD_WIRE_ZSTD);
+	pages_z_seed(dir, "v2-pages-z-recompressed", 2, TD_WIRE_ZSTD);
+	pages_z_seed(dir, "v2-pages-z-none", 0, TD_WIRE_ZLIB);
+	{
+		struct td_buf b;
+
+		/* a recording this listener never had */
+		td_buf_init(&b, 1024 * 1024);
+		hello_flags = TD_HELLO_RESUME;
+		stream_hello(&b, 2, SMALL_PAGE, 8, 7, 5, "seed", "local");
+		hello_flags = 0;
+		stream_pages(&b, 0, 1, 7, SMALL_PAGE);
+		save(dir, "v2-resume-unknown", b.data, b.len);
+		td_buf_free(&b);
+	}
+}
+
 static int
 cmd_session(const char *dir)
 {
@@ -636,6 +834,7 @@ cmd_session(const char *dir)
 	synthetic_stream(&b, 6, 0, SMALL_PAGE, true, false);
 	save(dir, "v6-cut", b.data, b.len);
 	td_buf_free(&b);
+	resume_seeds(dir);
 	return 0;
 }
 
@@ -651,12 +850,38 @@ cmd_proto(const char *dir)
 	save(dir, "hello", b.data, b.len);
 	td_buf_reset(&b);
 
+	hello_flags = TD_HELLO_RESUME;
+	stream_hello(&b, 4, PAGE, 8, 7, 42, "web1", "local");
+	hello_flags = 0;
+	save(dir, "hello-resume", b.data, b.len);
+	td_buf_reset(&b);
+
 	memset(&w, 0, sizeof w);
-	w.version = 1;
+	w.version = TD_PROTO_VERSION;
 	w.session_id = 0xdeadbeef;
+	w.idle_timeout = 60;
 	snprintf(w.identity, sizeof w.identity, "web1.example.org");
 	td_msg_pack_welcome(&b, &w);
 	save(dir, "welcome", b.data, b.len);
+	td_buf_reset(&b);
+
+	w.flags = TD_WELCOME_RESUMED;
+	w.resume_offset = 0x123456789ULL;
+	w.tsync_interval = TD_TSYNC_OFF;
+	td_msg_pack_welcome(&b, &w);
+	/* what follows a resumed WELCOME: acknowledgements, keepalives */
+	td_msg_pack_ack(&b, 0x123456789ULL + 4096);
+	td_msg_pack_keepalive(&b);
+	td_msg_pack_ack(&b, UINT64_MAX);
+	td_msg_pack_keepalive(&b);
+	td_msg_pack_error(&b, TD_ERR_RETRY, "the listener's disk is full: "
+	    "come back later");
+	save(dir, "welcome-resumed-ack", b.data, b.len);
+	td_buf_reset(&b);
+
+	stream_pages_z(&b, 1, 3, 40, SMALL_PAGE, TD_WIRE_ZSTD);
+	stream_pages_z(&b, 0, TD_CHUNK_PAGES, 0, SMALL_PAGE, TD_WIRE_ZLIB);
+	save(dir, "pages-z", b.data, b.len);
 	td_buf_reset(&b);
 
 	memset(&d, 0, sizeof d);
@@ -977,6 +1202,45 @@ cmd_pages(const char *in, const char *dir, int max)
 	return 0;
 }
 
+/* Checkpoints of the recording fuzz-restore restores (ckrec.h). */
+static int
+cmd_restore(const char *dir)
+{
+	struct ckrec_point pt[CKREC_POINTS];
+	char path[4096], name[64], *t;
+	int v, k, i;
+
+	if ((t = strdup("/tmp/seedgen.XXXXXX")) == NULL || mkdtemp(t) == NULL)
+		die("mkdtemp");
+	snprintf(path, sizeof path, "%s/r.dat", t);
+	for (v = 0; v < CKREC_VARIANTS; v++) {
+		if (ckrec_make(path, v, pt) == -1)
+			die(path);
+		for (k = 0; k < CKREC_POINTS; k++) {
+			snprintf(name, sizeof name, "ck-%s-%d", ckrec_name(v),
+			    k);
+			save(dir, name, pt[k].state.data, pt[k].state.len);
+			snprintf(name, sizeof name, "state-%s-%d",
+			    ckrec_name(v), k);
+			save(dir, name, pt[k].listener.data,
+			    pt[k].listener.len);
+		}
+		ckrec_points_free(pt);
+		for (i = -1; i < CKREC_NCPUS; i++) {
+			char f[4200];
+
+			if (i < 0)
+				snprintf(f, sizeof f, "%s.part", path);
+			else
+				snprintf(f, sizeof f, "%s.cpu%d.part", path, i);
+			unlink(f);
+		}
+	}
+	rmdir(t);
+	free(t);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -988,13 +1252,15 @@ main(int argc, char **argv)
 		return cmd_tdread(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "session") == 0)
 		return cmd_session(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "restore") == 0)
+		return cmd_restore(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "shrink") == 0)
 		return cmd_shrink(argv[2], argv[3]);
 	if (argc == 4 && strcmp(argv[1], "stream") == 0)
 		return cmd_stream(argv[2], argv[3]);
 	if (argc == 5 && strcmp(argv[1], "pages") == 0)
 		return cmd_pages(argv[2], argv[3], atoi(argv[4]));
-	fprintf(stderr, "usage: seedgen proto|page|tdread|session DIR\n"
+	fprintf(stderr, "usage: seedgen proto|page|tdread|session|restore DIR\n"
 	    "       seedgen shrink IN OUT | stream IN OUT | "
 	    "pages IN DIR N\n");
 	return 2;

@@ -1,0 +1,291 @@
+/*
+ * ckrec.c: the small recording of fuzz-restore and its checkpoints (see
+ * ckrec.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "listener.h"
+#include "session.h"
+#include "tdfile.h"
+#include "tdlimits.h"
+#include "tdproto.h"
+#include "ckrec.h"
+
+static const struct {
+	const char		*name;
+	int			 version;
+	enum td_codec_id	 codec;
+} ckrec_variants[CKREC_VARIANTS] = {
+	{ "v6", 6, TD_CODEC_NONE },
+	{ "v7-none", 7, TD_CODEC_NONE },
+	{ "v7-zstd", 7, TD_CODEC_ZSTD },
+	{ "v7-zlib", 7, TD_CODEC_ZLIB },
+};
+
+const char *
+ckrec_name(int v)
+{
+	return ckrec_variants[v].name;
+}
+
+int
+ckrec_variant(const void *state, size_t len)
+{
+	const uint8_t *p = memmem(state, len, "tdck", 4);
+	uint32_t version, codec;
+	int v;
+
+	if (p == NULL || len - (size_t)(p - (const uint8_t *)state) < 16)
+		return 0;
+	memcpy(&version, p + 8, 4);
+	memcpy(&codec, p + 12, 4);
+	for (v = 0; v < CKREC_VARIANTS; v++)
+		if ((int)version == ckrec_variants[v].version &&
+		    (version == 6 || codec == ckrec_variants[v].codec))
+			return v;
+	return 0;
+}
+
+static void
+add_item(struct td_buf *b, const char *text)
+{
+	td_buf_add_u64(b, strlen(text));
+	td_buf_add(b, text, strlen(text));
+}
+
+void
+ckrec_section(int id, struct td_buf *b)
+{
+	static const char kallsyms[] = "ffffffff81000000 T _stext\n"
+	    "ffffffff81002000 t ckrec [tracedock]\n";
+	static const char printk[] = "0xffffffff82000000 : \"ckrec %d\\n\"\n";
+
+	td_buf_reset(b);
+	switch (id) {
+	case TD_OPT_HEADER_INFO:
+		td_buf_add_str(b, "header_page");
+		add_item(b, "\tfield: u64 timestamp;\toffset:0;\tsize:8;"
+		    "\tsigned:0;\n");
+		td_buf_add_str(b, "header_event");
+		add_item(b, "# compressed entry header\n");
+		break;
+	case TD_OPT_FTRACE_EVENTS:
+		td_buf_add_u32(b, 1);
+		add_item(b, "name: print\nID: 5\nformat:\n");
+		break;
+	case TD_OPT_EVENT_FORMATS:
+		td_buf_add_u32(b, 1);
+		td_buf_add_str(b, "sched");
+		td_buf_add_u32(b, 1);
+		add_item(b, "name: sched_switch\nID: 300\nformat:\n");
+		break;
+	case TD_OPT_KALLSYMS:
+		td_buf_add_u32(b, sizeof kallsyms - 1);
+		td_buf_add(b, kallsyms, sizeof kallsyms - 1);
+		break;
+	case TD_OPT_PRINTK:
+		td_buf_add_u32(b, sizeof printk - 1);
+		td_buf_add(b, printk, sizeof printk - 1);
+		break;
+	default:
+		add_item(b, "1 init\n42 tdagent\n");
+		break;
+	}
+}
+
+void
+ckrec_page(uint8_t *p, int cpu, uint64_t seq)
+{
+	size_t i;
+
+	/* a time stamp, a commit of 16 bytes, words that name the page */
+	memset(p, 0, CKREC_PAGE);
+	memcpy(p, &seq, 8);
+	p[8] = 16;
+	for (i = 16; i < CKREC_PAGE; i++)
+		p[i] = (uint8_t)(seq * 31 + (uint64_t)cpu * 7 + i);
+}
+
+/* The listener's checkpoint of a session recording into f. */
+static int
+ckrec_listener(struct td_file *f, const char *path, int v, int k,
+    struct td_buf *out)
+{
+	struct session s;
+	struct session_cpu cpu[CKREC_NCPUS];
+	struct td_tsync_sample t[2];
+	int i, ret;
+
+	memset(&s, 0, sizeof s);
+	memset(cpu, 0, sizeof cpu);
+	memset(t, 0, sizeof t);
+	s.hello.version_min = s.hello.version_max = TD_PROTO_VERSION;
+	s.hello.ncpus = CKREC_NCPUS;
+	s.hello.page_size = CKREC_PAGE;
+	s.hello.long_size = s.hello.commit_size = 8;
+	s.hello.file_version = (uint8_t)ckrec_variants[v].version;
+	s.hello.recording_id = 0x1000 + (uint64_t)v;
+	s.hello.trace_id = 0x2000;
+	snprintf(s.hello.name, sizeof s.hello.name, "ckrec");
+	snprintf(s.hello.clock, sizeof s.hello.clock, "local");
+	s.file = f;
+	s.cpu = cpu;
+	s.session_id = 0x5e55;
+	for (i = 0; i < CKREC_NCPUS; i++) {
+		cpu[i].next_seq = td_file_cpu_pages(f, i);
+		cpu[i].events = 3 * cpu[i].next_seq;
+		s.pages += cpu[i].next_seq;
+	}
+	s.rx_off = s.bytes = 1000 * (uint64_t)(k + 1);
+	s.lost = (uint64_t)k;
+	clock_gettime(CLOCK_MONOTONIC, &s.start);
+	/* a sample at the second point, two at the last */
+	for (i = 0; i < 2; i++) {
+		t[i].round = (uint32_t)i;
+		t[i].probes = 3;
+		t[i].ts = 1000000 * (uint64_t)(i + 1);
+		t[i].offset = -5000 + i;
+		t[i].scaling = 1;
+		t[i].bound = 4000;
+		t[i].rtt = 8000;
+	}
+	s.samples = t;
+	s.nsamples = k == 1 ? 1 : k == 3 ? 2 : 0;
+	s.samples_dropped = k == 3;
+	if (asprintf(&s.state_path, "%s.state", path) == -1)
+		return -1;
+	ret = checkpoint_write(&s);
+	if (ret == 0) {
+		td_buf_reset(out);
+		ret = td_buf_read_file(out, s.state_path);
+		unlink(s.state_path);
+	}
+	free(s.state_path);
+	/* the same bytes every time: 1.5 s elapsed (u32 x 3, HELLO, u64 x 5) */
+	if (ret == 0 && out->len >= 12) {
+		uint64_t el = 1500000000;
+		uint32_t n;
+
+		memcpy(&n, out->data + 8, 4);
+		if (out->len < 12 + (size_t)n + 48) {
+			errno = EINVAL;
+			return -1;
+		}
+		memcpy(out->data + 12 + n + 40, &el, 8);
+	}
+	return ret;
+}
+
+/* Checkpoint k: the writer's state, the listener's, what it holds. */
+static int
+ckrec_point(struct td_file *f, const char *path, int v, int k,
+    struct ckrec_point *pt)
+{
+	int i;
+
+	td_buf_reset(&pt->state);
+	if (td_file_checkpoint(f, &pt->state) == -1 ||
+	    ckrec_listener(f, path, v, k, &pt->listener) == -1)
+		return -1;
+	for (i = 0; i < CKREC_NCPUS; i++)
+		pt->pages[i] = td_file_cpu_pages(f, i);
+	pt->sections = 0;
+	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
+		if (td_file_has_section(f, i))
+			pt->sections |= 1u << (i - TD_OPT_HEADER_INFO);
+	return 0;
+}
+
+static int
+ckrec_pages(struct td_file *f, int cpu, int n)
+{
+	uint8_t page[CKREC_PAGE];
+
+	while (n-- > 0) {
+		ckrec_page(page, cpu, td_file_cpu_pages(f, cpu));
+		if (td_file_cpu_page(f, cpu, page, sizeof page) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+ckrec_sections(struct td_file *f, int from, int to, struct td_buf *b)
+{
+	int id;
+
+	for (id = from; id <= to; id++) {
+		ckrec_section(id, b);
+		if (td_file_section_add(f, id, b->data, b->len) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+ckrec_make(const char *path, int v, struct ckrec_point *pt)
+{
+	static const char uname[] = "Linux ckrec 6.1.0 #1 SMP x86_64";
+	struct td_file_params p;
+	struct td_file *f;
+	struct td_buf b;
+	int k, ok, e;
+
+	for (k = 0; k < CKREC_POINTS; k++) {
+		td_buf_init(&pt[k].state, TD_MAX_SECTION_SIZE);
+		td_buf_init(&pt[k].listener, 2 * (size_t)TD_MAX_SECTION_SIZE);
+	}
+	memset(&p, 0, sizeof p);
+	p.version = ckrec_variants[v].version;
+	p.codec = ckrec_variants[v].codec;
+	p.page_size = CKREC_PAGE;
+	p.long_size = 8;
+	p.ncpus = CKREC_NCPUS;
+	p.clock = "local";
+	if ((f = td_file_create(path, &p)) == NULL)
+		return -1;
+	td_buf_init(&b, TD_MAX_SECTION_SIZE);
+	/* 13 + 3 pages: a full chunk and some waiting at point 1 */
+	ok = ckrec_point(f, path, v, 0, &pt[0]) == 0 &&
+	    ckrec_sections(f, TD_OPT_HEADER_INFO, TD_OPT_FTRACE_EVENTS,
+	    &b) == 0 &&
+	    ckrec_pages(f, 0, 13) == 0 && ckrec_pages(f, 1, 3) == 0 &&
+	    ckrec_point(f, path, v, 1, &pt[1]) == 0 &&
+	    td_file_add_option(f, TD_OPT_UNAME, uname, sizeof uname) == 0 &&
+	    ckrec_sections(f, TD_OPT_EVENT_FORMATS, TD_OPT_PRINTK, &b) == 0 &&
+	    ckrec_pages(f, 1, 12) == 0 && ckrec_pages(f, 0, 2) == 0 &&
+	    ckrec_point(f, path, v, 2, &pt[2]) == 0 &&
+	    ckrec_sections(f, TD_OPT_CMDLINES, TD_OPT_CMDLINES, &b) == 0 &&
+	    ckrec_pages(f, 0, 1) == 0 &&
+	    ckrec_point(f, path, v, 3, &pt[3]) == 0 &&
+	    /* what no checkpoint covers: restoring cuts it off */
+	    ckrec_pages(f, 0, 11) == 0 && ckrec_pages(f, 1, 4) == 0 &&
+	    td_file_add_option(f, TD_OPT_HOOK, "late", 5) == 0;
+	e = errno;
+	td_buf_free(&b);
+	if (!ok) {
+		td_file_abort(f);
+		td_file_free(f);
+		errno = e;
+		return -1;
+	}
+	td_file_release(f);
+	return 0;
+}
+
+void
+ckrec_points_free(struct ckrec_point *pt)
+{
+	int k;
+
+	for (k = 0; k < CKREC_POINTS; k++) {
+		td_buf_free(&pt[k].state);
+		td_buf_free(&pt[k].listener);
+	}
+}
