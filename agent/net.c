@@ -939,6 +939,9 @@ net_sink_write(void *arg, const void *p, size_t len)
 		len -= k;
 		net_start_spooling(n);
 		net_spill(n);
+		/* big sections start going out while they are read */
+		if (net_up(n) && net_flush(n, n->nerr, sizeof n->nerr) == -1)
+			return 0;	/* the loop finds out and reconnects */
 	}
 	return 0;
 }

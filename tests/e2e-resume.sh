@@ -89,9 +89,9 @@ check "kill -9: the recording's checkpoint is on disk" \
     sh -c "ls '$OUT'/web1/*.dat.state >/dev/null 2>&1"
 sleep 5
 LPORT_FIXED=$LPORT start_listener "$WORK/l1b.log" -d "$OUT" $TLS || exit 99
+wait_agent kill9
 check "kill -9: the restarted listener recovered the recording" \
     grep -q "recovered '" "$WORK/l1b.log"
-wait_agent kill9
 check "kill -9: the agent resumed the recovered recording" \
     grep -q "resumed at offset" "$WORK/l1b.log"
 same_events kill9 "$OUT"
