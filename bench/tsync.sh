@@ -1,24 +1,83 @@
 #!/bin/sh
-# bench/tsync.sh [SECONDS [INTERVAL_MS]]: accuracy of tracedock's time sync
-# on this machine.  One tdlisten (--tsync-interval INTERVAL_MS, default
-# 1000), one streaming tdagent per trace clock, each its own instance, all
-# recording the same rare events (tests/tdpoke: two getppid calls in a
-# row every 50 ms, the second one counts) for SECONDS (default 60);
-# between and around the agents, "rulers": local
-# tdagents on the mono clock (CLOCK_MONOTONIC, the listener's reference)
-# without any correction.  Every process enables the event only after the
-# one before it records, so the kernel writes each occurrence in the order
-# r0 a1 r1 a2 ... ak rk, and the rulers around an agent bracket the moment
-# its stamp was taken (docs/timesync.md, "Measuring the error").
+# bench/tsync.sh [SECONDS [INTERVAL_MS]]: accuracy of time sync on this
+# machine.  One tdlisten (--tsync-interval INTERVAL_MS, default 1000), one
+# streaming tdagent per trace clock, each its own instance, all recording
+# the same rare events (tests/tdpoke: two getppid calls in a row every
+# 50 ms, the second one counts) for SECONDS (default 60); between and
+# around the agents, "rulers": local tdagents on the mono clock
+# (CLOCK_MONOTONIC, the listener's reference) without any correction.
+# Every process enables the event only after the one before it records, so
+# the kernel writes each occurrence in the order r0 a1 r1 a2 ... ak rk, and
+# the rulers around an agent bracket the moment its stamp was taken
+# (docs/timesync.md, "Measuring the error").
 #
 # Prints, after trace-cmd 3.1.6's corrections (TIME_SHIFT, TSC2NSEC):
 # each clock's error against the reference, then for every pair of clocks
-# |dt| as trace-cmd shows it (raw: includes the write order) and the
-# corrected |dt| (the sync error between the two files).
+# |dt| as trace-cmd shows it (raw: includes the write order) and corrected
+# for the write order (the sync error between the two files).
 # Run as root from the top of a built tree (make tdagent tdlisten
 # tests/tdpoke), or with TD_BUILDDIR; hold /tmp/td-bench.lock.
+# TD_KEEP=1 keeps the files; bench/tsync.sh --report DIR prints the tables
+# of a kept run again.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+
+# report DIR: the tables, from DIR/head and DIR/err (tests/tsync-err.awk)
+report() {
+	cat "$1/head"
+	echo
+	echo "error against the reference (CLOCK_MONOTONIC), ns (clean: the" \
+	    "occurrences whose rulers' uncertainty is below 250 ns):"
+	echo "clock        median  clean max        max   lower bounds" \
+	    "  bracket min/median  not clean"
+	awk '$1 == "agent" { printf "%-9s %9d %10d %10d %7d / %-7d %7d / %-6d %6d\n",
+	    $2, $3, $7, $4, $5, $6, $8, $9, $10 }' "$1/err"
+	for what in raw corrected; do
+		echo
+		if [ $what = raw ]; then
+			echo "|dt| as trace-cmd shows it (write order included)," \
+			    "median / max ns:"
+		else
+			echo "|dt| corrected for the write order, median / clean" \
+			    "max ns:"
+		fi
+		printf "%-9s" ""
+		for b in $(awk '$1 == "agent" { print $2 }' "$1/err"); do
+			printf "%15s" "$b"
+		done
+		echo
+		for a in $(awk '$1 == "agent" { print $2 }' "$1/err"); do
+			printf "%-9s" "$a"
+			for b in $(awk '$1 == "agent" { print $2 }' "$1/err"); do
+				awk -v a="$a" -v b="$b" -v w="$what" '
+				    $1 == "pair" && (($2 == a && $3 == b) ||
+				    ($2 == b && $3 == a)) { f = 1
+					if (w == "raw") printf "%15s", $4 " / " $5
+					else printf "%15s", $6 " / " $10 }
+				    END { if (!f) printf "%15s", "-" }' "$1/err"
+			done
+			echo
+		done
+	done
+	echo
+	awk '$1 == "pair" { m[++n] = $6; if ($6 > mm) mm = $6
+		if ($10 > cx) cx = $10; if ($7 > mx) mx = $7
+		if ($8 > lm) lm = $8; if ($9 > lx) lx = $9
+		if ($11 > wd) wd = $11 }
+	    END { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+		if (m[j] < m[i]) { t = m[i]; m[i] = m[j]; m[j] = t }
+		printf "corrected |dt| over the %d pairs: median of the" \
+		    " medians %d ns, largest median %d ns, largest clean max" \
+		    " %d ns, largest max %d ns;\nlower bounds: largest" \
+		    " median %d ns, largest max %d ns; not clean: at most" \
+		    " %d occurrences of a pair\n", n, m[int((n + 1) / 2)],
+		    mm, cx, mx, lm, lx, wd }' "$1/err"
+}
+if [ "${1:-}" = --report ]; then
+	report "$2"
+	exit
+fi
+
 B=${TD_BUILDDIR:-$top}
 T=${1:-60}
 IV=${2:-1000}
@@ -107,49 +166,13 @@ for f in $cols; do
 	fi
 done
 paste $cols | awk -v names="$clocks" -f "$top/tests/tsync-err.awk" > "$W/err"
-
+{
+	echo "tracedock time sync, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r)," \
+	    "$(nproc) CPUs, load $load0 (start) $load1 (end)"
+	echo "$T s, $n events per file, a sync round every $IV ms," \
+	    "tree $(git -C "$top" describe --always --dirty 2>/dev/null)"
+	grep "time sync: [0-9]* samples" "$W/l.log" |
+	    sed 's/^.* \(.[a-z0-9_-]*.\) (127.0.0.1:[0-9]*): /  \1 /'
+} > "$W/head"
 [ -n "${TD_KEEP:-}" ] && echo "files kept in $W"
-echo "tracedock time sync, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r)," \
-    "$(nproc) CPUs, load $load0 (start) $load1 (end)"
-echo "$T s, $n events per file, a sync round every $IV ms," \
-    "tree $(git -C "$top" describe --always --dirty 2>/dev/null)"
-echo
-echo "error against the reference (CLOCK_MONOTONIC), ns:"
-echo "clock     |e| median    |e| max   lower bounds   bracket min / median  wide"
-awk '$1 == "agent" { printf "%-9s %10d %10d %7d / %-7d %10d / %-8d %6d\n",
-    $2, $3, $4, $5, $6, $7, $8, $9 }' "$W/err"
-for what in raw corrected; do
-	echo
-	if [ $what = raw ]; then
-		echo "|dt| as trace-cmd shows it (write order included), median / max ns:"
-	else
-		echo "|dt| corrected for the write order, median / max ns:"
-	fi
-	printf "%-9s" ""
-	for b in $clocks; do printf "%16s" "$b"; done
-	echo
-	for a in $clocks; do
-		printf "%-9s" "$a"
-		for b in $clocks; do
-			awk -v a="$a" -v b="$b" -v w="$what" '$1 == "pair" &&
-			    (($2 == a && $3 == b) || ($2 == b && $3 == a)) {
-				if (w == "raw") printf "%16s", $4 " / " $5
-				else printf "%16s", $6 " / " $7
-				f = 1 }
-			    END { if (!f) printf "%16s", "-" }' "$W/err"
-		done
-		echo
-	done
-done
-echo
-echo "corrected |dt| over all pairs: median of medians, largest median," \
-    "largest max; lower bounds (uncertainty of the rulers removed):"
-awk '$1 == "pair" { m[++n] = $6; if ($6 > mm) mm = $6; if ($7 > mx) mx = $7;
-    if ($8 > lm) lm = $8; if ($9 > lx) lx = $9; if ($10 > wd) wd = $10 }
-    END { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
-	if (m[j] < m[i]) { t = m[i]; m[i] = m[j]; m[j] = t }
-    printf "  %d / %d / %d ns; lower bounds: largest median %d, largest max %d;" \
-	" at most %d of %d occurrences with an uncertainty above 250 ns\n",
-	m[int((n + 1) / 2)], mm, mx, lm, lx, wd, '"$n"' }' "$W/err"
-echo
-grep "time sync: [0-9]* samples" "$W/l.log" | sed 's/^.* \(.[a-z0-9_-]*.\) (127.0.0.1:[0-9]*): /  \1 /'
+report "$W"

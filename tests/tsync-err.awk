@@ -15,15 +15,18 @@
 # -v names="n1 n2 ..." names the agents (k of them).
 #
 # Output lines:
-#	agent NAME MED MAX LOW_MED LOW_MAX W0 W_MEDIAN WIDE
-#	pair A B RAW_MED RAW_MAX COR_MED COR_MAX LOW_MED LOW_MAX WIDE
+#	agent NAME MED MAX LOW_MED LOW_MAX CLEAN_MAX W0 W_MEDIAN WIDE
+#	pair A B RAW_MED RAW_MAX COR_MED COR_MAX LOW_MED LOW_MAX CLEAN_MAX WIDE
 # agent: MED, MAX of |e|, the error against the reference; pair: RAW, of
 # |a_A - a_B| as trace-cmd shows it, and COR, of |e_A - e_B|, the error
 # between the two files; LOW: the same for max(|e| - u, 0) and
 # max(|e_A - e_B| - u_A - u_B, 0), lower bounds of each occurrence's true
 # error, so that LOW_MED and LOW_MAX are lower bounds of the true median
 # and maximum; WIDE: occurrences whose uncertainty (u, or u_A + u_B)
-# exceeds 250 ns.
+# exceeds 250 ns, and CLEAN_MAX the largest error of the others.  The sync
+# error changes smoothly with time (linearly between samples a second
+# apart) and clean occurrences come every 50 ms, so CLEAN_MAX estimates
+# the largest sync error where MAX adds the rulers' own errors.
 # Every value is an integer number of ns.
 
 function isort(a, n,	i, j, v, gap) {
@@ -66,12 +69,14 @@ END {
 	if (n == 0)
 		exit 1
 	for (i = 1; i <= k; i++) {
-		wide = mx = lmx = 0
+		wide = mx = lmx = cmx = 0
 		for (j = 1; j <= n; j++) {
 			u[j, i] = (w[j, i] - w0[i]) / 2
+			v[j] = abs(e[j, i])
 			if (u[j, i] > 250)
 				wide++
-			v[j] = abs(e[j, i])
+			else if (v[j] > cmx)
+				cmx = v[j]
 			if (v[j] > mx)
 				mx = v[j]
 			lv[j] = v[j] - u[j, i]
@@ -81,13 +86,13 @@ END {
 				lmx = lv[j]
 			ww[j] = w[j, i]
 		}
-		printf "agent %s %.0f %.0f %.0f %.0f %.0f %.0f %d\n", name[i],
-		    median(v, n), mx, median(lv, n), lmx, w0[i], median(ww, n),
-		    wide
+		printf "agent %s %.0f %.0f %.0f %.0f %.0f %.0f %.0f %d\n",
+		    name[i], median(v, n), mx, median(lv, n), lmx, cmx, w0[i],
+		    median(ww, n), wide
 	}
 	for (i = 1; i <= k; i++)
 		for (l = i + 1; l <= k; l++) {
-			rmx = cmx = lmx = wide = 0
+			rmx = cmx = lmx = kmx = wide = 0
 			for (j = 1; j <= n; j++) {
 				rv[j] = abs(a[j, i] - a[j, l])
 				cv[j] = abs(e[j, i] - e[j, l])
@@ -102,9 +107,11 @@ END {
 					lmx = lv[j]
 				if (u[j, i] + u[j, l] > 250)
 					wide++
+				else if (cv[j] > kmx)
+					kmx = cv[j]
 			}
-			printf "pair %s %s %.0f %.0f %.0f %.0f %.0f %.0f %d\n", name[i],
-			    name[l], median(rv, n), rmx, median(cv, n), cmx,
-			    median(lv, n), lmx, wide
+			printf "pair %s %s %.0f %.0f %.0f %.0f %.0f %.0f %.0f " \
+			    "%d\n", name[i], name[l], median(rv, n), rmx,
+			    median(cv, n), cmx, median(lv, n), lmx, kmx, wide
 		}
 }
