@@ -57,8 +57,8 @@ uint32_t	 net_tsync_interval(const struct net *n);
  */
 struct tsync;
 int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
-		    uint32_t nprobes, bool anchor, struct td_tsync_sample *sample,
-		    char *err, size_t errlen);
+		    uint32_t nprobes, bool anchor,
+		    struct td_tsync_sample *sample, char *err, size_t errlen);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);
 /* A meta_sink that frames sections and options into the stream. */

@@ -34,7 +34,7 @@ struct tsync {
 	uint32_t		 mult;
 	uint32_t		 shift;
 	uint32_t		 samples;	/* samples made */
-	uint32_t		 skipped;	/* rounds without one, in a row */
+	uint32_t		 skipped;	/* rounds without, in a row */
 };
 
 /* The factors the kernel publishes for user-space TSC conversion. */

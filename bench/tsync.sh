@@ -30,7 +30,8 @@ report() {
 	    "occurrences whose rulers' uncertainty is below 250 ns):"
 	echo "clock        median  clean max        max   lower bounds" \
 	    "  bracket min/median  not clean"
-	awk '$1 == "agent" { printf "%-9s %9d %10d %10d %7d / %-7d %7d / %-6d %6d\n",
+	awk '$1 == "agent" {
+	    printf "%-9s %9d %10d %10d %7d / %-7d %7d / %-6d %6d\n",
 	    $2, $3, $7, $4, $5, $6, $8, $9, $10 }' "$1/err"
 	for what in raw corrected; do
 		echo
@@ -115,8 +116,10 @@ started() {
 	"$@" &
 	p=$!
 	all="$all $p"
-	until [ "$(cat $TR/instances/tracedock-$p/tracing_on 2>/dev/null)" = 1 ] &&
-	    [ "$(cat $TR/instances/tracedock-$p/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ]; do
+	d=$TR/instances/tracedock-$p
+	until [ "$(cat $d/tracing_on 2>/dev/null)" = 1 ] &&
+	    [ "$(cat $d/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ]
+	do
 		kill -0 $p 2>/dev/null || { echo "tdagent $* failed"; exit 1; }
 		sleep 0.05
 	done

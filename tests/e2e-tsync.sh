@@ -37,8 +37,10 @@ started() {
 	p=$!
 	all="$all $p"
 	i=0
-	until [ "$(cat $TRACING/instances/tracedock-$p/tracing_on 2>/dev/null)" = 1 ] &&
-	    [ "$(cat $TRACING/instances/tracedock-$p/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ]; do
+	d=$TRACING/instances/tracedock-$p
+	until [ "$(cat $d/tracing_on 2>/dev/null)" = 1 ] &&
+	    [ "$(cat $d/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ]
+	do
 		i=$((i + 1))
 		if [ $i -gt 600 ] || ! kill -0 $p 2>/dev/null; then
 			echo "# $name did not start: $(cat "$WORK/$name.err")"
