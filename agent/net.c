@@ -797,24 +797,28 @@ net_ack(struct net *n, const struct td_frame *f, char *err, size_t errlen)
 /*
  * Probes go out on an empty queue, one at a time, so nothing waits in front
  * of them: marker 's' in the trace clock, PROBE, the listener stamps its
- * reference clock on receipt and answers, marker 'r'.  The probe with the
- * shortest round trip gives the sample: the listener's stamp lies within
- * half that round trip of the markers' midpoint.  Probes are not part of
+ * reference clock on receipt and answers, marker 'r'.  tsync_pick() makes
+ * the sample of the probe with the shortest round trip after each batch of
+ * nprobes, or asks for another batch (at most TSYNC_BATCHES, or
+ * TSYNC_ANCHOR_BATCHES for the first and the last round) when the round met
+ * a busy moment; an anchor round pauses 2 to 9 ms first, as other agents
+ * that stopped at the same time may be in their last rounds too.
+ * Probes are not part of
  * the recording's stream; the sample is.
  */
 int
 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
-    uint32_t nprobes, struct td_tsync_sample *sample, char *err,
+    uint32_t nprobes, bool anchor, struct td_tsync_sample *sample, char *err,
     size_t errlen)
 {
 	struct td_tsync_probe p, q;
 	struct td_frame f;
 	struct td_buf b;
-	uint64_t *ref, *ts_s, *ts_r, best = UINT64_MAX, mid, rtt;
-	uint32_t i, got = 0, bi = 0, bad = 0;
+	uint64_t *ref, *ts_s, *ts_r;
+	uint32_t i, max, bad = 0;
 	uint64_t start_ms;
-	bool fatal;
-	int ret = -1;
+	bool fatal, last;
+	int ret = -1, picked;
 
 	if (!net_up(n)) {
 		snprintf(err, errlen, "no connection");
@@ -830,12 +834,13 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 		return -1;
 	}
 	start_ms = net_now_ms();
-	ref = xcalloc(nprobes, sizeof *ref);
-	ts_s = xcalloc(nprobes, sizeof *ts_s);
-	ts_r = xcalloc(nprobes, sizeof *ts_r);
+	max = nprobes * (anchor ? TSYNC_ANCHOR_BATCHES : TSYNC_BATCHES);
+	ref = xcalloc(max, sizeof *ref);
+	ts_s = xcalloc(max, sizeof *ts_s);
+	ts_r = xcalloc(max, sizeof *ts_r);
 	td_buf_init(&b, 64);
 	net_blocking_ms(n->c.fd, true, NET_TSYNC_MAX_MS);
-	for (i = 0; i < nprobes; i++) {
+	for (i = 0; i < max; i++) {
 		p.round = round;
 		p.seq = i;
 		td_buf_reset(&b);
@@ -866,40 +871,41 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 		ref[i] = q.ref_ns;
 		net_consume(&n->c, &f);
 		/* a slow link gets fewer probes, not a long pause */
-		if (net_now_ms() - start_ms > NET_TSYNC_MAX_MS) {
-			nprobes = i + 1;
-			break;
-		}
-	}
-	if (tsync_collect(t, round, ts_s, ts_r, nprobes) == -1) {
-		snprintf(err, errlen, "cannot read the sync markers back");
-		goto out;
-	}
-	for (i = 0; i < nprobes; i++) {
-		if (ref[i] == 0 || ts_s[i] == 0 || ts_r[i] < ts_s[i])
+		last = i + 1 == max ||
+		    net_now_ms() - start_ms > NET_TSYNC_MAX_MS;
+		if ((i + 1) % nprobes != 0 && !last)
 			continue;
-		got++;
-		if (ts_r[i] - ts_s[i] < best) {
-			best = ts_r[i] - ts_s[i];
-			bi = i;
+		/* a batch is done; a round that met a busy moment goes on */
+		if (tsync_collect(t, round, ts_s, ts_r, i + 1) == -1) {
+			snprintf(err, errlen, "cannot read the sync markers "
+			    "back");
+			goto out;
+		}
+		picked = tsync_pick(t, round, ref, ts_s, ts_r, i + 1, last,
+		    anchor, sample);
+		if (picked == -1) {
+			snprintf(err, errlen, "no usable probe in round %u (%u "
+			    "bad replies)", round, bad);
+			goto out;
+		}
+		if (picked == 2) {
+			snprintf(err, errlen, "no sample in round %u: its "
+			    "probes met a busy moment", round);
+			ret = 1;
+			goto out;
+		}
+		if (picked == 0)
+			break;
+		if (anchor) {
+			/* out of step with whatever kept the other side busy */
+			struct timespec pause = { 0, 2000000 };
+			uint32_t r = 0;
+
+			if (getrandom(&r, sizeof r, 0) == sizeof r)
+				pause.tv_nsec += (long)(r % 8) * 1000000;
+			nanosleep(&pause, NULL);
 		}
 	}
-	if (got == 0) {
-		snprintf(err, errlen, "no usable probe in round %u (%u bad "
-		    "replies)", round, bad);
-		goto out;
-	}
-	mid = ts_s[bi] + best / 2;
-	rtt = tsync_to_ns(t, best);
-	memset(sample, 0, sizeof *sample);
-	sample->round = round;
-	sample->probes = got;
-	sample->ts = mid;
-	sample->offset = (int64_t)(tsync_from_ns(t, ref[bi]) - mid);
-	sample->scaling = 1;
-	sample->frac = 0;
-	sample->rtt = rtt;
-	sample->bound = rtt / 2 + 1;
 	if (td_msg_pack_tsync_sample(n->bq, sample) == -1) {
 		snprintf(err, errlen, "cannot frame a sync sample");
 		goto out;

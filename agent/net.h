@@ -49,15 +49,17 @@ struct net	*net_connect(const struct net_params *np,
 /* The listener's wish: ms between time-sync rounds, TD_TSYNC_OFF. */
 uint32_t	 net_tsync_interval(const struct net *n);
 /*
- * One time-sync round of nprobes probes, blocking for at most a few
- * milliseconds once the queue is out: fills sample from the probe with the
- * shortest round trip and queues it for the listener.  Returns 0, or -1
- * with err (the connection may then be down: see net_up()).
+ * One time-sync round of batches of nprobes probes, blocking for at most a
+ * few milliseconds once the queue is out (an anchor round, the first or the
+ * last of a recording, some more): fills sample (tsync_pick()) and queues
+ * it for the listener.  Returns 0; 1 with err when a round that is not an
+ * anchor made no sample (not a failure); or -1 with err (the connection
+ * may then be down: see net_up()).
  */
 struct tsync;
 int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
-		    uint32_t nprobes, struct td_tsync_sample *sample,
-		    char *err, size_t errlen);
+		    uint32_t nprobes, bool anchor,
+		    struct td_tsync_sample *sample, char *err, size_t errlen);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);
 /* A meta_sink that frames sections and options into the stream. */

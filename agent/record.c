@@ -388,17 +388,26 @@ record_net_pump(struct recorder *r)
 	return 0;
 }
 
-/* One time-sync round; a failed round is counted, not fatal. */
+/*
+ * One time-sync round; a failed round is counted, not fatal.  The rounds
+ * before and after the events (anchor) always make a sample if they can.
+ */
 static void
-record_tsync(struct recorder *r)
+record_tsync(struct recorder *r, bool anchor)
 {
 	struct td_tsync_sample s;
 	char err[512];
+	int ret;
 
 	if (r->tsync == NULL || r->net == NULL || !net_up(r->net))
 		return;
-	if (net_tsync_round(r->net, r->tsync, r->tsync_round++,
-	    RECORD_TSYNC_PROBES, &s, err, sizeof err) == -1) {
+	ret = net_tsync_round(r->net, r->tsync, r->tsync_round++,
+	    RECORD_TSYNC_PROBES, anchor, &s, err, sizeof err);
+	if (ret == 1) {
+		log_debug("time sync: %s", err);
+		return;
+	}
+	if (ret == -1) {
 		if (!net_up(r->net) || net_fatal(r->net)) {
 			snprintf(r->err, sizeof r->err, "%s", err);
 			record_net_lost(r);
@@ -651,7 +660,7 @@ record_setup(struct recorder *r)
 		if (r->tsync == NULL)
 			log_warnx("time sync is off: %s", err);
 		else
-			record_tsync(r);
+			record_tsync(r, true);
 	}
 
 	if ((r->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
@@ -765,7 +774,7 @@ record_loop(struct recorder *r)
 				    net_up(r->net) &&
 				    net_tsync_interval(r->net) > 0 &&
 				    record_elapsed(r) >= r->next_tsync) {
-					record_tsync(r);
+					record_tsync(r, false);
 					r->next_tsync = record_elapsed(r) +
 					    net_tsync_interval(r->net) / 1e3;
 				}
@@ -809,7 +818,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 			return -1;
 		}
 	}
-	record_tsync(r);
+	record_tsync(r, true);
 	if (meta_write_cmdlines(&r->sink, r->err, sizeof r->err) == -1 ||
 	    meta_write_options(r->in, &r->sink, r->trace_id, r->err,
 	    sizeof r->err) == -1 ||

@@ -16,9 +16,15 @@
 #include <tracefs.h>
 
 #include "instance.h"
+#include "tdproto.h"
 #include "tsync.h"
 #include "xmalloc.h"
 #include "banned.h"
+
+/* Rounds in a row that may be left without a sample. */
+#define TSYNC_MAX_SKIPS		2
+/* Markers on each side of the x86-tsc calibration; the tightest is used. */
+#define TSYNC_CAL_MARKS		5
 
 struct tsync {
 	struct instance		*in;
@@ -27,6 +33,8 @@ struct tsync {
 	bool			 tsc;
 	uint32_t		 mult;
 	uint32_t		 shift;
+	uint32_t		 samples;	/* samples made */
+	uint32_t		 skipped;	/* rounds without, in a row */
 };
 
 /* The factors the kernel publishes for user-space TSC conversion. */
@@ -70,40 +78,89 @@ tsync_mono_ns(void)
 
 /*
  * Without perf's factors (no PMU, as in many VMs), measure the TSC against
- * CLOCK_MONOTONIC over 50 ms.  The factors need not be exact: the offsets
- * of the time-sync samples absorb a rate error, and trace-cmd interpolates
- * them linearly, which is exact for a linear error.
+ * CLOCK_MONOTONIC over 100 ms: markers bracketed by CLOCK_MONOTONIC
+ * readings, TSYNC_CAL_MARKS at each end, and of each end the one with the
+ * tightest bracket (a marker write can be slow, the first one of an
+ * instance or a preempted one, by tens of us: 350 ppm over 50 ms with a
+ * single marker).  The factors need not be exact: the offsets of the
+ * samples absorb a rate error, and trace-cmd interpolates them linearly,
+ * which is exact for a linear error.
  */
 static int
 tsync_calibrate(struct tsync *t)
 {
-	uint64_t s[2], r[2], n0, n1;
-	struct timespec pause = { 0, 50 * 1000 * 1000 };
+	uint64_t s[2 * TSYNC_CAL_MARKS], r[2 * TSYNC_CAL_MARKS];
+	uint64_t a[2 * TSYNC_CAL_MARKS], b[2 * TSYNC_CAL_MARKS];
+	uint64_t mono[2], tsc[2] = { 0, 0 }, w[2] = { UINT64_MAX, UINT64_MAX };
+	struct timespec pause = { 0, 100 * 1000 * 1000 };
 	unsigned __int128 m;
+	uint32_t i, end;
 
-	n0 = tsync_mono_ns();
-	if (tsync_mark(t, UINT32_MAX, 0, 's') == -1)
+	memset(s, 0, sizeof s);
+	memset(r, 0, sizeof r);
+	for (i = 0; i < 2 * TSYNC_CAL_MARKS; i++) {
+		if (i == TSYNC_CAL_MARKS)
+			nanosleep(&pause, NULL);
+		a[i] = tsync_mono_ns();
+		if (tsync_mark(t, UINT32_MAX, i, 's') == -1)
+			return -1;
+		b[i] = tsync_mono_ns();
+	}
+	if (tsync_collect(t, UINT32_MAX, s, r, 2 * TSYNC_CAL_MARKS) == -1)
 		return -1;
-	nanosleep(&pause, NULL);
-	if (tsync_mark(t, UINT32_MAX, 1, 's') == -1)
-		return -1;
-	n1 = tsync_mono_ns();
-	if (tsync_collect(t, UINT32_MAX, s, r, 2) == -1 || s[1] <= s[0] ||
-	    n1 <= n0)
+	for (i = 0; i < 2 * TSYNC_CAL_MARKS; i++) {
+		end = i >= TSYNC_CAL_MARKS;
+		if (s[i] != 0 && b[i] - a[i] < w[end]) {
+			w[end] = b[i] - a[i];
+			mono[end] = a[i] + w[end] / 2;
+			tsc[end] = s[i];
+		}
+	}
+	if (tsc[0] == 0 || tsc[1] <= tsc[0] || mono[1] <= mono[0])
 		return -1;
 	t->shift = 24;
-	m = ((unsigned __int128)(n1 - n0) << t->shift) / (s[1] - s[0]);
+	m = ((unsigned __int128)(mono[1] - mono[0]) << t->shift) /
+	    (tsc[1] - tsc[0]);
 	if (m == 0 || m > UINT32_MAX)
 		return -1;
 	t->mult = (uint32_t)m;
 	return 0;
 }
 
+/*
+ * A tep that knows the ring-buffer page header and ftrace:print, the only
+ * event the sync instance holds.  tracefs_local_events_system() would parse
+ * every ftrace format, /proc/kallsyms, saved_cmdlines and printk_formats
+ * too: some 20 MB of memory and 0.2 s at start for nothing.
+ */
+static struct tep_handle *
+tsync_tep(struct instance *in)
+{
+	struct tep_handle *tep;
+	char *hdr, *fmt;
+	size_t hlen = 0, flen = 0;
+
+	if ((tep = tep_alloc()) == NULL)
+		return NULL;
+	hdr = instance_read(in, "events/header_page", &hlen);
+	fmt = instance_read(in, "events/ftrace/print/format", &flen);
+	if (hdr == NULL || fmt == NULL ||
+	    tep_parse_header_page(tep, hdr, hlen, sizeof(long)) != 0 ||
+	    tep_parse_event(tep, fmt, flen, "ftrace") != TEP_ERRNO__SUCCESS ||
+	    tep_find_event_by_name(tep, "ftrace", "print") == NULL) {
+		tep_free(tep);
+		tep = NULL;
+	} else
+		tep_set_long_size(tep, tep_get_header_page_size(tep));
+	free(hdr);
+	free(fmt);
+	return tep;
+}
+
 /* Make the sync instance with the recording's clock. */
 struct tsync *
 tsync_new(struct instance *recording, char *err, size_t errlen)
 {
-	const char *systems[] = { "ftrace", NULL };
 	struct tsync *t;
 	const char *clock = instance_clock(recording);
 	char *path;
@@ -120,9 +177,9 @@ tsync_new(struct instance *recording, char *err, size_t errlen)
 		goto fail;
 	if (instance_set_clock(t->in, clock, err, errlen) == -1)
 		goto fail;
-	t->tep = tracefs_local_events_system(NULL, systems);
+	t->tep = tsync_tep(t->in);
 	if (t->tep == NULL) {
-		snprintf(err, errlen, "cannot load the ftrace event formats");
+		snprintf(err, errlen, "cannot parse the ftrace:print format");
 		goto fail;
 	}
 	if ((path = instance_path(t->in, "trace_marker")) == NULL)
@@ -202,8 +259,6 @@ tsync_collect(struct tsync *t, uint32_t round, uint64_t *ts_s, uint64_t *ts_r,
 {
 	struct tsync_walk w = { round, n, ts_s, ts_r };
 
-	memset(ts_s, 0, n * sizeof *ts_s);
-	memset(ts_r, 0, n * sizeof *ts_r);
 	/*
 	 * Iterating consumes trace_pipe_raw, so no clearing is needed (it
 	 * took tens of ms and stalled the ring readers); any marker left
@@ -212,6 +267,120 @@ tsync_collect(struct tsync *t, uint32_t round, uint64_t *ts_s, uint64_t *ts_r,
 	if (tracefs_iterate_raw_events(t->tep, instance_tracefs(t->in), NULL,
 	    0, tsync_walk_cb, &w) < 0)
 		return -1;
+	return 0;
+}
+
+static int
+tsync_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+tsync_cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Whether the best probe (offset off, round trip best) agrees with the
+ * round's other quick probes: the median offset of the quarter of the
+ * probes with the shortest round trips, within max(300 ns, best / 32).
+ */
+static bool
+tsync_agrees(const struct tsync *t, const uint64_t *ref, const uint64_t *ts_s,
+    const uint64_t *ts_r, uint32_t n, int64_t off, uint64_t best)
+{
+	uint64_t *rtt, q, d, lim;
+	int64_t *o, med;
+	uint32_t i, k = 0, m = 0;
+
+	rtt = xcalloc(n, sizeof *rtt);
+	o = xcalloc(n, sizeof *o);
+	for (i = 0; i < n; i++)
+		if (ref[i] != 0 && ts_s[i] != 0 && ts_r[i] >= ts_s[i])
+			rtt[k++] = ts_r[i] - ts_s[i];
+	qsort(rtt, k, sizeof *rtt, tsync_cmp_u64);
+	q = rtt[k / 4];
+	for (i = 0; i < n; i++)
+		if (ref[i] != 0 && ts_s[i] != 0 && ts_r[i] >= ts_s[i] &&
+		    ts_r[i] - ts_s[i] <= q)
+			o[m++] = (int64_t)(tsync_from_ns(t, ref[i]) -
+			    (ts_s[i] + (ts_r[i] - ts_s[i]) / 2));
+	qsort(o, m, sizeof *o, tsync_cmp_i64);
+	med = o[m / 2];
+	free(rtt);
+	free(o);
+	d = tsync_to_ns(t, (uint64_t)(med > off ? med - off : off - med));
+	lim = tsync_to_ns(t, best) / 32;
+	return d <= (lim > 300 ? lim : 300);
+}
+
+/*
+ * The probe with the shortest round trip gives the sample (Cristian's
+ * method): the reference moment lies within half its round trip of the
+ * markers' midpoint, and the probe that waited least is usually the least
+ * lopsided one.  Not always: a probe is quick when the other side happened
+ * to be awake already, and then its two ways are unequal (on a VM, where
+ * each wake-up of a sleeping CPU costs some 15 us, by about that much);
+ * and when the listener or the CPUs were busy throughout the round, every
+ * probe waited.  Measured on loopback (docs/timesync.md), such rounds were
+ * off by 2 to 30 us, against well under 1 us for the others, and what told
+ * them apart was a best probe whose offset the round's other quick probes
+ * do not share (tsync_agrees()).  Such a round asks for another batch of
+ * probes (1).  When last says there is none, it makes no sample (2), and
+ * trace-cmd interpolates over the gap; unless it is an anchor (the rounds
+ * before and after the events, so that no event is extrapolated), fewer
+ * than two samples exist, or TSYNC_MAX_SKIPS rounds in a row already made
+ * none: then the best probe of all batches makes the sample.
+ */
+int
+tsync_pick(struct tsync *t, uint32_t round, const uint64_t *ref,
+    const uint64_t *ts_s, const uint64_t *ts_r, uint32_t n, bool last,
+    bool anchor, struct td_tsync_sample *sample)
+{
+	uint64_t best = UINT64_MAX, rtt, mid;
+	uint32_t i, bi = 0, got = 0;
+	int64_t off;
+	bool good;
+
+	for (i = 0; i < n; i++) {
+		if (ref[i] == 0 || ts_s[i] == 0 || ts_r[i] < ts_s[i])
+			continue;
+		got++;
+		if (ts_r[i] - ts_s[i] < best) {
+			best = ts_r[i] - ts_s[i];
+			bi = i;
+		}
+	}
+	if (got == 0)
+		return -1;
+	rtt = tsync_to_ns(t, best);
+	mid = ts_s[bi] + best / 2;
+	off = (int64_t)(tsync_from_ns(t, ref[bi]) - mid);
+	good = tsync_agrees(t, ref, ts_s, ts_r, n, off, best);
+	if (!good && !last)
+		return 1;
+	if (!good && !anchor && t->samples >= 2 &&
+	    t->skipped < TSYNC_MAX_SKIPS) {
+		t->skipped++;
+		return 2;
+	}
+	t->samples++;
+	t->skipped = 0;
+	memset(sample, 0, sizeof *sample);
+	sample->round = round;
+	sample->probes = got;
+	sample->ts = mid;
+	sample->offset = off;
+	sample->scaling = 1;
+	sample->frac = 0;
+	sample->rtt = rtt;
+	sample->bound = rtt / 2 + 1;
 	return 0;
 }
 

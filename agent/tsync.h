@@ -18,6 +18,7 @@
 
 struct tsync;
 struct instance;
+struct td_tsync_sample;
 
 struct tsync	*tsync_new(struct instance *recording, char *err,
 		    size_t errlen);
@@ -25,11 +26,27 @@ struct tsync	*tsync_new(struct instance *recording, char *err,
 int		 tsync_mark(struct tsync *t, uint32_t round, uint32_t seq,
 		    char kind);
 /*
- * Read back the markers of a round: ts_s[seq] and ts_r[seq] (0 where a
- * marker is missing) for seq < n.  Empties the sync instance.
+ * Read back the markers of a round: ts_s[seq] and ts_r[seq] for seq < n;
+ * entries of markers not found are left as they were (zero them first).
+ * Consumes what the sync instance holds.
  */
 int		 tsync_collect(struct tsync *t, uint32_t round, uint64_t *ts_s,
 		    uint64_t *ts_r, uint32_t n);
+/* At most this many batches of probes per round (see tsync_pick()). */
+#define TSYNC_BATCHES		3
+/* In the first and the last round of a recording. */
+#define TSYNC_ANCHOR_BATCHES	6
+/*
+ * The sample of a round from its n probes (ref[seq] the listener's time, 0
+ * if no reply): 0 and *sample filled; 1 if the round met a busy moment and
+ * should probe again (never when last); 2 if it is left without a sample
+ * (never when anchor: the first and the last round of a recording); -1 if
+ * no probe is usable.
+ */
+int		 tsync_pick(struct tsync *t, uint32_t round,
+		    const uint64_t *ref, const uint64_t *ts_s,
+		    const uint64_t *ts_r, uint32_t n, bool last, bool anchor,
+		    struct td_tsync_sample *sample);
 /* Whether the clock counts TSC cycles; then mult/shift convert to ns. */
 bool		 tsync_tsc2nsec(const struct tsync *t, uint32_t *mult,
 		    uint32_t *shift);

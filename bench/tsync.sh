@@ -1,83 +1,181 @@
 #!/bin/sh
-# bench/tsync.sh [SECONDS]: accuracy of tracedock's time sync on this
-# machine.  One tdlisten, one tdagent per trace clock (each its own
-# instance), all recording the same rare events (tests/tdpoke: getppid
-# every 50 ms) for SECONDS (default 60); then trace-cmd 3.1.6 reads every
-# file with its TIME_SHIFT/TSC2NSEC corrections and the same occurrence is
-# compared across every pair of files.  Also reports the sync error
-# itself: the offsets measured for the "mono" clock, which is the
-# listener's reference (CLOCK_MONOTONIC), so its true offset is 0.
+# bench/tsync.sh [SECONDS [INTERVAL_MS]]: accuracy of time sync on this
+# machine.  One tdlisten (--tsync-interval INTERVAL_MS, default 1000), one
+# streaming tdagent per trace clock, each its own instance, all recording
+# the same rare events (tests/tdpoke: two getppid calls in a row every
+# 50 ms, the second one counts) for SECONDS (default 60); between and
+# around the agents, "rulers": local tdagents on the mono clock
+# (CLOCK_MONOTONIC, the listener's reference) without any correction.
+# Every process enables the event only after the one before it records, so
+# the kernel writes each occurrence in the order r0 a1 r1 a2 ... ak rk, and
+# the rulers around an agent bracket the moment its stamp was taken
+# (docs/timesync.md, "Measuring the error").
+#
+# Prints, after trace-cmd 3.1.6's corrections (TIME_SHIFT, TSC2NSEC):
+# each clock's error against the reference, then for every pair of clocks
+# |dt| as trace-cmd shows it (raw: includes the write order) and corrected
+# for the write order (the sync error between the two files).
 # Run as root from the top of a built tree (make tdagent tdlisten
-# tests/tdpoke).
+# tests/tdpoke), or with TD_BUILDDIR; hold /tmp/td-bench.lock.
+# TD_KEEP=1 keeps the files; bench/tsync.sh --report DIR prints the tables
+# of a kept run again.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+
+# report DIR: the tables, from DIR/head and DIR/err (tests/tsync-err.awk)
+report() {
+	cat "$1/head"
+	echo
+	echo "error against the reference (CLOCK_MONOTONIC), ns (clean: the" \
+	    "occurrences whose rulers' uncertainty is below 250 ns):"
+	echo "clock        median  clean max        max   lower bounds" \
+	    "  bracket min/median  not clean"
+	awk '$1 == "agent" {
+	    printf "%-9s %9d %10d %10d %7d / %-7d %7d / %-6d %6d\n",
+	    $2, $3, $7, $4, $5, $6, $8, $9, $10 }' "$1/err"
+	for what in raw corrected; do
+		echo
+		if [ $what = raw ]; then
+			echo "|dt| as trace-cmd shows it (write order included)," \
+			    "median / max ns:"
+		else
+			echo "|dt| corrected for the write order, median / clean" \
+			    "max ns:"
+		fi
+		printf "%-9s" ""
+		for b in $(awk '$1 == "agent" { print $2 }' "$1/err"); do
+			printf "%15s" "$b"
+		done
+		echo
+		for a in $(awk '$1 == "agent" { print $2 }' "$1/err"); do
+			printf "%-9s" "$a"
+			for b in $(awk '$1 == "agent" { print $2 }' "$1/err"); do
+				awk -v a="$a" -v b="$b" -v w="$what" '
+				    $1 == "pair" && (($2 == a && $3 == b) ||
+				    ($2 == b && $3 == a)) { f = 1
+					if (w == "raw") printf "%15s", $4 " / " $5
+					else printf "%15s", $6 " / " $10 }
+				    END { if (!f) printf "%15s", "-" }' "$1/err"
+			done
+			echo
+		done
+	done
+	echo
+	awk '$1 == "pair" { m[++n] = $6; if ($6 > mm) mm = $6
+		if ($10 > cx) cx = $10; if ($7 > mx) mx = $7
+		if ($8 > lm) lm = $8; if ($9 > lx) lx = $9
+		if ($11 > wd) wd = $11 }
+	    END { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+		if (m[j] < m[i]) { t = m[i]; m[i] = m[j]; m[j] = t }
+		printf "corrected |dt| over the %d pairs: median of the" \
+		    " medians %d ns, largest median %d ns, largest clean max" \
+		    " %d ns, largest max %d ns;\nlower bounds: largest" \
+		    " median %d ns, largest max %d ns; not clean: at most" \
+		    " %d occurrences of a pair\n", n, m[int((n + 1) / 2)],
+		    mm, cx, mx, lm, lx, wd }' "$1/err"
+}
+if [ "${1:-}" = --report ]; then
+	report "$2"
+	exit
+fi
+
 B=${TD_BUILDDIR:-$top}
 T=${1:-60}
+IV=${2:-1000}
+TR=/sys/kernel/tracing
 W=$(mktemp -d /tmp/td-tsync-bench.XXXXXX)
-trap 'kill $lpid 2>/dev/null; rm -rf "$W"' EXIT
+all=""
+lpid=""
+# every child must go with the script, whatever ends it: they hold the lock
+cleanup() {
+	trap - EXIT INT TERM HUP PIPE
+	kill $all $lpid 2>/dev/null
+	wait 2>/dev/null
+	[ -n "${TD_KEEP:-}" ] || rm -rf "$W"
+	exit "$1"
+}
+trap 'cleanup $?' EXIT
+trap 'cleanup 1' INT TERM HUP PIPE
 clocks="mono local global mono_raw boot"
-grep -q x86-tsc /sys/kernel/tracing/trace_clock && clocks="$clocks x86-tsc"
+grep -q x86-tsc $TR/trace_clock && clocks="$clocks x86-tsc"
+ev=raw_syscalls:sys_enter
+flt='id == 110'		# getppid on x86-64
+
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 port=$((30000 + $$ % 20000))
-"$B/tdlisten" -p $port --insecure -v -d "$W/out" --tsync-interval 1000 \
+"$B/tdlisten" -p $port --insecure -v -d "$W/out" --tsync-interval "$IV" \
     > "$W/l.log" 2>&1 &
 lpid=$!
-sleep 0.5
-pids=""
-for c in $clocks; do
-	"$B/tdagent" -q -h 127.0.0.1 -p $port --insecure --name "$c" -C "$c" \
-	    -e raw_syscalls:sys_enter -f 'id == 110' -s $((T + 2)) \
-	    2>/dev/null &
-	pids="$pids $!"
+until grep -q "listening on" "$W/l.log"; do
+	kill -0 $lpid 2>/dev/null || { cat "$W/l.log"; exit 1; }
+	sleep 0.05
 done
-for p in $pids; do
-	until [ "$(cat /sys/kernel/tracing/instances/tracedock-$p/tracing_on 2>/dev/null)" = 1 ]; do
+
+# start CMD...: run a tdagent, return once its instance records
+started() {
+	"$@" &
+	p=$!
+	all="$all $p"
+	d=$TR/instances/tracedock-$p
+	until [ "$(cat $d/tracing_on 2>/dev/null)" = 1 ] &&
+	    [ "$(cat $d/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ]
+	do
+		kill -0 $p 2>/dev/null || { echo "tdagent $* failed"; exit 1; }
 		sleep 0.05
 	done
+}
+ruler() {
+	started "$B/tdagent" -q -o "$W/r$1.dat" -C mono -b 64 -e $ev -f "$flt" \
+	    2> "$W/r$1.err"
+}
+i=0
+ruler 0
+for c in $clocks; do
+	i=$((i + 1))
+	started "$B/tdagent" -q -h 127.0.0.1 -p $port --insecure --name "$c" \
+	    -C "$c" -b 64 -e $ev -f "$flt" 2> "$W/$c.err"
+	ruler $i
 done
 sleep 0.5
 n=$((T * 20))
-"$B/tests/tdpoke" $n 50000 &
+"$B/tests/tdpoke" $n 50000 2 &
 poke=$!
 wait $poke
-wait $pids
+sleep 0.2
+kill -TERM $all
+wait $all
+all=""
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# stamps FILE: the times in ns, after trace-cmd's corrections, of the
+# second call of each burst of two (the first warms the caches up)
+stamps() {
+	trace-cmd report -t --nodate -i "$1" 2>/dev/null | grep "tdpoke-$poke " |
+	    sed 's/^.*\] *\([0-9.]*\):.*$/\1/' | tr -d . | awk 'NR % 2 == 0'
+}
+i=0
+stamps "$W/r0.dat" > "$W/r0.ts"
+cols="$W/r0.ts"
 for c in $clocks; do
-	trace-cmd report -t --nodate -i "$W"/out/127.0.0.1/*-"$c".dat 2>/dev/null |
-	    grep "tdpoke-$poke " | sed 's/^.*\] *\([0-9.]*\):.*$/\1/' |
-	    tr -d . > "$W/$c.ts"
+	i=$((i + 1))
+	stamps "$(ls "$W"/out/127.0.0.1/*-"$c".dat)" > "$W/$c.ts"
+	stamps "$W/r$i.dat" > "$W/r$i.ts"
+	cols="$cols $W/$c.ts $W/r$i.ts"
 done
-echo "tracedock time sync, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r), $(nproc) CPUs,"
-echo "$T s, $n events per file, a sync round every 1000 ms"
-echo
-echo "|dt| of the same occurrence, median / max in ns (row vs column):"
-printf "%-9s" ""
-for b in $clocks; do printf "%18s" "$b"; done
-echo
-for a in $clocks; do
-	printf "%-9s" "$a"
-	for b in $clocks; do
-		if [ "$a" = "$b" ]; then
-			printf "%18s" "-"
-			continue
-		fi
-		paste "$W/$a.ts" "$W/$b.ts" | awk 'NF == 2 { d = $1 - $2;
-		    if (d < 0) d = -d; print d }' | sort -n > "$W/d"
-		k=$(wc -l < "$W/d")
-		med=$(sed -n "$(( (k + 1) / 2 ))p" "$W/d")
-		max=$(tail -1 "$W/d")
-		printf "%18s" "$med / $max"
-	done
-	echo
+for f in $cols; do
+	if [ "$(wc -l < "$f")" != $n ]; then
+		echo "$(basename "$f" .ts): $(wc -l < "$f") events, want $n"
+		exit 1
+	fi
 done
-echo
-for c in $clocks; do
-	printf "%-9s %s events\n" "$c" "$(wc -l < "$W/$c.ts")"
-done
-grep "'mono' .*time sync round" "$W/l.log" |
-    sed 's/.*offset \(-*[0-9]*\) .*+-\([0-9]*\) ns.*/\1 \2/' > "$W/mono"
-awk '{ o = $1 < 0 ? -$1 : $1; print o }' "$W/mono" | sort -n > "$W/mo"
-k=$(wc -l < "$W/mo")
-echo
-echo "sync error (mono samples, true offset 0): $k samples, median |offset|" \
-    "$(sed -n "$(( (k + 1) / 2 ))p" "$W/mo") ns, max $(tail -1 "$W/mo") ns," \
-    "claimed bound median $(cut -d' ' -f2 "$W/mono" | sort -n | sed -n "$(( (k + 1) / 2 ))p") ns"
-grep "time sync:" "$W/l.log" | sed 's/^.*(127.0.0.1:[0-9]*): /  /'
+paste $cols | awk -v names="$clocks" -f "$top/tests/tsync-err.awk" > "$W/err"
+{
+	echo "tracedock time sync, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r)," \
+	    "$(nproc) CPUs, load $load0 (start) $load1 (end)"
+	echo "$T s, $n events per file, a sync round every $IV ms," \
+	    "tree $(git -C "$top" describe --always --dirty 2>/dev/null)"
+	grep "time sync: [0-9]* samples" "$W/l.log" |
+	    sed 's/^.* \(.[a-z0-9_-]*.\) (127.0.0.1:[0-9]*): /  \1 /'
+} > "$W/head"
+[ -n "${TD_KEEP:-}" ] && echo "files kept in $W"
+report "$W"

@@ -15,7 +15,9 @@ TRACING=/sys/kernel/tracing
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/td-e2e.XXXXXX")
 FAILS=0
 CHECKS=0
-trap 'rm -rf "$WORK"' EXIT
+# TD_KEEP_WORK=1 keeps the work directory (to look at after a failure)
+[ "${TD_KEEP_WORK:-0}" = 1 ] && echo "# work directory: $WORK" ||
+    trap 'rm -rf "$WORK"' EXIT
 
 # TD_VALGRIND=1 (or "listener") runs every tdlisten of the test under
 # valgrind memcheck (tests/valgrind.sh), "agent" every tdagent, "all" both.
