@@ -89,6 +89,12 @@ check "kill -9: the recording's checkpoint is on disk" \
     sh -c "ls '$OUT'/web1/*.dat.state >/dev/null 2>&1"
 sleep 5
 LPORT_FIXED=$LPORT start_listener "$WORK/l1b.log" -d "$OUT" $TLS || exit 99
+# the recovery is logged just after "listening on" (later under valgrind)
+i=0
+until grep -q "recovered '" "$WORK/l1b.log" || [ $i -gt $((100 * SLOW)) ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
 check "kill -9: the restarted listener recovered the recording" \
     grep -q "recovered '" "$WORK/l1b.log"
 wait_agent kill9
