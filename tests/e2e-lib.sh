@@ -107,7 +107,11 @@ vg_check() {
 			    bad="$bad $l"
 		done
 		[ $runs = 0 ] && continue
-		if [ -z "$bad" ] && [ $judged -gt 0 ]; then
+		if [ $judged = 0 ]; then
+			echo "# valgrind: no $p run ended normally: nothing to judge"
+			continue
+		fi
+		if [ -z "$bad" ]; then
 			ok "valgrind: $p clean ($judged runs judged of $runs)"
 			continue
 		fi

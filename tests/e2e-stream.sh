@@ -150,8 +150,16 @@ for w in zstd zlib; do
 	    "$(field events < "$WORK/cw")" "$(field events < "$WORK/cwl")"
 	ratio=$(sed -n 's/.*wire compression: .*sent (\([0-9.]*\)).*/\1/p' \
 	    "$WORK/agent.w$w.err")
-	check "wire $w: bytes on the wire <= 0.25 of the pages ($ratio)" \
-	    awk -v r="${ratio:-1}" 'BEGIN { exit !(r <= 0.25) }'
+	# a listener slowed down (TD_VALGRIND: 0.27-0.42 seen) holds the
+	# stream back, and the agent then reads, and compresses, fewer pages
+	# at a time: the ratio is judged at full speed only
+	if [ "$SLOW" = 1 ]; then
+		check "wire $w: bytes on the wire <= 0.25 of the pages ($ratio)" \
+		    awk -v r="${ratio:-1}" 'BEGIN { exit !(r <= 0.25) }'
+	else
+		echo "# wire $w: bytes on the wire / page bytes: $ratio" \
+		    "(not judged with SLOW=$SLOW)"
+	fi
 done
 check "wire: the listener's file is zstd" sh -c \
     "trace-cmd dump --summary -i '$RFILE' 2>&1 | grep -q zstd"
