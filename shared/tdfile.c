@@ -968,6 +968,22 @@ td_file_release(struct td_file *f)
 	td_file_free(f);
 }
 
+/* Share a block codec context from now on. */
+int
+td_file_share_codec(struct td_file *f, struct td_codec *ctx)
+{
+	if (ctx == NULL || !f->compress || f->codec == ctx)
+		return 0;
+	if (td_codec_id(ctx) != f->p.codec) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (f->codec != f->p.codec_ctx)
+		td_codec_free(f->codec);
+	f->codec = f->p.codec_ctx = ctx;
+	return 0;
+}
+
 /* Pages received for a CPU. */
 uint64_t
 td_file_cpu_pages(const struct td_file *f, int cpu)

@@ -138,6 +138,11 @@ struct td_file	*td_file_restore(const char *path, const void *state,
 		    size_t len);
 /* Close and free a writer, keeping its files as they are on disk. */
 void		 td_file_release(struct td_file *f);
+/*
+ * Use ctx (see td_file_params.codec_ctx) from now on instead of the
+ * writer's own context, for a writer made by td_file_restore().
+ */
+int		 td_file_share_codec(struct td_file *f, struct td_codec *ctx);
 /* Pages appended for one CPU so far. */
 uint64_t	 td_file_cpu_pages(const struct td_file *f, int cpu);
 /* Bytes written to the final file (after td_file_finish()). */
