@@ -37,6 +37,7 @@ struct listener_config {
 	int			 idle_timeout;	/* s of silence, 0: none */
 	int			 max_per_identity;
 	uint64_t		 quota;		/* bytes per identity, 0: none */
+	struct td_codec		*codec_ctx;	/* shared by every session */
 };
 
 struct session;

@@ -83,6 +83,17 @@ server_error_cb(struct evconnlistener *lev, void *arg)
 	log_warnx("accept: %s", strerror(e));
 }
 
+/*
+ * An idle session should cost little: OpenSSL may free a connection's
+ * 16 KiB read and write buffers whenever they are empty.
+ */
+static void
+server_tune_ctx(SSL_CTX *ctx)
+{
+	if (ctx != NULL)
+		SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+}
+
 /* Listen on every address of cfg->bind (all when NULL) at cfg->port. */
 int
 server_start(struct event_base *base, struct listener_config *cfg,
@@ -96,6 +107,7 @@ server_start(struct event_base *base, struct listener_config *cfg,
 	server_base = base;
 	server_cfg = cfg;
 	server_ctx = ctx;
+	server_tune_ctx(ctx);
 	server_pause_ev = evtimer_new(base, server_resume_cb, NULL);
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
@@ -151,6 +163,7 @@ server_set_ctx(SSL_CTX *ctx)
 	SSL_CTX *old = server_ctx;
 
 	server_ctx = ctx;
+	server_tune_ctx(ctx);
 	if (old != NULL)
 		SSL_CTX_free(old);
 }

@@ -297,6 +297,26 @@ session_detach_event_cb(struct bufferevent *bev, short what, void *arg)
 }
 
 /*
+ * The connection went in the middle of a SECTION_DATA or PAGES frame (see
+ * session_bulk_begin()): the writer holds part of a frame the agent will
+ * send again whole, so the recording goes back to its last checkpoint,
+ * which never holds part of a frame.
+ */
+static void
+session_bulk_cut(struct session *s)
+{
+	if (s->bulk_type == 0)
+		return;
+	s->bulk_type = 0;
+	if (s->file != NULL) {
+		td_file_release(s->file);
+		s->file = NULL;
+	}
+	s->restore = true;
+	s->rx_off = s->ack_off;
+}
+
+/*
  * The connection is gone but the recording is not: keep it (checkpointed
  * when no section is open) for the agent to resume within --resume-wait.
  */
@@ -320,6 +340,7 @@ session_detach(struct session *s, const char *why)
 		server_session_closed(s);
 		s->counted = false;
 	}
+	session_bulk_cut(s);
 	if (s->file != NULL && !s->restore && checkpoint_write(s) == 0)
 		s->ack_off = s->rx_off;
 	if (s->wait == NULL)
@@ -356,6 +377,7 @@ session_pause(struct session *s, const char *what)
 	s->file = NULL;
 	s->restore = true;
 	s->rx_off = s->ack_off;
+	s->bulk_type = 0;
 	if (s->bev == NULL) {
 		session_detach(s, NULL);
 		return;
@@ -388,7 +410,8 @@ session_checkpoint(struct session *s)
 	char msg[600];
 
 	if (s->file == NULL || s->state != S_STREAM || s->restore ||
-	    s->rx_off == s->ack_off || td_file_in_section(s->file))
+	    s->rx_off == s->ack_off || td_file_in_section(s->file) ||
+	    s->bulk_type != 0)
 		return 0;
 	if (s->cfg->quota > 0 &&
 	    output_usage(s->cfg->dir, s->identity) > s->cfg->quota) {
@@ -527,6 +550,7 @@ session_resume(struct session *s, const struct td_frame *f)
 		session_close(s, "the resumed recording does not match");
 		return -1;
 	}
+	session_bulk_cut(t);
 	if (t->restore) {
 		if (checkpoint_read(t, t->state_path, err, sizeof err) == -1) {
 			session_close(s, "the recording cannot be resumed");
@@ -641,6 +665,7 @@ session_hello(struct session *s, const struct td_frame *f)
 	p.long_size = s->hello.long_size;
 	p.ncpus = s->hello.ncpus;
 	p.clock = s->hello.clock;
+	p.codec_ctx = s->cfg->codec_ctx;
 	s->file = td_file_create(s->path, &p);
 	if (s->file == NULL) {
 		char msg[512], *part;
@@ -680,43 +705,6 @@ session_hello(struct session *s, const struct td_frame *f)
 	return 0;
 }
 
-static int	session_page(struct session *, struct session_cpu *, uint32_t,
-		    const uint8_t *, bool);
-
-static int
-session_pages(struct session *s, const struct td_frame *f)
-{
-	struct td_pages pg;
-	struct session_cpu *c;
-	uint32_t i;
-	char msg[160];
-
-	if (td_msg_unpack_pages(f, s->hello.page_size, &pg) == -1) {
-		session_close(s, "malformed PAGES");
-		return -1;
-	}
-	if (pg.cpu >= s->hello.ncpus) {
-		snprintf(msg, sizeof msg, "pages for CPU %u, but %u CPUs "
-		    "were declared", pg.cpu, s->hello.ncpus);
-		session_close(s, msg);
-		return -1;
-	}
-	c = &s->cpu[pg.cpu];
-	if (pg.first_seq != c->next_seq) {
-		snprintf(msg, sizeof msg, "CPU %u: page %" PRIu64 " where %"
-		    PRIu64 " was due", pg.cpu, pg.first_seq, c->next_seq);
-		session_close(s, msg);
-		return -1;
-	}
-	for (i = 0; i < pg.count; i++)
-		if (session_page(s, c, pg.cpu, pg.data +
-		    (size_t)i * s->hello.page_size, true) == -1)
-			return -1;
-	c->next_seq += pg.count;
-	s->pages += pg.count;
-	return 0;
-}
-
 /* Count what a page holds and hand it to the writer (unless stored). */
 static int
 session_page(struct session *s, struct session_cpu *c, uint32_t cpu,
@@ -742,6 +730,109 @@ session_page(struct session *s, struct session_cpu *c, uint32_t cpu,
 		session_close(s, msg);
 		return -1;
 	}
+	return 0;
+}
+
+static int	session_write_failed(struct session *, const char *,
+		    const char *);
+
+/*
+ * SECTION_DATA and PAGES frames may be 1 MiB each.  Waiting for whole ones
+ * would hold up to that much per session (plus a contiguous copy): a
+ * thousand agents sending their kallsyms at once would need gigabytes.  So
+ * their payload goes to the writer as it arrives, PAGES page by page, and
+ * a session holds little more than what one read brought.  This starts one
+ * when its header (and PAGES' first 16 bytes) are in; -1 when the session
+ * was closed.  No checkpoint is taken until the frame is whole.
+ */
+static int
+session_bulk_begin(struct session *s, const uint8_t *p,
+    const struct td_frame *f)
+{
+	struct td_pages pg;
+	char msg[160];
+
+	s->bytes += f->total;
+	s->bulk_type = f->type;
+	s->bulk_left = f->len;
+	s->bulk_total = f->total;
+	if (f->type == TD_MSG_SECTION_DATA)
+		return 0;
+	if (td_msg_unpack_pages_head(p + TD_FRAME_HEADER, f->len,
+	    s->hello.page_size, &pg) == -1) {
+		session_close(s, "malformed PAGES");
+		return -1;
+	}
+	if (pg.cpu >= s->hello.ncpus) {
+		snprintf(msg, sizeof msg, "pages for CPU %u, but %u CPUs "
+		    "were declared", pg.cpu, s->hello.ncpus);
+		session_close(s, msg);
+		return -1;
+	}
+	if (pg.first_seq != s->cpu[pg.cpu].next_seq) {
+		snprintf(msg, sizeof msg, "CPU %u: page %" PRIu64 " where %"
+		    PRIu64 " was due", pg.cpu, pg.first_seq,
+		    s->cpu[pg.cpu].next_seq);
+		session_close(s, msg);
+		return -1;
+	}
+	s->bulk_cpu = pg.cpu;
+	s->bulk_left = pg.len;
+	return 0;
+}
+
+/*
+ * Take in what has arrived of a bulk frame; -1 when the session was closed
+ * or paused.  A whole frame counts in the stream like any other.
+ */
+static int
+session_bulk(struct session *s, struct evbuffer *in)
+{
+	struct session_cpu *c;
+	size_t k, n;
+
+	while (s->bulk_left > 0) {
+		n = evbuffer_get_length(in);
+		if (s->bulk_type == TD_MSG_PAGES) {
+			k = s->hello.page_size;
+			if (n < k) {
+				bufferevent_setwatermark(s->bev, EV_READ, k, 0);
+				return 0;
+			}
+			c = &s->cpu[s->bulk_cpu];
+			if (session_page(s, c, s->bulk_cpu,
+			    evbuffer_pullup(in, k), true) == -1)
+				return -1;
+			c->next_seq++;
+			s->pages++;
+		} else {
+			if (n == 0)
+				return 0;
+			/* what is contiguous, so that nothing is copied */
+			k = evbuffer_get_contiguous_space(in);
+			if (k == 0 || k > n)
+				k = n;
+			if (k > s->bulk_left)
+				k = s->bulk_left;
+			if (td_file_section_write(s->file, evbuffer_pullup(in,
+			    k), k) == -1) {
+				if (errno == EFBIG)	/* the cap, not a disk */
+					session_close(s, "section too big");
+				else
+					session_write_failed(s, "cannot write "
+					    "a section", "SECTION_DATA outside "
+					    "a section");
+				return -1;
+			}
+		}
+		evbuffer_drain(in, k);
+		s->bulk_left -= k;
+	}
+	bufferevent_setwatermark(s->bev, EV_READ, 0, 0);
+	s->bulk_type = 0;
+	s->rx_off += s->bulk_total;
+	if (s->rx_off - s->ack_off >= SESSION_CK_BYTES)
+		return session_checkpoint(s);
 	return 0;
 }
 
@@ -1111,8 +1202,6 @@ session_stream_frame(struct session *s, const struct td_frame *f)
 	size_t n;
 
 	switch (f->type) {
-	case TD_MSG_PAGES:
-		return session_pages(s, f);
 	case TD_MSG_PAGES_Z:
 		return session_pages_z(s, f);
 	case TD_MSG_SECTION:
@@ -1123,16 +1212,6 @@ session_stream_frame(struct session *s, const struct td_frame *f)
 		if (td_file_section_begin(s->file, id) == -1)
 			return session_write_failed(s, "cannot write a section",
 			    "bad or repeated SECTION");
-		return 0;
-	case TD_MSG_SECTION_DATA:
-		if (td_file_section_write(s->file, f->payload, f->len) == -1) {
-			if (errno == EFBIG)	/* the section cap, not a disk */
-				session_close(s, "section too big");
-			else
-				session_write_failed(s, "cannot write a "
-				    "section", "SECTION_DATA outside a section");
-			return -1;
-		}
 		return 0;
 	case TD_MSG_SECTION_END:
 		if (td_file_section_end(s->file) == -1)
@@ -1194,6 +1273,12 @@ session_read_cb(struct bufferevent *bev, void *arg)
 
 	s->rx_ns = session_now(CLOCK_MONOTONIC);
 	for (;;) {
+		if (s->bulk_type != 0) {
+			if (session_bulk(s, in) == -1)
+				return;		/* s is gone or paused */
+			if (s->bulk_type != 0)
+				return;		/* more to come */
+		}
 		len = evbuffer_get_length(in);
 		if (len < TD_FRAME_HEADER)
 			return;
@@ -1204,6 +1289,21 @@ session_read_cb(struct bufferevent *bev, void *arg)
 			    (unsigned)(p[4] << 8 | p[5]));
 			session_close(s, msg);
 			return;
+		}
+		if (s->state == S_STREAM && (f.type == TD_MSG_PAGES ||
+		    f.type == TD_MSG_SECTION_DATA)) {
+			size_t head = TD_FRAME_HEADER +
+			    (f.type == TD_MSG_PAGES ? TD_PAGES_HEAD : 0);
+
+			if (len < head) {
+				bufferevent_setwatermark(bev, EV_READ, head, 0);
+				return;
+			}
+			if (session_bulk_begin(s, evbuffer_pullup(in, head),
+			    &f) == -1)
+				return;		/* s is gone */
+			evbuffer_drain(in, head);
+			continue;
 		}
 		if (len < f.total) {
 			/* wake up only when the whole frame is in */

@@ -65,6 +65,11 @@ struct session {
 	char			*state_path;	/* PATH.state */
 	struct timespec		 start;
 	struct td_buf		 out;
+	/* a SECTION_DATA or PAGES frame taken in as it arrives */
+	uint16_t		 bulk_type;	/* 0: none */
+	uint32_t		 bulk_cpu;
+	size_t			 bulk_left;	/* payload bytes still to come */
+	size_t			 bulk_total;	/* the whole frame's bytes */
 	struct session		*next;
 	struct session		*prev;
 };

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -309,6 +310,35 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 /*
+ * Every session holds a socket, its .part file and one spool per CPU of
+ * its agent: a thousand 2-CPU agents need 4000 descriptors, and the soft
+ * limit is often 1024.  Take the hard limit and say when even that is
+ * short of --max-sessions (accepting then pauses when it runs out).
+ */
+static void
+tdlisten_raise_nofile(const struct listener_config *c)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)c->max_sessions * 4 + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur < want)
+		log_warnx("open files limit %llu: %d sessions of 2-CPU agents "
+		    "need about %llu (ulimit -n, LimitNOFILE=)",
+		    (unsigned long long)rl.rlim_cur, c->max_sessions,
+		    (unsigned long long)want);
+	else
+		log_debug("open files limit %llu", (unsigned long long)
+		    rl.rlim_cur);
+}
+
+/*
  * tdlisten needs no privilege once its port is bound and its key read: as
  * root it becomes USER (-u), and says so loudly when it stays root.
  */
@@ -371,6 +401,10 @@ main(int argc, char **argv)
 	} else
 		log_warnx("--insecure: agents are neither encrypted nor "
 		    "authenticated");
+	tdlisten_raise_nofile(&cfg);
+	/* one compression context for all sessions: the loop is one thread */
+	if (cfg.codec != TD_CODEC_NONE)
+		cfg.codec_ctx = td_codec_new(cfg.codec, 0);
 	if ((base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	log_info("tracedock %s, libevent %s (%s), %s", PACKAGE_VERSION,
@@ -394,6 +428,7 @@ main(int argc, char **argv)
 		event_free(sigs[i]);
 	event_base_free(base);
 	server_set_ctx(NULL);
+	td_codec_free(cfg.codec_ctx);
 	log_info("stopped");
 	return 0;
 }

@@ -499,6 +499,34 @@ td_msg_unpack_pages_z(const struct td_frame *f, struct td_pages_z *pz)
 	return cur_end(&c);
 }
 
+/*
+ * The 16 bytes that open a PAGES payload of len bytes, for a reader that
+ * takes the pages as they arrive: the same checks as td_msg_unpack_pages(),
+ * with data NULL.
+ */
+int
+td_msg_unpack_pages_head(const uint8_t *p, size_t len, size_t page_size,
+    struct td_pages *pg)
+{
+	struct td_frame f = { .type = TD_MSG_PAGES, .payload = p,
+	    .len = TD_PAGES_HEAD, .total = TD_FRAME_HEADER + TD_PAGES_HEAD };
+	struct td_cur c;
+
+	cur_init(&c, &f, TD_MSG_PAGES);
+	pg->cpu = cur_u32(&c);
+	pg->count = cur_u32(&c);
+	pg->first_seq = cur_u64(&c);
+	if (c.bad || len < TD_PAGES_HEAD || page_size == 0 ||
+	    pg->count == 0 || (len - TD_PAGES_HEAD) / page_size != pg->count ||
+	    (len - TD_PAGES_HEAD) % page_size != 0) {
+		errno = EBADMSG;
+		return -1;
+	}
+	pg->len = len - TD_PAGES_HEAD;
+	pg->data = NULL;
+	return 0;
+}
+
 /* END. */
 int
 td_msg_pack_end(struct td_buf *b, const struct td_end *e)

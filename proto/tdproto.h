@@ -225,6 +225,10 @@ int	td_msg_unpack_pages(const struct td_frame *f, size_t page_size,
 int	td_msg_pack_pages_z(struct td_buf *b, const struct td_pages_z *pz);
 int	td_msg_unpack_pages_z(const struct td_frame *f,
 	    struct td_pages_z *pz);
+/* PAGES' first TD_PAGES_HEAD bytes, the pages yet to come (data NULL). */
+#define TD_PAGES_HEAD	16
+int	td_msg_unpack_pages_head(const uint8_t *p, size_t len,
+	    size_t page_size, struct td_pages *pg);
 int	td_msg_pack_end(struct td_buf *b, const struct td_end *e);
 int	td_msg_unpack_end(const struct td_frame *f, struct td_end *e);
 int	td_msg_pack_done(struct td_buf *b, const struct td_done *d);

@@ -21,6 +21,11 @@
 #include "xmalloc.h"
 #include "banned.h"
 
+/*
+ * The library contexts are made on first use: a writer never decompresses
+ * and a reader never compresses, and a zstd context of either kind holds
+ * from a hundred kilobytes to over a megabyte.
+ */
 struct td_codec {
 	enum td_codec_id id;
 	int		 level;
@@ -28,6 +33,8 @@ struct td_codec {
 	ZSTD_DCtx	*zd;
 	z_stream	 zs;
 	int		 zs_live;
+	uint8_t		*obuf;		/* td_codec_compress_buf() output */
+	size_t		 obuf_size;
 };
 
 /* Map a codec name to its id. */
@@ -82,18 +89,23 @@ td_codec_new(enum td_codec_id id, int level)
 	c = xcalloc(1, sizeof *c);
 	c->id = id;
 	c->level = level;
-	if (id == TD_CODEC_ZSTD) {
-		c->zc = ZSTD_createCCtx();
-		c->zd = ZSTD_createDCtx();
-		if (c->zc == NULL || c->zd == NULL) {
-			td_codec_free(c);
+	return c;
+}
+
+/* The zstd compression context, made on first use. */
+static ZSTD_CCtx *
+td_codec_zc(struct td_codec *c)
+{
+	if (c->zc == NULL) {
+		if ((c->zc = ZSTD_createCCtx()) == NULL) {
+			errno = ENOMEM;
 			return NULL;
 		}
 		ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel,
-		    level > 0 ? level : 1);
+		    c->level > 0 ? c->level : 1);
 		ZSTD_CCtx_setParameter(c->zc, ZSTD_c_contentSizeFlag, 0);
 	}
-	return c;
+	return c->zc;
 }
 
 /* Free a codec context; NULL is fine. */
@@ -106,6 +118,7 @@ td_codec_free(struct td_codec *c)
 		deflateEnd(&c->zs);
 	ZSTD_freeCCtx(c->zc);
 	ZSTD_freeDCtx(c->zd);
+	free(c->obuf);
 	free(c);
 }
 
@@ -140,6 +153,8 @@ td_codec_compress(struct td_codec *c, const void *src, size_t len, void *dst,
 
 	switch (c->id) {
 	case TD_CODEC_ZSTD:
+		if (td_codec_zc(c) == NULL)
+			return -1;
 		n = ZSTD_compress2(c->zc, dst, cap, src, len);
 		if (ZSTD_isError(n)) {
 			errno = EINVAL;
@@ -169,6 +184,24 @@ td_codec_compress(struct td_codec *c, const void *src, size_t len, void *dst,
 	}
 }
 
+/* Compress one block into the context's own buffer. */
+ssize_t
+td_codec_compress_buf(struct td_codec *c, const void *src, size_t len,
+    const void **out)
+{
+	size_t bound = td_codec_bound(c, len);
+	ssize_t n;
+
+	if (bound > c->obuf_size) {
+		free(c->obuf);
+		c->obuf = xmalloc(bound);
+		c->obuf_size = bound;
+	}
+	n = td_codec_compress(c, src, len, c->obuf, c->obuf_size);
+	*out = c->obuf;
+	return n;
+}
+
 /* Decompress one block of known uncompressed size. */
 ssize_t
 td_codec_decompress(struct td_codec *c, const void *src, size_t len,
@@ -179,6 +212,10 @@ td_codec_decompress(struct td_codec *c, const void *src, size_t len,
 
 	switch (c->id) {
 	case TD_CODEC_ZSTD:
+		if (c->zd == NULL && (c->zd = ZSTD_createDCtx()) == NULL) {
+			errno = ENOMEM;
+			return -1;
+		}
 		n = ZSTD_decompressDCtx(c->zd, dst, want, src, len);
 		if (ZSTD_isError(n) || n != want)
 			goto bad;
@@ -206,6 +243,8 @@ td_codec_stream_begin(struct td_codec *c)
 {
 	switch (c->id) {
 	case TD_CODEC_ZSTD:
+		if (td_codec_zc(c) == NULL)
+			return -1;
 		ZSTD_CCtx_reset(c->zc, ZSTD_reset_session_only);
 		return 0;
 	case TD_CODEC_ZLIB:

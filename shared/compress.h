@@ -3,8 +3,11 @@
  *
  * A codec compresses one block into a caller-sized buffer; blocks are
  * independent, as trace-cmd expects (one block per metadata section, one per
- * chunk of CPU data).  A td_codec object keeps the library's context so that
- * repeated calls allocate nothing; it is not thread-safe, use one per thread.
+ * chunk of CPU data).  A td_codec object keeps the library's context (made
+ * on first use) so that repeated calls allocate nothing; it is not
+ * thread-safe, use one per thread.  Block calls leave no state behind, so
+ * any number of writers of one thread may share a context for them; a
+ * streamed block (below) needs the context to itself until it ends.
  * No function here logs or exits.
  */
 #ifndef TD_COMPRESS_H
@@ -38,6 +41,13 @@ size_t		 td_codec_bound(const struct td_codec *c, size_t len);
 /* Compress src into dst; returns the compressed size or -1. */
 ssize_t		 td_codec_compress(struct td_codec *c, const void *src,
 		    size_t len, void *dst, size_t cap);
+/*
+ * Compress src into the context's own buffer, grown to the bound as needed
+ * and kept: *out holds the result until the next call on c.  Writers that
+ * share one context (tdlisten's sessions, one thread) share this buffer too.
+ */
+ssize_t		 td_codec_compress_buf(struct td_codec *c, const void *src,
+		    size_t len, const void **out);
 /*
  * Decompress src into dst, which must receive exactly want bytes; returns
  * want, or -1 on corrupt input or a size mismatch.

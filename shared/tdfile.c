@@ -9,7 +9,8 @@
  *	metadata sections as the caller adds them (HEADER_INFO, FTRACE_EVENTS,
  *	    EVENT_FORMATS, KALLSYMS, PRINTK, CMDLINES), each a 16-byte header
  *	    {u16 id, u16 flags, u32 string id, u64 size} then, when compressed,
- *	    one block {u32 csize, u32 usize, data}
+ *	    one block {u32 csize, u32 usize, data} (with zstd, data is a run of
+ *	    frames of 64 KiB of content each, see TD_SEC_FRAME)
  *	BUFFER section: per CPU, page aligned, u32 chunk count then chunks
  *	    {u32 csize, u32 usize, data} of up to TD_CHUNK_PAGES pages
  *	OPTIONS section: caller options, section offsets, CPUCOUNT, BUFFER,
@@ -39,6 +40,14 @@
 
 #define TD_NSECT	32
 #define TD_FLUSH_AT	(256 * 1024)
+/*
+ * Content per zstd frame of a metadata section.  A section is one block,
+ * but a zstd block may be a run of independent frames (ZSTD_decompressDCtx,
+ * which trace-cmd and tdread use, reads them all), so a section needs no
+ * compression state between writes, only this much input: kallsyms comes
+ * out 0.6% bigger than as one frame (16 KiB frames: 4%).
+ */
+#define TD_SEC_FRAME	(64 * 1024)
 
 /* One CPU's spool: pages waiting in a chunk, then chunks in a file. */
 struct td_spool {
@@ -57,22 +66,22 @@ struct td_file {
 	int			 fd;
 	uint64_t		 off;		/* end of what was written */
 	struct td_file_params	 p;
-	struct td_codec		*codec;
+	struct td_codec		*codec;		/* blocks; maybe p.codec_ctx */
+	struct td_codec		*stream;	/* zlib: the open section */
 	bool			 compress;
 	uint64_t		 opts_ptr_off;	/* where the options offset goes */
 
 	int			 sec_id;	/* section being written, -1 */
 	uint64_t		 sec_hdr;
 	uint64_t		 sec_len;
-	struct td_buf		 sec_out;
+	struct td_buf		 sec_in;	/* zstd: a frame's content */
+	struct td_buf		 sec_out;	/* zlib: compressed output */
 	uint64_t		 sec_off[TD_NSECT];
 	int			 v6_next;
 
 	struct td_buf		 options;
 	struct td_buf		 strings;
 	struct td_spool		*cpu;
-	uint8_t			*cbuf;
-	size_t			 cbuf_size;
 	bool			 done;
 };
 
@@ -225,13 +234,23 @@ td_file_alloc(const char *path, const struct td_file_params *p)
 	f->path = xstrdup(path);
 	xasprintf(&f->part, "%s.part", path);
 	f->sec_id = -1;
+	td_buf_init(&f->sec_in, TD_SEC_FRAME);
 	td_buf_init(&f->sec_out, 2 * TD_FLUSH_AT + 1024 * 1024);
 	td_buf_init(&f->options, TD_MAX_SECTION_SIZE);
 	td_buf_init(&f->strings, TD_MAX_STRINGS_SIZE);
 	f->cpu = xcalloc(p->ncpus, sizeof *f->cpu);
 	for (i = 0; i < p->ncpus; i++)
 		f->cpu[i].fd = -1;
-	f->codec = td_codec_new(f->p.codec, f->p.level);
+	if (p->codec_ctx != NULL && f->compress &&
+	    td_codec_id(p->codec_ctx) != f->p.codec) {
+		f->done = true;
+		td_file_free(f);
+		errno = EINVAL;
+		return NULL;
+	}
+	f->p.codec_ctx = f->compress ? p->codec_ctx : NULL;
+	f->codec = f->p.codec_ctx ? f->p.codec_ctx :
+	    td_codec_new(f->p.codec, f->p.level);
 	if (f->codec == NULL) {
 		i = errno;
 		f->done = true;
@@ -322,8 +341,14 @@ td_file_sec_open(struct td_file *f, enum td_opt id)
 
 		if (td_file_write(f, &blk, sizeof blk) == -1)
 			return -1;
-		td_buf_reset(&f->sec_out);
-		return td_codec_stream_begin(f->codec);
+		if (f->p.codec == TD_CODEC_ZSTD)
+			return 0;
+		/*
+		 * zlib readers (trace-cmd's uncompress()) take one stream per
+		 * block: it gets a context of its own for the section's life.
+		 */
+		f->stream = td_codec_new(f->p.codec, f->p.level);
+		return td_codec_stream_begin(f->stream);
 	}
 	return 0;
 }
@@ -335,6 +360,58 @@ td_file_sec_flush(struct td_file *f)
 
 	td_buf_reset(&f->sec_out);
 	return ret;
+}
+
+/* zstd: compress n bytes of the open section as one frame. */
+static int
+td_file_sec_frame(struct td_file *f, const void *p, size_t n)
+{
+	const void *out;
+	ssize_t c;
+
+	if ((c = td_codec_compress_buf(f->codec, p, n, &out)) == -1)
+		return -1;
+	return td_file_write(f, out, (size_t)c);
+}
+
+/* zstd: gather the section's content into frames of TD_SEC_FRAME bytes. */
+static int
+td_file_sec_frames(struct td_file *f, const uint8_t *p, size_t n)
+{
+	size_t k;
+
+	while (n != 0) {
+		if (f->sec_in.len == 0 && n >= TD_SEC_FRAME) {
+			k = TD_SEC_FRAME;
+			if (td_file_sec_frame(f, p, k) == -1)
+				return -1;
+		} else {
+			k = TD_SEC_FRAME - f->sec_in.len;
+			if (k > n)
+				k = n;
+			if (td_buf_add(&f->sec_in, p, k) == -1)
+				return -1;
+			if (f->sec_in.len == TD_SEC_FRAME) {
+				if (td_file_sec_frame(f, f->sec_in.data,
+				    f->sec_in.len) == -1)
+					return -1;
+				td_buf_reset(&f->sec_in);
+			}
+		}
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/* Drop what an open section holds in memory. */
+static void
+td_file_sec_release(struct td_file *f)
+{
+	td_buf_free(&f->sec_in);
+	td_buf_free(&f->sec_out);
+	td_codec_free(f->stream);
+	f->stream = NULL;
 }
 
 /* Append content to the open section. */
@@ -352,10 +429,12 @@ td_file_section_write(struct td_file *f, const void *p, size_t n)
 	f->sec_len += n;
 	if (!f->compress)
 		return td_file_write(f, p, n);
+	if (f->stream == NULL)
+		return td_file_sec_frames(f, p, n);
 	while (n != 0) {
 		size_t k = n > TD_FLUSH_AT ? TD_FLUSH_AT : n;
 
-		if (td_codec_stream_feed(f->codec, p, k, &f->sec_out) == -1)
+		if (td_codec_stream_feed(f->stream, p, k, &f->sec_out) == -1)
 			return -1;
 		if (f->sec_out.len >= TD_FLUSH_AT && td_file_sec_flush(f) == -1)
 			return -1;
@@ -380,9 +459,16 @@ td_file_section_end(struct td_file *f)
 	if (f->p.version == 6)
 		return 0;
 	if (f->compress) {
-		if (td_codec_stream_end(f->codec, &f->sec_out) == -1 ||
-		    td_file_sec_flush(f) == -1)
+		/* zstd: the rest, or one empty frame for an empty section */
+		if (f->stream == NULL && (f->sec_in.len > 0 ||
+		    f->sec_len == 0) && td_file_sec_frame(f, f->sec_in.data,
+		    f->sec_in.len) == -1)
 			return -1;
+		if (f->stream != NULL &&
+		    (td_codec_stream_end(f->stream, &f->sec_out) == -1 ||
+		    td_file_sec_flush(f) == -1))
+			return -1;
+		td_file_sec_release(f);
 		size = f->off - f->sec_hdr - 16;
 		if (size - 8 > UINT32_MAX) {
 			errno = EFBIG;
@@ -409,9 +495,7 @@ td_file_section_cancel(struct td_file *f)
 	if (f->p.version == 6)
 		f->v6_next--;
 	f->sec_id = -1;
-	td_buf_reset(&f->sec_out);
-	if (f->compress)
-		td_codec_stream_begin(f->codec);	/* drop its state */
+	td_file_sec_release(f);
 	if (ftruncate(f->fd, f->sec_hdr) == -1 ||
 	    lseek(f->fd, f->sec_hdr, SEEK_SET) == -1)
 		return -1;
@@ -480,6 +564,7 @@ static int
 td_spool_flush(struct td_file *f, struct td_spool *s)
 {
 	struct iovec iov[2];
+	const void *cbuf;
 	uint32_t hdr[2];
 	ssize_t c, w, want;
 	int n;
@@ -487,15 +572,14 @@ td_spool_flush(struct td_file *f, struct td_spool *s)
 	if (s->fill == 0)
 		return 0;
 	if (f->compress) {
-		c = td_codec_compress(f->codec, s->chunk, s->fill, f->cbuf,
-		    f->cbuf_size);
+		c = td_codec_compress_buf(f->codec, s->chunk, s->fill, &cbuf);
 		if (c == -1)
 			return -1;
 		hdr[0] = (uint32_t)c;
 		hdr[1] = (uint32_t)s->fill;
 		iov[0].iov_base = hdr;
 		iov[0].iov_len = sizeof hdr;
-		iov[1].iov_base = f->cbuf;
+		iov[1].iov_base = (void *)(uintptr_t)cbuf;
 		iov[1].iov_len = c;
 		n = 2;
 	} else {
@@ -535,10 +619,6 @@ td_spool_open(struct td_file *f, int cpu, int flags)
 		return -1;
 	}
 	s->chunk = xmalloc(td_file_chunk_size(f));
-	if (f->compress && f->cbuf == NULL) {
-		f->cbuf_size = td_codec_bound(f->codec, td_file_chunk_size(f));
-		f->cbuf = xmalloc(f->cbuf_size);
-	}
 	return 0;
 }
 
@@ -867,11 +947,11 @@ td_file_free(struct td_file *f)
 		td_file_abort(f);
 	td_file_close_spools(f, false);
 	free(f->cpu);
-	td_buf_free(&f->sec_out);
+	td_file_sec_release(f);
 	td_buf_free(&f->options);
 	td_buf_free(&f->strings);
-	td_codec_free(f->codec);
-	free(f->cbuf);
+	if (f->codec != f->p.codec_ctx)
+		td_codec_free(f->codec);
 	free(f->path);
 	free(f->part);
 	free((char *)(uintptr_t)f->p.clock);
@@ -889,6 +969,22 @@ td_file_release(struct td_file *f)
 		close(f->fd);
 	f->fd = -1;
 	td_file_free(f);
+}
+
+/* Share a block codec context from now on. */
+int
+td_file_share_codec(struct td_file *f, struct td_codec *ctx)
+{
+	if (ctx == NULL || !f->compress || f->codec == ctx)
+		return 0;
+	if (td_codec_id(ctx) != f->p.codec) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (f->codec != f->p.codec_ctx)
+		td_codec_free(f->codec);
+	f->codec = f->p.codec_ctx = ctx;
+	return 0;
 }
 
 /* Pages received for a CPU. */

@@ -21,8 +21,10 @@
  * fails with EINVAL.  Version 7 takes them in any order, each at most once.
  *
  * Numbers are written in host byte order, which the file declares.  Memory
- * use is bounded: one chunk per CPU plus the options and strings.  Not thread
- * safe; one writer per recording.  Functions return 0 or -1 with errno set;
+ * use is bounded: one chunk per CPU plus the options and strings, and while
+ * a section is open 64 KiB of its content (zstd) or a zlib stream; the
+ * compression context may be shared (codec_ctx).  Not thread safe; one
+ * writer per recording.  Functions return 0 or -1 with errno set;
  * nothing here logs.
  */
 #ifndef TD_TDFILE_H
@@ -73,6 +75,12 @@ struct td_file_params {
 	uint8_t		 long_size;	/* recorder's user-space long: 4 or 8 */
 	int		 ncpus;		/* CPUs of the traced machine */
 	const char	*clock;		/* trace clock name, e.g. "local" */
+	/*
+	 * NULL, or a context of codec for the writer to use instead of its
+	 * own: writers of one thread may share one (tdlisten's sessions), as
+	 * compressing leaves no state in it.  It must outlive the writer.
+	 */
+	struct td_codec	*codec_ctx;
 };
 
 struct td_file;
@@ -130,6 +138,11 @@ struct td_file	*td_file_restore(const char *path, const void *state,
 		    size_t len);
 /* Close and free a writer, keeping its files as they are on disk. */
 void		 td_file_release(struct td_file *f);
+/*
+ * Use ctx (see td_file_params.codec_ctx) from now on instead of the
+ * writer's own context, for a writer made by td_file_restore().
+ */
+int		 td_file_share_codec(struct td_file *f, struct td_codec *ctx);
 /* Pages appended for one CPU so far. */
 uint64_t	 td_file_cpu_pages(const struct td_file *f, int cpu);
 /* Bytes written to the final file (after td_file_finish()). */

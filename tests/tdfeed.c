@@ -223,8 +223,9 @@ main(int argc, char **argv)
 		}
 	}
 	if (strcmp(mode, "truncated") == 0) {
-		/* half a frame, then hang up */
-		td_msg_pack_pages_head(&out, 0, 4, fe.seq, h.page_size);
+		/* half of a good frame (the last CPU's next pages), then
+		   hang up */
+		td_msg_pack_pages_head(&out, fe.cpu, 4, fe.seq, h.page_size);
 		td_buf_add_zero(&out, h.page_size);
 		flush_out();
 		shutdown(fd, SHUT_WR);

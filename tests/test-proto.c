@@ -199,6 +199,23 @@ test_frames_in_stream(void **state)
 			assert_memory_equal(pg.data, page, sizeof page);
 			/* the wrong page size is refused */
 			assert_int_equal(td_msg_unpack_pages(&f, 512, &pg), -1);
+			/* the same from the first 16 bytes and the length */
+			memset(&pg, 0, sizeof pg);
+			assert_int_equal(td_msg_unpack_pages_head(f.payload,
+			    f.len, 256, &pg), 0);
+			assert_int_equal(pg.cpu, 1);
+			assert_int_equal(pg.count, 3);
+			assert_int_equal(pg.first_seq, 77);
+			assert_int_equal(pg.len, sizeof page);
+			assert_null(pg.data);
+			assert_int_equal(td_msg_unpack_pages_head(f.payload,
+			    f.len, 512, &pg), -1);
+			assert_int_equal(td_msg_unpack_pages_head(f.payload,
+			    f.len - 1, 256, &pg), -1);
+			assert_int_equal(td_msg_unpack_pages_head(f.payload,
+			    f.len + 256, 256, &pg), -1);
+			assert_int_equal(td_msg_unpack_pages_head(f.payload,
+			    TD_PAGES_HEAD - 1, 256, &pg), -1);
 		} else if (f.type == TD_MSG_ERROR) {
 			struct td_error e;
 

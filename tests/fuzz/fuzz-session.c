@@ -282,6 +282,12 @@ evbuffer_get_length(const struct evbuffer *in)
 	return in->avail - in->pos;
 }
 
+size_t
+evbuffer_get_contiguous_space(const struct evbuffer *in)
+{
+	return in->avail - in->pos;
+}
+
 unsigned char *
 evbuffer_pullup(struct evbuffer *in, ev_ssize_t size)
 {

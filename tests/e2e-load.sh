@@ -1,0 +1,66 @@
+#!/bin/sh
+# End-to-end: one tdlisten holds many agents at once.  tests/tdload, the load
+# generator, replays a real recording over TLS with a client certificate on
+# N connections, all open together: some stay idle for a while after their
+# metadata, the others stream their pages at a steady rate.  Every one gets
+# its DONE, every file holds exactly the recording's events (libtracecmd),
+# nothing else is left in the output directory, the listener lives on and
+# gives back every descriptor.  bench/load.sh is the same at 1,000 with the
+# memory and CPU it takes.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+TDLOAD=$B/tests/tdload
+N=200
+IDLE=50
+P=$WORK/pki
+OUT=$WORK/out
+pki "$P" loadgen || { echo "FAIL: cannot make certificates"; exit 99; }
+start_listener "$WORK/l.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" || exit 99
+
+# a real recording to replay on every connection
+"$TDAGENT" -q -o "$WORK/src.dat" -e sched -e raw_syscalls -s 0.3
+src_events=$("$TDCOUNT" "$WORK/src.dat" | field events)
+check "the source recording has events" [ "${src_events:-0}" -gt 0 ]
+fds=$(ls /proc/$LPID/fd | wc -l)
+
+"$TDLOAD" -h localhost -p "$LPORT" --cert "$P/loadgen.pem" \
+    --key "$P/loadgen.key" --ca "$P/ca.pem" -n $N -i $IDLE -t 2 -r 1000 \
+    --together --timeout 300 "$WORK/src.dat" > "$WORK/load.out" \
+    2> "$WORK/load.err"
+eq "tdload: every connection got its DONE" $? 0
+grep "not ok" "$WORK/load.out" | head -5
+eq "DONE for each connection" "$(grep -c '^ok ' "$WORK/load.out")" $N
+check "all $N connections were open at once" \
+    grep -q "at most $N open at once" "$WORK/load.out"
+check "the listener is alive" kill -0 "$LPID"
+
+# the files: one per connection, named by the HELLO's name, nothing else
+eq "one file per connection" "$(ls "$OUT"/loadgen | grep -c '^[0-9TZ.]*-load-[0-9]*\.dat$')" $N
+eq "nothing else in the output directory" "$(ls "$OUT"/loadgen | grep -vc '\.dat$')" 0
+eq "no incomplete file" "$(ls "$OUT"/loadgen | grep -c incomplete)" 0
+awk '$1 == "ok" { print $5 }' "$WORK/load.out" | sort -u > "$WORK/paths"
+eq "DONE names distinct files" "$(wc -l < "$WORK/paths")" $N
+# every file read by libtracecmd holds exactly the source's events
+(cd "$OUT" && xargs -P 2 -n 1 sh -c \
+    'echo "$("$0" "$1" | awk "\$1 == \"events\" { print \$2 }") $1"' \
+    "$TDCOUNT") < "$WORK/paths" > "$WORK/counts"
+eq "files read" "$(wc -l < "$WORK/counts")" $N
+eq "files with exactly the source's $src_events events" \
+    "$(awk -v n="$src_events" '$1 == n' "$WORK/counts" | wc -l)" $N
+check "trace-cmd reads one cleanly" tc_clean "$OUT/$(head -1 "$WORK/paths")"
+check "no session closed for a reason" sh -c \
+    "! grep -q 'closing:' '$WORK/l.log'"
+eq "the listener logged $N recordings done" \
+    "$(grep -c ': done after' "$WORK/l.log")" $N
+
+# every session is gone: back to the descriptors it had before
+i=0
+while [ "$(ls /proc/$LPID/fd | wc -l)" -ne "$fds" ] && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+eq "every descriptor given back" "$(ls /proc/$LPID/fd | wc -l)" "$fds"
+stop_listener
+eq "the listener stops cleanly" $? 0
+finish

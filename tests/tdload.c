@@ -1,0 +1,867 @@
+/*
+ * tdload.c: a load generator for tdlisten.  One process, one libevent loop,
+ * N concurrent connections, each a whole recording over the real protocol
+ * (TLS with a client certificate, or --insecure): HELLO, WELCOME, the
+ * metadata sections, PAGES, CMDLINES, the options, END, and the wait for
+ * DONE.  Every connection replays the same existing trace.dat, so every
+ * file the listener writes must hold exactly its events.  It neither
+ * resumes (a lost connection is a failure) nor answers time sync.
+ *
+ *	tdload -h HOST -p PORT (--cert F --key F --ca F | --insecure)
+ *	    -n N [-i IDLE] [-t SECONDS] [-r KB | -T SECONDS] [--ramp M] [--together]
+ *	    [--name PREFIX] [--timeout SECONDS] [-q] FILE
+ *
+ * Connections 0 .. IDLE-1 are idle agents: after WELCOME they send the
+ * sections 16 to 20 (as tdagent does at its start), stay quiet for SECONDS
+ * and then send their pages, CMDLINES, options and END at once.  The others
+ * stream: their pages go out in batches every 100 ms at KB kB/s each (0: as
+ * fast as the listener takes them; -T: at the rate that spreads them over
+ * SECONDS), then the end.  Each connection's HELLO
+ * carries the name PREFIX-NNNN, so that one certificate serves all and the
+ * files stay apart (DIR/<identity>/<time>-PREFIX-NNNN.dat).
+ *
+ * The file is read once: sections, options and pages are shared by every
+ * connection and handed to libevent by reference, so the generator's memory
+ * does not grow with N beyond the TLS state.  Connections are opened with at
+ * most M (--ramp, 64 by default) waiting for their WELCOME at a time.  With
+ * --together no connection goes past its metadata before every one has its
+ * WELCOME, so that all N are open at once whatever the timing (the idle
+ * ones then wait SECONDS more).
+ *
+ * Output: one line per connection, "ok I NAME KIND PATH SIZE SECONDS" or
+ * "not ok I NAME KIND: REASON", then a summary, including the most
+ * connections that were open at once.  Exit 0 when every connection got
+ * its DONE, 1 otherwise, 2 for a usage or set-up error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+
+#include "buf.h"
+#include "tdlimits.h"
+#include "tdproto.h"
+#include "tdread.h"
+#include "tls.h"
+#include "xmalloc.h"
+
+/* Stop adding pages while this much waits in a connection's output. */
+#define LOAD_HIGH	(1024 * 1024)
+/* Pages of one CPU per PAGES frame, as tdagent batches at most. */
+#define LOAD_BATCH	((TD_MAX_FRAME - 16) / load_page_size)
+#define LOAD_TICK_MS	100
+
+enum conn_state {
+	C_IDLE,		/* not started */
+	C_CONNECTING,	/* TCP + TLS, HELLO sent, waiting for WELCOME */
+	C_WAIT,		/* --together: sections sent, waiting for the rest */
+	C_QUIET,	/* idle agent: sections sent, waiting */
+	C_STREAM,	/* sending pages */
+	C_FINISH,	/* END sent, waiting for DONE */
+	C_OK,
+	C_FAILED,
+};
+
+struct conn {
+	int			 idx;
+	bool			 idle;
+	bool			 connected;
+	enum conn_state		 state;
+	struct bufferevent	*bev;
+	struct event		*timer;
+	struct event		*keep;		/* KEEPALIVE while quiet */
+	uint64_t		*next;		/* next page per CPU */
+	double			 credit;	/* pages the rate allows */
+	struct timespec		 start;
+	double			 secs;
+	uint64_t		 file_size;
+	char			 name[TD_MAX_NAME_LEN + 1];
+	char			 path[TD_MAX_NAME_LEN * 4 + 1];
+	char			 why[TD_MAX_ERROR_LEN + 64];
+};
+
+static struct event_base *load_base;
+static SSL_CTX		*load_ctx;
+static const char	*load_host;
+static struct addrinfo	*load_ai;
+static struct conn	*load_conns;
+static int		 load_n, load_idle, load_ramp = 64;
+static double		 load_quiet = 5, load_rate, load_timeout = 600;
+static const char	*load_prefix = "load";
+static bool		 load_quiet_out, load_together;
+
+static struct td_hello	 load_hello;
+static uint32_t		 load_page_size;
+static int		 load_ncpus;
+static uint8_t		**load_pages;	/* per CPU: npages * page_size */
+static uint64_t		*load_npages;
+static struct td_buf	 load_head;	/* sections 16 .. 20, framed */
+static struct td_buf	 load_tail;	/* CMDLINES, options, END, framed */
+
+static int		 load_next;	/* next connection to start */
+static int		 load_pending;	/* waiting for WELCOME */
+static int		 load_open, load_peak;
+static int		 load_left;	/* not finished */
+static int		 load_welcomed;	/* got WELCOME, or failed before */
+static uint64_t		 load_sent;
+
+static double
+load_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) + (now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static void load_start_more(void);
+static void load_release(void);
+
+/* A connection ends, well or not; start the next ones. */
+static void
+conn_end(struct conn *c, bool ok)
+{
+	if (c->state == C_CONNECTING) {
+		load_pending--;
+		load_welcomed++;
+	}
+	c->secs = load_since(&c->start);
+	c->state = ok ? C_OK : C_FAILED;
+	if (c->timer != NULL)
+		event_free(c->timer);
+	c->timer = NULL;
+	if (c->keep != NULL)
+		event_free(c->keep);
+	c->keep = NULL;
+	if (c->bev != NULL) {
+		SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+
+		if (ssl != NULL)
+			SSL_set_shutdown(ssl, SSL_RECEIVED_SHUTDOWN);
+		bufferevent_free(c->bev);
+	}
+	if (c->connected)
+		load_open--;
+	c->connected = false;
+	c->bev = NULL;
+	free(c->next);
+	c->next = NULL;
+	if (--load_left == 0)
+		event_base_loopexit(load_base, NULL);
+	load_start_more();
+	load_release();
+}
+
+static void
+conn_fail(struct conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A connection failed: say why. */
+static void
+conn_fail(struct conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->state == C_OK || c->state == C_FAILED)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->why, sizeof c->why, fmt, ap);
+	va_end(ap);
+	conn_end(c, false);
+}
+
+static void
+conn_add_frame(struct conn *c, const struct td_buf *b)
+{
+	bufferevent_write(c->bev, b->data, b->len);
+	load_sent += b->len;
+}
+
+/*
+ * Queue up to max pages, one PAGES frame per CPU at a time (round robin),
+ * the pages by reference; returns how many went out.
+ */
+static uint64_t
+conn_add_pages(struct conn *c, uint64_t max)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	uint8_t hdr[TD_FRAME_HEADER + 16];
+	struct td_buf b;
+	uint64_t sent = 0, k;
+	bool more = true;
+	int cpu;
+
+	td_buf_init(&b, sizeof hdr);
+	while (more && sent < max) {
+		more = false;
+		for (cpu = 0; cpu < load_ncpus && sent < max; cpu++) {
+			k = load_npages[cpu] - c->next[cpu];
+			if (k == 0)
+				continue;
+			if (k > LOAD_BATCH)
+				k = LOAD_BATCH;
+			if (k > max - sent)
+				k = max - sent;
+			td_buf_reset(&b);
+			td_msg_pack_pages_head(&b, cpu, k, c->next[cpu],
+			    load_page_size);
+			evbuffer_add(out, b.data, b.len);
+			evbuffer_add_reference(out, load_pages[cpu] +
+			    c->next[cpu] * load_page_size,
+			    k * load_page_size, NULL, NULL);
+			load_sent += b.len + k * load_page_size;
+			c->next[cpu] += k;
+			sent += k;
+			more = true;
+		}
+	}
+	td_buf_free(&b);
+	return sent;
+}
+
+static bool
+conn_pages_left(const struct conn *c)
+{
+	int cpu;
+
+	for (cpu = 0; cpu < load_ncpus; cpu++)
+		if (c->next[cpu] < load_npages[cpu])
+			return true;
+	return false;
+}
+
+/* All pages are out: CMDLINES, options and END. */
+static void
+conn_finish(struct conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	evbuffer_add_reference(out, load_tail.data, load_tail.len, NULL, NULL);
+	load_sent += load_tail.len;
+	c->state = C_FINISH;
+	if (c->timer != NULL)
+		event_del(c->timer);
+}
+
+/* Feed a streaming connection: by the rate on ticks, else when drained. */
+static void
+conn_feed(struct conn *c, bool tick)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	uint64_t want;
+
+	if (c->state != C_STREAM)
+		return;
+	if (evbuffer_get_length(out) >= LOAD_HIGH)
+		return;
+	if (load_rate > 0 && !c->idle) {
+		if (!tick)
+			return;
+		c->credit += load_rate * 1024 * LOAD_TICK_MS / 1000.0 /
+		    load_page_size;
+		want = (uint64_t)c->credit;
+		c->credit -= conn_add_pages(c, want);
+	} else
+		conn_add_pages(c, (LOAD_HIGH + load_page_size - 1) /
+		    load_page_size);
+	if (!conn_pages_left(c))
+		conn_finish(c);
+}
+
+static void
+conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->state == C_QUIET) {
+		c->state = C_STREAM;
+		conn_feed(c, false);
+		return;
+	}
+	conn_feed(c, true);
+}
+
+static void
+conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	conn_feed(arg, false);
+}
+
+/* Past the metadata: an idle agent waits, the others stream. */
+static void
+conn_go(struct conn *c)
+{
+	struct timeval tv;
+
+	if (c->idle) {
+		c->state = C_QUIET;
+		tv.tv_sec = (time_t)load_quiet;
+		tv.tv_usec = (suseconds_t)((load_quiet - tv.tv_sec) * 1e6);
+		c->timer = evtimer_new(load_base, conn_timer_cb, c);
+		evtimer_add(c->timer, &tv);
+		return;
+	}
+	c->state = C_STREAM;
+	if (load_rate > 0) {
+		/* ticks start at the WELCOME (or the release): spread */
+		tv.tv_sec = 0;
+		tv.tv_usec = LOAD_TICK_MS * 1000;
+		c->timer = event_new(load_base, -1, EV_PERSIST, conn_timer_cb,
+		    c);
+		evtimer_add(c->timer, &tv);
+	}
+	conn_feed(c, true);
+}
+
+/*
+ * The listener takes an agent silent for its idle timeout as gone: one that
+ * waits (--together, or idle) says it is there, as tdagent does, when a
+ * third of it has passed.
+ */
+static void
+conn_keep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct td_buf b;
+
+	if (c->state != C_WAIT && c->state != C_QUIET)
+		return;
+	td_buf_init(&b, TD_FRAME_HEADER);
+	td_msg_pack_keepalive(&b);
+	bufferevent_write(c->bev, b.data, b.len);
+	td_buf_free(&b);
+}
+
+static void
+conn_welcome(struct conn *c, const struct td_frame *f)
+{
+	struct td_welcome w;
+	struct timeval tv;
+
+	if (td_msg_unpack_welcome(f, &w) == -1) {
+		conn_fail(c, "bad WELCOME");
+		return;
+	}
+	if (w.idle_timeout > 0) {
+		tv.tv_sec = w.idle_timeout / 3 > 0 ? w.idle_timeout / 3 : 1;
+		tv.tv_usec = 0;
+		c->keep = event_new(load_base, -1, EV_PERSIST, conn_keep_cb, c);
+		evtimer_add(c->keep, &tv);
+	}
+	load_pending--;
+	load_welcomed++;
+	evbuffer_add_reference(bufferevent_get_output(c->bev), load_head.data,
+	    load_head.len, NULL, NULL);
+	load_sent += load_head.len;
+	c->state = C_WAIT;
+	load_start_more();
+	if (!load_together)
+		conn_go(c);
+	else
+		load_release();
+}
+
+/* --together: once every connection has its WELCOME, all go on. */
+static void
+load_release(void)
+{
+	int i;
+
+	if (!load_together || load_welcomed < load_n)
+		return;
+	for (i = 0; i < load_n; i++)
+		if (load_conns[i].state == C_WAIT)
+			conn_go(&load_conns[i]);
+}
+
+static void
+conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct td_frame f;
+	struct td_done d;
+	struct td_error e;
+	const uint8_t *p;
+	size_t len;
+	int r;
+
+	for (;;) {
+		len = evbuffer_get_length(in);
+		if (len < TD_FRAME_HEADER)
+			return;
+		p = evbuffer_pullup(in, TD_FRAME_HEADER);
+		if (td_frame_parse(p, TD_FRAME_HEADER, &f) == -1) {
+			conn_fail(c, "the listener sent a bad frame");
+			return;
+		}
+		if (len < f.total)
+			return;
+		p = evbuffer_pullup(in, f.total);
+		r = td_frame_parse(p, f.total, &f);
+		if (r != 1) {
+			conn_fail(c, "the listener sent a bad frame");
+			return;
+		}
+		switch (f.type) {
+		case TD_MSG_WELCOME:
+			if (c->state != C_CONNECTING) {
+				conn_fail(c, "a second WELCOME");
+				return;
+			}
+			conn_welcome(c, &f);
+			if (c->state == C_FAILED)
+				return;
+			break;
+		case TD_MSG_DONE:
+			if (td_msg_unpack_done(&f, &d) == -1) {
+				conn_fail(c, "bad DONE");
+				return;
+			}
+			if (c->state != C_FINISH) {
+				conn_fail(c, "DONE before END");
+				return;
+			}
+			snprintf(c->path, sizeof c->path, "%s", d.path);
+			c->file_size = d.file_size;
+			conn_end(c, true);
+			return;
+		case TD_MSG_ERROR:
+			if (td_msg_unpack_error(&f, &e) == -1)
+				conn_fail(c, "bad ERROR");
+			else
+				conn_fail(c, "the listener refused: %s",
+				    e.text);
+			return;
+		default:
+			/* acknowledgements: nothing is kept to resend */
+			if (f.type != TD_MSG_TSYNC_REPLY &&
+			    f.type != TD_MSG_ACK) {
+				conn_fail(c, "the listener sent %s",
+				    td_msg_name(f.type));
+				return;
+			}
+		}
+		evbuffer_drain(in, f.total);
+	}
+}
+
+static void
+conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	unsigned long e;
+	char reason[256];
+
+	if (what & BEV_EVENT_CONNECTED) {
+		c->connected = true;
+		load_open++;
+		if (load_open > load_peak)
+			load_peak = load_open;
+		return;
+	}
+	/* a frame that came with the close */
+	conn_read_cb(bev, c);
+	if (c->state == C_OK || c->state == C_FAILED)
+		return;
+	if (what & BEV_EVENT_EOF) {
+		conn_fail(c, "the listener closed the connection");
+		return;
+	}
+	e = bufferevent_get_openssl_error(bev);
+	if (e != 0) {
+		ERR_error_string_n(e, reason, sizeof reason);
+		conn_fail(c, "TLS: %s", reason);
+	} else
+		conn_fail(c, "connection: %s",
+		    strerror(EVUTIL_SOCKET_ERROR()));
+}
+
+static void
+conn_start(struct conn *c)
+{
+	struct td_hello h = load_hello;
+	struct td_buf b;
+	char err[512];
+	SSL *ssl;
+
+	clock_gettime(CLOCK_MONOTONIC, &c->start);
+	c->state = C_CONNECTING;
+	load_pending++;
+	c->next = xcalloc(load_ncpus, sizeof *c->next);
+	if (load_ctx != NULL) {
+		if ((ssl = SSL_new(load_ctx)) == NULL ||
+		    td_tls_client_prepare(ssl, load_host, err,
+		    sizeof err) == -1) {
+			conn_fail(c, "TLS set-up: %s", err);
+			return;
+		}
+		c->bev = bufferevent_openssl_socket_new(load_base, -1, ssl,
+		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+		if (c->bev != NULL)
+			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+	} else
+		c->bev = bufferevent_socket_new(load_base, -1,
+		    BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL) {
+		conn_fail(c, "cannot make a bufferevent");
+		return;
+	}
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
+	    c);
+	bufferevent_setwatermark(c->bev, EV_WRITE, LOAD_HIGH / 2, 0);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	if (bufferevent_socket_connect(c->bev, load_ai->ai_addr,
+	    (int)load_ai->ai_addrlen) == -1) {
+		/* bufferevent counts it as open only once connected */
+		conn_fail(c, "cannot connect: %s", strerror(errno));
+		return;
+	}
+	snprintf(h.name, sizeof h.name, "%s", c->name);
+	h.recording_id = ((uint64_t)getpid() << 32) | (uint64_t)c->idx;
+	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
+	td_msg_pack_hello(&b, &h);
+	conn_add_frame(c, &b);
+	td_buf_free(&b);
+}
+
+/* Open connections while fewer than --ramp wait for their WELCOME. */
+static void
+load_start_more(void)
+{
+	while (load_next < load_n && load_pending < load_ramp)
+		conn_start(&load_conns[load_next++]);
+}
+
+static void
+load_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	int i;
+
+	for (i = 0; i < load_n; i++) {
+		if (load_conns[i].state == C_IDLE)
+			load_conns[i].state = C_FAILED;
+		if (load_conns[i].state != C_OK &&
+		    load_conns[i].state != C_FAILED)
+			conn_fail(&load_conns[i], "no DONE after %.0f s",
+			    load_timeout);
+	}
+	event_base_loopexit(load_base, NULL);
+}
+
+struct load_cpu {
+	int		 cpu;
+	struct td_buf	 pages;
+};
+
+static int
+load_page_cb(void *arg, const void *page, size_t len)
+{
+	struct load_cpu *lc = arg;
+
+	if (td_buf_add(&lc->pages, page, len) == -1 ||
+	    td_buf_add_zero(&lc->pages, load_page_size - len) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+load_frame_section(struct td_read *r, struct td_buf *out, enum td_opt id)
+{
+	struct td_buf b;
+	size_t k;
+
+	td_buf_init(&b, TD_MAX_SECTION_SIZE);
+	if (td_read_section(r, id, &b) == -1) {
+		td_buf_free(&b);
+		return -1;
+	}
+	td_msg_pack_section(out, id);
+	for (k = 0; k < b.len; k += TD_MAX_FRAME)
+		td_msg_pack_section_data(out, b.data + k, b.len - k >
+		    TD_MAX_FRAME ? TD_MAX_FRAME : b.len - k);
+	td_msg_pack_section_end(out);
+	td_buf_free(&b);
+	return 0;
+}
+
+/* Read FILE once: sections, pages and options shared by all connections. */
+static int
+load_read(const char *path)
+{
+	static const enum td_opt head[] = { TD_OPT_HEADER_INFO,
+	    TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS, TD_OPT_KALLSYMS,
+	    TD_OPT_PRINTK };
+	static const enum td_opt opts[] = { TD_OPT_TSC2NSEC,
+	    TD_OPT_TRACECLOCK, TD_OPT_UNAME, TD_OPT_VERSION, TD_OPT_TRACEID,
+	    TD_OPT_CPUSTAT };
+	struct load_cpu lc;
+	struct td_read *r;
+	struct td_end *e;
+	struct td_buf b;
+	size_t i;
+	int cpu, nth;
+
+	if ((r = td_read_open(path)) == NULL)
+		return -1;
+	load_ncpus = td_read_ncpus(r);
+	load_page_size = td_read_page_size(r);
+	memset(&load_hello, 0, sizeof load_hello);
+	load_hello.version_min = load_hello.version_max = TD_PROTO_VERSION;
+	load_hello.ncpus = load_ncpus;
+	load_hello.page_size = load_page_size;
+	load_hello.long_size = td_read_long_size(r);
+	load_hello.commit_size = 8;
+	load_hello.trace_id = 2;
+	snprintf(load_hello.clock, sizeof load_hello.clock, "%s",
+	    td_read_clock(r)[0] ? td_read_clock(r) : "local");
+	td_buf_init(&load_head, TD_MAX_SECTION_SIZE);
+	td_buf_init(&load_tail, TD_MAX_SECTION_SIZE);
+	for (i = 0; i < sizeof head / sizeof *head; i++)
+		if (load_frame_section(r, &load_head, head[i]) == -1)
+			goto fail;
+	load_pages = xcalloc(load_ncpus, sizeof *load_pages);
+	load_npages = xcalloc(load_ncpus, sizeof *load_npages);
+	e = xcalloc(1, sizeof *e);
+	e->ncpus = load_ncpus;
+	for (cpu = 0; cpu < load_ncpus; cpu++) {
+		lc.cpu = cpu;
+		td_buf_init(&lc.pages, (size_t)1 << 40);
+		if (td_read_cpu_pages(r, cpu, load_page_cb, &lc) == -1) {
+			free(e);
+			goto fail;
+		}
+		load_pages[cpu] = lc.pages.data;	/* kept to the end */
+		load_npages[cpu] = lc.pages.len / load_page_size;
+		e->pages[cpu] = load_npages[cpu];
+	}
+	if (load_frame_section(r, &load_tail, TD_OPT_CMDLINES) == -1) {
+		free(e);
+		goto fail;
+	}
+	td_buf_init(&b, TD_MAX_SECTION_SIZE);
+	for (i = 0; i < sizeof opts / sizeof *opts; i++)
+		for (nth = 0; td_read_option(r, opts[i], nth, &b) == 0; nth++)
+			td_msg_pack_option(&load_tail, opts[i], b.data, b.len);
+	td_buf_free(&b);
+	td_msg_pack_end(&load_tail, e);
+	free(e);
+	td_read_close(r);
+	return 0;
+fail:
+	td_read_close(r);
+	return -1;
+}
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+"usage: tdload -h HOST -p PORT (--cert F --key F --ca F | --insecure)\n"
+"              -n N [-i IDLE] [-t SECONDS] [-r KB | -T SECONDS] [--ramp M]\n"
+"              [--together] [--name PREFIX] [--timeout SECONDS] [-q] FILE\n");
+}
+
+enum {
+	OPT_CERT = 1000,
+	OPT_KEY,
+	OPT_CA,
+	OPT_INSECURE,
+	OPT_RAMP,
+	OPT_NAME,
+	OPT_TIMEOUT,
+	OPT_TOGETHER,
+};
+
+static const struct option load_longopts[] = {
+	{ "cert", required_argument, NULL, OPT_CERT },
+	{ "key", required_argument, NULL, OPT_KEY },
+	{ "ca", required_argument, NULL, OPT_CA },
+	{ "insecure", no_argument, NULL, OPT_INSECURE },
+	{ "ramp", required_argument, NULL, OPT_RAMP },
+	{ "name", required_argument, NULL, OPT_NAME },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "together", no_argument, NULL, OPT_TOGETHER },
+	{ NULL, 0, NULL, 0 },
+};
+
+int
+main(int argc, char **argv)
+{
+	const char *port = NULL, *cert = NULL, *key = NULL, *ca = NULL;
+	struct addrinfo hints;
+	struct event *deadline;
+	struct timespec t0;
+	struct timeval tv;
+	struct rlimit rl;
+	bool insecure = false;
+	char err[1024];
+	int ch, i, ok = 0;
+	uint64_t total_pages = 0;
+	double spread = 0;
+
+	while ((ch = getopt_long(argc, argv, "h:p:n:i:t:r:T:q", load_longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			load_host = optarg;
+			break;
+		case 'p':
+			port = optarg;
+			break;
+		case 'n':
+			load_n = atoi(optarg);
+			break;
+		case 'i':
+			load_idle = atoi(optarg);
+			break;
+		case 't':
+			load_quiet = atof(optarg);
+			break;
+		case 'r':
+			load_rate = atof(optarg);
+			break;
+		case 'T':
+			spread = atof(optarg);
+			break;
+		case 'q':
+			load_quiet_out = true;
+			break;
+		case OPT_CERT:
+			cert = optarg;
+			break;
+		case OPT_KEY:
+			key = optarg;
+			break;
+		case OPT_CA:
+			ca = optarg;
+			break;
+		case OPT_INSECURE:
+			insecure = true;
+			break;
+		case OPT_RAMP:
+			load_ramp = atoi(optarg);
+			break;
+		case OPT_NAME:
+			load_prefix = optarg;
+			break;
+		case OPT_TIMEOUT:
+			load_timeout = atof(optarg);
+			break;
+		case OPT_TOGETHER:
+			load_together = true;
+			break;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc || load_host == NULL || port == NULL ||
+	    load_n < 1 || load_idle < 0 || load_idle > load_n ||
+	    load_ramp < 1 || load_quiet < 0 || load_rate < 0 || spread < 0 ||
+	    (spread > 0 && load_rate > 0) ||
+	    load_timeout <= 0 ||
+	    (!insecure && (cert == NULL || key == NULL || ca == NULL)) ||
+	    strlen(load_prefix) > TD_MAX_NAME_LEN - 8) {
+		usage(stderr);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* two descriptors would do; the soft limit is often 1024 */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (load_read(argv[optind]) == -1) {
+		fprintf(stderr, "tdload: cannot read '%s': %s\n", argv[optind],
+		    strerror(errno));
+		return 2;
+	}
+	if (!insecure &&
+	    (load_ctx = td_tls_client_ctx(cert, key, ca, err, sizeof err)) ==
+	    NULL) {
+		fprintf(stderr, "tdload: %s\n", err);
+		return 2;
+	}
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	if ((i = getaddrinfo(load_host[0] == '[' ? load_host + 1 : load_host,
+	    port, &hints, &load_ai)) != 0) {
+		fprintf(stderr, "tdload: cannot resolve '%s': %s\n", load_host,
+		    gai_strerror(i));
+		return 2;
+	}
+	if ((load_base = event_base_new()) == NULL)
+		return 2;
+	load_conns = xcalloc(load_n, sizeof *load_conns);
+	for (i = 0; i < load_n; i++) {
+		load_conns[i].idx = i;
+		load_conns[i].idle = i < load_idle;
+		snprintf(load_conns[i].name, sizeof load_conns[i].name,
+		    "%s-%04d", load_prefix, i);
+	}
+	for (i = 0; i < load_ncpus; i++)
+		total_pages += load_npages[i];
+	if (spread > 0)
+		load_rate = total_pages * load_page_size / 1024.0 / spread;
+	fprintf(stderr, "tdload: %d connections (%d idle for %.1f s, %d "
+	    "streaming at %.0f kB/s, 0: full speed), each %" PRIu64 " pages "
+	    "of %u CPUs and %.1f MB of metadata\n", load_n, load_idle,
+	    load_quiet, load_n - load_idle, load_rate, total_pages, load_ncpus,
+	    (load_head.len + load_tail.len) / 1e6);
+	load_left = load_n;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	tv.tv_sec = (time_t)load_timeout;
+	tv.tv_usec = 0;
+	deadline = evtimer_new(load_base, load_deadline_cb, NULL);
+	evtimer_add(deadline, &tv);
+	load_start_more();
+	event_base_dispatch(load_base);
+	for (i = 0; i < load_n; i++) {
+		struct conn *c = &load_conns[i];
+
+		if (c->state == C_OK) {
+			ok++;
+			if (!load_quiet_out)
+				printf("ok %d %s %s %s %" PRIu64 " %.2f\n", i,
+				    c->name, c->idle ? "idle" : "stream",
+				    c->path, c->file_size, c->secs);
+		} else
+			printf("not ok %d %s %s: %s\n", i, c->name,
+			    c->idle ? "idle" : "stream",
+			    c->state == C_FAILED ? c->why : "not started");
+	}
+	printf("tdload: %d connections: %d done, %d failed; at most %d open "
+	    "at once; %.1f MB sent in %.2f s\n", load_n, ok, load_n - ok,
+	    load_peak, load_sent / 1e6, load_since(&t0));
+	fflush(stdout);
+	event_free(deadline);
+	event_base_free(load_base);
+	if (load_ctx != NULL)
+		SSL_CTX_free(load_ctx);
+	freeaddrinfo(load_ai);
+	for (i = 0; i < load_ncpus; i++)
+		free(load_pages[i]);
+	free(load_pages);
+	free(load_npages);
+	td_buf_free(&load_head);
+	td_buf_free(&load_tail);
+	free(load_conns);
+	return ok == load_n ? 0 : 1;
+}
