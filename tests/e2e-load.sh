@@ -15,8 +15,10 @@ IDLE=50
 P=$WORK/pki
 OUT=$WORK/out
 pki "$P" loadgen || { echo "FAIL: cannot make certificates"; exit 99; }
+# one certificate for every connection: one identity, 200 recordings
 start_listener "$WORK/l.log" -d "$OUT" --cert "$P/listener.pem" \
-    --key "$P/listener.key" --ca "$P/ca.pem" || exit 99
+    --key "$P/listener.key" --ca "$P/ca.pem" --max-per-identity 1000 ||
+    exit 99
 
 # a real recording to replay on every connection
 "$TDAGENT" -q -o "$WORK/src.dat" -e sched -e raw_syscalls -s 0.3
