@@ -26,7 +26,7 @@ src_events=$("$TDCOUNT" "$WORK/src.dat" | field events)
 check "the source recording has events" [ "${src_events:-0}" -gt 0 ]
 fds=$(ls /proc/$LPID/fd | wc -l)
 
-"$TDLOAD" -h localhost -p "$LPORT" --cert "$P/loadgen.pem" \
+"$TDLOAD" -h 127.0.0.1 -p "$LPORT" --cert "$P/loadgen.pem" \
     --key "$P/loadgen.key" --ca "$P/ca.pem" -n $N -i $IDLE -t 2 -r 1000 \
     --together --timeout 300 "$WORK/src.dat" > "$WORK/load.out" \
     2> "$WORK/load.err"

@@ -72,8 +72,10 @@ same_events() {
 wait_agent() {
 	wait "$APID"
 	eq "$1: tdagent exits 0" $? 0
+	# during the recording, or at its end (net_finish)
 	check "$1: tdagent reconnected and resumed" \
-	    grep -q "reconnected to" "$WORK/agent.$1.err"
+	    grep -q -e "reconnected to" -e "resumed after lost connections" \
+	    "$WORK/agent.$1.err"
 }
 
 # 1. kill -9, restart 5 s later
