@@ -129,6 +129,7 @@ struct evbuffer {
 
 struct bufferevent {
 	struct evbuffer		 input;
+	struct evbuffer		 output;	/* empty: "drained" at once */
 	struct td_buf		 out;
 	bufferevent_data_cb	 readcb;
 	bufferevent_data_cb	 writecb;
@@ -259,6 +260,12 @@ struct evbuffer *
 bufferevent_get_input(struct bufferevent *b)
 {
 	return &b->input;
+}
+
+struct evbuffer *
+bufferevent_get_output(struct bufferevent *b)
+{
+	return &b->output;
 }
 
 int
