@@ -1285,6 +1285,7 @@ session_read_cb(struct bufferevent *bev, void *arg)
 	int r;
 
 	s->rx_ns = session_now(CLOCK_MONOTONIC);
+	reader_pump(bev, s->label);	/* the rest of what waits, at once */
 	for (;;) {
 		if (s->bulk_type != 0) {
 			if (session_bulk(s, in) == -1)

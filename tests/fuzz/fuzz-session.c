@@ -367,6 +367,12 @@ event_free(struct event *ev)
 	FUZZ_CHECK(!"event_free of an unknown event");
 }
 
+/* reader.c: the fake input is all there is; nothing more to read. */
+void
+reader_pump(struct bufferevent *bev, const char *label)
+{
+}
+
 /* server.c: a connection's slot is free again (once per connection). */
 void
 server_session_closed(struct session *s)
