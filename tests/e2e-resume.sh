@@ -123,9 +123,17 @@ fi
 
 # 3. the link cut for 10 s
 NSN=tdns$$
+# ip mounts /run/netns on the first "netns add": undo that too, so a
+# throw-away root (../shared/tools/fresh-debian.sh) can be removed
+mountpoint -q /run/netns 2>/dev/null && netns_mounted=1 || netns_mounted=0
 cleanup_ns() {
 	ip netns del "$NSN" 2>/dev/null
 	ip link del tdv$$ 2>/dev/null
+	if [ $netns_mounted = 0 ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ]
+	then
+		umount /run/netns 2>/dev/null
+		umount /run/netns 2>/dev/null
+	fi
 }
 trap 'cleanup_ns; rm -rf "$WORK"' EXIT
 if ! part 3; then
