@@ -52,9 +52,9 @@ uint32_t	 net_tsync_interval(const struct net *n);
  * One time-sync round of batches of nprobes probes, blocking for at most a
  * few milliseconds once the queue is out (an anchor round, the first or the
  * last of a recording, some more): fills sample (tsync_pick()) and queues
- * it for the listener.  Returns 0; 1 with err when a round that is not an
- * anchor made no sample (not a failure); or -1 with err (the connection
- * may then be down: see net_up()).
+ * it for the listener.  Returns 0; 1 with err when the round made no
+ * sample (not a failure); or -1 with err (the connection may then be down:
+ * see net_up()).
  */
 struct tsync;
 int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,

@@ -390,7 +390,7 @@ record_net_pump(struct recorder *r)
 
 /*
  * One time-sync round; a failed round is counted, not fatal.  The rounds
- * before and after the events (anchor) always make a sample if they can.
+ * before and after the events are anchors (more probes, see tsync_pick()).
  */
 static void
 record_tsync(struct recorder *r, bool anchor)

@@ -333,10 +333,13 @@ tsync_agrees(const struct tsync *t, const uint64_t *ref, const uint64_t *ts_s,
  * them apart was a best probe whose offset the round's other quick probes
  * do not share (tsync_agrees()).  Such a round asks for another batch of
  * probes (1).  When last says there is none, it makes no sample (2), and
- * trace-cmd interpolates over the gap; unless it is an anchor (the rounds
- * before and after the events, so that no event is extrapolated), fewer
- * than two samples exist, or TSYNC_MAX_SKIPS rounds in a row already made
- * none: then the best probe of all batches makes the sample.
+ * trace-cmd interpolates over the gap, unless fewer than two samples exist
+ * or TSYNC_MAX_SKIPS rounds in a row already made none; then the best
+ * probe of all batches makes the sample.  The last round of a recording
+ * (an anchor) makes none only right after a round that made one: trace-cmd
+ * extrapolates the last two samples over the end, which beats a sample
+ * taken while the listener finishes the files of agents that stopped at
+ * the same time (its loop busy for 200 ms: samples 5 to 12 us off).
  */
 int
 tsync_pick(struct tsync *t, uint32_t round, const uint64_t *ref,
@@ -365,8 +368,8 @@ tsync_pick(struct tsync *t, uint32_t round, const uint64_t *ref,
 	good = tsync_agrees(t, ref, ts_s, ts_r, n, off, best);
 	if (!good && !last)
 		return 1;
-	if (!good && !anchor && t->samples >= 2 &&
-	    t->skipped < TSYNC_MAX_SKIPS) {
+	if (!good && t->samples >= 2 &&
+	    t->skipped < (anchor ? 1 : TSYNC_MAX_SKIPS)) {
 		t->skipped++;
 		return 2;
 	}

@@ -40,8 +40,8 @@ int		 tsync_collect(struct tsync *t, uint32_t round, uint64_t *ts_s,
  * The sample of a round from its n probes (ref[seq] the listener's time, 0
  * if no reply): 0 and *sample filled; 1 if the round met a busy moment and
  * should probe again (never when last); 2 if it is left without a sample
- * (never when anchor: the first and the last round of a recording); -1 if
- * no probe is usable.
+ * (an anchor, the first or the last round of a recording, only right after
+ * a round with one); -1 if no probe is usable.
  */
 int		 tsync_pick(struct tsync *t, uint32_t round,
 		    const uint64_t *ref, const uint64_t *ts_s,

@@ -253,7 +253,8 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 		return -1;
 	}
 	/* the sessions' shared compression context, not one of its own */
-	td_file_share_codec(s->file, s->cfg->codec_ctx);
+	if (s->cfg != NULL)
+		td_file_share_codec(s->file, s->cfg->codec_ctx);
 	for (i = 0; i < s->hello.ncpus; i++)
 		if (td_file_cpu_pages(s->file, (int)i) != s->cpu[i].next_seq) {
 			td_file_release(s->file);

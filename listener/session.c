@@ -1508,7 +1508,9 @@ session_shutdown_all(void)
 			    "tdlisten is shutting down");
 			continue;
 		}
-		if (s->file != NULL && !s->restore &&
+		/* mid-frame, the writer holds part of a frame: the last
+		   checkpoint is what the next tdlisten takes up */
+		if (s->file != NULL && !s->restore && s->bulk_type == 0 &&
 		    checkpoint_write(s) == -1 && errno != EBUSY)
 			log_warnx("%s: cannot write '%s': %s", s->label,
 			    s->state_path, strerror(errno));

@@ -74,7 +74,12 @@ wait "$apid"
 eq "the agent cannot deliver the recording (exit 1)" $? 1
 start_listener "$WORK/l3b.log" -d "$WORK/out3" --insecure --resume-wait 1 ||
     exit 99
-sleep 2
+i=0
+until ls "$WORK"/out3/127.0.0.1/*.incomplete.dat >/dev/null 2>&1 ||
+    [ $i -gt $((100 * SLOW)) ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
 check "the next tdlisten recovered it" grep -q "recovered '" "$WORK/l3b.log"
 inc=$(ls "$WORK"/out3/127.0.0.1/*.incomplete.dat 2>/dev/null)
 check "and kept it when its agent did not come" test -n "$inc"

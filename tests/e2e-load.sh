@@ -20,8 +20,10 @@ start_listener "$WORK/l.log" -d "$OUT" --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" --max-per-identity 1000 ||
     exit 99
 
-# a real recording to replay on every connection
-"$TDAGENT" -q -o "$WORK/src.dat" -e sched -e raw_syscalls -s 0.3
+# a real recording to replay on every connection, of a fixed workload so
+# that a busy machine does not make it bigger: about 40,000 events
+"$TDAGENT" -q -o "$WORK/src.dat" -e sched -e raw_syscalls -F -b 4096 -- \
+    dd if=/dev/zero of=/dev/null bs=1 count=10000 status=none
 src_events=$("$TDCOUNT" "$WORK/src.dat" | field events)
 check "the source recording has events" [ "${src_events:-0}" -gt 0 ]
 fds=$(ls /proc/$LPID/fd | wc -l)

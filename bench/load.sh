@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# bench/load.sh: one tdlisten against 1,000 agents at once (tests/tdload, the
+# load generator: a real recording replayed over TLS on every connection),
+# for a few mixes of idle and streaming agents; see bench/README.md, "1,000
+# agents on one listener".
+#
+# usage: bench/load.sh [-n N] [--repeat R] [--mix NAME]... [--keep]
+#
+# Mixes (N connections each, all open at once: tdload --together, and all
+# connecting at once: --ramp N):
+#	idle	every agent idle 30 s after its metadata, then its pages
+#	mix	N/5 idle for 30 s, the others streaming their pages over 30 s
+#	fast	N/5 idle for 30 s, the others streaming as fast as they can
+# For each run: the listener's peak RSS (VmHWM), its CPU (user + system,
+# /proc/PID/stat) and CPU per MB received, the time from tdload's start to
+# the last DONE, the most connections open at once, and whether every file
+# is exact (tests/tdcount, libtracecmd: each file holds the source's events
+# and there is one per agent).  Holds /tmp/td-bench.lock while it measures.
+# Run as root (the source recording uses tracefs).  Results: bench/out/
+# load.txt and load.tsv; logs beside them.
+set -euo pipefail
+
+N=1000
+REPEAT=1
+KEEP=0
+MIXES=()
+LOCK=/tmp/td-bench.lock
+
+usage() {
+	sed -n 's/^# usage: /usage: /p' "$0"
+	exit "${1:-2}"
+}
+
+die() {
+	echo "bench/load: $*" >&2
+	exit 1
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-n)
+		[ $# -ge 2 ] || usage
+		N=$2
+		shift 2
+		;;
+	--repeat)
+		[ $# -ge 2 ] || usage
+		REPEAT=$2
+		shift 2
+		;;
+	--mix)
+		[ $# -ge 2 ] || usage
+		case $2 in
+		idle | mix | fast) MIXES+=("$2") ;;
+		*) die "unknown mix '$2' (idle, mix, fast)" ;;
+		esac
+		shift 2
+		;;
+	--keep)
+		KEEP=1
+		shift
+		;;
+	-h | --help)
+		usage 0
+		;;
+	*)
+		usage
+		;;
+	esac
+done
+[[ "$N" =~ ^[0-9]+$ ]] && [ "$N" -ge 5 ] || die "-n wants a number >= 5"
+[[ "$REPEAT" =~ ^[0-9]+$ ]] && [ "$REPEAT" -ge 1 ] ||
+    die "--repeat wants a number >= 1"
+[ ${#MIXES[@]} -gt 0 ] || MIXES=(idle mix fast)
+[ "$(id -u)" = 0 ] || die "needs root (the source recording uses tracefs)"
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+OUT=$TOP/bench/out
+cd "$TOP"
+mkdir -p "$OUT"
+TMP=$(mktemp -d /tmp/tdload.XXXXXX)
+LPID=""
+cleanup() {
+	if [ -n "$LPID" ] && kill -0 "$LPID" 2>/dev/null; then
+		kill -TERM "$LPID" 2>/dev/null || true
+		wait "$LPID" 2>/dev/null || true
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- build: in the tree when it is configured there, else in build-bench/ ---
+LOG=$OUT/load-build.log
+: >"$LOG"
+if [ -f config.status ]; then
+	BDIR=$TOP
+else
+	BDIR=$TOP/build-bench
+	if [ ! -x configure ] || [ configure.ac -nt configure ] ||
+	    [ Makefile.am -nt Makefile.in ]; then
+		autoreconf -fi >>"$LOG" 2>&1 || die "autoreconf failed, see $LOG"
+	fi
+	mkdir -p "$BDIR"
+	[ -f "$BDIR/Makefile" ] || (cd "$BDIR" && "$TOP/configure" -q) \
+	    >>"$LOG" 2>&1 || die "configure failed, see $LOG"
+fi
+make -C "$BDIR" -j"$(nproc)" tdagent tdlisten tests/tdload tests/tdcount \
+    >>"$LOG" 2>&1 || die "make failed, see $LOG"
+# run copies: a rebuild in the tree cannot swap them between runs
+for p in tdagent tdlisten tests/tdload tests/tdcount; do
+	cp "$BDIR/$p" "$TMP/"
+done
+REV=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
+git diff --quiet HEAD 2>/dev/null || REV="$REV+changes"
+
+# --- certificates and the recording every agent replays -------------------
+PKI=$TMP/pki
+{
+	sh scripts/tdcert init "$PKI" &&
+	    sh scripts/tdcert issue "$PKI" listener --server &&
+	    sh scripts/tdcert issue "$PKI" loadgen
+} >>"$LOG" 2>&1 || die "scripts/tdcert failed, see $LOG"
+# a fixed workload, so that runs on a busy machine replay the same amount:
+# dd's 10,000 one-byte blocks, 4 raw_syscalls events each, and its sched
+"$TMP/tdagent" -q -o "$TMP/src.dat" -e sched -e raw_syscalls -F -b 4096 -- \
+    dd if=/dev/zero of=/dev/null bs=1 count=10000 status=none ||
+    die "cannot record the source"
+SRC_EVENTS=$("$TMP/tdcount" "$TMP/src.dat" | awk '$1 == "events" { print $2 }')
+SRC_MB=$(awk -v s="$(stat -c %s "$TMP/src.dat")" 'BEGIN { printf "%.1f", s / 1e6 }')
+
+exec 9>"$LOCK"
+if ! flock -n 9; then
+	echo "bench/load: waiting for $LOCK" >&2
+	flock 9
+fi
+
+CLK_TCK=$(getconf CLK_TCK)
+
+# Whether something listens on TCP port $1.
+port_listening() {
+	local hex
+
+	hex=$(printf ':%04X' "$1")
+	awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p {
+	    found = 1 } END { exit !found }' /proc/net/tcp /proc/net/tcp6
+}
+
+# One run of mix $1, number $2: a fresh listener, tdload, the checks.
+# Appends a line to load.tsv.
+run_one() {
+	local mix=$1 rep=$2 idle spread dir port load rc ticks cpu hwm fds
+	local secs peak mb files exact
+	local -a targs
+
+	case $mix in
+	idle) idle=$N spread=0 ;;
+	mix) idle=$((N / 5)) spread=30 ;;
+	fast) idle=$((N / 5)) spread=0 ;;
+	esac
+	dir=$TMP/out-$mix-$rep
+	rm -rf "$dir"
+	for _ in 1 2 3 4 5; do
+		port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+		port_listening "$port" || break
+	done
+	# one certificate for all: --max-per-identity lets it open N
+	"$TMP/tdlisten" -p "$port" -d "$dir" --cert "$PKI/listener.pem" \
+	    --key "$PKI/listener.key" --ca "$PKI/ca.pem" --max-per-identity "$N" \
+	    >"$OUT/load-$mix.listener.log" 2>&1 &
+	LPID=$!
+	for _ in $(seq 100); do
+		port_listening "$port" && break
+		kill -0 "$LPID" || die "tdlisten died, see" \
+		    "$OUT/load-$mix.listener.log"
+		sleep 0.05
+	done
+	fds=$(ls "/proc/$LPID/fd" | wc -l)
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	targs=(-h localhost -p "$port" --cert "$PKI/loadgen.pem"
+	    --key "$PKI/loadgen.key" --ca "$PKI/ca.pem" -n "$N" -i "$idle"
+	    -t 30 --ramp "$N" --together --timeout 900)
+	[ "$spread" = 0 ] || targs+=(-T "$spread")
+	echo "bench/load: $mix run $rep: tdload ${targs[*]:4}" >&2
+	rc=0
+	"$TMP/tdload" "${targs[@]}" "$TMP/src.dat" \
+	    >"$OUT/load-$mix.tdload.out" 2>"$OUT/load-$mix.tdload.err" || rc=$?
+	kill -0 "$LPID" 2>/dev/null || die "tdlisten died during $mix"
+	# sessions end when DONE has left: wait until they are all gone
+	for _ in $(seq 100); do
+		[ "$(ls "/proc/$LPID/fd" | wc -l)" -le "$fds" ] && break
+		sleep 0.1
+	done
+	ticks=$(awk '{ print $14 + $15 }' "/proc/$LPID/stat")
+	cpu=$(awk -v t="$ticks" -v h="$CLK_TCK" 'BEGIN { printf "%.1f", t / h }')
+	hwm=$(awk '/^VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$LPID/status")
+	kill -TERM "$LPID"
+	wait "$LPID" || true
+	LPID=""
+	# "tdload: N connections: D done, F failed; at most P open at once;
+	#  M MB sent in S s"
+	read -r secs peak mb < <(awk '/^tdload: / { for (i = 1; i <= NF; i++) {
+	    if ($i == "most") p = $(i + 1); if ($i == "MB") m = $(i - 1);
+	    if ($i == "in") s = $(i + 1) } print s, p, m }' \
+	    "$OUT/load-$mix.tdload.out")
+	files=$(find "$dir" -name '*.dat' | wc -l)
+	(cd "$dir" && find . -name '*.dat' -print0 | xargs -0 -P 2 -n 1 \
+	    "$TMP/tdcount" | awk '$1 == "events"') >"$TMP/counts"
+	exact=$(awk -v n="$SRC_EVENTS" '$2 == n' "$TMP/counts" | wc -l)
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+	    "$mix" "$rep" "$N" "$idle" "$spread" "$rc" "$peak" "$secs" "$hwm" \
+	    "$cpu" "$mb" "$files/$exact" "$load" >>"$OUT/load.tsv"
+	[ "$KEEP" = 1 ] || rm -rf "$dir"
+}
+
+printf 'mix\trun\tagents\tidle\tstream_s\ttdload_rc\topen_at_once\tsecs_to_all_done\tlistener_hwm_MB\tlistener_cpu_s\tMB_received\tfiles/exact\tload\n' \
+    >"$OUT/load.tsv"
+START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+for mix in "${MIXES[@]}"; do
+	for rep in $(seq "$REPEAT"); do
+		run_one "$mix" "$rep"
+	done
+done
+
+# --- the table: min / median / max over the repeats -----------------------
+{
+	echo "bench/load.sh -n $N --repeat $REPEAT, tree at $REV, $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "source: tdagent -e sched -e raw_syscalls -F -- dd ... count=10000, $SRC_MB MB," \
+	    "$SRC_EVENTS events; each agent sends it all (metadata with kallsyms, pages, options)"
+	echo "load average at start: $START_LOAD ($(nproc) CPUs)"
+	echo
+	awk -F'\t' -v N="$N" '
+	NR == 1 { next }
+	{
+		k = $1; mixes[k] = 1; n[k]++
+		v[k, "open", n[k]] = $7; v[k, "secs", n[k]] = $8
+		v[k, "hwm", n[k]] = $9; v[k, "cpu", n[k]] = $10
+		v[k, "cpuMB", n[k]] = $11 > 0 ? $10 * 1000 / $11 : 0
+		v[k, "mb", n[k]] = $11
+		if ($6 != 0 || $12 != N "/" N) bad[k]++
+		desc[k] = $4 " idle, " ($3 - $4) " streaming" \
+		    ($5 > 0 ? " over " $5 " s" : ($3 > $4 ? " at full speed" : ""))
+		load[k] = load[k] (load[k] == "" ? "" : " ") $13
+	}
+	function stat(k, f,    i, j, t, a, m, fmt) {
+		m = n[k]
+		for (i = 1; i <= m; i++) a[i] = v[k, f, i]
+		for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++)
+			if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+		fmt = f == "open" ? "%d" : "%.1f"
+		if (m == 1) return sprintf(fmt, a[1])
+		return sprintf(fmt "/" fmt "/" fmt, a[1], a[int((m + 1) / 2)], a[m])
+	}
+	END {
+		printf "| mix | agents | open at once | s to all DONE | listener peak RSS MB | listener CPU s | MB received | listener CPU ms/MB | files exact | load |\n"
+		printf "|---|---|---|---|---|---|---|---|---|---|\n"
+		for (k in mixes)
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			    k, desc[k], stat(k, "open"), stat(k, "secs"),
+			    stat(k, "hwm"), stat(k, "cpu"), stat(k, "mb"),
+			    stat(k, "cpuMB"),
+			    bad[k] ? "NO (" bad[k] " runs)" : "yes, all " N,
+			    load[k]
+	}' "$OUT/load.tsv"
+} | tee "$OUT/load.txt"
+awk -F'\t' -v N="$N" 'NR > 1 && ($6 != 0 || $12 != N "/" N) { bad = 1 }
+    END { exit bad }' "$OUT/load.tsv" ||
+    die "some runs were not exact (files/exact in $OUT/load.tsv)"
