@@ -59,6 +59,12 @@
 #define NET_REFILL	(4u * 1024 * 1024)
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
+/*
+ * TLS records (16 KiB each) gather in a buffer BIO of this size and go to
+ * the socket together: one write() per record cost as much of the agent's
+ * CPU on loopback as the encryption (bench/README.md, "Streaming").
+ */
+#define NET_TLS_WBUF	(256u * 1024)
 /* Reconnection backoff. */
 #define NET_BACKOFF_MIN_MS	100
 #define NET_BACKOFF_MAX_MS	5000
@@ -217,6 +223,49 @@ net_blocking(int fd, bool on, int timeout)
 	net_blocking_ms(fd, on, timeout * 1000);
 }
 
+/*
+ * Put a write buffer between c's TLS records and its socket, once the
+ * handshake is over (OpenSSL flushes the handshake's flights itself).
+ */
+static int
+net_conn_wbuf(struct net_conn *c)
+{
+	BIO *sock = SSL_get_wbio(c->ssl), *buf;
+
+	if ((buf = BIO_new(BIO_f_buffer())) == NULL)
+		return -1;
+	if (BIO_set_write_buffer_size(buf, NET_TLS_WBUF) != 1 ||
+	    !BIO_up_ref(sock)) {
+		BIO_free(buf);
+		return -1;
+	}
+	BIO_push(buf, sock);
+	SSL_set0_wbio(c->ssl, buf);	/* drops the SSL's own reference */
+	return 0;
+}
+
+/* Bytes of TLS records gathered and not yet handed to the socket. */
+static size_t
+net_conn_wpending(const struct net_conn *c)
+{
+	return c->ssl != NULL ? (size_t)BIO_wpending(SSL_get_wbio(c->ssl)) :
+	    0;
+}
+
+/* Hand them over: 0 when all went, 1 when the socket would block, -1. */
+static int
+net_conn_wflush(struct net_conn *c)
+{
+	BIO *b;
+
+	if (net_conn_wpending(c) == 0)
+		return 0;
+	b = SSL_get_wbio(c->ssl);
+	if (BIO_flush(b) == 1)
+		return 0;
+	return BIO_should_retry(b) ? 1 : -1;
+}
+
 /* Write all of p, blocking (set-up, time sync and finish). */
 static int
 net_write_all(struct net_conn *c, const void *p, size_t len, uint64_t *sent)
@@ -245,6 +294,10 @@ net_write_all(struct net_conn *c, const void *p, size_t len, uint64_t *sent)
 		len -= w;
 		if (sent != NULL)
 			*sent += w;
+	}
+	if (net_conn_wflush(c) != 0) {
+		errno = EPIPE;
+		return -1;
 	}
 	return 0;
 }
@@ -439,6 +492,10 @@ net_open(struct net *n, bool resume, struct net_conn *c,
 			*fatal = SSL_get_verify_result(c->ssl) != X509_V_OK;
 			goto fail;
 		}
+		if (net_conn_wbuf(c) == -1) {
+			td_tls_error(err, errlen, "cannot start TLS");
+			goto fail;
+		}
 	}
 	if (resume)
 		h.flags |= TD_HELLO_RESUME;
@@ -601,14 +658,15 @@ net_limit(const struct net *n)
 bool
 net_want_write(const struct net *n)
 {
-	return net_up(n) && net_limit(n) > n->qoff;
+	return net_up(n) && (net_limit(n) > n->qoff ||
+	    net_conn_wpending(&n->c) != 0);
 }
 
 size_t
 net_pending(const struct net *n)
 {
 	return (n->q.len - n->qoff) + (size_t)(n->stail - n->shead) +
-	    n->st.len;
+	    n->st.len + net_conn_wpending(&n->c);
 }
 
 uint64_t
@@ -1095,6 +1153,10 @@ net_flush(struct net *n, char *err, size_t errlen)
 		n->qoff += w;
 		n->sent += w;
 		n->last_send_ms = net_now_ms();
+	}
+	if (net_conn_wflush(&n->c) == -1) {
+		snprintf(err, errlen, "lost the listener: %s", strerror(errno));
+		return -1;
 	}
 	return 0;
 }

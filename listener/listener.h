@@ -41,6 +41,7 @@ struct listener_config {
 };
 
 struct session;
+struct bufferevent;
 
 /* server.c */
 int	server_start(struct event_base *base, struct listener_config *cfg,
@@ -50,6 +51,10 @@ void	server_session_closed(struct session *s);
 void	server_set_ctx(SSL_CTX *ctx);
 int	server_sessions(void);
 void	server_shutdown(void);
+
+/* reader.c */
+/* Read what waits on bev's socket into its input, in large pieces. */
+void	reader_pump(struct bufferevent *bev, const char *label);
 
 /* session.c */
 struct session	*session_new(struct event_base *base,

@@ -18,6 +18,7 @@
 
 #include "listener.h"
 #include "log.h"
+#include "tdlimits.h"
 #include "banned.h"
 
 #define SERVER_MAX_LISTENERS	8
@@ -85,13 +86,17 @@ server_error_cb(struct evconnlistener *lev, void *arg)
 
 /*
  * An idle session should cost little: OpenSSL may free a connection's
- * 16 KiB read and write buffers whenever they are empty.
+ * read and write buffers whenever they are empty.  The read buffer is
+ * large enough for the sessions' reader to bring several records with one
+ * read() (reader.c).
  */
 static void
 server_tune_ctx(SSL_CTX *ctx)
 {
-	if (ctx != NULL)
-		SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	if (ctx == NULL)
+		return;
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	SSL_CTX_set_default_read_buffer_len(ctx, TD_TLS_READ_AHEAD);
 }
 
 /* Listen on every address of cfg->bind (all when NULL) at cfg->port. */

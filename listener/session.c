@@ -173,11 +173,23 @@ session_free(struct session *s)
 	free(s);
 }
 
+/*
+ * Whether all that was written went out.  A write callback does not say
+ * so by itself: libevent runs it deferred after every drain of the output,
+ * and one for an earlier frame may come after the last was queued.
+ */
+static bool
+session_sent_all(struct bufferevent *bev)
+{
+	return evbuffer_get_length(bufferevent_get_output(bev)) == 0;
+}
+
 /* The ERROR went out (or could not): now the session can go. */
 static void
 session_closing_write_cb(struct bufferevent *bev, void *arg)
 {
-	session_free(arg);
+	if (session_sent_all(bev))
+		session_free(arg);
 }
 
 static void
@@ -287,7 +299,8 @@ session_wait_cb(evutil_socket_t fd, short what, void *arg)
 static void
 session_detach_write_cb(struct bufferevent *bev, void *arg)
 {
-	session_detach(arg, NULL);
+	if (session_sent_all(bev))
+		session_detach(arg, NULL);
 }
 
 static void
@@ -1272,6 +1285,7 @@ session_read_cb(struct bufferevent *bev, void *arg)
 	int r;
 
 	s->rx_ns = session_now(CLOCK_MONOTONIC);
+	reader_pump(bev, s->label);	/* the rest of what waits, at once */
 	for (;;) {
 		if (s->bulk_type != 0) {
 			if (session_bulk(s, in) == -1)
@@ -1330,7 +1344,7 @@ session_write_cb(struct bufferevent *bev, void *arg)
 	struct session *s = arg;
 
 	/* DONE is out: the agent closes, or we do */
-	if (s->state == S_DONE)
+	if (s->state == S_DONE && session_sent_all(bev))
 		session_close(s, NULL);
 }
 

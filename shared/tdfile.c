@@ -49,12 +49,21 @@
  */
 #define TD_SEC_FRAME	(64 * 1024)
 
+/*
+ * Compressed chunks of a CPU gather up to this much before they go to its
+ * spool: a chunk of 10 pages of a syscall storm compresses to about 1.2 KiB,
+ * and a pwritev() for each was 4.5% of tdlisten's CPU (bench/README.md).
+ */
+#define TD_SPOOL_STAGE	(16 * 1024)
+
 /* One CPU's spool: pages waiting in a chunk, then chunks in a file. */
 struct td_spool {
 	int		 fd;
 	char		*path;
 	uint8_t		*chunk;
 	size_t		 fill;
+	uint8_t		*stage;		/* compressed chunks not written yet */
+	size_t		 staged;
 	uint64_t	 pages;
 	uint64_t	 bytes;		/* bytes in the spool file */
 	uint32_t	 nchunks;
@@ -560,45 +569,94 @@ td_file_chunk_size(const struct td_file *f)
 	return (size_t)TD_CHUNK_PAGES * f->p.page_size;
 }
 
+/* Write the gathered chunks of a spool to its file. */
 static int
-td_spool_flush(struct td_file *f, struct td_spool *s)
+td_spool_unstage(struct td_spool *s)
 {
-	struct iovec iov[2];
-	const void *cbuf;
-	uint32_t hdr[2];
-	ssize_t c, w, want;
-	int n;
+	ssize_t w;
 
-	if (s->fill == 0)
+	if (s->staged == 0)
 		return 0;
-	if (f->compress) {
-		c = td_codec_compress_buf(f->codec, s->chunk, s->fill, &cbuf);
-		if (c == -1)
-			return -1;
-		hdr[0] = (uint32_t)c;
-		hdr[1] = (uint32_t)s->fill;
-		iov[0].iov_base = hdr;
-		iov[0].iov_len = sizeof hdr;
-		iov[1].iov_base = (void *)(uintptr_t)cbuf;
-		iov[1].iov_len = c;
-		n = 2;
-	} else {
-		iov[0].iov_base = s->chunk;
-		iov[0].iov_len = s->fill;
-		n = 1;
-	}
-	want = (ssize_t)(iov[0].iov_len + (n == 2 ? iov[1].iov_len : 0));
-	w = pwritev(s->fd, iov, n, s->bytes);
-	if (w != want) {
+	w = pwrite(s->fd, s->stage, s->staged, (off_t)s->bytes);
+	if (w != (ssize_t)s->staged) {
 		/* a short write to a regular file means no space */
 		if (w >= 0)
 			errno = ENOSPC;
 		return -1;
 	}
 	s->bytes += w;
-	if (f->compress)
-		s->nchunks++;
+	s->staged = 0;
+	return 0;
+}
+
+/* Put a compressed chunk {csize, usize, z} after the spool's others. */
+static int
+td_spool_put(struct td_spool *s, const void *z, size_t zlen, uint32_t usize)
+{
+	uint32_t hdr[2] = { (uint32_t)zlen, usize };
+	struct iovec iov[2];
+	ssize_t w;
+
+	if (s->staged + sizeof hdr + zlen > TD_SPOOL_STAGE &&
+	    td_spool_unstage(s) == -1)
+		return -1;
+	if (sizeof hdr + zlen <= TD_SPOOL_STAGE) {
+		if (s->stage == NULL)
+			s->stage = xmalloc(TD_SPOOL_STAGE);
+		memcpy(s->stage + s->staged, hdr, sizeof hdr);
+		memcpy(s->stage + s->staged + sizeof hdr, z, zlen);
+		s->staged += sizeof hdr + zlen;
+	} else {
+		iov[0].iov_base = hdr;
+		iov[0].iov_len = sizeof hdr;
+		iov[1].iov_base = (void *)(uintptr_t)z;
+		iov[1].iov_len = zlen;
+		w = pwritev(s->fd, iov, 2, (off_t)s->bytes);
+		if (w != (ssize_t)(sizeof hdr + zlen)) {
+			if (w >= 0)
+				errno = ENOSPC;
+			return -1;
+		}
+		s->bytes += w;
+	}
+	s->nchunks++;
+	return 0;
+}
+
+static int
+td_spool_flush(struct td_file *f, struct td_spool *s)
+{
+	const void *cbuf;
+	ssize_t c, w;
+
+	if (s->fill == 0)
+		return 0;
+	if (f->compress) {
+		c = td_codec_compress_buf(f->codec, s->chunk, s->fill, &cbuf);
+		if (c == -1 || td_spool_put(s, cbuf, (size_t)c,
+		    (uint32_t)s->fill) == -1)
+			return -1;
+	} else {
+		w = pwrite(s->fd, s->chunk, s->fill, (off_t)s->bytes);
+		if (w != (ssize_t)s->fill) {
+			if (w >= 0)
+				errno = ENOSPC;
+			return -1;
+		}
+		s->bytes += w;
+	}
 	s->fill = 0;
+	return 0;
+}
+
+/* Everything of a spool into its file (a checkpoint, the finish). */
+static int
+td_spool_sync(struct td_file *f, struct td_spool *s)
+{
+	if (td_spool_flush(f, s) == -1 || td_spool_unstage(s) == -1)
+		return -1;
+	free(s->stage);		/* an idle recording keeps no stage */
+	s->stage = NULL;
 	return 0;
 }
 
@@ -657,9 +715,6 @@ td_file_cpu_chunk(struct td_file *f, int cpu, const void *z, size_t zlen,
     uint32_t npages)
 {
 	struct td_spool *s;
-	struct iovec iov[2];
-	uint32_t hdr[2];
-	ssize_t w;
 
 	if (f->done || !f->compress || cpu < 0 || cpu >= f->p.ncpus ||
 	    npages == 0 || npages > TD_CHUNK_PAGES || zlen == 0 ||
@@ -670,22 +725,9 @@ td_file_cpu_chunk(struct td_file *f, int cpu, const void *z, size_t zlen,
 	s = &f->cpu[cpu];
 	if (s->fd == -1 && td_spool_open(f, cpu, O_CREAT | O_TRUNC) == -1)
 		return -1;
-	if (td_spool_flush(f, s) == -1)
+	if (td_spool_flush(f, s) == -1 ||
+	    td_spool_put(s, z, zlen, npages * f->p.page_size) == -1)
 		return -1;
-	hdr[0] = (uint32_t)zlen;
-	hdr[1] = npages * f->p.page_size;
-	iov[0].iov_base = hdr;
-	iov[0].iov_len = sizeof hdr;
-	iov[1].iov_base = (void *)(uintptr_t)z;
-	iov[1].iov_len = zlen;
-	w = pwritev(s->fd, iov, 2, (off_t)s->bytes);
-	if (w != (ssize_t)(sizeof hdr + zlen)) {
-		if (w >= 0)
-			errno = ENOSPC;
-		return -1;
-	}
-	s->bytes += w;
-	s->nchunks++;
 	s->pages += npages;
 	return 0;
 }
@@ -890,6 +932,9 @@ td_file_close_spools(struct td_file *f, bool unlink_them)
 		s->path = NULL;
 		free(s->chunk);
 		s->chunk = NULL;
+		free(s->stage);
+		s->stage = NULL;
+		s->staged = 0;
 	}
 }
 
@@ -904,7 +949,7 @@ td_file_finish(struct td_file *f)
 		return -1;
 	}
 	for (i = 0; i < f->p.ncpus; i++)
-		if (f->cpu[i].fd != -1 && td_spool_flush(f, &f->cpu[i]) == -1)
+		if (f->cpu[i].fd != -1 && td_spool_sync(f, &f->cpu[i]) == -1)
 			return -1;
 	ret = f->p.version == 7 ? td_file_finish_v7(f) : td_file_finish_v6(f);
 	if (ret == -1)
@@ -1027,7 +1072,7 @@ td_file_checkpoint(struct td_file *f, struct td_buf *b)
 		return -1;
 	}
 	for (i = 0; i < f->p.ncpus; i++)
-		if (f->cpu[i].fd != -1 && td_spool_flush(f, &f->cpu[i]) == -1)
+		if (f->cpu[i].fd != -1 && td_spool_sync(f, &f->cpu[i]) == -1)
 			return -1;
 	clen = (uint32_t)strlen(f->p.clock);
 	ok = td_buf_add_u32(b, TD_CK_MAGIC) == 0 && td_buf_add_u32(b, 1) == 0 &&

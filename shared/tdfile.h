@@ -21,7 +21,9 @@
  * fails with EINVAL.  Version 7 takes them in any order, each at most once.
  *
  * Numbers are written in host byte order, which the file declares.  Memory
- * use is bounded: one chunk per CPU plus the options and strings, and while
+ * use is bounded: one chunk per CPU (compressed, also up to 16 KiB of
+ * compressed chunks gathered for its spool until a checkpoint or the
+ * finish) plus the options and strings, and while
  * a section is open 64 KiB of its content (zstd) or a zlib stream; the
  * compression context may be shared (codec_ctx).  Not thread safe; one
  * writer per recording.  Functions return 0 or -1 with errno set;
@@ -125,7 +127,8 @@ void		 td_file_free(struct td_file *f);
 /*
  * Checkpoints, for a writer that must survive its process (tdlisten's
  * resumable sessions).  td_file_checkpoint() writes out every page still
- * waiting in a chunk (as a shorter chunk) and appends to state a
+ * waiting in a chunk (as a shorter chunk) and every chunk still gathered
+ * in memory, and appends to state a
  * description of the writer: the .part file and the spools on disk then
  * hold exactly what it describes.  It fails with EBUSY while a section is
  * open.  td_file_restore() reopens the .part file and spools of path as a

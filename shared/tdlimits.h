@@ -36,6 +36,11 @@
 
 /* Largest payload of one protocol frame (a batch of pages). */
 #define TD_MAX_FRAME		(1024 * 1024)
+/*
+ * tdlisten's TLS read buffer: one read() ahead takes up to this much (4
+ * records); held only while undecrypted bytes wait in it.
+ */
+#define TD_TLS_READ_AHEAD	(64u * 1024)
 /* Largest HELLO or WELCOME payload. */
 #define TD_MAX_HELLO		1024
 /* Longest agent name, clock name or identity on the wire. */

@@ -33,6 +33,11 @@
 #include "tls.h"
 #include "banned.h"
 
+/* TLS 1.3 suites in the order we prefer them. */
+#define TLS_CIPHERSUITES \
+	"TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:" \
+	"TLS_CHACHA20_POLY1305_SHA256"
+
 /* Longest message prefix built before the OpenSSL reason is appended. */
 #define TLS_PREFIX_LEN	512
 
@@ -261,6 +266,15 @@ tls_ctx_new(const SSL_METHOD *method, const char *cert, const char *key,
 		tls_fail(err, errlen, "cannot require TLS 1.3");
 		goto out_ctx;
 	}
+	/*
+	 * AES-128-GCM first (OpenSSL's default order puts AES-256 first):
+	 * four fewer AES rounds per block for every byte of trace data, and
+	 * still a full-strength TLS 1.3 suite.
+	 */
+	if (SSL_CTX_set_ciphersuites(ctx, TLS_CIPHERSUITES) != 1) {
+		tls_fail(err, errlen, "cannot set the TLS 1.3 cipher suites");
+		goto out_ctx;
+	}
 	if (tls_load_identity(ctx, cert, key, err, errlen) == -1)
 		goto out_ctx;
 	if (SSL_CTX_load_verify_file(ctx, ca) != 1) {
@@ -296,7 +310,8 @@ td_tls_server_ctx(const char *cert, const char *key, const char *ca,
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
 	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET |
+	    SSL_OP_CIPHER_SERVER_PREFERENCE);
 	if (SSL_CTX_set_num_tickets(ctx, 0) != 1) {
 		tls_fail(err, errlen, "cannot turn session tickets off");
 		goto out_ctx;

@@ -1,0 +1,151 @@
+/*
+ * reader.c: a session's socket read in large pieces.
+ *
+ * libevent 2.1 reads at most 4 KiB per readv() on a plain socket
+ * (EVBUFFER_MAX_READ, whatever FIONREAD says: with the ioctl and an
+ * epoll_wait, about 800 system calls per MB), and one TLS record per
+ * wake-up (its 5-byte header, then the rest, and an epoll_wait: about 200
+ * per MB).  reader_pump(), called first thing by the session's read
+ * callback, reads what else is waiting right away, 64 KiB per read(), into
+ * the bufferevent's input, where the session takes it as if libevent had
+ * read it; the bufferevent keeps everything else (the handshake, writes,
+ * timeouts, EOF and errors).  100 MB through tdlisten: 845 system calls
+ * instead of 80,690 plain, 4,023 instead of 22,707 over TLS.
+ *
+ * Over TLS the pump lets OpenSSL read ahead, so one read() brings several
+ * records; it reads until OpenSSL needs the socket again, so no whole
+ * record is left in OpenSSL's buffer, where libevent would not see it, and
+ * switches reading ahead off again for libevent's own reads.  After
+ * READER_BUDGET bytes it stops and has the read callback run again later
+ * (deferred), so that one busy agent does not hold up the others and a
+ * session holds no more than that much unread.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/uio.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "listener.h"
+#include "log.h"
+#include "banned.h"
+
+/* One read() asks for this much. */
+#define READER_CHUNK	(64u * 1024)
+/* One pump reads at most this much before it lets others run. */
+#define READER_BUDGET	(256u * 1024)
+
+/*
+ * Read into v[0..n) from ssl until it needs the socket (or the stream
+ * ended: libevent sees that on its own next read); set each iov_len to
+ * what it got and return the total.  *failed is set on a TLS error, with
+ * its reason in why.
+ */
+static size_t
+reader_ssl(SSL *ssl, struct evbuffer_iovec *v, int n, bool *failed,
+    char *why, size_t whylen)
+{
+	size_t got, total = 0, off;
+	unsigned long e;
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		for (off = 0; off < v[i].iov_len; off += got) {
+			ERR_clear_error();
+			if (SSL_read_ex(ssl, (char *)v[i].iov_base + off,
+			    v[i].iov_len - off, &got) == 1) {
+				total += got;
+				continue;
+			}
+			e = ERR_peek_error();
+			if (SSL_get_error(ssl, 0) == SSL_ERROR_SSL &&
+			    ERR_GET_REASON(e) !=
+			    SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+				ERR_error_string_n(e, why, whylen);
+				*failed = true;
+			}
+			v[i].iov_len = off;
+			for (j = i + 1; j < n; j++)
+				v[j].iov_len = 0;
+			return total;
+		}
+	}
+	return total;
+}
+
+/* Read into v[0..n) from a plain socket; set each iov_len, the total. */
+static size_t
+reader_plain(evutil_socket_t fd, struct evbuffer_iovec *v, int n)
+{
+	size_t left, total;
+	ssize_t r;
+	int i;
+
+	do
+		r = readv(fd, (struct iovec *)v, n);
+	while (r == -1 && errno == EINTR);
+	/* EOF and errors: libevent finds them on its own next read */
+	total = left = r > 0 ? (size_t)r : 0;
+	for (i = 0; i < n; i++) {
+		if (v[i].iov_len > left)
+			v[i].iov_len = left;
+		left -= v[i].iov_len;
+	}
+	return total;
+}
+
+/*
+ * Read what is waiting on bev's socket into its input buffer, in large
+ * pieces (see above).  label names the session in a log line.
+ */
+void
+reader_pump(struct bufferevent *bev, const char *label)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	struct evbuffer_iovec v[2];
+	bool failed = false;
+	size_t done = 0, got;
+	char why[256];
+	int n;
+
+	/*
+	 * A socket bufferevent keeps the end of its input frozen but while it
+	 * reads (an OpenSSL one does not freeze it).
+	 */
+	if (ssl != NULL)
+		SSL_set_read_ahead(ssl, 1);
+	else
+		evbuffer_unfreeze(in, 0);
+	while (done < READER_BUDGET && !failed) {
+		if ((n = evbuffer_reserve_space(in, READER_CHUNK, v, 2)) <= 0)
+			break;
+		if (ssl != NULL)
+			got = reader_ssl(ssl, v, n, &failed, why, sizeof why);
+		else
+			got = reader_plain(bufferevent_getfd(bev), v, n);
+		evbuffer_commit_space(in, v, n);
+		done += got;
+		if (got < READER_CHUNK)
+			break;		/* nothing more now */
+	}
+	if (ssl != NULL)
+		SSL_set_read_ahead(ssl, 0);
+	else
+		evbuffer_freeze(in, 0);
+	if (failed) {
+		/* no later read may hear of it: say it now, after the data */
+		log_warnx("%s: TLS error: %s", label, why);
+		bufferevent_trigger_event(bev, BEV_EVENT_ERROR |
+		    BEV_EVENT_READING, BEV_TRIG_DEFER_CALLBACKS);
+	} else if (done >= READER_BUDGET) {
+		/* more may be waiting: come back once the others had a turn */
+		bufferevent_trigger(bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
+		    BEV_TRIG_DEFER_CALLBACKS);
+	}
+}
