@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +118,7 @@ struct net {
 	/* reconnecting */
 	pthread_t	 thr;
 	bool		 thr_on;
-	volatile bool	 thr_stop;
+	atomic_bool	 thr_stop;	/* set by the loop, read by the thread */
 	int		 evfd;
 	int		 stopfd;	/* wakes the thread's backoff */
 	struct net_conn	 nc;		/* the thread's result */
