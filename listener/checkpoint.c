@@ -179,6 +179,7 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 {
 	struct td_buf b;
 	struct td_frame f;
+	const struct td_file_params *fp;
 	struct td_hello h;
 	struct ck c;
 	uint64_t elapsed;
@@ -255,6 +256,16 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 	/* the sessions' shared compression context, not one of its own */
 	if (s->cfg != NULL)
 		td_file_share_codec(s->file, s->cfg->codec_ctx);
+	/* the HELLO and the writer's state must describe the same recording */
+	fp = td_file_get_params(s->file);
+	if (fp->ncpus != (int)s->hello.ncpus ||
+	    fp->page_size != s->hello.page_size ||
+	    fp->long_size != s->hello.long_size) {
+		td_file_release(s->file);
+		s->file = NULL;
+		free(path);
+		goto bad;
+	}
 	for (i = 0; i < s->hello.ncpus; i++)
 		if (td_file_cpu_pages(s->file, (int)i) != s->cpu[i].next_seq) {
 			td_file_release(s->file);

@@ -1041,6 +1041,12 @@ td_file_cpu_pages(const struct td_file *f, int cpu)
 	return f->cpu[cpu].pages;
 }
 
+const struct td_file_params *
+td_file_get_params(const struct td_file *f)
+{
+	return &f->p;
+}
+
 /* Size of the written file. */
 uint64_t
 td_file_size(const struct td_file *f)
@@ -1194,6 +1200,12 @@ td_file_restore(const char *path, const void *state, size_t len)
 	p.clock = clock;
 	if (p.version == 7 && p.codec != TD_CODEC_NONE &&
 	    p.codec != TD_CODEC_ZLIB && p.codec != TD_CODEC_ZSTD)
+		goto bad;
+	/*
+	 * Writers use fast levels (0 picks the codec's); a state that asks
+	 * for zstd 22 would cost hundreds of MB per recording: damaged.
+	 */
+	if (p.level < 0 || p.level > TD_MAX_RESTORE_LEVEL)
 		goto bad;
 	if ((f = td_file_alloc(path, &p)) == NULL)
 		goto bad;

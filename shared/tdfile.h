@@ -148,6 +148,8 @@ void		 td_file_release(struct td_file *f);
 int		 td_file_share_codec(struct td_file *f, struct td_codec *ctx);
 /* Pages appended for one CPU so far. */
 uint64_t	 td_file_cpu_pages(const struct td_file *f, int cpu);
+/* What the file was made with. */
+const struct td_file_params *td_file_get_params(const struct td_file *f);
 /* Bytes written to the final file (after td_file_finish()). */
 uint64_t	 td_file_size(const struct td_file *f);
 

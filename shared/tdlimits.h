@@ -26,6 +26,8 @@
 #define TD_MAX_EXPANSION	4096
 /* Largest compressed chunk accepted when reading a file back. */
 #define TD_MAX_CHUNK_SIZE	(64u * 1024 * 1024)
+/* Highest compression level a checkpoint may ask for (writers use 0: fast) */
+#define TD_MAX_RESTORE_LEVEL	9
 /* Total size of the STRINGS section. */
 #define TD_MAX_STRINGS_SIZE	(1024 * 1024)
 /*
