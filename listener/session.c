@@ -718,13 +718,26 @@ session_hello(struct session *s, const struct td_frame *f)
 	return 0;
 }
 
+static int	session_write_failed(struct session *, const char *,
+		    const char *);
+
+/* Pages could not be written: pause on a full disk, else close. */
+static int
+session_pages_failed(struct session *s)
+{
+	char msg[600];
+
+	snprintf(msg, sizeof msg, "cannot write '%s': %s", s->path,
+	    strerror(errno));
+	return session_write_failed(s, "cannot write pages", msg);
+}
+
 /* Count what a page holds and hand it to the writer (unless stored). */
 static int
 session_page(struct session *s, struct session_cpu *c, uint32_t cpu,
     const uint8_t *page, bool write)
 {
 	struct td_page_info info;
-	char msg[600];
 
 	if (td_page_parse(page, s->hello.page_size, s->hello.commit_size,
 	    &info) == 0) {
@@ -733,21 +746,10 @@ session_page(struct session *s, struct session_cpu *c, uint32_t cpu,
 			c->missed_pages++;
 	}
 	if (write && td_file_cpu_page(s->file, (int)cpu, page,
-	    s->hello.page_size) == -1) {
-		if (session_disk_full(errno)) {
-			session_pause(s, "cannot write pages");
-			return -1;
-		}
-		snprintf(msg, sizeof msg, "cannot write '%s': %s", s->path,
-		    strerror(errno));
-		session_close(s, msg);
-		return -1;
-	}
+	    s->hello.page_size) == -1)
+		return session_pages_failed(s);
 	return 0;
 }
-
-static int	session_write_failed(struct session *, const char *,
-		    const char *);
 
 /*
  * SECTION_DATA and PAGES frames may be 1 MiB each.  Waiting for whole ones
@@ -905,16 +907,8 @@ session_pages_z(struct session *s, const struct td_frame *f)
 		    (size_t)i * s->hello.page_size, !same) == -1)
 			return -1;
 	if (same && td_file_cpu_chunk(s->file, (int)pz.cpu, pz.data, pz.len,
-	    pz.count) == -1) {
-		if (session_disk_full(errno)) {
-			session_pause(s, "cannot write pages");
-			return -1;
-		}
-		snprintf(msg, sizeof msg, "cannot write '%s': %s", s->path,
-		    strerror(errno));
-		session_close(s, msg);
-		return -1;
-	}
+	    pz.count) == -1)
+		return session_pages_failed(s);
 	c->next_seq += pz.count;
 	s->pages += pz.count;
 	return 0;
