@@ -14,6 +14,7 @@
 
 #include "agent.h"
 #include "instance.h"
+#include "crash.h"
 #include "log.h"
 #include "record.h"
 #include "size.h"
@@ -378,6 +379,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	tdagent_parse(argc, argv, &o);
 	log_init("tdagent", o.verbosity, 0);
+	crash_install("tdagent");
 	log_debug("tracedock %s, libtracefs %s, libtraceevent %s, zstd %s, "
 	    "zlib %s", PACKAGE_VERSION, TD_TRACEFS_VERSION,
 	    TD_TRACEEVENT_VERSION, td_codec_version(TD_CODEC_ZSTD),

@@ -18,6 +18,7 @@
 #include <event2/event.h>
 
 #include "listener.h"
+#include "crash.h"
 #include "log.h"
 #include "tdlimits.h"
 #include "tdproto.h"
@@ -383,6 +384,7 @@ main(int argc, char **argv)
 	tdlisten_parse(argc, argv, &cfg);
 	signal(SIGPIPE, SIG_IGN);
 	log_init("tdlisten", cfg.verbosity, cfg.daemonize && !cfg.logfile);
+	crash_install("tdlisten");
 	if (cfg.logfile != NULL) {
 		if (freopen(cfg.logfile, "a", stderr) == NULL)
 			fatal("cannot open log file '%s'", cfg.logfile);
