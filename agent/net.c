@@ -1404,6 +1404,17 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 	memset(&n->nc, 0, sizeof n->nc);
 	n->nc.fd = -1;
 	n->qoff = (size_t)(r - n->qbase);
+	/*
+	 * The listener has everything before r on its disk: that is an
+	 * acknowledgement, and may be the only one (it acknowledges what it
+	 * takes in, and nothing after r was sent yet).  Without it a full q
+	 * would wait for an ACK that never comes, and the spool behind it
+	 * would never be sent.
+	 */
+	if (n->qoff > n->qdrop) {
+		n->qdrop = n->qoff;
+		net_compact(n);
+	}
 	n->tsync_interval = n->nw.tsync_interval;
 	n->idle_timeout = n->nw.idle_timeout;
 	n->reconnects++;

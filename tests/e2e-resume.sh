@@ -137,7 +137,7 @@ cleanup_ns() {
 		umount /run/netns 2>/dev/null
 	fi
 }
-trap 'cleanup_ns; rm -rf "$WORK"' EXIT
+trap 'cleanup_ns; [ "${TD_KEEP_WORK:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 if ! part 3; then
 	:
 elif ip netns add "$NSN" 2>/dev/null &&
