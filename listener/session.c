@@ -330,8 +330,9 @@ session_bulk_cut(struct session *s)
 }
 
 /*
- * The connection is gone but the recording is not: keep it (checkpointed
- * when no section is open) for the agent to resume within --resume-wait.
+ * The connection is gone but the recording is not: keep it (checkpointed,
+ * unless a zlib section is open) for the agent to resume within
+ * --resume-wait.
  */
 static void
 session_detach(struct session *s, const char *why)
@@ -423,8 +424,7 @@ session_checkpoint(struct session *s)
 	char msg[600];
 
 	if (s->file == NULL || s->state != S_STREAM || s->restore ||
-	    s->rx_off == s->ack_off || td_file_in_section(s->file) ||
-	    s->bulk_type != 0)
+	    s->rx_off == s->ack_off || s->bulk_type != 0)
 		return 0;
 	if (s->cfg->quota > 0 &&
 	    output_usage(s->cfg->dir, s->identity) > s->cfg->quota) {
@@ -434,7 +434,7 @@ session_checkpoint(struct session *s)
 	}
 	if (checkpoint_write(s) == -1) {
 		if (errno == EBUSY)
-			return 0;	/* a section is open: later */
+			return 0;	/* a zlib section is open: later */
 		if (session_disk_full(errno)) {
 			session_pause(s, "cannot write the checkpoint");
 			return -1;

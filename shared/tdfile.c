@@ -1055,12 +1055,20 @@ td_file_size(const struct td_file *f)
 }
 
 /*
- * Checkpoint state, host byte order: "tdck" u32 1, the parameters (version,
+ * Checkpoint state, host byte order: "tdck" u32 2, the parameters (version,
  * codec, level, page size, long size, CPUs, clock), the offsets, the
- * section offsets, the queued options and strings, then per CPU {pages,
- * spool bytes, chunks}.
+ * section offsets, the queued options and strings, per CPU {pages, spool
+ * bytes, chunks}, then the open section {id or UINT32_MAX, header offset,
+ * content length, the content of its unfinished zstd frame}.  Version 1
+ * (no open section) is still read.
+ *
+ * A checkpoint may fall inside a section: a large kallsyms must not hold
+ * up the acknowledgements its sender waits for.  Not with zlib, whose one
+ * stream per section keeps state no checkpoint can hold (EBUSY).
  */
 #define TD_CK_MAGIC	0x6b636474	/* "tdck" */
+#define TD_CK_VERSION	2
+#define TD_CK_NO_SECTION UINT32_MAX
 
 int
 td_file_checkpoint(struct td_file *f, struct td_buf *b)
@@ -1073,7 +1081,7 @@ td_file_checkpoint(struct td_file *f, struct td_buf *b)
 		errno = EINVAL;
 		return -1;
 	}
-	if (f->sec_id != -1) {
+	if (f->sec_id != -1 && f->stream != NULL) {
 		errno = EBUSY;
 		return -1;
 	}
@@ -1081,7 +1089,8 @@ td_file_checkpoint(struct td_file *f, struct td_buf *b)
 		if (f->cpu[i].fd != -1 && td_spool_sync(f, &f->cpu[i]) == -1)
 			return -1;
 	clen = (uint32_t)strlen(f->p.clock);
-	ok = td_buf_add_u32(b, TD_CK_MAGIC) == 0 && td_buf_add_u32(b, 1) == 0 &&
+	ok = td_buf_add_u32(b, TD_CK_MAGIC) == 0 &&
+	    td_buf_add_u32(b, TD_CK_VERSION) == 0 &&
 	    td_buf_add_u32(b, (uint32_t)f->p.version) == 0 &&
 	    td_buf_add_u32(b, (uint32_t)f->p.codec) == 0 &&
 	    td_buf_add_u32(b, (uint32_t)f->p.level) == 0 &&
@@ -1102,6 +1111,14 @@ td_file_checkpoint(struct td_file *f, struct td_buf *b)
 		ok = td_buf_add_u64(b, f->cpu[i].pages) == 0 &&
 		    td_buf_add_u64(b, f->cpu[i].bytes) == 0 &&
 		    td_buf_add_u32(b, f->cpu[i].nchunks) == 0;
+	ok = ok && td_buf_add_u32(b, f->sec_id == -1 ? TD_CK_NO_SECTION :
+	    (uint32_t)f->sec_id) == 0 &&
+	    td_buf_add_u64(b, f->sec_id == -1 ? 0 : f->sec_hdr) == 0 &&
+	    td_buf_add_u64(b, f->sec_id == -1 ? 0 : f->sec_len) == 0 &&
+	    td_buf_add_u32(b, f->sec_id == -1 ? 0 :
+	    (uint32_t)f->sec_in.len) == 0 &&
+	    (f->sec_id == -1 || td_buf_add(b, f->sec_in.data,
+	    f->sec_in.len) == 0);
 	if (!ok) {
 		b->len = old;
 		errno = ENOBUFS;
@@ -1153,6 +1170,31 @@ td_ck_u32(struct td_ck *c)
 	return v;
 }
 
+/*
+ * Whether a checkpoint's open section (sid, f->sec_hdr, f->sec_len and
+ * pending zstd content of len bytes) fits the rest of the state; opens it.
+ */
+static int
+td_file_restore_section(struct td_file *f, uint32_t sid, uint32_t len)
+{
+	if (sid >= TD_NSECT || td_file_desc((enum td_opt)sid) == NULL ||
+	    sid == TD_OPT_BUFFER || sid == TD_OPT_STRINGS ||
+	    sid == TD_OPT_DONE || f->sec_off[sid] != f->sec_hdr ||
+	    f->sec_hdr == 0 || f->sec_len > TD_MAX_SECTION_SIZE)
+		return -1;
+	if (f->p.version == 6 && (f->v6_next < 1 ||
+	    td_v6_order[f->v6_next - 1] != (enum td_opt)sid))
+		return -1;
+	/* zlib sections are never checkpointed open */
+	if (f->compress && f->p.codec != TD_CODEC_ZSTD)
+		return -1;
+	if (f->compress ? len >= TD_SEC_FRAME || len > f->sec_len :
+	    len != 0 || f->sec_hdr + f->sec_len > f->off)
+		return -1;
+	f->sec_id = (int)sid;
+	return 0;
+}
+
 /* Open fd's file and cut it to size, which it must reach. */
 static int
 td_file_cut(int fd, uint64_t size)
@@ -1180,11 +1222,14 @@ td_file_restore(const char *path, const void *state, size_t len)
 	char clock[256];
 	const void *at;
 	uint64_t n, chunk;
-	uint32_t clen;
+	uint32_t clen, ckv, sid;
 	int i, e;
 
 	memset(&p, 0, sizeof p);
-	if (td_ck_u32(&c) != TD_CK_MAGIC || td_ck_u32(&c) != 1)
+	if (td_ck_u32(&c) != TD_CK_MAGIC)
+		goto bad;
+	ckv = td_ck_u32(&c);
+	if (ckv != 1 && ckv != TD_CK_VERSION)
 		goto bad;
 	p.version = (int)td_ck_u32(&c);
 	p.codec = (enum td_codec_id)td_ck_u32(&c);
@@ -1229,7 +1274,7 @@ td_file_restore(const char *path, const void *state, size_t len)
 	if (f->strings.len != 0 && f->strings.data[f->strings.len - 1] != '\0')
 		goto bad;
 	for (i = 0; i < TD_NSECT; i++)
-		if (f->sec_off[i] >= f->off)
+		if (f->sec_off[i] > f->off)
 			goto bad;
 	chunk = td_file_chunk_size(f);
 	for (i = 0; i < f->p.ncpus; i++) {
@@ -1243,6 +1288,23 @@ td_file_restore(const char *path, const void *state, size_t len)
 		    s->pages) || s->pages > UINT64_MAX / chunk)
 			goto bad;
 	}
+	sid = ckv == 1 ? TD_CK_NO_SECTION : td_ck_u32(&c);
+	if (sid != TD_CK_NO_SECTION) {
+		f->sec_hdr = td_ck_u64(&c);
+		f->sec_len = td_ck_u64(&c);
+		clen = td_ck_u32(&c);
+		if (c.bad || td_file_restore_section(f, sid, clen) == -1 ||
+		    (at = td_ck_take(&c, clen)) == NULL ||
+		    td_buf_add(&f->sec_in, at, clen) == -1)
+			goto bad;
+	} else if (ckv != 1 && (td_ck_u64(&c) != 0 || td_ck_u64(&c) != 0 ||
+	    td_ck_u32(&c) != 0))
+		goto bad;
+	/* only the open section may begin where the file ends */
+	for (i = 0; i < TD_NSECT; i++)
+		if (f->sec_off[i] == f->off && (f->sec_id != i ||
+		    f->p.version != 6))
+			goto bad;
 	if (c.bad || c.left != 0)
 		goto bad;
 	f->fd = open(f->part, O_RDWR | O_CLOEXEC);
