@@ -19,9 +19,14 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-/* A file opened at setup, read or written through its fd later. */
+/*
+ * A file opened at setup, read or written through its fd later; found by
+ * its name, without asking libtracefs for paths (which, without root,
+ * cannot check the tracefs mount any more).
+ */
 struct instance_kept {
-	char			*path;
+	char			*file;
+	bool			 top;		/* tracefs's, not the instance's */
 	int			 fd;
 };
 
@@ -398,16 +403,13 @@ instance_file(struct instance *in, const char *file, bool top)
 static int
 instance_kept_fd(struct instance *in, const char *file, bool top)
 {
-	char *path;
-	int i, fd = -1;
+	int i;
 
-	if (in->nkept == 0 || (path = instance_file(in, file, top)) == NULL)
-		return -1;
-	for (i = 0; i < in->nkept && fd == -1; i++)
-		if (strcmp(in->kept[i].path, path) == 0)
-			fd = in->kept[i].fd;
-	free(path);
-	return fd;
+	for (i = 0; i < in->nkept; i++)
+		if (in->kept[i].top == top &&
+		    strcmp(in->kept[i].file, file) == 0)
+			return in->kept[i].fd;
+	return -1;
 }
 
 /*
@@ -425,12 +427,13 @@ instance_keep(struct instance *in, const char *file, bool top, int flags)
 		return 0;
 	if ((path = instance_file(in, file, top)) == NULL)
 		return -1;
-	if ((fd = open(path, flags | O_CLOEXEC)) == -1) {
-		free(path);
+	fd = open(path, flags | O_CLOEXEC);
+	free(path);
+	if (fd == -1)
 		return -1;
-	}
 	in->kept = xreallocarray(in->kept, in->nkept + 1, sizeof *in->kept);
-	in->kept[in->nkept].path = path;
+	in->kept[in->nkept].file = xstrdup(file);
+	in->kept[in->nkept].top = top;
 	in->kept[in->nkept].fd = fd;
 	in->nkept++;
 	return 0;
@@ -545,7 +548,7 @@ instance_destroy(struct instance *in)
 	/* an open file keeps the instance from being removed */
 	for (i = 0; i < in->nkept; i++) {
 		close(in->kept[i].fd);
-		free(in->kept[i].path);
+		free(in->kept[i].file);
 	}
 	free(in->kept);
 	in->kept = NULL;
