@@ -31,6 +31,8 @@
 /* P's view of the recording. */
 struct priv_state {
 	const struct priv_params *pp;
+	pid_t		 rec;		/* R */
+	int		 fd;		/* P's end of the channel */
 	pid_t		 cmd;		/* 0: none or gone */
 	int		 go_fd;
 	bool		 rec_done;
@@ -228,7 +230,7 @@ static void
 priv_ready(struct priv_state *s)
 {
 	const struct priv_params *pp = s->pp;
-	pid_t pids[2] = { getpid(), pp->rec };
+	pid_t pids[2] = { getpid(), s->rec };
 	int32_t ready = 0;
 
 	/* tdagent's own reads would feed the trace they read */
@@ -248,7 +250,7 @@ priv_ready(struct priv_state *s)
 		} else
 			ready = s->cmd;
 	}
-	if (priv_send(pp->fd, PRIV_READY, ready) == -1)
+	if (priv_send(s->fd, PRIV_READY, ready) == -1)
 		log_debug("cannot talk to the recorder: %s", strerror(errno));
 }
 
@@ -294,7 +296,7 @@ priv_channel(struct priv_state *s, bool block)
 	int ret;
 
 	while (s->chan_open) {
-		ret = priv_recv(s->pp->fd, &m, block);
+		ret = priv_recv(s->fd, &m, block);
 		if (ret == 1) {
 			priv_message(s, &m);
 			block = false;
@@ -317,8 +319,8 @@ priv_children(struct priv_state *s)
 		if (pid == s->cmd) {
 			s->cmd = 0;
 			if (s->chan_open)
-				priv_send(s->pp->fd, PRIV_EXIT, status);
-		} else if (pid == s->pp->rec) {
+				priv_send(s->fd, PRIV_EXIT, status);
+		} else if (pid == s->rec) {
 			s->rec_done = true;
 			s->rec_status = status;
 		}
@@ -335,14 +337,14 @@ priv_loop(struct priv_state *s, int sfd)
 	while (!s->rec_done) {
 		pfd[0].fd = sfd;
 		pfd[0].events = POLLIN;
-		pfd[1].fd = s->chan_open ? s->pp->fd : -1;
+		pfd[1].fd = s->chan_open ? s->fd : -1;
 		pfd[1].events = POLLIN;
 		if (poll(pfd, 2, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			log_warn("poll");
-			kill(s->pp->rec, SIGTERM);
-			waitpid(s->pp->rec, &s->rec_status, 0);
+			kill(s->rec, SIGTERM);
+			waitpid(s->rec, &s->rec_status, 0);
 			s->rec_done = true;
 			break;
 		}
@@ -352,14 +354,14 @@ priv_loop(struct priv_state *s, int sfd)
 			if (si.ssi_signo == SIGCHLD)
 				priv_children(s);
 			else
-				kill(s->pp->rec, (int)si.ssi_signo);
+				kill(s->rec, (int)si.ssi_signo);
 		}
 	}
 }
 
 /* P, from the fork to the end. */
-int
-priv_parent(const struct priv_params *pp)
+static int
+priv_parent(const struct priv_params *pp, pid_t rec, int fd)
 {
 	struct priv_state s;
 	sigset_t set;
@@ -368,6 +370,8 @@ priv_parent(const struct priv_params *pp)
 
 	memset(&s, 0, sizeof s);
 	s.pp = pp;
+	s.rec = rec;
+	s.fd = fd;
 	s.go_fd = -1;
 	s.chan_open = true;
 	/* main() blocked these: they arrive here */
@@ -379,8 +383,8 @@ priv_parent(const struct priv_params *pp)
 	sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd == -1) {
 		log_warn("signalfd");
-		kill(pp->rec, SIGKILL);
-		waitpid(pp->rec, &s.rec_status, 0);
+		kill(rec, SIGKILL);
+		waitpid(rec, &s.rec_status, 0);
 		return 1;
 	}
 	priv_ready(&s);
@@ -400,11 +404,57 @@ priv_parent(const struct priv_params *pp)
 	if (WIFSIGNALED(s.rec_status)) {
 		sig = WTERMSIG(s.rec_status);
 		log_warnx("the recorder (pid %ld) was killed by signal %d "
-		    "(%s)%s", (long)pp->rec, sig, strsignal(sig),
+		    "(%s)%s", (long)rec, sig, strsignal(sig),
 		    WCOREDUMP(s.rec_status) ? ", core dumped" : "");
 		return 128 + sig;
 	}
 	if (s.failed)
 		return 1;
 	return WIFEXITED(s.rec_status) ? WEXITSTATUS(s.rec_status) : 1;
+}
+
+/* Fork R; see priv.h. */
+int
+priv_fork(const struct priv_params *pp, int *fd, pid_t *cmd, int *status,
+    char *err, size_t errlen)
+{
+	struct priv_msg m;
+	pid_t parent = getpid(), pid;
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	if ((pid = fork()) == -1) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid > 0) {
+		close(sv[1]);
+		log_debug("recording in process %ld as uid %ld gid %ld",
+		    (long)pid, (long)pp->uid, (long)pp->gid);
+		*status = priv_parent(pp, pid, sv[0]);
+		close(sv[0]);
+		return 1;
+	}
+	close(sv[0]);
+	*fd = sv[1];
+	instance_disown();
+	/* signals from a terminal go to P, which forwards them */
+	setpgid(0, 0);
+	if (priv_drop(pp->uid, pp->gid, err, errlen) == -1)
+		return -1;
+	/* an orphaned recorder stops (after the drop, which resets this) */
+	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	if (getppid() != parent || priv_recv(*fd, &m, true) != 1 ||
+	    m.type != PRIV_READY || m.value < 0) {
+		snprintf(err, errlen, "the privileged parent could not "
+		    "prepare the recording");
+		return -1;
+	}
+	*cmd = m.value;
+	return 0;
 }

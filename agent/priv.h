@@ -20,8 +20,8 @@
  *
  * With -u root there is no R: one process does everything as before, and
  * uses priv_spawn(), priv_go() and priv_reap() for the command itself.
- * Functions return 0 or -1 with errno (or a message in err); priv_parent()
- * logs, as it decides for the whole of P.
+ * Functions return 0 or -1 with errno (or a message in err); priv_fork()
+ * logs in P, as P decides for itself.
  */
 #ifndef TD_PRIV_H
 #define TD_PRIV_H
@@ -47,12 +47,12 @@ struct priv_msg {
 
 /* What P needs to know about the recording. */
 struct priv_params {
-	pid_t		 rec;		/* R */
-	int		 fd;		/* P's end of the socketpair */
 	struct instance	*in;
 	char		**argv;		/* the command, or NULL */
 	bool		 follow;	/* -F */
 	const char	*output;	/* -o PATH, or NULL */
+	uid_t		 uid;		/* R's */
+	gid_t		 gid;
 };
 
 /* The uid and gid of user (65534 for "nobody" when there is none). */
@@ -60,8 +60,15 @@ int	priv_user(const char *user, uid_t *uid, gid_t *gid, char *err,
 	    size_t errlen);
 /* In R: become uid/gid for good, no way back (checked). */
 int	priv_drop(uid_t uid, gid_t gid, char *err, size_t errlen);
-/* P's life after the fork: returns tdagent's exit status. */
-int	priv_parent(const struct priv_params *pp);
+/*
+ * Fork R.  In P, returns 1 once R is gone, *status tdagent's exit status
+ * (P has served R, see above; the caller removes the instances).  In R,
+ * returns 0 with root dropped and P's READY taken: *fd the channel, *cmd
+ * the command's pid (0: none).  -1 with err in either, before or after
+ * the fork.
+ */
+int	priv_fork(const struct priv_params *pp, int *fd, pid_t *cmd,
+	    int *status, char *err, size_t errlen);
 
 int	priv_send(int fd, enum priv_type type, int32_t value);
 /* 1 with a message, 0 at end of file, -1 on error (EAGAIN: none now). */

@@ -19,11 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1032,65 +1030,6 @@ record_free(struct recorder *r)
 	free(r->page);
 }
 
-/*
- * Privilege separation: fork the recorder, which drops root and returns 0
- * to record; the parent serves it until it ends and returns 1 with
- * tdagent's exit status in *status.
- */
-static int
-record_fork(struct recorder *r, int *status)
-{
-	struct priv_params pp;
-	struct priv_msg m;
-	pid_t parent = getpid(), pid;
-	int sv[2];
-
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
-		snprintf(r->err, sizeof r->err, "socketpair: %s",
-		    strerror(errno));
-		return -1;
-	}
-	if ((pid = fork()) == -1) {
-		snprintf(r->err, sizeof r->err, "fork: %s", strerror(errno));
-		close(sv[0]);
-		close(sv[1]);
-		return -1;
-	}
-	if (pid > 0) {
-		close(sv[1]);
-		memset(&pp, 0, sizeof pp);
-		pp.rec = pid;
-		pp.fd = sv[0];
-		pp.in = r->in;
-		pp.argv = r->o->argv;
-		pp.follow = r->o->follow;
-		pp.output = r->o->output;
-		log_debug("recording in process %ld as uid %ld gid %ld",
-		    (long)pid, (long)r->o->uid, (long)r->o->gid);
-		*status = priv_parent(&pp);
-		close(sv[0]);
-		return 1;
-	}
-	close(sv[0]);
-	r->priv_fd = sv[1];
-	instance_disown();
-	/* signals from a terminal go to the parent, which forwards them */
-	setpgid(0, 0);
-	if (priv_drop(r->o->uid, r->o->gid, r->err, sizeof r->err) == -1)
-		return -1;
-	/* an orphaned recorder stops (after the drop: it resets this) */
-	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
-	if (getppid() != parent ||
-	    priv_recv(r->priv_fd, &m, true) != 1 || m.type != PRIV_READY ||
-	    m.value < 0) {
-		snprintf(r->err, sizeof r->err, "the privileged parent could "
-		    "not prepare the recording");
-		return -1;
-	}
-	r->child = m.value;
-	return 0;
-}
-
 static int
 record_exit_status(int status)
 {
@@ -1116,7 +1055,17 @@ record_run(struct instance *in, const struct agent_opts *o)
 	if (record_setup(&r) == -1)
 		goto fail;
 	if (o->privsep) {
-		ret = record_fork(&r, &status);
+		struct priv_params pp;
+
+		memset(&pp, 0, sizeof pp);
+		pp.in = in;
+		pp.argv = o->argv;
+		pp.follow = o->follow;
+		pp.output = o->output;
+		pp.uid = o->uid;
+		pp.gid = o->gid;
+		ret = priv_fork(&pp, &r.priv_fd, &r.child, &status, r.err,
+		    sizeof r.err);
 		if (ret == -1)
 			goto fail;
 		if (ret == 1) {
