@@ -75,6 +75,7 @@ struct recorder {
 	bool			 paused;	/* rings wait for the network */
 	uint64_t		 trace_id;
 	struct tsync		*tsync;		/* NULL: no time sync */
+	char			 tsync_err[512];	/* why tsync_new() failed */
 	uint32_t		 tsync_round;
 	uint32_t		 tsync_failed;
 	double			 next_tsync;
@@ -675,14 +676,9 @@ record_setup(struct recorder *r)
 	/* into the stream's queue (and its spool): sent once connected */
 	if (meta_write_headers(r->in, &r->sink, r->err, sizeof r->err) == -1)
 		return -1;
-	if (r->net != NULL) {
-		char err[512];
-
-		/* made now, used if the listener asks for time sync */
-		r->tsync = tsync_new(r->in, err, sizeof err);
-		if (r->tsync == NULL)
-			log_warnx("time sync is off: %s", err);
-	}
+	/* made now, used if the listener asks for time sync */
+	if (r->net != NULL)
+		r->tsync = tsync_new(r->in, r->tsync_err, sizeof r->tsync_err);
 	if (strcmp(instance_clock(r->in), "x86-tsc") == 0)
 		r->tsc_have = tsync_tsc_factors(&r->tsc_mult,
 		    &r->tsc_shift) == 0;
@@ -723,14 +719,18 @@ record_start(struct recorder *r)
 			return -1;
 		log_info("connected to '%s' port %s as '%s'", r->o->host,
 		    r->o->port, net_identity(r->net));
-		/* the headers, before the first probes */
-		if (net_batch_end(r->net) == -1 || net_flush_to(r->net, 0,
-		    RECORD_HEADERS_MS, r->err, sizeof r->err) == -1)
-			return -1;
 		if (net_tsync_interval(r->net) == TD_TSYNC_OFF) {
 			tsync_free(r->tsync);
 			r->tsync = NULL;
-		} else if (r->tsync != NULL)
+		} else if (r->tsync == NULL)
+			log_warnx("time sync is off: %s", r->tsync_err);
+		/* the first probes go out on an empty queue: the headers
+		   first (they waited in it for the connection) */
+		if (r->tsync != NULL && (net_batch_end(r->net) == -1 ||
+		    net_flush_to(r->net, 0, RECORD_HEADERS_MS, r->err,
+		    sizeof r->err) == -1))
+			return -1;
+		if (r->tsync != NULL)
 			record_tsync(r, true);
 	}
 
