@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "compress.h"
 #include "tdlimits.h"
@@ -39,6 +40,10 @@ struct agent_opts {
 	struct agent_event	 events[TD_MAX_EVENT_ARGS];
 	int			 nevents;
 	int			 verbosity;	/* -1 quiet, 0, 1 verbose */
+	const char		*user;		/* -u USER, the recorder's */
+	bool			 privsep;	/* user is not root: fork R */
+	uid_t			 uid;		/* of user */
+	gid_t			 gid;
 };
 
 /* tdagent check-events [-N] [-t DIR] */

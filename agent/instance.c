@@ -2,6 +2,7 @@
  * instance.c: create, configure and remove tdagent's ftrace instance.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,17 +15,33 @@
 #include <tracefs.h>
 
 #include "instance.h"
+#include "tdlimits.h"
 #include "xmalloc.h"
 #include "banned.h"
+
+/*
+ * A file opened at setup, read or written through its fd later; found by
+ * its name, without asking libtracefs for paths (which, without root,
+ * cannot check the tracefs mount any more).
+ */
+struct instance_kept {
+	char			*file;
+	bool			 top;		/* tracefs's, not the instance's */
+	int			 fd;
+};
 
 struct instance {
 	struct tracefs_instance	*ti;
 	char			*clock;
+	struct instance_kept	*kept;
+	int			 nkept;
 };
 
 /* The instances to remove on a fatal path. */
 #define INSTANCE_MAX_LIVE	4
 static struct instance *instance_live[INSTANCE_MAX_LIVE];
+/* false in the unprivileged recorder: the instances are its parent's */
+static bool instance_owner = true;
 
 /* Make sure tracefs is mounted where libtracefs looks for it. */
 int
@@ -307,10 +324,16 @@ instance_set_buffer_kb(struct instance *in, int kb, char *err, size_t errlen)
 	return 0;
 }
 
-/* Turn recording on or off. */
+static int instance_kept_fd(struct instance *, const char *, bool);
+
+/* Turn recording on or off (through the kept tracing_on, if kept). */
 int
 instance_set_tracing(struct instance *in, int on)
 {
+	int fd = instance_kept_fd(in, "tracing_on", false);
+
+	if (fd != -1)
+		return pwrite(fd, on ? "1" : "0", 1, 0) == 1 ? 0 : -1;
 	return on ? tracefs_trace_on(in->ti) : tracefs_trace_off(in->ti);
 }
 
@@ -339,13 +362,18 @@ instance_follow_pid(struct instance *in, pid_t pid)
 	return 0;
 }
 
-/* Leave a process out of the recording. */
+/* Leave processes out of the recording (one write: it replaces). */
 int
-instance_exclude_pid(struct instance *in, pid_t pid)
+instance_exclude_pids(struct instance *in, const pid_t *pids, int n)
 {
-	char s[32];
+	char s[256];
+	size_t len = 0;
+	int i;
 
-	snprintf(s, sizeof s, "%ld", (long)pid);
+	s[0] = '\0';
+	for (i = 0; i < n && len < sizeof s; i++)
+		len += snprintf(s + len, sizeof s - len, "%s%ld",
+		    i ? " " : "", (long)pids[i]);
 	return tracefs_instance_file_write(in->ti, "set_event_notrace_pid",
 	    s) < 0 ? -1 : 0;
 }
@@ -357,31 +385,130 @@ instance_clear(struct instance *in)
 	return tracefs_instance_file_clear(in->ti, "trace");
 }
 
+/* The path of a file of the instance, or of tracefs itself (top). */
+static char *
+instance_file(struct instance *in, const char *file, bool top)
+{
+	char *p, *r;
+
+	p = tracefs_instance_get_file(top ? NULL : in->ti, file);
+	if (p == NULL)
+		return NULL;
+	r = xstrdup(p);
+	tracefs_put_tracing_file(p);
+	return r;
+}
+
+/* The kept descriptor of a file, or -1. */
+static int
+instance_kept_fd(struct instance *in, const char *file, bool top)
+{
+	int i;
+
+	for (i = 0; i < in->nkept; i++)
+		if (in->kept[i].top == top &&
+		    strcmp(in->kept[i].file, file) == 0)
+			return in->kept[i].fd;
+	return -1;
+}
+
+/*
+ * Open a file now and use that descriptor from then on.  tracefs checks
+ * permissions when a file is opened, so a descriptor opened as root still
+ * reads (seq files start again at offset 0) after the process lost root.
+ */
+int
+instance_keep(struct instance *in, const char *file, bool top, int flags)
+{
+	char *path;
+	int fd;
+
+	if (instance_kept_fd(in, file, top) != -1)
+		return 0;
+	if ((path = instance_file(in, file, top)) == NULL)
+		return -1;
+	fd = open(path, flags | O_CLOEXEC);
+	free(path);
+	if (fd == -1)
+		return -1;
+	in->kept = xreallocarray(in->kept, in->nkept + 1, sizeof *in->kept);
+	in->kept[in->nkept].file = xstrdup(file);
+	in->kept[in->nkept].top = top;
+	in->kept[in->nkept].fd = fd;
+	in->nkept++;
+	return 0;
+}
+
+/* Read a kept file through from offset 0, NUL-terminated. */
+static char *
+instance_kept_read(int fd, size_t *size)
+{
+	size_t len = 0, cap = 8192;
+	char *s = xmalloc(cap);
+	ssize_t n;
+
+	for (;;) {
+		if (cap - len < 4096) {
+			if (cap >= TD_MAX_SECTION_SIZE) {
+				free(s);
+				errno = EFBIG;
+				return NULL;
+			}
+			cap *= 2;
+			s = xreallocarray(s, cap, 1);
+		}
+		n = pread(fd, s + len, cap - len - 1, (off_t)len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			free(s);
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += n;
+	}
+	s[len] = '\0';
+	if (size != NULL)
+		*size = len;
+	return s;
+}
+
+/* Read a whole file of the instance (or of tracefs: top). */
+static char *
+instance_read_any(struct instance *in, const char *file, bool top,
+    size_t *size)
+{
+	int n = 0, fd;
+	char *s;
+
+	if ((fd = instance_kept_fd(in, file, top)) != -1)
+		return instance_kept_read(fd, size);
+	s = tracefs_instance_file_read(top ? NULL : in->ti, file, &n);
+	if (s != NULL && size != NULL)
+		*size = n;
+	return s;
+}
+
 /* Read a whole instance file. */
 char *
 instance_read(struct instance *in, const char *file, size_t *size)
 {
-	int n = 0;
-	char *s;
+	return instance_read_any(in, file, false, size);
+}
 
-	s = tracefs_instance_file_read(in->ti, file, &n);
-	if (s != NULL && size != NULL)
-		*size = n;
-	return s;
+/* Read a whole top-level tracefs file (saved_cmdlines...). */
+char *
+instance_read_top(struct instance *in, const char *file, size_t *size)
+{
+	return instance_read_any(in, file, true, size);
 }
 
 /* Path of an instance file. */
 char *
 instance_path(struct instance *in, const char *file)
 {
-	char *p, *r;
-
-	p = tracefs_instance_get_file(in->ti, file);
-	if (p == NULL)
-		return NULL;
-	r = xstrdup(p);
-	tracefs_put_tracing_file(p);
-	return r;
+	return instance_file(in, file, false);
 }
 
 /* Name of the clock in use. */
@@ -418,9 +545,19 @@ instance_destroy(struct instance *in)
 
 	if (in == NULL)
 		return;
-	tracefs_trace_off(in->ti);
-	tracefs_event_disable(in->ti, NULL, NULL);
-	tracefs_instance_destroy(in->ti);
+	/* an open file keeps the instance from being removed */
+	for (i = 0; i < in->nkept; i++) {
+		close(in->kept[i].fd);
+		free(in->kept[i].file);
+	}
+	free(in->kept);
+	in->kept = NULL;
+	in->nkept = 0;
+	if (instance_owner) {
+		tracefs_trace_off(in->ti);
+		tracefs_event_disable(in->ti, NULL, NULL);
+		tracefs_instance_destroy(in->ti);
+	}
 	tracefs_instance_free(in->ti);
 	free(in->clock);
 	for (i = 0; i < INSTANCE_MAX_LIVE; i++)
@@ -435,6 +572,15 @@ instance_cleanup(void)
 {
 	int i;
 
+	if (!instance_owner)
+		return;
 	for (i = 0; i < INSTANCE_MAX_LIVE; i++)
 		instance_destroy(instance_live[i]);
+}
+
+/* This process does not own the instances (the recorder of privsep). */
+void
+instance_disown(void)
+{
+	instance_owner = false;
 }

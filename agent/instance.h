@@ -11,6 +11,7 @@
 #ifndef TD_INSTANCE_H
 #define TD_INSTANCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -36,12 +37,24 @@ int		 instance_set_tracing(struct instance *in, int on);
 int		 instance_set_buffer_percent(struct instance *in, int pct);
 /* Record only the events of pid and its future children. */
 int		 instance_follow_pid(struct instance *in, pid_t pid);
-/* Do not record the events of this process (set_event_notrace_pid). */
-int		 instance_exclude_pid(struct instance *in, pid_t pid);
+/* Do not record the events of these processes (set_event_notrace_pid). */
+int		 instance_exclude_pids(struct instance *in, const pid_t *pids,
+		    int n);
 /* Drop what is in the buffer (before a recording starts). */
 int		 instance_clear(struct instance *in);
+/*
+ * Open a file of the instance (or of tracefs itself: top) now, with open()
+ * flags: instance_read(), instance_read_top() and instance_set_tracing()
+ * ("tracing_on") use that descriptor from then on.  For a process that
+ * drops root after setup: tracefs checks permissions at open time.
+ */
+int		 instance_keep(struct instance *in, const char *file, bool top,
+		    int flags);
 /* Read a file of the instance, NUL-terminated; caller frees. */
 char		*instance_read(struct instance *in, const char *file,
+		    size_t *size);
+/* The same for a top-level tracefs file (saved_cmdlines). */
+char		*instance_read_top(struct instance *in, const char *file,
 		    size_t *size);
 /* Path of a file in the instance; caller frees. */
 char		*instance_path(struct instance *in, const char *file);
@@ -54,5 +67,11 @@ struct tracefs_instance *instance_tracefs(struct instance *in);
 void		 instance_destroy(struct instance *in);
 /* Remove the live instance, if any (for fatal paths and signals). */
 void		 instance_cleanup(void);
+/*
+ * From now on this process leaves the instances alone: instance_destroy()
+ * only frees memory and instance_cleanup() does nothing (the unprivileged
+ * recorder, whose privileged parent removes them).
+ */
+void		 instance_disown(void);
 
 #endif

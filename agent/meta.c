@@ -330,18 +330,19 @@ meta_kallsyms(const struct meta_sink *s, char *err, size_t errlen)
 
 /* A section of {uN size, text} from a top-level tracefs file. */
 static int
-meta_text_section(const struct meta_sink *s, enum td_opt id,
-    const char *file, int wide, char *err, size_t errlen)
+meta_text_section(struct instance *in, const struct meta_sink *s,
+    enum td_opt id, const char *file, int wide, char *err, size_t errlen)
 {
+	size_t n = 0;
 	char *t;
-	int n = 0, ret;
+	int ret;
 
-	t = tracefs_instance_file_read(NULL, file, &n);
+	t = instance_read_top(in, file, &n);
 	if (t == NULL)
 		n = 0;		/* absent file: empty but valid section */
 	ret = s->begin(s->arg, id);
 	if (ret == 0)
-		ret = wide ? meta_put_u64(s, n) : meta_put_u32(s, n);
+		ret = wide ? meta_put_u64(s, n) : meta_put_u32(s, (uint32_t)n);
 	if (ret == 0 && n > 0)
 		ret = meta_put(s, t, n);
 	if (ret == 0)
@@ -368,17 +369,37 @@ meta_write_headers(struct instance *in, const struct meta_sink *s,
 	if (meta_ftrace(s, err, errlen) == -1 ||
 	    meta_events(in, s, err, errlen) == -1 ||
 	    meta_kallsyms(s, err, errlen) == -1 ||
-	    meta_text_section(s, TD_OPT_PRINTK, "printk_formats", 0, err,
+	    meta_text_section(in, s, TD_OPT_PRINTK, "printk_formats", 0, err,
 	    errlen) == -1)
 		return -1;
 	return 0;
 }
 
+/* Open what the end of a recording reads; absent files are skipped. */
+int
+meta_keep_end_files(struct instance *in, int ncpus)
+{
+	char file[64];
+	int cpu;
+
+	if (instance_keep(in, "saved_cmdlines", true, O_RDONLY) == -1 ||
+	    instance_keep(in, "trace_clock", false, O_RDONLY) == -1)
+		return -1;
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		snprintf(file, sizeof file, "per_cpu/cpu%d/stats", cpu);
+		if (instance_keep(in, file, false, O_RDONLY) == -1 &&
+		    errno != ENOENT)
+			return -1;
+	}
+	return 0;
+}
+
 /* The saved command lines, at the end of a recording. */
 int
-meta_write_cmdlines(const struct meta_sink *s, char *err, size_t errlen)
+meta_write_cmdlines(struct instance *in, const struct meta_sink *s, char *err,
+    size_t errlen)
 {
-	return meta_text_section(s, TD_OPT_CMDLINES, "saved_cmdlines", 1,
+	return meta_text_section(in, s, TD_OPT_CMDLINES, "saved_cmdlines", 1,
 	    err, errlen);
 }
 

@@ -39,12 +39,18 @@ void	meta_sink_file(struct meta_sink *s, struct td_file *f);
 /* Sub-buffer size and commit field size from events/header_page. */
 int	meta_geometry(uint32_t *page_size, int *commit_size, char *err,
 	    size_t errlen);
+/*
+ * What the end of a recording reads (saved_cmdlines, trace_clock, per-CPU
+ * stats of ncpus CPUs): opened now with instance_keep(), for a
+ * recorder that drops root before the end.
+ */
+int	meta_keep_end_files(struct instance *in, int ncpus);
 /* HEADER_INFO, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS, PRINTK. */
 int	meta_write_headers(struct instance *in, const struct meta_sink *s,
 	    char *err, size_t errlen);
 /* CMDLINES (taken at the end, when the recorded tasks are known). */
-int	meta_write_cmdlines(const struct meta_sink *s, char *err,
-	    size_t errlen);
+int	meta_write_cmdlines(struct instance *in, const struct meta_sink *s,
+	    char *err, size_t errlen);
 /* TRACECLOCK, UNAME, VERSION, TRACEID. */
 int	meta_write_options(struct instance *in, const struct meta_sink *s,
 	    uint64_t trace_id, char *err, size_t errlen);

@@ -534,14 +534,19 @@ fail:
 	return -1;
 }
 
-/* Connect, authenticate, introduce the recording. */
+static int	net_spool_open(struct net *);
+
+/*
+ * The recording's stream, its TLS context (the key is read here, once)
+ * and its spool file, opened now: all of it before the recorder drops
+ * root, which may leave it unable to read the key or write the spool
+ * directory.  Frames may be queued at once; net_start() connects.
+ */
 struct net *
-net_connect(const struct net_params *np, const struct td_hello *hello,
+net_new(const struct net_params *np, const struct td_hello *hello,
     char *err, size_t errlen)
 {
-	struct td_welcome w;
 	struct net *n;
-	bool fatal;
 
 	n = xcalloc(1, sizeof *n);
 	n->c.fd = -1;
@@ -592,17 +597,33 @@ net_connect(const struct net_params *np, const struct td_hello *hello,
 		if (n->ctx == NULL)
 			goto fail;
 	}
-	if (net_open(n, false, &n->c, &w, &fatal, err, errlen) == -1)
+	if (np->spool_max > 0 && np->spool_dir != NULL &&
+	    net_spool_open(n) == -1) {
+		snprintf(err, errlen, "cannot spool in '%s': %s",
+		    np->spool_dir, strerror(errno));
 		goto fail;
+	}
+	return n;
+fail:
+	net_close(n);
+	return NULL;
+}
+
+/* The first connection: connect, authenticate, introduce the recording. */
+int
+net_start(struct net *n, char *err, size_t errlen)
+{
+	struct td_welcome w;
+	bool fatal;
+
+	if (net_open(n, false, &n->c, &w, &fatal, err, errlen) == -1)
+		return -1;
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
 	n->tsync_interval = w.tsync_interval;
 	n->idle_timeout = w.idle_timeout;
 	n->up_since_ms = net_now_ms();
 	net_blocking(n->c.fd, false, n->np.timeout);
-	return n;
-fail:
-	net_close(n);
-	return NULL;
+	return 0;
 }
 
 /* The listener's time-sync interval. */

@@ -13,7 +13,7 @@
  * which offset to send again.  net_event_fd() becomes readable when that
  * thread is done, and net_reconnected() takes its result.
  *
- * net_connect() (the first connection) and net_finish() block with
+ * net_start() (the first connection) and net_finish() block with
  * timeouts; in between the socket is non-blocking and the recording loop
  * flushes it when writable.  Errors return -1 with a message in err;
  * net_fatal() tells whether coming back is pointless (the listener refused
@@ -44,8 +44,14 @@ struct net_params {
 	int		 wire;		/* TD_WIRE_*, 0: pages as they are */
 };
 
-struct net	*net_connect(const struct net_params *np,
+/*
+ * The stream, TLS context (cert, key and CA read now, never again) and
+ * spool file (opened now, unnamed), not connected yet: metadata can be
+ * queued before net_start() makes the first connection.
+ */
+struct net	*net_new(const struct net_params *np,
 		    const struct td_hello *hello, char *err, size_t errlen);
+int		 net_start(struct net *n, char *err, size_t errlen);
 /* The listener's wish: ms between time-sync rounds, TD_TSYNC_OFF. */
 uint32_t	 net_tsync_interval(const struct net *n);
 /*

@@ -33,6 +33,7 @@
 #include "meta.h"
 #include "net.h"
 #include "page.h"
+#include "priv.h"
 #include "record.h"
 #include "ring.h"
 #include "tdfile.h"
@@ -50,6 +51,9 @@
 #define RECORD_NET_FINAL	(8u * 1024 * 1024)
 #define RECORD_NET_FINAL_LOW	(4u * 1024 * 1024)
 #define RECORD_TSYNC_PROBES	64
+#define RECORD_PRIV_ID		(UINT32_MAX - 4)
+/* At most this long for the headers to go out before the first probes. */
+#define RECORD_HEADERS_MS	10000
 
 struct record_cpu {
 	struct ring	*ring;
@@ -71,6 +75,7 @@ struct recorder {
 	bool			 paused;	/* rings wait for the network */
 	uint64_t		 trace_id;
 	struct tsync		*tsync;		/* NULL: no time sync */
+	char			 tsync_err[512];	/* why tsync_new() failed */
 	uint32_t		 tsync_round;
 	uint32_t		 tsync_failed;
 	double			 next_tsync;
@@ -82,9 +87,13 @@ struct recorder {
 	int			 epfd;
 	int			 sigfd;
 	int			 timerfd;
-	pid_t			 child;
+	pid_t			 child;		/* the command, while it runs */
 	int			 child_status;
 	int			 go_fd;
+	int			 priv_fd;	/* to the privileged parent */
+	bool			 tsc_have;	/* x86-tsc factors, no tsync */
+	uint32_t		 tsc_mult;
+	uint32_t		 tsc_shift;
 	bool			 stop;
 	int			 stop_sig;
 	bool			 failed;
@@ -486,40 +495,39 @@ record_signal(struct recorder *r)
 	}
 }
 
+/* The privileged parent spoke: the command exited (or the parent left). */
+static void
+record_priv(struct recorder *r)
+{
+	struct priv_msg m;
+	int ret;
+
+	while ((ret = priv_recv(r->priv_fd, &m, false)) == 1) {
+		if (m.type == PRIV_EXIT && r->child > 0) {
+			r->child_status = m.value;
+			r->child = 0;
+			r->stop = true;
+		}
+	}
+	if (ret == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+		log_warnx("the privileged parent is gone: stopping");
+		epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->priv_fd, NULL);
+		r->stop = true;
+	}
+}
+
 /*
- * Fork the command now, but let it exec only once tracing is on (the parent
- * writes one byte to its pipe), so its first system call is recorded.
+ * Fork the command now (-u root: no separate parent), to exec once
+ * tracing is on.
  */
 static int
 record_spawn(struct recorder *r)
 {
-	sigset_t none;
-	int p[2];
-	char go;
-
-	if (pipe2(p, O_CLOEXEC) == -1)
-		return -1;
-	r->child = fork();
+	r->child = priv_spawn(r->o->argv, &r->go_fd);
 	if (r->child == -1) {
-		close(p[0]);
-		close(p[1]);
+		r->child = 0;
 		return -1;
 	}
-	if (r->child == 0) {
-		close(p[1]);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);	/* ignored in tdagent only */
-		if (read(p[0], &go, 1) != 1)
-			_exit(127);
-		close(p[0]);
-		execvp(r->o->argv[0], r->o->argv);
-		fprintf(stderr, "tdagent: cannot run '%s': %s\n",
-		    r->o->argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(p[0]);
-	r->go_fd = p[1];
 	if (r->o->follow && instance_follow_pid(r->in, r->child) == -1) {
 		snprintf(r->err, sizeof r->err, "cannot follow the command "
 		    "(set_event_pid): %s", strerror(errno));
@@ -545,13 +553,65 @@ record_spool_usable(const char *dir)
 	return 0;
 }
 
+/* The stream to the listener, not connected yet (record_start()). */
+static int
+record_net_new(struct recorder *r)
+{
+	struct net_params np;
+	struct td_hello h;
+	uint16_t one = 1;
+
+	memset(&h, 0, sizeof h);
+	h.version_min = h.version_max = TD_PROTO_VERSION;
+	h.ncpus = r->ncpus;
+	h.page_size = r->page_size;
+	h.long_size = sizeof(long);
+	h.commit_size = r->commit_size;
+	h.big_endian = *(uint8_t *)&one == 1 ? 0 : 1;
+	h.recording_id = r->trace_id ^ 0x5a5a5a5a5a5a5a5aULL;
+	h.trace_id = r->trace_id;
+	snprintf(h.name, sizeof h.name, "%s", r->o->name ? r->o->name : "");
+	snprintf(h.clock, sizeof h.clock, "%s", instance_clock(r->in));
+	memset(&np, 0, sizeof np);
+	np.host = r->o->host;
+	np.port = r->o->port;
+	np.cert = r->o->cert;
+	np.key = r->o->key;
+	np.ca = r->o->ca;
+	np.insecure = r->o->insecure;
+	np.timeout = 10;
+	np.spool_dir = r->o->spool_dir;
+	np.spool_max = r->o->spool_max;
+	if (np.spool_max > 0 && record_spool_usable(np.spool_dir) == -1) {
+		if (r->o->spool_given) {
+			snprintf(r->err, sizeof r->err, "cannot spool in '%s': "
+			    "%s", np.spool_dir, strerror(errno));
+			return -1;
+		}
+		log_warnx("cannot spool in '%s' (%s): what the listener has "
+		    "not taken stays in 16 MiB of memory", np.spool_dir,
+		    strerror(errno));
+		np.spool_max = 0;
+	}
+	np.wire = r->o->wire;
+	r->net = net_new(&np, &h, r->err, sizeof r->err);
+	if (r->net == NULL)
+		return -1;
+	net_meta_sink(r->net, &r->nsink);
+	r->sink = r->nsink;
+	return 0;
+}
+
+/*
+ * Everything that needs root, before the recorder drops it (privsep): the
+ * instance's settings, the output file, the stream with its TLS context
+ * and spool, the headers (into the file and the stream's queue), the
+ * sync instance, the per-CPU readers and the files the end reads.
+ */
 static int
 record_setup(struct recorder *r)
 {
 	struct td_file_params fp;
-	struct epoll_event ev;
-	struct itimerspec its;
-	sigset_t set;
 	int i;
 
 	r->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
@@ -569,10 +629,15 @@ record_setup(struct recorder *r)
 	 */
 	if (instance_set_buffer_percent(r->in, RECORD_BUFFER_PERCENT) == -1)
 		log_debug("cannot set buffer_percent: %s", strerror(errno));
-	/* tdagent's own reads would feed the trace they read: leave them out */
-	if (instance_exclude_pid(r->in, getpid()) == -1)
-		log_debug("cannot exclude tdagent's own events: %s",
-		    strerror(errno));
+	/* tdagent's own reads would feed the trace they read: leave them
+	   out (with privsep, the parent leaves out both processes) */
+	if (!r->o->privsep) {
+		pid_t self = getpid();
+
+		if (instance_exclude_pids(r->in, &self, 1) == -1)
+			log_debug("cannot exclude tdagent's own events: %s",
+			    strerror(errno));
+	}
 	r->page = xmalloc(r->page_size);
 	r->cpu = xcalloc(r->ncpus, sizeof *r->cpu);
 
@@ -587,6 +652,9 @@ record_setup(struct recorder *r)
 		fp.long_size = sizeof(long);
 		fp.ncpus = r->ncpus;
 		fp.clock = instance_clock(r->in);
+		/* the parent creates the files and renames the result */
+		fp.unnamed_spools = r->o->privsep;
+		fp.keep_part = r->o->privsep;
 		r->file = td_file_create(r->o->output, &fp);
 		if (r->file == NULL) {
 			snprintf(r->err, sizeof r->err, "cannot create '%s': "
@@ -596,54 +664,8 @@ record_setup(struct recorder *r)
 		meta_sink_file(&r->fsink, r->file);
 		r->sink = r->fsink;
 	}
-	if (r->o->host != NULL) {
-		struct net_params np;
-		struct td_hello h;
-		uint16_t one = 1;
-
-		memset(&h, 0, sizeof h);
-		h.version_min = h.version_max = TD_PROTO_VERSION;
-		h.ncpus = r->ncpus;
-		h.page_size = r->page_size;
-		h.long_size = sizeof(long);
-		h.commit_size = r->commit_size;
-		h.big_endian = *(uint8_t *)&one == 1 ? 0 : 1;
-		h.recording_id = r->trace_id ^ 0x5a5a5a5a5a5a5a5aULL;
-		h.trace_id = r->trace_id;
-		snprintf(h.name, sizeof h.name, "%s",
-		    r->o->name ? r->o->name : "");
-		snprintf(h.clock, sizeof h.clock, "%s", instance_clock(r->in));
-		memset(&np, 0, sizeof np);
-		np.host = r->o->host;
-		np.port = r->o->port;
-		np.cert = r->o->cert;
-		np.key = r->o->key;
-		np.ca = r->o->ca;
-		np.insecure = r->o->insecure;
-		np.timeout = 10;
-		np.spool_dir = r->o->spool_dir;
-		np.spool_max = r->o->spool_max;
-		if (np.spool_max > 0 && record_spool_usable(np.spool_dir) == -1) {
-			if (r->o->spool_given) {
-				snprintf(r->err, sizeof r->err, "cannot spool "
-				    "in '%s': %s", np.spool_dir,
-				    strerror(errno));
-				return -1;
-			}
-			log_warnx("cannot spool in '%s' (%s): what the "
-			    "listener has not taken stays in 16 MiB of memory",
-			    np.spool_dir, strerror(errno));
-			np.spool_max = 0;
-		}
-		np.wire = r->o->wire;
-		r->net = net_connect(&np, &h, r->err, sizeof r->err);
-		if (r->net == NULL)
-			return -1;
-		log_info("connected to '%s' port %s as '%s'", r->o->host,
-		    r->o->port, net_identity(r->net));
-		net_meta_sink(r->net, &r->nsink);
-		r->sink = r->nsink;
-	}
+	if (r->o->host != NULL && record_net_new(r) == -1)
+		return -1;
 	if (r->file != NULL && r->net != NULL) {
 		r->sink.begin = record_tee_begin;
 		r->sink.write = record_tee_write;
@@ -651,15 +673,64 @@ record_setup(struct recorder *r)
 		r->sink.option = record_tee_option;
 		r->sink.arg = r;
 	}
+	/* into the stream's queue (and its spool): sent once connected */
 	if (meta_write_headers(r->in, &r->sink, r->err, sizeof r->err) == -1)
 		return -1;
-	if (r->net != NULL && net_tsync_interval(r->net) != TD_TSYNC_OFF) {
-		char err[512];
+	/* made now, used if the listener asks for time sync */
+	if (r->net != NULL)
+		r->tsync = tsync_new(r->in, r->tsync_err, sizeof r->tsync_err);
+	if (strcmp(instance_clock(r->in), "x86-tsc") == 0)
+		r->tsc_have = tsync_tsc_factors(&r->tsc_mult,
+		    &r->tsc_shift) == 0;
+	for (i = 0; i < r->ncpus; i++) {
+		r->cpu[i].ring = ring_open(r->in, i, r->page_size);
+		if (r->cpu[i].ring == NULL) {
+			if (errno == ENOENT)
+				continue;	/* CPU not present */
+			snprintf(r->err, sizeof r->err, "cannot open CPU %d "
+			    "ring buffer: %s", i, strerror(errno));
+			return -1;
+		}
+	}
+	if (instance_keep(r->in, "tracing_on", false, O_WRONLY) == -1 ||
+	    meta_keep_end_files(r->in, r->ncpus) == -1 ||
+	    instance_clear(r->in) == -1) {
+		snprintf(r->err, sizeof r->err, "cannot set up the instance: "
+		    "%s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
 
-		r->tsync = tsync_new(r->in, err, sizeof err);
-		if (r->tsync == NULL)
-			log_warnx("time sync is off: %s", err);
-		else
+/*
+ * The unprivileged part of the set-up: connect, the first time-sync round,
+ * the recording loop's epoll set.
+ */
+static int
+record_start(struct recorder *r)
+{
+	struct epoll_event ev;
+	struct itimerspec its;
+	sigset_t set;
+	int i;
+
+	if (r->net != NULL) {
+		if (net_start(r->net, r->err, sizeof r->err) == -1)
+			return -1;
+		log_info("connected to '%s' port %s as '%s'", r->o->host,
+		    r->o->port, net_identity(r->net));
+		if (net_tsync_interval(r->net) == TD_TSYNC_OFF) {
+			tsync_free(r->tsync);
+			r->tsync = NULL;
+		} else if (r->tsync == NULL)
+			log_warnx("time sync is off: %s", r->tsync_err);
+		/* the first probes go out on an empty queue: the headers
+		   first (they waited in it for the connection) */
+		if (r->tsync != NULL && (net_batch_end(r->net) == -1 ||
+		    net_flush_to(r->net, 0, RECORD_HEADERS_MS, r->err,
+		    sizeof r->err) == -1))
+			return -1;
+		if (r->tsync != NULL)
 			record_tsync(r, true);
 	}
 
@@ -688,6 +759,11 @@ record_setup(struct recorder *r)
 	ev.data.u32 = UINT32_MAX - 1;
 	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev) == -1)
 		goto sys;
+	if (r->priv_fd != -1) {
+		ev.data.u32 = RECORD_PRIV_ID;
+		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->priv_fd, &ev) == -1)
+			goto sys;
+	}
 	if (r->net != NULL) {
 		ev.data.u32 = RECORD_NET_ID;
 		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_fd(r->net),
@@ -699,20 +775,14 @@ record_setup(struct recorder *r)
 			goto sys;
 	}
 	for (i = 0; i < r->ncpus; i++) {
-		r->cpu[i].ring = ring_open(r->in, i, r->page_size);
-		if (r->cpu[i].ring == NULL) {
-			if (errno == ENOENT)
-				continue;	/* CPU not present */
-			snprintf(r->err, sizeof r->err, "cannot open CPU %d "
-			    "ring buffer: %s", i, strerror(errno));
-			return -1;
-		}
+		if (r->cpu[i].ring == NULL)
+			continue;
 		ev.data.u32 = i;
 		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD,
 		    ring_fd(r->cpu[i].ring), &ev) == -1)
 			goto sys;
 	}
-	if (r->o->argv != NULL && record_spawn(r) == -1) {
+	if (!r->o->privsep && r->o->argv != NULL && record_spawn(r) == -1) {
 		if (r->err[0] != '\0')
 			return -1;
 		goto sys;
@@ -746,6 +816,8 @@ record_loop(struct recorder *r)
 
 			if (id == UINT32_MAX)
 				record_signal(r);
+			else if (id == RECORD_PRIV_ID)
+				record_priv(r);
 			else if (id == RECORD_NET_ID) {
 				if (r->net != NULL && net_up(r->net) &&
 				    (evs[i].events &
@@ -809,8 +881,12 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 		 * time-sync samples were made with the same ones
 		 */
 		bool have = r->tsync != NULL ? tsync_tsc2nsec(r->tsync,
-		    &t2n.mult, &t2n.shift) : tsync_tsc_factors(&t2n.mult,
-		    &t2n.shift) == 0;
+		    &t2n.mult, &t2n.shift) : r->tsc_have;
+
+		if (r->tsync == NULL) {
+			t2n.mult = r->tsc_mult;
+			t2n.shift = r->tsc_shift;
+		}
 
 		if (have && r->sink.option(r->sink.arg, TD_OPT_TSC2NSEC, &t2n,
 		    sizeof t2n) == -1) {
@@ -819,7 +895,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 		}
 	}
 	record_tsync(r, true);
-	if (meta_write_cmdlines(&r->sink, r->err, sizeof r->err) == -1 ||
+	if (meta_write_cmdlines(r->in, &r->sink, r->err, sizeof r->err) == -1 ||
 	    meta_write_options(r->in, &r->sink, r->trace_id, r->err,
 	    sizeof r->err) == -1 ||
 	    meta_write_cpustats(r->in, r->ncpus, &r->sink, st, r->err,
@@ -828,6 +904,13 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 	if (r->file != NULL && td_file_finish(r->file) == -1) {
 		snprintf(r->err, sizeof r->err, "cannot write '%s': %s",
 		    r->o->output, strerror(errno));
+		return -1;
+	}
+	/* the parent moves PATH.part into place */
+	if (r->file != NULL && r->priv_fd != -1 &&
+	    priv_send(r->priv_fd, PRIV_FILE, 0) == -1) {
+		snprintf(r->err, sizeof r->err, "cannot finish '%s': the "
+		    "privileged parent is gone", r->o->output);
 		return -1;
 	}
 	if (r->net != NULL) {
@@ -941,27 +1024,10 @@ record_free(struct recorder *r)
 		close(r->timerfd);
 	if (r->go_fd > 0)
 		close(r->go_fd);
+	if (r->priv_fd > 0)
+		close(r->priv_fd);
 	free(r->cpu);
 	free(r->page);
-}
-
-/*
- * Stop the command: SIGTERM, then SIGKILL if it is still there after five
- * seconds, so a command that ignores SIGTERM cannot hang tdagent.
- */
-static void
-record_reap(pid_t pid, int *status)
-{
-	int i;
-
-	kill(pid, SIGTERM);
-	for (i = 0; i < 500; i++) {
-		if (waitpid(pid, status, WNOHANG) == pid)
-			return;
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, status, 0);
 }
 
 static int
@@ -985,23 +1051,51 @@ record_run(struct instance *in, const struct agent_opts *o)
 	memset(&r, 0, sizeof r);
 	r.o = o;
 	r.in = in;
-	r.epfd = r.sigfd = r.timerfd = r.go_fd = -1;
+	r.epfd = r.sigfd = r.timerfd = r.go_fd = r.priv_fd = -1;
 	if (record_setup(&r) == -1)
 		goto fail;
-	if (instance_clear(in) == -1 || instance_set_tracing(in, 1) == -1) {
+	if (o->privsep) {
+		struct priv_params pp;
+
+		memset(&pp, 0, sizeof pp);
+		pp.in = in;
+		pp.argv = o->argv;
+		pp.follow = o->follow;
+		pp.output = o->output;
+		pp.uid = o->uid;
+		pp.gid = o->gid;
+		ret = priv_fork(&pp, &r.priv_fd, &r.child, &status, r.err,
+		    sizeof r.err);
+		if (ret == -1)
+			goto fail;
+		if (ret == 1) {
+			/* the parent: the recorder made or removed the file */
+			td_file_release(r.file);
+			r.file = NULL;
+			record_free(&r);
+			return status;
+		}
+	}
+	if (record_start(&r) == -1)
+		goto fail;
+	if (instance_set_tracing(in, 1) == -1) {
 		snprintf(r.err, sizeof r.err, "cannot start tracing: %s",
 		    strerror(errno));
 		goto fail;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &r.start);
 	if (r.go_fd != -1) {
-		if (write(r.go_fd, "g", 1) != 1) {
+		if (priv_go(r.go_fd) == -1) {
 			snprintf(r.err, sizeof r.err, "cannot start '%s': %s",
 			    o->argv[0], strerror(errno));
 			goto fail;
 		}
 		close(r.go_fd);
 		r.go_fd = -1;
+	}
+	if (r.priv_fd != -1 && priv_send(r.priv_fd, PRIV_GO, 0) == -1) {
+		snprintf(r.err, sizeof r.err, "the privileged parent is gone");
+		goto fail;
 	}
 	log_debug("recording %d CPUs", r.ncpus);
 	record_loop(&r);
@@ -1013,8 +1107,10 @@ record_run(struct instance *in, const struct agent_opts *o)
 	record_summary(&r, st);
 	ret = 0;
 	if (r.child > 0) {
-		/* stopped by a signal or -s: the command goes too */
-		record_reap(r.child, &status);
+		/* stopped by a signal or -s: the command goes too (with
+		   privsep, the parent stops it when the recorder is done) */
+		if (r.priv_fd == -1)
+			priv_reap(r.child, &status);
 		r.child = 0;
 		ret = r.stop_sig ? 128 + r.stop_sig : 0;
 	} else if (o->argv != NULL)
@@ -1028,8 +1124,8 @@ fail:
 	instance_set_tracing(in, 0);
 	if (r.file != NULL)
 		td_file_abort(r.file);
-	if (r.child > 0)
-		record_reap(r.child, &status);
+	if (r.child > 0 && r.priv_fd == -1)
+		priv_reap(r.child, &status);
 	ret = 1;
 out:
 	free(st);

@@ -16,6 +16,7 @@
 #include "instance.h"
 #include "crash.h"
 #include "log.h"
+#include "priv.h"
 #include "record.h"
 #include "size.h"
 #include "tdproto.h"
@@ -48,7 +49,7 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: tdagent -o FILE [-e SYSTEM[:EVENT]]... [-f FILTER] [-F] [-b KB] [-C CLOCK]\n"
-"               [-s SECONDS] [--file-version 6|7]\n"
+"               [-s SECONDS] [-u USER] [--file-version 6|7]\n"
 "               [--compression zstd|zlib|none] [-q | -v] [-- COMMAND [ARGS...]]\n"
 "       tdagent -h HOST [-p PORT] [--cert FILE --key FILE --ca FILE | --insecure]\n"
 "               [--name NAME] [--spool DIR] [--spool-max SIZE] [--reconnect-wait S]\n"
@@ -86,6 +87,9 @@ usage(FILE *fp)
 "  -b KB              ring-buffer size per CPU in KiB (default: the kernel's)\n"
 "  -C CLOCK           trace clock: local, global, mono, mono_raw, boot, x86-tsc...\n"
 "  -s SECONDS         stop after SECONDS\n"
+"  -u USER            record as USER (default nobody): only a small parent\n"
+"                     keeps root, for the ftrace instance and the command;\n"
+"                     -u root: one process, all of it as root\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default for v7), zlib or none; v6 is never compressed\n"
 "  -q                 print nothing but errors\n"
@@ -153,7 +157,8 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	o->spool_dir = "/var/tmp";
 	o->spool_max = 1024ULL * 1024 * 1024;
 	o->reconnect_wait = 300;
-	while ((ch = getopt_long(argc, argv, "+o:h:p:e:f:Fb:C:s:qv",
+	o->user = "nobody";
+	while ((ch = getopt_long(argc, argv, "+o:h:p:e:f:Fb:C:s:u:qv",
 	    tdagent_longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
@@ -253,6 +258,9 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 				tdagent_usage_error("invalid duration '%s' "
 				    "(seconds)", optarg);
 			o->seconds = v;
+			break;
+		case 'u':
+			o->user = optarg;
 			break;
 		case 'q':
 			o->verbosity = -1;
@@ -390,6 +398,9 @@ main(int argc, char **argv)
 	if (geteuid() != 0)
 		fatalx("recording needs root: ftrace instances and per-CPU "
 		    "ring buffers are root-only");
+	if (priv_user(o.user, &o.uid, &o.gid, err, sizeof err) == -1)
+		fatalx("-u: %s", err);
+	o.privsep = o.uid != 0;
 	if (instance_check_tracefs(err, sizeof err) == -1)
 		fatalx("%s", err);
 	if ((in = instance_create(NULL, err, sizeof err)) == NULL)

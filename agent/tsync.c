@@ -13,9 +13,11 @@
 #include <unistd.h>
 
 #include <event-parse.h>
-#include <tracefs.h>
+#include <kbuffer.h>
 
 #include "instance.h"
+#include "ring.h"
+#include "tdlimits.h"
 #include "tdproto.h"
 #include "tsync.h"
 #include "xmalloc.h"
@@ -29,6 +31,10 @@
 struct tsync {
 	struct instance		*in;
 	struct tep_handle	*tep;
+	struct kbuffer		*kbuf;
+	struct ring		**rings;	/* per CPU, NULL if absent */
+	int			 ncpus;
+	uint8_t			*page;
 	int			 marker_fd;
 	bool			 tsc;
 	uint32_t		 mult;
@@ -157,6 +163,35 @@ tsync_tep(struct instance *in)
 	return tep;
 }
 
+/*
+ * The sync instance's per-CPU readers, opened once: the markers are read
+ * back through them every round, also after the recorder dropped root.
+ */
+static int
+tsync_open_rings(struct tsync *t)
+{
+	int cpu, psz = tep_get_sub_buffer_size(t->tep);
+
+	t->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+	if (t->ncpus < 1 || t->ncpus > TD_MAX_CPUS || psz <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	t->kbuf = kbuffer_alloc(sizeof(long) == 8 ? KBUFFER_LSIZE_8 :
+	    KBUFFER_LSIZE_4, tep_is_bigendian() ?
+	    KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE);
+	if (t->kbuf == NULL)
+		return -1;
+	t->page = xmalloc(psz);
+	t->rings = xcalloc(t->ncpus, sizeof *t->rings);
+	for (cpu = 0; cpu < t->ncpus; cpu++) {
+		t->rings[cpu] = ring_open(t->in, cpu, psz);
+		if (t->rings[cpu] == NULL && errno != ENOENT)
+			return -1;
+	}
+	return 0;
+}
+
 /* Make the sync instance with the recording's clock. */
 struct tsync *
 tsync_new(struct instance *recording, char *err, size_t errlen)
@@ -182,6 +217,8 @@ tsync_new(struct instance *recording, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot parse the ftrace:print format");
 		goto fail;
 	}
+	if (tsync_open_rings(t) == -1)
+		goto sys;
 	if ((path = instance_path(t->in, "trace_marker")) == NULL)
 		goto sys;
 	t->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -252,21 +289,52 @@ tsync_walk_cb(struct tep_event *event, struct tep_record *record, int cpu,
 	return 0;
 }
 
+/* Walk the events of one sub-buffer of a CPU. */
+static void
+tsync_walk_page(struct tsync *t, int cpu, struct tsync_walk *w)
+{
+	struct tep_record rec;
+	struct tep_event *ev;
+	unsigned long long ts;
+	void *data;
+
+	if (kbuffer_load_subbuffer(t->kbuf, t->page) < 0)
+		return;
+	for (data = kbuffer_read_event(t->kbuf, &ts); data != NULL;
+	    data = kbuffer_next_event(t->kbuf, &ts)) {
+		memset(&rec, 0, sizeof rec);
+		rec.ts = ts;
+		rec.cpu = cpu;
+		rec.data = data;
+		rec.size = kbuffer_event_size(t->kbuf);
+		ev = tep_find_event(t->tep, tep_data_type(t->tep, &rec));
+		if (ev != NULL)
+			tsync_walk_cb(ev, &rec, cpu, w);
+	}
+}
+
 /* Read a round's markers back. */
 int
 tsync_collect(struct tsync *t, uint32_t round, uint64_t *ts_s, uint64_t *ts_r,
     uint32_t n)
 {
 	struct tsync_walk w = { round, n, ts_s, ts_r };
+	ssize_t got;
+	int cpu;
 
 	/*
-	 * Iterating consumes trace_pipe_raw, so no clearing is needed (it
+	 * Reading consumes trace_pipe_raw, so no clearing is needed (it
 	 * took tens of ms and stalled the ring readers); any marker left
 	 * over carries an old round number and is ignored.
 	 */
-	if (tracefs_iterate_raw_events(t->tep, instance_tracefs(t->in), NULL,
-	    0, tsync_walk_cb, &w) < 0)
-		return -1;
+	for (cpu = 0; cpu < t->ncpus; cpu++) {
+		if (t->rings[cpu] == NULL)
+			continue;
+		while ((got = ring_read(t->rings[cpu], t->page)) > 0)
+			tsync_walk_page(t, cpu, &w);
+		if (got < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -420,10 +488,18 @@ tsync_from_ns(const struct tsync *t, uint64_t ns)
 void
 tsync_free(struct tsync *t)
 {
+	int i;
+
 	if (t == NULL)
 		return;
 	if (t->marker_fd != -1)
 		close(t->marker_fd);
+	for (i = 0; t->rings != NULL && i < t->ncpus; i++)
+		ring_close(t->rings[i]);
+	free(t->rings);
+	free(t->page);
+	if (t->kbuf != NULL)
+		kbuffer_free(t->kbuf);
 	if (t->tep != NULL)
 		tep_free(t->tep);
 	instance_destroy(t->in);

@@ -5,7 +5,8 @@
  * to a sibling instance ("tracedock-<pid>-sync", same clock, nothing else
  * enabled) gets its time from the ring buffer, exactly as the recorded
  * events do.  tsync_mark() writes one, tsync_collect() reads a round's
- * markers back.  For the x86-tsc clock the kernel's TSC to nanoseconds
+ * markers back, through the per-CPU readers tsync_new() opened (so rounds
+ * still work after the recorder dropped root).  For the x86-tsc clock the kernel's TSC to nanoseconds
  * factors are known too (tsync_tsc2nsec()).  No logging; -1 and err on
  * failure.
  */

@@ -270,6 +270,47 @@ td_file_alloc(const char *path, const struct td_file_params *p)
 	return f;
 }
 
+static size_t	td_file_chunk_size(const struct td_file *);
+
+/*
+ * Every CPU's spool at once, unnamed in the output's directory (named and
+ * removed at once where O_TMPFILE is not supported): nothing to create or
+ * remove later (unnamed_spools).
+ */
+static int
+td_spools_open_unnamed(struct td_file *f)
+{
+	const char *slash = strrchr(f->path, '/');
+	char *dir, *tmpl;
+	int i, fd;
+
+	if (slash == NULL)
+		dir = xstrdup(".");
+	else if (slash == f->path)
+		dir = xstrdup("/");
+	else
+		xasprintf(&dir, "%.*s", (int)(slash - f->path), f->path);
+	for (i = 0; i < f->p.ncpus; i++) {
+		fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (fd == -1 && (errno == EOPNOTSUPP || errno == EISDIR ||
+		    errno == EINVAL)) {
+			xasprintf(&tmpl, "%s.cpu%d.XXXXXX", f->part, i);
+			fd = mkostemp(tmpl, O_CLOEXEC);
+			if (fd != -1)
+				unlink(tmpl);
+			free(tmpl);
+		}
+		if (fd == -1) {
+			free(dir);
+			return -1;
+		}
+		f->cpu[i].fd = fd;
+		f->cpu[i].chunk = xmalloc(td_file_chunk_size(f));
+	}
+	free(dir);
+	return 0;
+}
+
 /* Create the .part file and write the initial format. */
 struct td_file *
 td_file_create(const char *path, const struct td_file_params *p)
@@ -304,9 +345,13 @@ td_file_create(const char *path, const struct td_file_params *p)
 	}
 	i = td_file_write(f, h.data, h.len);
 	td_buf_free(&h);
+	if (i == 0 && f->p.unnamed_spools)
+		i = td_spools_open_unnamed(f);
 	if (i == -1) {
+		i = errno;
 		td_file_abort(f);
 		td_file_free(f);
+		errno = i;
 		return NULL;
 	}
 	return f;
@@ -954,7 +999,7 @@ td_file_finish(struct td_file *f)
 	ret = f->p.version == 7 ? td_file_finish_v7(f) : td_file_finish_v6(f);
 	if (ret == -1)
 		return -1;
-	if (rename(f->part, f->path) == -1)
+	if (!f->p.keep_part && rename(f->part, f->path) == -1)
 		return -1;
 	f->done = true;
 	td_file_close_spools(f, true);

@@ -32,6 +32,7 @@
 #ifndef TD_TDFILE_H
 #define TD_TDFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -83,6 +84,17 @@ struct td_file_params {
 	 * compressing leaves no state in it.  It must outlive the writer.
 	 */
 	struct td_codec	*codec_ctx;
+	/*
+	 * For a writer whose process loses the right to write in the
+	 * directory after td_file_create() (tdagent's unprivileged
+	 * recorder).  unnamed_spools: every CPU's spool is opened by
+	 * td_file_create(), unnamed, so nothing is created or removed later.
+	 * keep_part: td_file_finish() leaves the complete file as "PATH.part"
+	 * for the caller to rename to PATH (td_file_abort() still tries to
+	 * remove it: the caller removes it if that was not allowed).
+	 */
+	bool		 unnamed_spools;
+	bool		 keep_part;
 };
 
 struct td_file;

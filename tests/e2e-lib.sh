@@ -234,6 +234,20 @@ wait_recording() {
 	done
 }
 
+# recorder PID: the unprivileged recorder of tdagent PID: its child that
+# leads its own process group (the command stays in tdagent's)
+recorder() {
+	ps --ppid "$1" -o pid=,pgid= | awk '$1 == $2 { print $1 }'
+}
+
+# status_ids PID: "UID GID CAPEFF" of a process, its real ids
+status_ids() {
+	awk '/^Uid:/ { u = $2 " " $3 " " $4 " " $5 }
+	    /^Gid:/ { g = $2 " " $3 " " $4 " " $5 }
+	    /^CapEff:/ { c = $2 }
+	    END { print u " / " g " / " c }' "/proc/$1/status" 2>/dev/null
+}
+
 stop_listener() {
 	kill -TERM "$LPID" 2>/dev/null
 	wait "$LPID"

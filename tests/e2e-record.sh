@@ -38,6 +38,34 @@ for mode in "v7-zstd" "v7-none" "v6"; do
 	eq "$mode: trace-cmd report shows as many dd events" "$n" "$a"
 done
 
+# -u root: one process, as before privilege separation, and the same
+# exact count as the recordings above, made by a recorder as nobody.
+storm "$WORK/r.dat" 3000 -u root
+eq "-u root: the same events as the unprivileged recorder" "$STORM_EVENTS" "$a"
+"$TDAGENT" -q -u root -o "$WORK/u.dat" -e sched -- sleep 30 &
+pid=$!
+wait_recording $pid
+eq "-u root: no separate recorder" "$(recorder $pid)" ""
+kill -INT $pid
+wait $pid
+eq "-u root: SIGINT during a command: 128 + SIGINT" $? 130
+check "-u root: instance removed" no_instances $pid
+# -u USER: the recorder runs as that user; an unknown one is refused
+"$TDAGENT" -q -u daemon -o "$WORK/u.dat" -e sched -s 30 &
+pid=$!
+wait_recording $pid
+rec=$(recorder $pid)
+eq "-u daemon: the recorder's real, effective, saved, fs uid" \
+    "$(awk '/^Uid:/ { print $2, $3, $4, $5 }' /proc/$rec/status)" \
+    "$(id -u daemon) $(id -u daemon) $(id -u daemon) $(id -u daemon)"
+kill -TERM $pid
+wait $pid
+eq "-u daemon: SIGTERM: exit 0" $? 0
+check "-u daemon: file complete" tc_clean "$WORK/u.dat"
+"$TDAGENT" -q -u no-such-user -o "$WORK/n.dat" -s 1 2> "$WORK/err"
+eq "-u: an unknown user fails" $? 1
+check "-u: and says so" grep -q "unknown user 'no-such-user'" "$WORK/err"
+
 # The file declares what was recorded.
 trace-cmd dump --summary -i "$WORK/a.dat" > "$WORK/sum" 2>&1
 check "v6 summary names the flyrecord" grep -q "Flyrecord" "$WORK/sum"

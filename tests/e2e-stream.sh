@@ -165,6 +165,61 @@ check "wire: the listener's file is zstd" sh -c \
     "trace-cmd dump --summary -i '$RFILE' 2>&1 | grep -q zstd"
 stop_listener
 
+# Privilege separation: while it streams, the recorder runs as nobody
+# with no capability and no way back, though the key and the spool
+# directory are root's alone; SIGTERM to tdagent stops it cleanly; a
+# recorder that crashes leaves no instance and no .part file behind.
+OUT=$WORK/outp
+start_listener "$WORK/listenp.log" -d "$OUT" \
+    --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" ||
+    exit 99
+chmod 600 "$P/web1.key"
+mkdir -m 700 "$WORK/spool"
+nobody_ids="65534 65534 65534 65534 / 65534 65534 65534 65534 / 0000000000000000"
+# live TAG: a streaming tdagent with -o (no core files), sets PID, REC
+live() {
+	(ulimit -c 0; exec "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+	    --key "$P/web1.key" --ca "$P/ca.pem" --spool "$WORK/spool" \
+	    --name "$1" -o "$WORK/$1.dat" -e sched -e raw_syscalls \
+	    2> "$WORK/agent.$1.err") &
+	PID=$!
+	wait_recording $PID
+	sleep 0.5
+	REC=$(recorder $PID)
+}
+live p1
+eq "privsep: the recorder streams as nobody, CapEff 0" \
+    "$(status_ids "$REC")" "$nobody_ids"
+eq "privsep: no new privileges for the recorder" \
+    "$(awk '/^NoNewPrivs:/ { print $2 }' /proc/$REC/status)" 1
+eq "privsep: tdagent itself stays root" \
+    "$(awk '/^Uid:/ { print $2 }' /proc/$PID/status)" 0
+check "privsep: its -o file is open, its directory is root's" \
+    test -f "$WORK/p1.dat.part" -a "$(stat -c %U "$WORK")" = root
+kill -TERM $PID
+wait $PID
+eq "privsep: SIGTERM to tdagent stops the recording with status 0" $? 0
+check "privsep: the instances are removed" \
+    test -z "$(ls $TRACING/instances | grep "^tracedock-$PID")"
+check "privsep: the streamed file is complete" \
+    tc_clean "$OUT/$(remote_file "$WORK/agent.p1.err")"
+check "privsep: the -o file is complete" tc_clean "$WORK/p1.dat"
+check "privsep: nothing left beside it" \
+    test -z "$(ls "$WORK" | grep '\.part$')"
+
+# (a sanitizer build would report the SIGSEGV as its own and exit 1)
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0 live p2
+kill -SEGV "$REC"
+wait $PID
+eq "privsep: a recorder killed by SIGSEGV: tdagent exits 139" $? 139
+check "privsep: and says so" \
+    grep -q "recorder (pid $REC) was killed by signal 11" "$WORK/agent.p2.err"
+check "privsep: the instances of the crashed recorder are removed" \
+    test -z "$(ls $TRACING/instances | grep "^tracedock-$PID")"
+check "privsep: no -o file and no .part after the crash" \
+    test ! -e "$WORK/p2.dat" -a ! -e "$WORK/p2.dat.part"
+stop_listener
+
 # start-up errors are clear
 check "no certificates and no --insecure is a usage error" \
     sh -c "'$TDLISTEN' -p 4000 2>&1 | grep -q 'TLS needs --cert'"

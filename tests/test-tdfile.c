@@ -709,6 +709,72 @@ test_errors_unwritable(void **state)
 	free(dir);
 }
 
+/*
+ * unnamed_spools and keep_part (tdagent's unprivileged recorder): no file
+ * but PATH.part is ever named, td_file_finish() leaves the complete file
+ * there for the caller to rename, and it reads back whole.
+ */
+static void
+test_unnamed_spools(void **state)
+{
+	struct td_file_params p = {
+		.version = 7, .codec = TD_CODEC_NONE, .page_size = PS,
+		.long_size = 8, .ncpus = 3, .clock = "local",
+		.unnamed_spools = true, .keep_part = true,
+	};
+	static const int pages[3] = { 25, 0, 12 };
+	char *path = fx_path("t.dat"), *part = fx_path("t.dat.part");
+	struct td_file *f;
+	struct td_read *r;
+	uint8_t page[PS];
+	struct stat st;
+	int i, cpu, v;
+
+	for (v = 0; v < 2; v++) {
+		p.codec = v ? TD_CODEC_ZSTD : TD_CODEC_NONE;
+		f = td_file_create(path, &p);
+		assert_non_null(f);
+		assert_int_equal(stray_files(), 1);	/* the .part only */
+		assert_int_equal(td_file_section_add(f, TD_OPT_HEADER_INFO,
+		    fx->meta.header_info.data, fx->meta.header_info.len), 0);
+		for (i = 0; i < 25; i++)
+			for (cpu = 0; cpu < 3; cpu++) {
+				if (i >= pages[cpu])
+					continue;
+				testdata_cpu_page(&fx->meta, cpu, i, page,
+				    NULL);
+				assert_int_equal(td_file_cpu_page(f, cpu, page,
+				    PS), 0);
+			}
+		assert_int_equal(stray_files(), 1);
+		assert_int_equal(td_file_finish(f), 0);
+		td_file_free(f);
+		assert_int_equal(stat(path, &st), -1);
+		assert_int_equal(stat(part, &st), 0);
+		assert_int_equal(stray_files(), 1);
+		assert_int_equal(rename(part, path), 0);
+		r = td_read_open(path);
+		assert_non_null(r);
+		assert_int_equal(td_read_ncpus(r), 3);
+		if (v == 0)
+			for (cpu = 0; cpu < 3; cpu++)
+				assert_int_equal(td_read_cpu_size(r, cpu),
+				    (uint64_t)pages[cpu] * PS);
+		td_read_close(r);
+		assert_int_equal(unlink(path), 0);
+
+		/* an abort removes the .part where it can */
+		f = td_file_create(path, &p);
+		assert_non_null(f);
+		assert_int_equal(td_file_cpu_page(f, 2, page, PS), 0);
+		td_file_abort(f);
+		td_file_free(f);
+		assert_int_equal(stray_files(), 0);
+	}
+	free(path);
+	free(part);
+}
+
 /* ---- (e) empty CPUs and empty files ------------------------------- */
 
 static void
@@ -1263,6 +1329,7 @@ main(void)
 		cmocka_unit_test(test_errors_order),
 		cmocka_unit_test(test_errors_abort),
 		cmocka_unit_test(test_errors_unwritable),
+		cmocka_unit_test(test_unnamed_spools),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_writer_streaming),
 		cmocka_unit_test(test_checkpoint),
