@@ -58,6 +58,16 @@
 #define NET_SPILL	(1u * 1024 * 1024)
 /* and comes back into q in pieces of this much */
 #define NET_REFILL	(4u * 1024 * 1024)
+/* Largest frame the agent sends (PAGES of many pages, SECTION_DATA). */
+#define NET_FRAME_MAX	TD_MAX_FRAME
+/*
+ * The listener acknowledges whole frames only, at its next checkpoint: q
+ * stops taking more from the spool once this much is unacknowledged, so it
+ * must hold more than a frame, or with a frame cut at q's end neither side
+ * could move (the agent waiting for an ACK, the listener for the frame).
+ */
+_Static_assert(NET_MEM_MAX - NET_REFILL >= 2 * NET_FRAME_MAX,
+    "q must hold two frames unacknowledged");
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
 /*
@@ -565,7 +575,7 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 	n->page_size = hello->page_size;
 	n->ncpus = hello->ncpus;
 	n->seq = xcalloc(hello->ncpus, sizeof *n->seq);
-	n->bmax = (TD_MAX_FRAME - 16) / hello->page_size;
+	n->bmax = (NET_FRAME_MAX - 16) / hello->page_size;
 	if (np->wire != 0) {
 		/* one PAGES_Z is one chunk of the listener's file */
 		n->wz = td_codec_new(np->wire == TD_WIRE_ZSTD ? TD_CODEC_ZSTD :
@@ -1018,7 +1028,7 @@ net_sink_write(void *arg, const void *p, size_t len)
 	size_t k;
 
 	while (len != 0) {
-		k = len > TD_MAX_FRAME ? TD_MAX_FRAME : len;
+		k = len > NET_FRAME_MAX ? NET_FRAME_MAX : len;
 		if (td_msg_pack_section_data(n->bq, p, k) == -1)
 			return -1;
 		p = (const uint8_t *)p + k;
