@@ -932,6 +932,9 @@ session_now(clockid_t id)
 /*
  * A probe is answered at once with the reference time (CLOCK_MONOTONIC)
  * taken when this read began, before any other frame of it was handled.
+ * The reply is written right here, not at the next turn of the loop: the
+ * callbacks of other sessions that the loop runs first (their pages to
+ * decompress and write) would lengthen the way back of this probe only.
  */
 static int
 session_probe(struct session *s, const struct td_frame *f)
@@ -944,7 +947,8 @@ session_probe(struct session *s, const struct td_frame *f)
 	}
 	p.ref_ns = s->rx_ns;
 	td_msg_pack_tsync_reply(&s->out, &p);
-	session_send(s);
+	reader_send(s->bev, s->out.data, s->out.len);
+	td_buf_reset(&s->out);
 	return 0;
 }
 
@@ -1448,6 +1452,7 @@ session_new(struct event_base *base, struct listener_config *cfg, int fd,
 			free(s);
 			return NULL;
 		}
+		SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 		s->bev = bufferevent_openssl_socket_new(base, fd, ssl,
 		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 		if (s->bev != NULL)
