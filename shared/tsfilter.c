@@ -83,7 +83,7 @@ td_tsfilter_outliers(const uint64_t *ts, const int64_t *offset, uint32_t n,
 			count++;
 		}
 	}
-	if (count > n / 3) {
+	if (count > n / 2) {
 		memset(out, 0, n * sizeof *out);
 		return 0;
 	}

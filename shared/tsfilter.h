@@ -28,7 +28,10 @@
  * median distance) from the line (Theil-Sen) through up to
  * TD_TSFILTER_SIDE neighbours on each side.  Return how many were marked:
  * 0 (and nothing marked) below TD_TSFILTER_MIN samples, or when more than
- * a third would be: then there is no line to speak of.
+ * half would be: then there is no line to speak of.  Up to half may be:
+ * rounds can be lopsided in a run, a third of them the same way for a
+ * minute (seen on a busy 2-vCPU VM); the line through each sample's
+ * neighbours still follows the others.
  */
 uint32_t	td_tsfilter_outliers(const uint64_t *ts, const int64_t *offset,
 		    uint32_t n, double floor, bool *out);

@@ -86,7 +86,15 @@ test_too_few_or_too_many(void **state)
 		assert_false(out[i]);
 	assert_int_equal(td_tsfilter_outliers(ts, off, TD_TSFILTER_MIN, 1000,
 	    out), 1);
+	/* a third of them 3 us down: set aside */
+	line(23000000000000ULL, 0, 0);
+	for (i = 1; i < N; i += 3)
+		off[i] -= 3000;
+	assert_int_equal(td_tsfilter_outliers(ts, off, N, 1000, out), N / 3);
+	for (i = 0; i < N; i++)
+		assert_int_equal(out[i], i % 3 == 1);
 	/* every other sample 5 us up: no line, nothing set aside */
+	line(23000000000000ULL, 0, 0);
 	for (i = 0; i < N; i += 2)
 		off[i] += 5000;
 	assert_int_equal(td_tsfilter_outliers(ts, off, N, 1000, out), 0);
