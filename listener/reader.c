@@ -154,11 +154,14 @@ reader_pump(struct bufferevent *bev, const char *label)
 /*
  * Send data on bev's connection now, when nothing else waits in its output
  * (a time-sync reply must not wait for the next turn of the loop, after
- * whatever other sessions have to do); what cannot go out at once is left
- * to the bufferevent, behind nothing.  Over TLS the record is written with
- * the session's SSL, which bufferevent_openssl does not mind while its own
- * output is empty: it keeps no state of a write between its writes but a
- * retry, which an empty output cannot have.
+ * whatever other sessions have to do).  What cannot go out at once, or all
+ * of it when the output holds something already, goes through the
+ * bufferevent as usual.  Over TLS the record is written with the session's
+ * SSL, which bufferevent_openssl does not mind while its own output is
+ * empty: it keeps no state of a write between its writes but a retry,
+ * which an empty output cannot have.  Should OpenSSL want the write
+ * retried (a full socket buffer), the bufferevent retries it with the same
+ * bytes from its output (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, session_new()).
  */
 void
 reader_send(struct bufferevent *bev, const void *data, size_t len)
