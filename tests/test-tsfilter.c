@@ -33,7 +33,8 @@ line(uint64_t base, int64_t o0, double slope)
 	int i;
 
 	for (i = 0; i < N; i++) {
-		ts[i] = base + (uint64_t)i * 1000000000ULL + (uint64_t)(i * 7919);
+		ts[i] = base + (uint64_t)i * 1000000000ULL +
+		    (uint64_t)(i * 7919);
 		off[i] = o0 + (int64_t)(slope * i * 1e9) + noise[i % 7];
 	}
 }
