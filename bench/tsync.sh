@@ -148,9 +148,11 @@ all=""
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # stamps FILE: the times in ns, after trace-cmd's corrections, of the
-# second call of each burst of two (the first warms the caches up)
+# second call of each burst of two (the first warms the caches up), by
+# pid: the comm shows as <...> when the kernel's saved_cmdlines (shared by
+# the whole machine) no longer had tdpoke when the agent saved them
 stamps() {
-	trace-cmd report -t --nodate -i "$1" 2>/dev/null | grep "tdpoke-$poke " |
+	trace-cmd report -t --nodate -i "$1" 2>/dev/null | grep -E -- "-$poke +\[" |
 	    sed 's/^.*\] *\([0-9.]*\):.*$/\1/' | tr -d . | awk 'NR % 2 == 0'
 }
 i=0

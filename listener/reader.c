@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <event2/buffer.h>
@@ -148,4 +149,42 @@ reader_pump(struct bufferevent *bev, const char *label)
 		bufferevent_trigger(bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
 		    BEV_TRIG_DEFER_CALLBACKS);
 	}
+}
+
+/*
+ * Send data on bev's connection now, when nothing else waits in its output
+ * (a time-sync reply must not wait for the next turn of the loop, after
+ * whatever other sessions have to do).  What cannot go out at once, or all
+ * of it when the output holds something already, goes through the
+ * bufferevent as usual.  Over TLS the record is written with the session's
+ * SSL, which bufferevent_openssl does not mind while its own output is
+ * empty: it keeps no state of a write between its writes but a retry,
+ * which an empty output cannot have.  Should OpenSSL want the write
+ * retried (a full socket buffer), the bufferevent retries it with the same
+ * bytes from its output (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, session_new()).
+ */
+void
+reader_send(struct bufferevent *bev, const void *data, size_t len)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	size_t done = 0;
+	ssize_t r;
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) != 0 ||
+	    !(bufferevent_get_enabled(bev) & EV_WRITE))
+		goto out_rest;
+	if (ssl != NULL) {
+		ERR_clear_error();
+		if (SSL_write_ex(ssl, data, len, &done) != 1)
+			done = 0;	/* OpenSSL keeps it for the retry */
+	} else {
+		do
+			r = send(bufferevent_getfd(bev), data, len,
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+		while (r == -1 && errno == EINTR);
+		done = r > 0 ? (size_t)r : 0;
+	}
+out_rest:
+	if (done < len)
+		bufferevent_write(bev, (const char *)data + done, len - done);
 }

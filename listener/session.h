@@ -59,6 +59,8 @@ struct session {
 	struct td_tsync_sample	*samples;
 	uint32_t		 nsamples;
 	uint32_t		 samples_dropped;
+	uint32_t		 tsc_mult;	/* TSC2NSEC, when the agent sent */
+	uint32_t		 tsc_shift;	/* it (x86-tsc) */
 	uint64_t		 session_id;
 	uint64_t		 rx_off;	/* recording bytes handled */
 	uint64_t		 ack_off;	/* checkpointed and acknowledged */

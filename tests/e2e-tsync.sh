@@ -67,12 +67,13 @@ kill -TERM $all
 wait $all
 
 # stamps FILE [ARGS]: times in ns after trace-cmd's corrections (or with
-# ARGS, e.g. --raw-ts, without), of the second call of each pair
+# ARGS, e.g. --raw-ts, without), of the second call of each pair, by pid
+# (the comm shows as <...> when saved_cmdlines lost it)
 stamps() {
 	f=$1
 	shift
 	trace-cmd report -t --nodate "$@" -i "$f" 2>/dev/null |
-	    grep "tdpoke-$poke " | sed 's/^.*\] *\([0-9.]*\):.*$/\1/' |
+	    grep -E -- "-$poke +\[" | sed 's/^.*\] *\([0-9.]*\):.*$/\1/' |
 	    tr -d . | awk 'NR % 2 == 0'
 }
 k=0

@@ -1,0 +1,39 @@
+/*
+ * tsfilter.h: time-sync samples that lie off their neighbours' line.
+ *
+ * A sample pairs a trace-clock time with the offset of the reference clock
+ * there.  Two clocks' offset changes along a line over seconds (their rates
+ * are steady), while a round whose probes were all lopsided the same way
+ * makes a sample microseconds off that line, and the agent cannot tell.
+ * The listener, with all samples of a recording in hand, can: each sample
+ * is compared with the line through its neighbours.
+ *
+ * Pure arithmetic on arrays the caller owns: no I/O, no logging, any
+ * thread.
+ */
+#ifndef TD_TSFILTER_H
+#define TD_TSFILTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Neighbours on each side that a sample is compared with. */
+#define TD_TSFILTER_SIDE	5
+/* With fewer samples than this, none is set aside. */
+#define TD_TSFILTER_MIN		8
+
+/*
+ * Mark in out[0..n) the samples (ts[] ascending, offset[] in the same
+ * units) whose offset lies further than max(floor, 4 x the neighbours' own
+ * median distance) from the line (Theil-Sen) through up to
+ * TD_TSFILTER_SIDE neighbours on each side.  Return how many were marked:
+ * 0 (and nothing marked) below TD_TSFILTER_MIN samples, or when more than
+ * half would be: then there is no line to speak of.  Up to half may be:
+ * rounds can be lopsided in a run, a third of them the same way for a
+ * minute (seen on a busy 2-vCPU VM); the line through each sample's
+ * neighbours still follows the others.
+ */
+uint32_t	td_tsfilter_outliers(const uint64_t *ts, const int64_t *offset,
+		    uint32_t n, double floor, bool *out);
+
+#endif
