@@ -13,6 +13,7 @@
 #include <event2/event.h>
 
 #include "compress.h"
+#include "tdlimits.h"
 
 struct listener_config {
 	const char		*port;
@@ -68,6 +69,20 @@ void		 session_free_all(void);
 /* Take up the recordings a previous tdlisten left in cfg->dir. */
 void		 session_recover_all(struct event_base *base,
 		    struct listener_config *cfg);
+
+/* finished.c: recordings finished lately (DIR/.tdlisten-finished) */
+struct finished {
+	char		 identity[TD_MAX_NAME_LEN + 1];
+	uint64_t	 recording_id;
+	uint64_t	 end_off;	/* the stream's length */
+	uint64_t	 size;		/* of the file */
+	char		 path[TD_MAX_NAME_LEN * 4 + 1];	/* under DIR */
+};
+void		 finished_load(const char *dir);
+void		 finished_add(const struct finished *e);
+const struct finished *finished_find(const char *identity,
+		    uint64_t recording_id);
+void		 finished_free(void);
 
 /* output.c */
 /* Directory and file name for a new recording; caller frees. */

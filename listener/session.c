@@ -50,21 +50,8 @@
 #define SESSION_CK_MS		250
 /* A sample this far off its neighbours' line is always plausible. */
 #define SESSION_TSYNC_FLOOR_NS	1000
-/* Recordings finished lately, for an agent that missed its DONE. */
-#define SESSION_FINISHED	256
-
-struct session_finished {
-	char		 identity[TD_MAX_NAME_LEN + 1];
-	uint64_t	 recording_id;
-	uint64_t	 end_off;
-	uint64_t	 size;
-	char		 path[TD_MAX_NAME_LEN * 4 + 1];
-};
-
 static struct session *session_list;
 static uint64_t session_date_us;	/* CLOCK_REALTIME - MONOTONIC, us */
-static struct session_finished session_finished[SESSION_FINISHED];
-static unsigned int session_nfinished;
 static struct event *session_tick_ev;
 
 static void	session_read_cb(struct bufferevent *, void *);
@@ -484,14 +471,15 @@ session_tick_start(struct event_base *base)
 static void
 session_remember(const struct session *s, uint64_t size, const char *path)
 {
-	struct session_finished *d;
+	struct finished d;
 
-	d = &session_finished[session_nfinished++ % SESSION_FINISHED];
-	snprintf(d->identity, sizeof d->identity, "%s", s->identity);
-	d->recording_id = s->hello.recording_id;
-	d->end_off = s->rx_off;
-	d->size = size;
-	snprintf(d->path, sizeof d->path, "%s", path);
+	memset(&d, 0, sizeof d);
+	snprintf(d.identity, sizeof d.identity, "%s", s->identity);
+	d.recording_id = s->hello.recording_id;
+	d.end_off = s->rx_off;
+	d.size = size;
+	snprintf(d.path, sizeof d.path, "%s", path);
+	finished_add(&d);
 }
 
 static void
@@ -520,10 +508,10 @@ session_welcome(struct session *s, bool resumed)
 static int
 session_resume(struct session *s, const struct td_frame *f)
 {
+	const struct finished *e;
 	struct session *t;
 	struct td_done d;
 	char err[600];
-	unsigned int i;
 
 	for (t = session_list; t != NULL; t = t->next)
 		if (t != s && t->state == S_STREAM &&
@@ -531,13 +519,8 @@ session_resume(struct session *s, const struct td_frame *f)
 		    strcmp(t->identity, s->identity) == 0)
 			break;
 	if (t == NULL) {
-		for (i = 0; i < SESSION_FINISHED && i < session_nfinished;
-		    i++) {
-			struct session_finished *e = &session_finished[i];
-
-			if (e->recording_id != s->hello.recording_id ||
-			    strcmp(e->identity, s->identity) != 0)
-				continue;
+		if ((e = finished_find(s->identity,
+		    s->hello.recording_id)) != NULL) {
 			/* it is done: say so again */
 			clock_gettime(CLOCK_MONOTONIC, &s->start);
 			s->rx_off = e->end_off;

@@ -423,9 +423,11 @@ main(int argc, char **argv)
 	tdlisten_drop_privileges(&cfg);
 	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
 		fatal("cannot daemonize");
+	finished_load(cfg.dir);
 	session_recover_all(base, &cfg);
 	event_base_dispatch(base);
 	session_free_all();
+	finished_free();
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	event_base_free(base);

@@ -71,6 +71,21 @@ check "the good session is complete and exact-sized ($n)" \
     test "$n" -gt 120000 -a "$n" -lt 122000
 check "the listener survived" kill -0 "$LPID"
 check "no .part left behind" test -z "$(find "$OUT" -name '*.part')"
+# an agent whose DONE was lost comes back for it (the replay was recording
+# 1 of this identity): told DONE again, also by the next tdlisten
+"$TDFEED" 127.0.0.1 "$LPORT" "$WORK/src.dat" resume-done
+eq "a late resume of a finished recording is told DONE" $? 0
+stop_listener
+check "finished recordings are listed in DIR/.tdlisten-finished" \
+    grep -q "^0000000000000001 .* 127.0.0.1 127.0.0.1/.*-replay.dat\$" \
+    "$OUT/.tdlisten-finished"
+start_listener "$WORK/l4.log" --insecure -d "$OUT" || exit 99
+"$TDFEED" 127.0.0.1 "$LPORT" "$WORK/src.dat" resume-done
+eq "and by a tdlisten started again" $? 0
+check "which logs it" grep -q "came back for its DONE ('127.0.0.1/.*-replay.dat')" \
+    "$WORK/l4.log"
+"$TDFEED" 127.0.0.1 "$LPORT" "$WORK/src.dat" resume-unknown
+eq "a resume of a recording never seen is refused" $? 0
 stop_listener
 
 # --max-per-identity: one recording at a time for this identity

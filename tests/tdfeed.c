@@ -8,9 +8,11 @@
  *
  * MODE: good, hello-twice, early-pages, bad-cpu, seq-gap, oversize,
  * truncated, garbage, end-mismatch, bad-section, cut (close without END),
- * idle (send the pages, then nothing: wait for the listener to give up).
+ * idle (send the pages, then nothing: wait for the listener to give up),
+ * resume-done (only a HELLO resuming recording 1, finished before: DONE
+ * expected), resume-unknown (the same for recording 3: refused).
  * Exit 0 when the listener answered as expected for the mode: DONE for
- * good, an ERROR or a close for the faults.
+ * good and resume-done, an ERROR or a close for the others.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -181,6 +183,16 @@ main(int argc, char **argv)
 	snprintf(h.name, sizeof h.name, "%s", argc > 5 ? argv[5] : mode);
 	snprintf(h.clock, sizeof h.clock, "%s", td_read_clock(r)[0] ?
 	    td_read_clock(r) : "local");
+	if (strncmp(mode, "resume-", 7) == 0) {
+		h.flags |= TD_HELLO_RESUME;
+		if (strcmp(mode, "resume-unknown") == 0)
+			h.recording_id = 3;
+		td_msg_pack_hello(&out, &h);
+		flush_out();
+		a = answer();
+		rc = (a == 'D') == (strcmp(mode, "resume-done") == 0) ? 0 : 1;
+		goto out;
+	}
 	td_msg_pack_hello(&out, &h);
 	if (strcmp(mode, "hello-twice") == 0)
 		td_msg_pack_hello(&out, &h);
