@@ -373,6 +373,13 @@ reader_pump(struct bufferevent *bev, const char *label)
 {
 }
 
+/* reader.c: a probe's reply goes out as any other output here. */
+void
+reader_send(struct bufferevent *bev, const void *data, size_t len)
+{
+	bufferevent_write(bev, data, len);
+}
+
 /* server.c: a connection's slot is free again (once per connection). */
 void
 server_session_closed(struct session *s)
