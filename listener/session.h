@@ -78,12 +78,24 @@ struct session {
 
 
 /* checkpoint.c */
-/* Write s's checkpoint (PATH.state); -1 with errno (EBUSY: a section is
-   open, try later). */
+/* Write s's checkpoint (PATH.state); -1 with errno (EBUSY: a zlib
+   section is open, try later). */
 int	checkpoint_write(struct session *s);
 /* Take a session's writer and counters back from its checkpoint. */
 int	checkpoint_read(struct session *s, const char *statepath, char *err,
 	    size_t errlen);
 void	checkpoint_remove(struct session *s);
+
+/* timesync.c */
+/* Now in clock id, ns. */
+uint64_t timesync_now(clockid_t id);
+/* Answer a TSYNC_PROBE at once; -1 when s was closed. */
+int	timesync_probe(struct session *s, const struct td_frame *f);
+/* Keep a TSYNC_SAMPLE (absurd ones are counted); -1 when s was closed. */
+int	timesync_sample(struct session *s, const struct td_frame *f);
+/* The TSC2NSEC option's factors (x86-tsc), in the agent's byte order. */
+void	timesync_tsc2nsec(struct session *s, const uint8_t *p);
+/* TIME_SHIFT, DATE and the error-bound option into s's file; -1. */
+int	timesync_options(struct session *s);
 
 #endif

@@ -78,11 +78,11 @@ for src in "$top"/shared/*.c "$top"/proto/*.c; do
 done
 ar rcs "$B/libfuzzshared.a" "$B"/obj/*.o
 ar rcs "$B/libseedshared.a" "$B"/seedobj/*.o
-# fuzz-session links tdlisten's own session.c, output.c, checkpoint.c and
-# finished.c; its writer calls go through the wrappers of fuzz-session.c.
+# fuzz-session links tdlisten's own session.c, output.c, checkpoint.c,
+# finished.c and timesync.c; its writer calls go through the wrappers of fuzz-session.c.
 # fuzz-restore links checkpoint.c and ckrec.c (the recording it restores),
 # as seedgen does for the restore seeds.
-for src in session output checkpoint finished; do
+for src in session output checkpoint finished timesync; do
 	$CC $CFLAGS -fsanitize=fuzzer-no-link -c "$top/listener/$src.c" \
 	    -o "$B/listener-$src.o"
 done
@@ -98,7 +98,8 @@ for t in $TARGETS; do
 	extralibs=""
 	if [ "$t" = session ]; then
 		extra="$B/listener-session.o $B/listener-output.o
-		    $B/listener-finished.o $B/listener-checkpoint.o $WRAP"
+		    $B/listener-finished.o $B/listener-checkpoint.o
+		    $B/listener-timesync.o $WRAP"
 		extralibs="-lssl -lcrypto"
 	elif [ "$t" = restore ]; then
 		extra="$F/ckrec.c $B/listener-checkpoint.o"
