@@ -128,8 +128,7 @@ cleanup() {
 		rm -rf "$OUT/conc-failed"
 		mkdir -p "$OUT/conc-failed"
 		cp -r "$TMP"/run-* "$OUT/conc-failed/" 2>/dev/null
-		find "$OUT/conc-failed" -name '*.dat' -delete
-		echo "conc: the runs' logs are in $OUT/conc-failed" >&2
+		echo "conc: the runs' logs and files are in $OUT/conc-failed" >&2
 	fi
 	rm -rf "$TMP"
 }
@@ -592,14 +591,23 @@ count_one() {
 	for i in $(seq "$n"); do
 		printf '%s\0%s\0%s\0' "${files[i]}" "${ddpids[i]}" "$d/count.$i"
 	done | xargs -0 -n 3 -P 2 sh -c 'nice -n 19 "$0" "$1" -p "$2" >"$3" ||
-	    { echo "conc: tdcount failed on $1" >&2; exit 255; }' "$TDCOUNT" ||
-	    die "$tool: counting failed"
+	    { echo "events 0"; echo "missed -"; echo "unreadable 1"; } >"$3"' \
+	    "$TDCOUNT" || die "$tool: counting failed"
 	for i in $(seq "$n"); do
 		f=${files[i]}
 		cf=$d/count.$i
 		cap=$(tdcount_get "$cf" events)
 		missed=$(tdcount_get "$cf" missed)
-		bytes=$(data_bytes "$f") || die "cannot size the data of $f"
+		# a file libtracecmd cannot open captured nothing
+		if [ "$(tdcount_get "$cf" unreadable)" = 1 ]; then
+			warn "$tool N=$n run $rep: libtracecmd cannot open" \
+			    "agent $i's file ${f#"$d"/}: 0 events"
+			echo "$tool $n $rep $i" >>"$OUT/conc-unreadable.txt"
+		fi
+		bytes=$(data_bytes "$f") || {
+			warn "$tool N=$n run $rep: cannot size agent $i's data"
+			bytes=0
+		}
 		sum=$((sum + bytes))
 		if [ "$tool" = tdagent ]; then
 			lost=$({ trace-cmd dump --options -i "$f" \
@@ -882,6 +890,7 @@ printf '%s\t' tool n run blocks lis_cpu_s lis_start_cpu_s lis_maxrss_kb lis_rss_
 printf 'lis_run_delay_s\n' >>"$OUT/conc-runs.tsv"
 read -r -a tools <<<"$TOOLS"
 rm -rf "$OUT"/conc-logs-* "$OUT"/conc-tdagent-* "$OUT"/conc-trace-cmd-*
+rm -f "$OUT/conc-unreadable.txt"
 # the timed runs, one after the other, each under the lock; counted afterwards
 echo "conc: uptime before the runs: $(uptime)"
 runs=()
