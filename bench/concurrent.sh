@@ -661,7 +661,7 @@ count_one() {
 	awk '{ print $8 }' "$d/ltime" >>"$OUT/conc-runs.tsv"
 	awk -F'\t' -v t="$tool" -v n="$n" -v r="$rep" '
 	    $1 == t && $2 == n && $3 == r {
-		a++; c = $6 / $7; s += c; if (!mn || c < mn) mn = c
+		a++; c = $6 / $7; s += c; if (a == 1 || c < mn) mn = c
 	    } END {
 		printf "conc: %-9s N=%-2d run %d: capture min %.4f mean %.4f",
 		    t, n, r, mn, s / a
