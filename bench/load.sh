@@ -150,7 +150,7 @@ port_listening() {
 # Appends a line to load.tsv.
 run_one() {
 	local mix=$1 rep=$2 idle spread dir port load rc ticks cpu hwm fds
-	local secs peak mb files exact
+	local secs peak mb files exact try
 	local -a targs
 
 	case $mix in
@@ -160,20 +160,29 @@ run_one() {
 	esac
 	dir=$TMP/out-$mix-$rep
 	rm -rf "$dir"
-	for _ in 1 2 3 4 5; do
-		port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-		port_listening "$port" || break
-	done
-	# one certificate for all: --max-per-identity lets it open N
-	"$TMP/tdlisten" -p "$port" -d "$dir" --cert "$PKI/listener.pem" \
-	    --key "$PKI/listener.key" --ca "$PKI/ca.pem" --max-per-identity "$N" \
-	    >"$OUT/load-$mix.listener.log" 2>&1 &
-	LPID=$!
-	for _ in $(seq 100); do
+	# a random port; another one if tdlisten cannot bind it (a port not
+	# listening may still be taken: an outgoing connection, TIME_WAIT)
+	for try in 1 2 3 4 5; do
+		for _ in 1 2 3 4 5; do
+			port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+			port_listening "$port" || break
+		done
+		# one certificate for all: --max-per-identity lets it open N
+		"$TMP/tdlisten" -p "$port" -d "$dir" --cert "$PKI/listener.pem" \
+		    --key "$PKI/listener.key" --ca "$PKI/ca.pem" \
+		    --max-per-identity "$N" >"$OUT/load-$mix.listener.log" 2>&1 &
+		LPID=$!
+		for _ in $(seq 100); do
+			port_listening "$port" && break
+			kill -0 "$LPID" 2>/dev/null || break
+			sleep 0.05
+		done
 		port_listening "$port" && break
-		kill -0 "$LPID" || die "tdlisten died, see" \
-		    "$OUT/load-$mix.listener.log"
-		sleep 0.05
+		wait "$LPID" 2>/dev/null || true
+		LPID=""
+		grep -q 'Address already in use' "$OUT/load-$mix.listener.log" &&
+		    [ "$try" -lt 5 ] && continue
+		die "tdlisten did not start, see $OUT/load-$mix.listener.log"
 	done
 	fds=$(ls "/proc/$LPID/fd" | wc -l)
 	load=$(cut -d' ' -f1 /proc/loadavg)
