@@ -55,7 +55,9 @@ void	server_shutdown(void);
 
 /* reader.c */
 /* Read what waits on bev's socket into its input, in large pieces. */
-void	reader_pump(struct bufferevent *bev, const char *label);
+bool	reader_big(void);
+void	reader_tls(SSL *ssl);
+void	reader_pump(struct bufferevent *bev, bool big, const char *label);
 /* Send now when bev's output is empty, else (and the rest) through bev. */
 void	reader_send(struct bufferevent *bev, const void *data, size_t len);
 

@@ -15,7 +15,15 @@
  * Over TLS the pump lets OpenSSL read ahead, so one read() brings several
  * records; it reads until OpenSSL needs the socket again, so no whole
  * record is left in OpenSSL's buffer, where libevent would not see it, and
- * switches reading ahead off again for libevent's own reads.  After
+ * switches reading ahead off again for libevent's own reads.
+ *
+ * Large reads cost memory in every session that sends at the same moment
+ * (a 64 KiB read buffer in OpenSSL, 64 KiB pieces in the input): 300 TLS
+ * agents sending their metadata at once took tdlisten's peak from 42 to
+ * 109 MB (bench/load.sh).  So they are for few sessions: with more than
+ * READER_FEW open, a session made then reads 16 KiB at a time, one record
+ * per SSL_read, as libevent would (about a third more listener CPU per MB
+ * for a fast agent, measured).  After
  * READER_BUDGET bytes it stops and has the read callback run again later
  * (deferred), so that one busy agent does not hold up the others and a
  * session holds no more than that much unread.
@@ -36,8 +44,12 @@
 #include "log.h"
 #include "banned.h"
 
-/* One read() asks for this much. */
+/* One read() asks for this much (a session made with few others). */
 #define READER_CHUNK	(64u * 1024)
+/* ... or this much (a session made with many). */
+#define READER_CHUNK_SMALL	(16u * 1024)
+/* Sessions open at most for large reads. */
+#define READER_FEW	32
 /* One pump reads at most this much before it lets others run. */
 #define READER_BUDGET	(256u * 1024)
 
@@ -100,16 +112,31 @@ reader_plain(evutil_socket_t fd, struct evbuffer_iovec *v, int n)
 	return total;
 }
 
+/* Whether a session made now reads in large pieces: few are open. */
+bool
+reader_big(void)
+{
+	return server_sessions() <= READER_FEW;
+}
+
+/* A TLS session that reads in large pieces needs a read buffer as large. */
+void
+reader_tls(SSL *ssl)
+{
+	SSL_set_default_read_buffer_len(ssl, TD_TLS_READ_AHEAD);
+}
+
 /*
  * Read what is waiting on bev's socket into its input buffer, in large
- * pieces (see above).  label names the session in a log line.
+ * pieces when big (see above).  label names the session in a log line.
  */
 void
-reader_pump(struct bufferevent *bev, const char *label)
+reader_pump(struct bufferevent *bev, bool big, const char *label)
 {
 	struct evbuffer *in = bufferevent_get_input(bev);
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 	struct evbuffer_iovec v[2];
+	size_t chunk = big ? READER_CHUNK : READER_CHUNK_SMALL;
 	bool failed = false;
 	size_t done = 0, got;
 	char why[256];
@@ -119,12 +146,12 @@ reader_pump(struct bufferevent *bev, const char *label)
 	 * A socket bufferevent keeps the end of its input frozen but while it
 	 * reads (an OpenSSL one does not freeze it).
 	 */
-	if (ssl != NULL)
+	if (ssl != NULL && big)
 		SSL_set_read_ahead(ssl, 1);
-	else
+	else if (ssl == NULL)
 		evbuffer_unfreeze(in, 0);
 	while (done < READER_BUDGET && !failed) {
-		if ((n = evbuffer_reserve_space(in, READER_CHUNK, v, 2)) <= 0)
+		if ((n = evbuffer_reserve_space(in, chunk, v, 2)) <= 0)
 			break;
 		if (ssl != NULL)
 			got = reader_ssl(ssl, v, n, &failed, why, sizeof why);
@@ -132,12 +159,12 @@ reader_pump(struct bufferevent *bev, const char *label)
 			got = reader_plain(bufferevent_getfd(bev), v, n);
 		evbuffer_commit_space(in, v, n);
 		done += got;
-		if (got < READER_CHUNK)
+		if (got < chunk)
 			break;		/* nothing more now */
 	}
-	if (ssl != NULL)
+	if (ssl != NULL && big)
 		SSL_set_read_ahead(ssl, 0);
-	else
+	else if (ssl == NULL)
 		evbuffer_freeze(in, 0);
 	if (failed) {
 		/* no later read may hear of it: say it now, after the data */

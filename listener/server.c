@@ -86,9 +86,8 @@ server_error_cb(struct evconnlistener *lev, void *arg)
 
 /*
  * An idle session should cost little: OpenSSL may free a connection's
- * read and write buffers whenever they are empty.  The read buffer is
- * large enough for the sessions' reader to bring several records with one
- * read() (reader.c).
+ * read and write buffers whenever they are empty.  How large the read
+ * buffer is, is the reader's choice (reader_big(), per session).
  */
 static void
 server_tune_ctx(SSL_CTX *ctx)
@@ -96,7 +95,6 @@ server_tune_ctx(SSL_CTX *ctx)
 	if (ctx == NULL)
 		return;
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-	SSL_CTX_set_default_read_buffer_len(ctx, TD_TLS_READ_AHEAD);
 }
 
 /* Listen on every address of cfg->bind (all when NULL) at cfg->port. */

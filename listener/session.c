@@ -1098,7 +1098,7 @@ session_read_cb(struct bufferevent *bev, void *arg)
 	int r;
 
 	s->rx_ns = timesync_now(CLOCK_MONOTONIC);
-	reader_pump(bev, s->label);	/* the rest of what waits, at once */
+	reader_pump(bev, s->big_reads, s->label);	/* the rest of what waits, at once */
 	for (;;) {
 		if (s->bulk_type != 0) {
 			if (session_bulk(s, in) == -1)
@@ -1255,6 +1255,7 @@ session_new(struct event_base *base, struct listener_config *cfg, int fd,
 	snprintf(s->peer, sizeof s->peer, "%s", peer);
 	snprintf(s->label, sizeof s->label, "session %s", peer);
 	td_buf_init(&s->out, TD_MAX_HELLO + TD_MAX_ERROR_LEN + 4096);
+	s->big_reads = reader_big();
 	if (ctx != NULL) {
 		if ((ssl = SSL_new(ctx)) == NULL) {
 			close(fd);
@@ -1262,6 +1263,8 @@ session_new(struct event_base *base, struct listener_config *cfg, int fd,
 			return NULL;
 		}
 		SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+		if (s->big_reads)
+			reader_tls(ssl);
 		s->bev = bufferevent_openssl_socket_new(base, fd, ssl,
 		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 		if (s->bev != NULL)

@@ -67,6 +67,7 @@ struct session {
 	char			*state_path;	/* PATH.state */
 	struct timespec		 start;
 	struct td_buf		 out;
+	bool			 big_reads;	/* reader_tls() said so */
 	/* a SECTION_DATA or PAGES frame taken in as it arrives */
 	uint16_t		 bulk_type;	/* 0: none */
 	uint32_t		 bulk_cpu;

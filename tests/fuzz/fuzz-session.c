@@ -369,7 +369,18 @@ event_free(struct event *ev)
 
 /* reader.c: the fake input is all there is; nothing more to read. */
 void
-reader_pump(struct bufferevent *bev, const char *label)
+reader_pump(struct bufferevent *bev, bool big, const char *label)
+{
+}
+
+bool
+reader_big(void)
+{
+	return false;
+}
+
+void
+reader_tls(SSL *ssl)
 {
 }
 
