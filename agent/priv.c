@@ -65,11 +65,11 @@ priv_user(const char *user, uid_t *uid, gid_t *gid, char *err, size_t errlen)
 
 /*
  * Become uid/gid: no groups, all three ids of each, no new privileges
- * through exec, and check that root cannot come back.  A change of uid
- * makes a process undumpable; the recorder is made dumpable again so that
- * it leaves a core when it crashes (its memory holds no more than any
- * process of that user could read: the key is in P too, and the TLS
- * session keys are the recording's own).
+ * through exec, and check that root cannot come back.  The change of uid
+ * leaves the process undumpable, and so it stays: it holds the agent's
+ * private key (loaded by root before the fork), which other processes of
+ * the same user (nobody is shared) could otherwise read with ptrace.  A
+ * crash still prints its backtrace (crash.c).
  */
 int
 priv_drop(uid_t uid, gid_t gid, char *err, size_t errlen)
@@ -86,7 +86,6 @@ priv_drop(uid_t uid, gid_t gid, char *err, size_t errlen)
 		    strerror(errno));
 		return -1;
 	}
-	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
 	if (setuid(0) != -1 || geteuid() == 0 || getegid() == 0) {
 		snprintf(err, errlen, "dropping root did not take");
 		return -1;

@@ -192,6 +192,10 @@ eq "privsep: the recorder streams as nobody, CapEff 0" \
     "$(status_ids "$REC")" "$nobody_ids"
 eq "privsep: no new privileges for the recorder" \
     "$(awk '/^NoNewPrivs:/ { print $2 }' /proc/$REC/status)" 1
+# undumpable: it holds the private key, and nobody is shared
+check "privsep: another process of that user cannot read its memory" \
+    sh -c "! setpriv --reuid 65534 --regid 65534 --clear-groups -- \
+    cat /proc/$REC/environ > /dev/null 2>&1"
 eq "privsep: tdagent itself stays root" \
     "$(awk '/^Uid:/ { print $2 }' /proc/$PID/status)" 0
 check "privsep: its -o file is open, its directory is root's" \
