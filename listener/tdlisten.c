@@ -39,6 +39,7 @@ enum {
 	OPT_TSYNC_INTERVAL,
 	OPT_RESUME_WAIT,
 	OPT_IDLE_TIMEOUT,
+	OPT_HANDSHAKE_TIMEOUT,
 	OPT_MAX_PER_IDENTITY,
 	OPT_QUOTA,
 	OPT_HELP,
@@ -60,6 +61,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "tsync-interval", required_argument, NULL, OPT_TSYNC_INTERVAL },
 	{ "resume-wait", required_argument, NULL, OPT_RESUME_WAIT },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT },
 	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_IDENTITY },
 	{ "quota", required_argument, NULL, OPT_QUOTA },
 	{ "help", no_argument, NULL, OPT_HELP },
@@ -75,7 +77,7 @@ usage(FILE *fp)
 "                [--insecure] [--bind ADDR] [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
 "                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
-"                [--max-per-identity N] [--quota SIZE]\n"
+"                [--handshake-timeout S] [--max-per-identity N] [--quota SIZE]\n"
 "                [-u USER] [-D] [-l LOGFILE] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
@@ -98,6 +100,8 @@ usage(FILE *fp)
 "                     start and end only; -1: no time sync)\n"
 "  --resume-wait S    keep a recording whose agent went away S seconds for\n"
 "                     it to come back and resume (default 600; 0: close it)\n"
+"  --handshake-timeout S  a connection must be through TLS and its HELLO\n"
+"                     within S seconds (default 10; 1 to 3600)\n"
 "  --idle-timeout S   an agent silent for S seconds is taken as gone\n"
 "                     (default 60; 0: never)\n"
 "  --max-per-identity N  recordings open at once per identity (default 64)\n"
@@ -209,14 +213,18 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			break;
 		case OPT_RESUME_WAIT:
 		case OPT_IDLE_TIMEOUT:
+		case OPT_HANDSHAKE_TIMEOUT:
 			n = strtol(optarg, &end, 10);
-			if (*end != '\0' || n < 0 || n > 86400 * 7)
+			if (*end != '\0' || n < 0 || n > 86400 * 7 ||
+			    (ch == OPT_HANDSHAKE_TIMEOUT && (n < 1 || n > 3600)))
 				usage_error("invalid number of seconds '%s'",
 				    optarg);
 			if (ch == OPT_RESUME_WAIT)
 				c->resume_wait = (int)n;
-			else
+			else if (ch == OPT_IDLE_TIMEOUT)
 				c->idle_timeout = (int)n;
+			else
+				c->handshake_timeout = (int)n;
 			break;
 		case OPT_MAX_PER_IDENTITY:
 			n = strtol(optarg, &end, 10);
