@@ -29,6 +29,14 @@ stage() {
 	run_check "$dir"
 }
 
+# failed_logs DIR: what went wrong in the test logs of DIR
+failed_logs() {
+	for f in "$1"/*.log; do
+		grep -q "^not ok\|FAIL\|ERROR" "$f" 2>/dev/null &&
+		    { echo "---- $f"; grep -v "^ok" "$f" | tail -40; }
+	done
+}
+
 # run_check BUILDDIR [MAKE ARGS...]: run make check there, count the results
 run_check() {
 	dir=$1
@@ -38,10 +46,7 @@ run_check() {
 	sed -n '/^PASS\|^FAIL\|^SKIP\|^ERROR\|^XPASS\|^# /p' "$top/$dir/check.out"
 	if [ $r != 0 ]; then
 		rc=1
-		for f in "$top/$dir"/tests/*.log; do
-			grep -q "^not ok\|FAIL\|ERROR" "$f" 2>/dev/null &&
-			    { echo "---- $f"; grep -v "^ok" "$f" | tail -40; }
-		done
+		failed_logs "$top/$dir/tests"
 	fi
 	p=$(awk '/^# PASS:/ {print $3}' "$top/$dir/check.out")
 	f=$(awk '/^# (FAIL|XPASS|ERROR):/ {s += $3} END {print s+0}' "$top/$dir/check.out")
@@ -78,6 +83,10 @@ if make -C "$top/build" -s distcheck > "$top/build/distcheck.out" 2>&1; then
 	pass=$((pass + 1))
 else
 	tail -30 "$top/build/distcheck.out"
+	# a failed distcheck leaves its tree: show the tests that failed
+	for d in "$top"/build/tracedock-*/_build/sub/tests; do
+		[ -d "$d" ] && failed_logs "$d"
+	done
 	fail=$((fail + 1))
 	rc=1
 fi

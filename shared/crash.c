@@ -25,6 +25,7 @@
 #endif
 #endif
 
+#ifndef CRASH_SANITIZED
 static const char	*crash_prog = "?";
 static char		 crash_stack[64 * 1024];
 
@@ -63,6 +64,7 @@ crash_handler(int sig)
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
+#endif
 
 void
 crash_install(const char *prog)
