@@ -20,8 +20,16 @@ agent() {
 
 start_listener "$WORK/l.log" -d "$OUT" -u nobody --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" --crl "$P/crl.pem" || exit 99
-eq "-u: tdlisten runs as nobody" "$(ps -o user= -p "$LPID" | tr -d ' ')" nobody
-check "-u: and says so" grep -q "running as user 'nobody'" "$WORK/l.log"
+# it binds (and says "listening on") before it switches: wait for that
+i=0
+until grep -q "running as user 'nobody'" "$WORK/l.log" ||
+    [ $i -gt $((100 * SLOW)) ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+check "-u: tdlisten says it runs as nobody" \
+    grep -q "running as user 'nobody'" "$WORK/l.log"
+eq "-u: and it does" "$(ps -o user= -p "$LPID" | tr -d ' ')" nobody
 agent web1
 eq "web1 streams before revocation" $? 0
 f=$(ls "$OUT"/web1/*.dat | head -1)
