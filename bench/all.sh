@@ -68,6 +68,8 @@ for p in $ONLY; do
 done
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$TOP/bench/lib.sh"
 OUT=$TOP/bench/out
 cd "$TOP"
 
@@ -127,16 +129,7 @@ echo "$(nproc) CPUs, $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC'), tree" \
     "$(git describe --always --dirty 2>/dev/null || echo unknown)"
 echo "median [min..max] over runs (per agent: over agents and runs); td/tc:" \
     "ratio of the medians"
-awk -F'\t' '
-function sort(a, n,    i, j, t) {
-	for (i = 2; i <= n; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-		}
-}
-function med(a, n) {
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -F'\t' "$BENCH_AWK_STATS"'
 # put(SCENARIO, TOOL, METRIC, VALUE): one sample ("-": none)
 function put(s, t, m, x) {
 	if (x == "-" || x == "")

@@ -101,6 +101,8 @@ fi
 ip link set lo up || die "cannot bring up lo in the network namespace"
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$TOP/bench/lib.sh"
 OUT=$TOP/bench/out
 B=${TD_BUILDDIR:-$TOP/build}
 cd "$TOP"
@@ -217,19 +219,6 @@ data_bytes() {
 	[ -n "$args" ] || return 1
 	# shellcheck disable=SC2086
 	"$TMP/flysize" "$f" "$codec" $args
-}
-
-port_listening() {
-	local hex
-
-	hex=$(printf ':%04X' "$1")
-	awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p {
-	    found = 1 } END { exit !found }' /proc/net/tcp /proc/net/tcp6
-}
-
-# Bytes sent on lo in this namespace (every packet crosses lo once).
-lo_bytes() {
-	awk -F'[: ]+' '$2 == "lo" { print $11 }' /proc/net/dev
 }
 
 # Wait until every PID in $1 is a shell blocked opening the FIFO.
@@ -699,16 +688,7 @@ table() {
 	[ -z "$TDLISTEN_ARGS" ] || echo "tdlisten also given: $TDLISTEN_ARGS"
 	[ -z "$AGENT_NICE" ] || echo "agents and recorders reniced to $AGENT_NICE" \
 	    "(their workloads not)"
-	awk -F'\t' -v agents="$AGENTS" '
-	function sort(a, n,    i, j, t) {
-		for (i = 2; i <= n; i++)
-			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-			}
-	}
-	function med(a, n) {
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
+	awk -F'\t' -v agents="$AGENTS" "$BENCH_AWK_STATS"'
 	function put(t, n, m, x) {
 		if (x == "-")
 			return

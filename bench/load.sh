@@ -75,6 +75,8 @@ done
 [ "$(id -u)" = 0 ] || die "needs root (the source recording uses tracefs)"
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$TOP/bench/lib.sh"
 OUT=$TOP/bench/out
 cd "$TOP"
 mkdir -p "$OUT"
@@ -136,15 +138,6 @@ if ! flock -n 9; then
 fi
 
 CLK_TCK=$(getconf CLK_TCK)
-
-# Whether something listens on TCP port $1.
-port_listening() {
-	local hex
-
-	hex=$(printf ':%04X' "$1")
-	awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p {
-	    found = 1 } END { exit !found }' /proc/net/tcp /proc/net/tcp6
-}
 
 # One run of mix $1, number $2: a fresh listener, tdload, the checks.
 # Appends a line to load.tsv.

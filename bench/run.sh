@@ -105,6 +105,8 @@ fi
     die "--local and --stream exclude each other (neither runs both)"
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$TOP/bench/lib.sh"
 OUT=$TOP/bench/out
 [ "$(id -u)" = 0 ] || die "needs root (ftrace instances, trace-cmd record)"
 cd "$TOP"
@@ -182,12 +184,6 @@ lock_take() {
 lock_drop() {
 	flock -u 9
 	exec 9>&-
-}
-
-# Bytes sent on lo (each packet crosses lo once); in the private network
-# namespace, only this benchmark's.
-lo_bytes() {
-	awk -F'[: ]+' '$2 == "lo" { print $11 }' /proc/net/dev
 }
 
 # Build tdagent and tests/tdcount with the project's autotools: in the tree
@@ -527,16 +523,7 @@ echo "expected $EXPECTED raw_syscalls events of dd's pid (4N+$c1);" \
 echo "$(nproc) CPUs, $(uname -r), $(date -u '+%Y-%m-%d %H:%M UTC');" \
     "tree $REV"
 echo
-awk -F'\t' '
-function sort(a, n,    i, j, t) {
-	for (i = 2; i <= n; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-		}
-}
-function med(a, n) {
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -F'\t' "$BENCH_AWK_STATS"'
 NR == 1 { next }
 {
 	t = $1; k = ++n[t]

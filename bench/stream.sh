@@ -21,15 +21,6 @@
 STREAM_TOOLS=(tdagent-tls tdagent-tcp trace-cmd-net)
 CLK_TCK=$(getconf CLK_TCK)
 
-# Whether something listens on TCP port $1 (IPv4 or IPv6).
-port_listening() {
-	local hex
-
-	hex=$(printf ':%04X' "$1")
-	awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p {
-	    found = 1 } END { exit !found }' /proc/net/tcp /proc/net/tcp6
-}
-
 # A CA, the listener's certificate and an agent's (web1), made afresh.
 stream_pki() {
 	PKI=$TMP/pki
@@ -249,16 +240,7 @@ stream_table() {
 	    "tree $REV"
 	[ -z "$TDLISTEN_ARGS" ] || echo "tdlisten started with: $TDLISTEN_ARGS"
 	echo
-	awk -F'\t' '
-	function sort(a, n,    i, j, t) {
-		for (i = 2; i <= n; i++)
-			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-			}
-	}
-	function med(a, n) {
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
+	awk -F'\t' "$BENCH_AWK_STATS"'
 	NR == 1 { next }
 	{
 		t = $1; k = ++n[t]; mb = $12 / 1e6

@@ -1,0 +1,33 @@
+# shellcheck shell=bash
+# bench/lib.sh: pieces the benchmarks share, sourced by run.sh (and so
+# stream.sh), concurrent.sh, load.sh and all.sh (not a program).
+
+# Whether something listens on TCP port $1 (IPv4 or IPv6).
+port_listening() {
+	local hex
+
+	hex=$(printf ':%04X' "$1")
+	awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p {
+	    found = 1 } END { exit !found }' /proc/net/tcp /proc/net/tcp6
+}
+
+# Bytes sent on lo (each packet crosses lo once); in a benchmark's private
+# network namespace, only its own.
+lo_bytes() {
+	awk -F'[: ]+' '$2 == "lo" { print $11 }' /proc/net/dev
+}
+
+# awk functions for the tables, to put in front of a program:
+# sort(a, n) sorts a[1..n]; med(a, n) is the median of a sorted a[1..n].
+# shellcheck disable=SC2034
+BENCH_AWK_STATS='
+function sort(a, n,    i, j, t) {
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+		}
+}
+function med(a, n) {
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+'
