@@ -1318,9 +1318,6 @@ td_file_restore(const char *path, const void *state, size_t len)
 	/* td_file_string() walks the table with strlen() */
 	if (f->strings.len != 0 && f->strings.data[f->strings.len - 1] != '\0')
 		goto bad;
-	for (i = 0; i < TD_NSECT; i++)
-		if (f->sec_off[i] > f->off)
-			goto bad;
 	chunk = td_file_chunk_size(f);
 	for (i = 0; i < f->p.ncpus; i++) {
 		struct td_spool *s = &f->cpu[i];
@@ -1345,10 +1342,10 @@ td_file_restore(const char *path, const void *state, size_t len)
 	} else if (ckv != 1 && (td_ck_u64(&c) != 0 || td_ck_u64(&c) != 0 ||
 	    td_ck_u32(&c) != 0))
 		goto bad;
-	/* only the open section may begin where the file ends */
+	/* sections begin before the file's end; only an open v6 one at it */
 	for (i = 0; i < TD_NSECT; i++)
-		if (f->sec_off[i] == f->off && (f->sec_id != i ||
-		    f->p.version != 6))
+		if (f->sec_off[i] > f->off || (f->sec_off[i] == f->off &&
+		    (f->sec_id != i || f->p.version != 6)))
 			goto bad;
 	if (c.bad || c.left != 0)
 		goto bad;
