@@ -67,6 +67,7 @@ apid=$!
 # tracing starts once the headers are out (the first time-sync round
 # flushes them), so from then on the partial file is worth keeping
 wait_recording "$apid"
+wait_session "$WORK/l3.log"
 sleep 0.5
 kill -TERM "$LPID"
 i=0

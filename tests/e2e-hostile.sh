@@ -95,6 +95,7 @@ start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" \
     2> "$WORK/first.err" &
 apid=$!
 wait_recording "$apid"
+wait_session "$WORK/l3.log"
 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 1 \
     2> "$WORK/second.err"
 eq "a second recording of the same identity is refused" $? 1
@@ -112,7 +113,8 @@ start_listener "$WORK/l2.log" --insecure -d "$WORK/out2" || exit 99
 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -o "$WORK/both.dat" -e sched \
     -s 2 --reconnect-wait 1 2> "$WORK/both.err" &
 apid=$!
-sleep 1
+wait_session "$WORK/l2.log"
+sleep 0.5
 kill -9 "$LPID"
 wait "$apid"
 eq "listener killed for good: tdagent -o -h still exits 0" $? 0

@@ -234,6 +234,19 @@ wait_recording() {
 	done
 }
 
+# wait_session LOG [N]: until the listener logging to LOG has opened N
+# recordings (default 1; at most 20 s times SLOW).  An agent's instance
+# may record (-o) before its recorder has connected: a test that acts on
+# the listener waits for this, not for wait_recording alone
+wait_session() {
+	i=0
+	until [ "$(grep -c ': recording [0-9]* CPUs' "$1" 2>/dev/null)" -ge "${2:-1}" ] ||
+	    [ $i -gt $((400 * SLOW)) ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+
 # recorder PID: the unprivileged recorder of tdagent PID: its child that
 # leads its own process group (the command stays in tdagent's)
 recorder() {

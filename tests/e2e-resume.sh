@@ -84,6 +84,7 @@ OUT=$WORK/out1
 start_listener "$WORK/l1.log" -d "$OUT" $TLS || exit 99
 agent_bg kill9 127.0.0.1
 wait_recording "$APID"
+wait_session "$WORK/l1.log"
 sleep 4
 kill -9 "$LPID"
 wait "$LPID" 2>/dev/null
@@ -107,6 +108,7 @@ OUT=$WORK/out2
 start_listener "$WORK/l2.log" -d "$OUT" $TLS || exit 99
 agent_bg term 127.0.0.1
 wait_recording "$APID"
+wait_session "$WORK/l2.log"
 sleep 4
 kill -TERM "$LPID"
 wait "$LPID"
@@ -154,6 +156,7 @@ elif ip netns add "$NSN" 2>/dev/null &&
 	agent_bg cut 10.77.0.1
 	NS=
 	wait_recording "$APID"
+	wait_session "$WORK/l3.log"
 	sleep 3
 	ip link set tdv$$ down
 	sleep 10
@@ -234,6 +237,7 @@ rm -f "$WORK/pid7"
     2> "$WORK/agent.gone7.err" &
 APID=$!
 wait_recording "$APID"
+wait_session "$WORK/l7.log"
 kill -9 "$LPID"
 wait "$LPID" 2>/dev/null
 wait "$APID"
@@ -256,6 +260,7 @@ OUT=$WORK/out5
 start_listener "$WORK/l5.log" -d "$OUT" $TLS --resume-wait 2 || exit 99
 agent_bg gone 127.0.0.1 --reconnect-wait 0
 wait_recording "$APID"
+wait_session "$WORK/l5.log"
 sleep 2
 kill -9 "$APID"
 wait "$APID" 2>/dev/null

@@ -159,6 +159,7 @@ start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" --tsync-interval 300 ||
     2> "$WORK/stall.err" &
 apid=$!
 wait_recording "$apid"
+wait_session "$WORK/l3.log"
 sleep 0.2
 # three seconds: longer than a probe's 1 s timeout wherever a round starts
 kill -STOP "$LPID"
