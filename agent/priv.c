@@ -435,6 +435,8 @@ priv_fork(const struct priv_params *pp, int *fd, pid_t *cmd, int *status,
 		close(sv[1]);
 		log_debug("recording in process %ld as uid %ld gid %ld",
 		    (long)pid, (long)pp->uid, (long)pp->gid);
+		if (pp->release != NULL)
+			pp->release(pp->arg);
 		*status = priv_parent(pp, pid, sv[0]);
 		close(sv[0]);
 		return 1;

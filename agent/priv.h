@@ -53,6 +53,9 @@ struct priv_params {
 	const char	*output;	/* -o PATH, or NULL */
 	uid_t		 uid;		/* R's */
 	gid_t		 gid;
+	/* called in P right after the fork: drop what only R uses */
+	void		(*release)(void *);
+	void		*arg;
 };
 
 /* The uid and gid of user (65534 for "nobody" when there is none). */

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1030,6 +1031,24 @@ record_free(struct recorder *r)
 	free(r->page);
 }
 
+/*
+ * In the privileged parent once the recorder runs: the stream (its queue
+ * holds the header sections, megabytes with kallsyms) and the TLS context
+ * are the recorder's now; the parent's copies go.  (The time-sync state
+ * stays: freeing it removes its instance, which the parent does at the end.)
+ */
+static void
+record_release(void *arg)
+{
+	struct recorder *r = arg;
+
+	net_close(r->net);
+	r->net = NULL;
+	free(r->page);
+	r->page = NULL;
+	malloc_trim(0);
+}
+
 static int
 record_exit_status(int status)
 {
@@ -1064,6 +1083,8 @@ record_run(struct instance *in, const struct agent_opts *o)
 		pp.output = o->output;
 		pp.uid = o->uid;
 		pp.gid = o->gid;
+		pp.release = record_release;
+		pp.arg = &r;
 		ret = priv_fork(&pp, &r.priv_fd, &r.child, &status, r.err,
 		    sizeof r.err);
 		if (ret == -1)
