@@ -56,6 +56,12 @@
 /* At most this long for the headers to go out before the first probes. */
 #define RECORD_HEADERS_MS	10000
 
+enum record_drain {
+	DRAIN_WAKE,	/* the kernel says a CPU has pages */
+	DRAIN_TICK,	/* the timer: quiet CPUs too */
+	DRAIN_FINAL	/* the end: everything */
+};
+
 struct record_cpu {
 	struct ring	*ring;
 	uint64_t	 pages;
@@ -127,12 +133,12 @@ static int record_net_full(struct recorder *);
  * info->data_len is 0 if the page could not be parsed.
  */
 static int
-record_page(struct recorder *r, struct record_cpu *c, size_t n,
-    struct td_page_info *info_out)
+record_page(struct recorder *r, struct record_cpu *c, const void *page,
+    size_t n, struct td_page_info *info_out)
 {
 	struct td_page_info info;
 
-	if (td_page_parse(r->page, r->page_size, r->commit_size, &info) == 0) {
+	if (td_page_parse(page, r->page_size, r->commit_size, &info) == 0) {
 		c->events += info.events;
 		if (info.missed) {
 			c->missed_pages++;
@@ -144,14 +150,14 @@ record_page(struct recorder *r, struct record_cpu *c, size_t n,
 	*info_out = info;
 	c->pages++;
 	if (r->file != NULL &&
-	    td_file_cpu_page(r->file, ring_cpu(c->ring), r->page, n) == -1) {
+	    td_file_cpu_page(r->file, ring_cpu(c->ring), page, n) == -1) {
 		snprintf(r->err, sizeof r->err, "cannot write '%s': %s",
 		    r->o->output, strerror(errno));
 		r->failed = true;
 		return -1;
 	}
 	if (r->net != NULL &&
-	    net_page(r->net, ring_cpu(c->ring), r->page, n) == -1) {
+	    net_page(r->net, ring_cpu(c->ring), page, n) == -1) {
 		snprintf(r->err, sizeof r->err, "cannot queue pages: %s",
 		    strerror(errno));
 		r->failed = true;
@@ -174,20 +180,27 @@ record_page(struct recorder *r, struct record_cpu *c, size_t n,
 }
 
 /*
- * Read pages of one CPU.  At the end (final), read until the ring is empty.
- * Otherwise stop at the first page that is not nearly full: that is the page
- * the kernel is writing, and reading on would chase the writer one event at
- * a time.  A burst limit keeps one busy CPU from starving the others.
+ * Read pages of one CPU: first the pages the kernel has finished, in
+ * batches where the reader batches, then the page being written, one at a
+ * time.  At the end (DRAIN_FINAL), read until the ring is empty.  At a
+ * wake-up (DRAIN_WAKE) a batching reader leaves the page being written
+ * alone; otherwise stop at the first page that is not nearly full: that is
+ * the page the kernel is writing, and reading on would chase the writer one
+ * event at a time.  The timer (DRAIN_TICK) takes that page too, so quiet
+ * CPUs reach the file.  A burst limit keeps one busy CPU from starving the
+ * others.
  */
 static int
-record_drain(struct recorder *r, struct record_cpu *c, bool final)
+record_drain(struct recorder *r, struct record_cpu *c, enum record_drain how)
 {
 	struct td_page_info info;
-	size_t cap = r->page_size - 8 - r->commit_size;
+	size_t cap = r->page_size - 8 - r->commit_size, off;
+	bool final = how == DRAIN_FINAL;
+	const void *pages;
 	ssize_t n;
-	int i;
+	int i = 0;
 
-	for (i = 0; final || i < RECORD_BURST_PAGES; i++) {
+	while (final || i < RECORD_BURST_PAGES) {
 		if (r->net != NULL && net_congested(r->net) &&
 		    record_net_full(r) == 1) {
 			/* nowhere left to keep pages: the rest stays (in
@@ -196,7 +209,18 @@ record_drain(struct recorder *r, struct record_cpu *c, bool final)
 				r->left_unread++;
 			return 0;
 		}
-		n = ring_read(c->ring, r->page);
+		if ((n = ring_read_whole(c->ring, &pages)) > 0) {
+			for (off = 0; off < (size_t)n; off += r->page_size)
+				if (record_page(r, c, (const uint8_t *)pages +
+				    off, r->page_size, &info) == -1)
+					return -1;
+			i += n / r->page_size;
+			continue;
+		}
+		if (n == 0 && how == DRAIN_WAKE && ring_batched(c->ring))
+			return 0;
+		if (n == 0)
+			n = ring_read(c->ring, r->page);
 		if (n == 0)
 			return 0;
 		if (n < 0) {
@@ -206,10 +230,11 @@ record_drain(struct recorder *r, struct record_cpu *c, bool final)
 			r->failed = true;
 			return -1;
 		}
-		if (record_page(r, c, n, &info) == -1)
+		if (record_page(r, c, r->page, n, &info) == -1)
 			return -1;
 		if (!final && info.data_len < cap * 3 / 4)
 			return 0;
+		i++;
 	}
 	return 0;
 }
@@ -684,7 +709,7 @@ record_setup(struct recorder *r)
 		r->tsc_have = tsync_tsc_factors(&r->tsc_mult,
 		    &r->tsc_shift) == 0;
 	for (i = 0; i < r->ncpus; i++) {
-		r->cpu[i].ring = ring_open(r->in, i, r->page_size);
+		r->cpu[i].ring = ring_open(r->in, i, r->page_size, true);
 		if (r->cpu[i].ring == NULL) {
 			if (errno == ENOENT)
 				continue;	/* CPU not present */
@@ -835,7 +860,7 @@ record_loop(struct recorder *r)
 				for (int c = 0; c < r->ncpus && !r->paused; c++)
 					if (r->cpu[c].ring != NULL &&
 					    record_drain(r, &r->cpu[c],
-					    false) == -1)
+					    DRAIN_TICK) == -1)
 						break;
 				if (r->o->seconds > 0 &&
 				    record_elapsed(r) >= r->o->seconds)
@@ -853,7 +878,7 @@ record_loop(struct recorder *r)
 				}
 				record_status(r, false);
 			} else if (!r->paused)
-				record_drain(r, &r->cpu[id], false);
+				record_drain(r, &r->cpu[id], DRAIN_WAKE);
 			if (r->net != NULL && !r->failed)
 				net_batch_end(r->net);
 		}
@@ -872,7 +897,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 	r->final = true;
 	for (i = 0; i < r->ncpus; i++)
 		if (r->cpu[i].ring != NULL &&
-		    record_drain(r, &r->cpu[i], true) == -1)
+		    record_drain(r, &r->cpu[i], DRAIN_FINAL) == -1)
 			return -1;
 	if (strcmp(instance_clock(r->in), "x86-tsc") == 0) {
 		struct { uint32_t mult, shift; uint64_t offset; } t2n = { 0 };

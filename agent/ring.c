@@ -3,10 +3,14 @@
  *
  * The file descriptor is opened here (not by tracefs_cpu_open()) so that the
  * recording loop can poll all CPUs in one epoll set; libtracefs then wraps
- * it with tracefs_cpu_alloc_fd() and does the reads.
+ * it with tracefs_cpu_alloc_fd() and does the single-page reads.  Batches
+ * go through a pipe of our own: the kernel's splice of trace_pipe_raw
+ * hands over only pages the writer has left, RING_BATCH at most (a pipe's
+ * default capacity, so no F_SETPIPE_SZ and no /proc/sys limit).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -18,15 +22,32 @@
 #include "xmalloc.h"
 #include "banned.h"
 
+#define RING_BATCH	16
+
 struct ring {
 	int			 cpu;
 	int			 fd;
 	struct tracefs_cpu	*tcpu;
+	size_t			 page_size;
+	int			 pipe[2];	/* -1: no batches */
+	uint8_t			*batch;
 };
+
+static void
+ring_no_batches(struct ring *r)
+{
+	if (r->pipe[0] != -1) {
+		close(r->pipe[0]);
+		close(r->pipe[1]);
+	}
+	r->pipe[0] = r->pipe[1] = -1;
+	free(r->batch);
+	r->batch = NULL;
+}
 
 /* Open the raw reader of one CPU. */
 struct ring *
-ring_open(struct instance *in, int cpu, size_t page_size)
+ring_open(struct instance *in, int cpu, size_t page_size, bool batch)
 {
 	struct ring *r;
 	char file[64], *path;
@@ -37,6 +58,8 @@ ring_open(struct instance *in, int cpu, size_t page_size)
 		return NULL;
 	r = xcalloc(1, sizeof *r);
 	r->cpu = cpu;
+	r->page_size = page_size;
+	r->pipe[0] = r->pipe[1] = -1;
 	r->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	free(path);
 	if (r->fd == -1)
@@ -44,6 +67,12 @@ ring_open(struct instance *in, int cpu, size_t page_size)
 	r->tcpu = tracefs_cpu_alloc_fd(r->fd, page_size, true);
 	if (r->tcpu == NULL)
 		goto fail;
+	/* splice moves memory pages: a larger sub-buffer reads one by one */
+	if (batch && page_size == (size_t)sysconf(_SC_PAGESIZE) &&
+	    pipe2(r->pipe, O_NONBLOCK | O_CLOEXEC) == 0)
+		r->batch = xmalloc(RING_BATCH * page_size);
+	else
+		r->pipe[0] = r->pipe[1] = -1;
 	return r;
 fail:
 	saved = errno;
@@ -83,12 +112,59 @@ ring_read(struct ring *r, void *buf)
 	return n;
 }
 
+/* Move a batch of finished pages; see ring.h. */
+ssize_t
+ring_read_whole(struct ring *r, const void **pages)
+{
+	ssize_t n, k, got;
+
+	if (r->pipe[0] == -1)
+		return 0;
+	n = splice(r->fd, NULL, r->pipe[1], NULL, RING_BATCH * r->page_size,
+	    SPLICE_F_NONBLOCK);
+	if (n <= 0) {
+		if (n == 0 || errno == EAGAIN || errno == EINTR)
+			return 0;
+		if (errno == EINVAL || errno == ENOSYS) {
+			ring_no_batches(r);	/* read(2) from now on */
+			return 0;
+		}
+		return -1;
+	}
+	for (got = 0; got < n; got += k) {
+		k = read(r->pipe[0], r->batch + got, (size_t)(n - got));
+		if (k == -1 && errno == EINTR) {
+			k = 0;
+			continue;
+		}
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			return -1;
+		}
+	}
+	if (n % (ssize_t)r->page_size != 0) {
+		errno = EIO;	/* the kernel moves whole pages */
+		return -1;
+	}
+	*pages = r->batch;
+	return n;
+}
+
+/* Whether whole pages come in batches (else ring_read() does it all). */
+bool
+ring_batched(const struct ring *r)
+{
+	return r->pipe[0] != -1;
+}
+
 /* Close the reader. */
 void
 ring_close(struct ring *r)
 {
 	if (r == NULL)
 		return;
+	ring_no_batches(r);
 	tracefs_cpu_free_fd(r->tcpu);
 	close(r->fd);
 	free(r);

@@ -4,21 +4,37 @@
  * Opens per_cpu/cpuN/trace_pipe_raw non-blocking and reads whole sub-buffers
  * through libtracefs.  ring_fd() is for the caller's poll loop.  Reads never
  * block.  No logging; -1 with errno on failure.
+ *
+ * A batching reader (ring_open(..., true)) also moves the pages the kernel
+ * has finished in batches: splice(2) into a pipe, then one read(2) of the
+ * batch (ring_read_whole()), a system call per 8 pages instead of one per
+ * page.  Where splice does not work (a sub-buffer that is not one memory
+ * page, an old kernel) it reads page by page like the others.
  */
 #ifndef TD_RING_H
 #define TD_RING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 struct ring;
 struct instance;
 
-struct ring	*ring_open(struct instance *in, int cpu, size_t page_size);
+struct ring	*ring_open(struct instance *in, int cpu, size_t page_size,
+		    bool batch);
 int		 ring_fd(const struct ring *r);
 int		 ring_cpu(const struct ring *r);
 /* Read one page into buf (page_size bytes); 0 when the ring is empty. */
 ssize_t		 ring_read(struct ring *r, void *buf);
+/*
+ * Move up to a batch of the pages the kernel has finished writing; *pages
+ * points to them (valid until the next call), the result is their size, a
+ * multiple of page_size; 0 when there is none (the page being written is
+ * left for ring_read()) or the reader does not batch.
+ */
+ssize_t		 ring_read_whole(struct ring *r, const void **pages);
+bool		 ring_batched(const struct ring *r);
 void		 ring_close(struct ring *r);
 
 #endif

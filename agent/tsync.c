@@ -185,7 +185,7 @@ tsync_open_rings(struct tsync *t)
 	t->page = xmalloc(psz);
 	t->rings = xcalloc(t->ncpus, sizeof *t->rings);
 	for (cpu = 0; cpu < t->ncpus; cpu++) {
-		t->rings[cpu] = ring_open(t->in, cpu, psz);
+		t->rings[cpu] = ring_open(t->in, cpu, psz, false);
 		if (t->rings[cpu] == NULL && errno != ENOENT)
 			return -1;
 	}

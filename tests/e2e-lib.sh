@@ -248,9 +248,17 @@ wait_session() {
 }
 
 # recorder PID: the unprivileged recorder of tdagent PID: its child that
-# leads its own process group (the command stays in tdagent's)
+# leads its own process group (the command stays in tdagent's); looked
+# for during 2 s (times SLOW), as ps missed it once in CI
 recorder() {
-	ps --ppid "$1" -o pid=,pgid= | awk '$1 == $2 { print $1 }'
+	i=0
+	while [ $i -lt $((40 * SLOW)) ]; do
+		r=$(ps --ppid "$1" -o pid=,pgid= | awk '$1 == $2 { print $1 }')
+		[ -n "$r" ] && break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	echo "$r"
 }
 
 # status_ids PID: "UID GID CAPEFF" of a process, its real ids
