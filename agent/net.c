@@ -125,6 +125,10 @@ struct net {
 	size_t		 bhead;
 	uint32_t	 bmax;
 
+	/* called between time-sync probes */
+	void		(*idle)(void *);
+	void		*idle_arg;
+
 	/* reconnecting */
 	pthread_t	 thr;
 	bool		 thr_on;
@@ -643,6 +647,14 @@ net_tsync_interval(const struct net *n)
 	return n->tsync_interval;
 }
 
+/* What a time-sync round calls between probes (net.h). */
+void
+net_set_idle(struct net *n, void (*fn)(void *), void *arg)
+{
+	n->idle = fn;
+	n->idle_arg = arg;
+}
+
 /* The listener's name for this agent. */
 const char *
 net_identity(const struct net *n)
@@ -960,6 +972,9 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 		tsync_mark(t, round, i, 'r');
 		ref[i] = q.ref_ns;
 		net_consume(&n->c, &f);
+		/* between probes (outside their round trips): the rings */
+		if (n->idle != NULL)
+			n->idle(n->idle_arg);
 		/* a slow link gets fewer probes, not a long pause */
 		last = i + 1 == max ||
 		    net_now_ms() - start_ms > NET_TSYNC_MAX_MS;
@@ -996,7 +1011,8 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 			nanosleep(&pause, NULL);
 		}
 	}
-	if (td_msg_pack_tsync_sample(n->bq, sample) == -1) {
+	if (net_batch_end(n) == -1 ||
+	    td_msg_pack_tsync_sample(n->bq, sample) == -1) {
 		snprintf(err, errlen, "cannot frame a sync sample");
 		goto out;
 	}

@@ -66,6 +66,12 @@ struct tsync;
 int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 		    uint32_t nprobes, bool anchor,
 		    struct td_tsync_sample *sample, char *err, size_t errlen);
+/*
+ * What a time-sync round calls after each reply: the recorder's rings go
+ * on into the queue (net_page() only; the round sends them after its
+ * sample), so a round of many probes does not stop the recording.
+ */
+void		 net_set_idle(struct net *n, void (*fn)(void *), void *arg);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);
 /* A meta_sink that frames sections and options into the stream. */

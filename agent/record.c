@@ -107,6 +107,7 @@ struct recorder {
 	bool			 status_shown;
 	bool			 reconnecting;
 	bool			 final;		/* the last drain */
+	bool			 in_round;	/* between time-sync probes */
 	bool			 final_slow;	/* it stopped sending */
 	uint64_t		 left_unread;	/* final drain stopped: full */
 	double			 next_status;	/* elapsed time of the next line */
@@ -202,7 +203,7 @@ record_drain(struct recorder *r, struct record_cpu *c, enum record_drain how)
 
 	while (final || i < RECORD_BURST_PAGES) {
 		if (r->net != NULL && net_congested(r->net) &&
-		    record_net_full(r) == 1) {
+		    (r->in_round || record_net_full(r) == 1)) {
 			/* nowhere left to keep pages: the rest stays (in
 			   the loop, until the network takes some) */
 			if (final)
@@ -427,6 +428,28 @@ record_net_pump(struct recorder *r)
  * One time-sync round; a failed round is counted, not fatal.  The rounds
  * before and after the events are anchors (more probes, see tsync_pick()).
  */
+/*
+ * Between the probes of a time-sync round: the finished pages of every CPU
+ * go into the queue, so the rings do not fill while the round waits for
+ * replies (64 and more round trips).  Nothing here sends or may close the
+ * connection: with the queue congested, the pages wait for the loop.
+ */
+static void
+record_tsync_idle(void *arg)
+{
+	struct recorder *r = arg;
+	int i;
+
+	if (r->final || r->paused || r->failed)
+		return;
+	r->in_round = true;
+	for (i = 0; i < r->ncpus; i++)
+		if (r->cpu[i].ring != NULL &&
+		    record_drain(r, &r->cpu[i], DRAIN_WAKE) == -1)
+			break;
+	r->in_round = false;
+}
+
 static void
 record_tsync(struct recorder *r, bool anchor)
 {
@@ -745,6 +768,7 @@ record_start(struct recorder *r)
 			return -1;
 		log_info("connected to '%s' port %s as '%s'", r->o->host,
 		    r->o->port, net_identity(r->net));
+		net_set_idle(r->net, record_tsync_idle, r);
 		if (net_tsync_interval(r->net) == TD_TSYNC_OFF) {
 			tsync_free(r->tsync);
 			r->tsync = NULL;
