@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -256,46 +257,74 @@ out:
 	return ret;
 }
 
-/* Bytes in a file that reports size 0 (procfs): read it through. */
-static int64_t
-meta_file_length(const char *path)
+/*
+ * /proc/kallsyms to read *size bytes from.  The file reports no size and
+ * the kernel formats every symbol on each read (70% of tdagent's start-up
+ * CPU when it was read twice), so it is read once, into a memfd that tells
+ * the size.  Without memfd, it is read through to count, then opened
+ * again.  -1 when there is no kallsyms.
+ */
+static int
+meta_kallsyms_open(int64_t *size)
 {
+	static const char path[] = "/proc/kallsyms";
 	char buf[65536];
 	int64_t total = 0;
 	ssize_t n;
-	int fd;
+	int fd, mfd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
-	while ((n = read(fd, buf, sizeof buf)) > 0)
+	mfd = memfd_create("tdagent-kallsyms", MFD_CLOEXEC);
+	while ((n = read(fd, buf, sizeof buf)) > 0) {
+		if (mfd != -1 && write(mfd, buf, n) != n) {
+			close(mfd);
+			mfd = -1;	/* no room: count only */
+		}
 		total += n;
+	}
 	close(fd);
-	return n < 0 ? -1 : total;
+	if (n < 0) {
+		if (mfd != -1)
+			close(mfd);
+		return -1;
+	}
+	*size = total;
+	if (mfd != -1 && lseek(mfd, 0, SEEK_SET) == 0)
+		return mfd;
+	if (mfd != -1)
+		close(mfd);
+	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
 /*
  * KALLSYMS: u32 size then /proc/kallsyms.  The size must come first but the
- * file reports none, so read it twice: once to count, once to stream.  If a
- * module loaded in between, cut at the last whole line and pad with newlines
- * (the parser skips empty lines) so the size stays exact.
+ * file reports none (meta_kallsyms_open()).  Where it is read twice (no
+ * memfd), a module may load in between: cut at the last whole line and pad
+ * with newlines (the parser skips empty lines) so the size stays exact.
  */
 static int
 meta_kallsyms(const struct meta_sink *s, char *err, size_t errlen)
 {
-	static const char path[] = "/proc/kallsyms";
 	char buf[65536];
-	int64_t size, left;
+	int64_t size = 0, left;
 	ssize_t n;
 	int fd;
 
-	size = meta_file_length(path);
-	if (size < 0 || size > TD_MAX_SECTION_SIZE - 4)
+	fd = meta_kallsyms_open(&size);
+	if (fd == -1 || size > TD_MAX_SECTION_SIZE - 4)
 		size = 0;	/* no kallsyms: an empty section is valid */
+	if (size == 0 && fd != -1) {
+		close(fd);
+		fd = -1;
+	}
 	if (s->begin(s->arg, TD_OPT_KALLSYMS) == -1 ||
-	    meta_put_u32(s, (uint32_t)size) == -1)
+	    meta_put_u32(s, (uint32_t)size) == -1) {
+		if (fd != -1)
+			close(fd);
 		return meta_fail(err, errlen, "cannot write kallsyms");
+	}
 	left = size;
-	fd = size ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	while (fd != -1 && left > 0) {
 		n = read(fd, buf, left < (int64_t)sizeof buf ? left :
 		    (int64_t)sizeof buf);

@@ -72,6 +72,10 @@ check "v6 summary names the flyrecord" grep -q "Flyrecord" "$WORK/sum"
 "$TDAGENT" -q -o "$WORK/c.dat" -e raw_syscalls -s 0.3
 trace-cmd dump --summary -i "$WORK/c.dat" > "$WORK/sum" 2>&1
 check "v7 file is zstd-compressed" grep -q "zstd.*Compression algorithm" "$WORK/sum"
+trace-cmd dump --kallsyms -i "$WORK/c.dat" 2>/dev/null | sed '1,2d; /^$/d' \
+    > "$WORK/ks"
+check "its kallsyms section is /proc/kallsyms, line for line" sh -c \
+    "grep -v '^\$' /proc/kallsyms | cmp -s - '$WORK/ks'"
 trace-cmd dump --options -i "$WORK/c.dat" > "$WORK/opts" 2>&1
 ncpu=$(nproc)
 eq "one CPUSTAT option per CPU" "$(grep -c 'Option CPUSTAT' "$WORK/opts")" "$ncpu"
