@@ -1,7 +1,9 @@
 /*
  * net.c: the agent side of the tracedock protocol over TLS (or plain TCP
- * with --insecure): the connection, the recording's stream with what the
- * listener has not acknowledged yet, its spool file, and reconnecting.
+ * with --insecure): the session with the listener (HELLO, resume, ACKs,
+ * time sync), the recording's stream with what the listener has not
+ * acknowledged yet, its spool file, and reconnecting.  One connection's
+ * bytes are conn.c's.
  *
  * The stream's bytes live in three places, oldest first:
  *
@@ -17,7 +19,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@
 
 #include "buf.h"
 #include "compress.h"
+#include "conn.h"
 #include "meta.h"
 #include "net.h"
 #include "tdlimits.h"
@@ -70,29 +72,15 @@ _Static_assert(NET_MEM_MAX - NET_REFILL >= 2 * NET_FRAME_MAX,
     "q must hold two frames unacknowledged");
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
-/*
- * TLS records (16 KiB each) gather in a buffer BIO of this size and go to
- * the socket together: one write() per record cost as much of the agent's
- * CPU on loopback as the encryption (bench/README.md, "Streaming").
- */
-#define NET_TLS_WBUF	(256u * 1024)
 /* Reconnection backoff. */
 #define NET_BACKOFF_MIN_MS	100
 #define NET_BACKOFF_MAX_MS	5000
-
-/* One connection to the listener. */
-struct net_conn {
-	int		 fd;
-	SSL		*ssl;
-	struct td_buf	 in;		/* what the listener sent */
-	bool		 refused;	/* a TLS alert: it will not take us */
-};
 
 struct net {
 	struct net_params np;
 	struct td_hello	 hello;
 	SSL_CTX		*ctx;
-	struct net_conn	 c;		/* c.fd == -1: down */
+	struct conn	 c;		/* c.fd == -1: down */
 	char		 identity[TD_MAX_NAME_LEN + 1];
 	uint32_t	 tsync_interval;
 	uint32_t	 idle_timeout;
@@ -135,7 +123,7 @@ struct net {
 	atomic_bool	 thr_stop;	/* set by the loop, read by the thread */
 	int		 evfd;
 	int		 stopfd;	/* wakes the thread's backoff */
-	struct net_conn	 nc;		/* the thread's result */
+	struct conn	 nc;		/* the thread's result */
 	struct td_welcome nw;
 	int		 nstatus;	/* 0 up, -1 fatal */
 	uint64_t	 delay;		/* backoff, ms */
@@ -163,269 +151,6 @@ net_err(char *err, size_t errlen, const char *what)
 	return -1;
 }
 
-static int
-net_dial(const struct net_params *np, char *err, size_t errlen)
-{
-	struct addrinfo hints, *res, *ai;
-	struct pollfd pfd;
-	socklen_t sl;
-	int fd = -1, e, soerr, one = 1;
-
-	char host[256];
-	size_t hl = strlen(np->host);
-
-	/* "[::1]" is how an IPv6 literal is written next to a port */
-	if (hl > 2 && np->host[0] == '[' && np->host[hl - 1] == ']')
-		snprintf(host, sizeof host, "%.*s", (int)(hl - 2), np->host + 1);
-	else
-		snprintf(host, sizeof host, "%s", np->host);
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	if ((e = getaddrinfo(host, np->port, &hints, &res)) != 0) {
-		snprintf(err, errlen, "cannot resolve '%s': %s", np->host,
-		    gai_strerror(e));
-		return -1;
-	}
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
-		    SOCK_NONBLOCK, ai->ai_protocol);
-		if (fd == -1)
-			continue;
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == -1 &&
-		    errno == EINPROGRESS) {
-			pfd.fd = fd;
-			pfd.events = POLLOUT;
-			if (poll(&pfd, 1, np->timeout * 1000) == 1) {
-				sl = sizeof soerr;
-				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-				errno = soerr;
-			} else
-				errno = ETIMEDOUT;
-		} else
-			errno = 0;
-		if (errno == 0)
-			break;
-		e = errno;
-		close(fd);
-		fd = -1;
-		errno = e;
-	}
-	freeaddrinfo(res);
-	if (fd == -1) {
-		snprintf(err, errlen, "cannot connect to '%s' port %s: %s",
-		    np->host, np->port, strerror(errno));
-		return -1;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	return fd;
-}
-
-static void
-net_blocking_ms(int fd, bool on, int ms)
-{
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-	int fl = fcntl(fd, F_GETFL);
-
-	fcntl(fd, F_SETFL, on ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
-static void
-net_blocking(int fd, bool on, int timeout)
-{
-	net_blocking_ms(fd, on, timeout * 1000);
-}
-
-/*
- * Put a write buffer between c's TLS records and its socket, once the
- * handshake is over (OpenSSL flushes the handshake's flights itself).
- */
-static int
-net_conn_wbuf(struct net_conn *c)
-{
-	BIO *sock = SSL_get_wbio(c->ssl), *buf;
-
-	if ((buf = BIO_new(BIO_f_buffer())) == NULL)
-		return -1;
-	if (BIO_set_write_buffer_size(buf, NET_TLS_WBUF) != 1 ||
-	    !BIO_up_ref(sock)) {
-		BIO_free(buf);
-		return -1;
-	}
-	BIO_push(buf, sock);
-	SSL_set0_wbio(c->ssl, buf);	/* drops the SSL's own reference */
-	return 0;
-}
-
-/* Bytes of TLS records gathered and not yet handed to the socket. */
-static size_t
-net_conn_wpending(const struct net_conn *c)
-{
-	return c->ssl != NULL ? (size_t)BIO_wpending(SSL_get_wbio(c->ssl)) :
-	    0;
-}
-
-/* Hand them over: 0 when all went, 1 when the socket would block, -1. */
-static int
-net_conn_wflush(struct net_conn *c)
-{
-	BIO *b;
-
-	if (net_conn_wpending(c) == 0)
-		return 0;
-	b = SSL_get_wbio(c->ssl);
-	if (BIO_flush(b) == 1)
-		return 0;
-	return BIO_should_retry(b) ? 1 : -1;
-}
-
-/* Write all of p, blocking (set-up, time sync and finish). */
-static int
-net_write_all(struct net_conn *c, const void *p, size_t len, uint64_t *sent)
-{
-	ssize_t w;
-	size_t done;
-	int r;
-
-	while (len != 0) {
-		if (c->ssl != NULL) {
-			ERR_clear_error();
-			r = SSL_write_ex(c->ssl, p, len, &done);
-			if (r <= 0) {
-				errno = EPIPE;
-				return -1;
-			}
-			w = (ssize_t)done;
-		} else {
-			w = send(c->fd, p, len, MSG_NOSIGNAL);
-			if (w == -1 && errno == EINTR)
-				continue;
-			if (w == -1)
-				return -1;
-		}
-		p = (const uint8_t *)p + w;
-		len -= w;
-		if (sent != NULL)
-			*sent += w;
-	}
-	if (net_conn_wflush(c) != 0) {
-		errno = EPIPE;
-		return -1;
-	}
-	return 0;
-}
-
-/* Read up to cap bytes; 0 on EOF, -1 on error (errno EAGAIN: none yet). */
-static ssize_t
-net_read_some(struct net_conn *c, void *p, size_t cap)
-{
-	size_t got;
-	int e;
-
-	if (c->ssl == NULL)
-		return recv(c->fd, p, cap, 0);
-	ERR_clear_error();
-	if (SSL_read_ex(c->ssl, p, cap, &got) == 1)
-		return (ssize_t)got;
-	e = SSL_get_error(c->ssl, 0);
-	if (e == SSL_ERROR_ZERO_RETURN)
-		return 0;
-	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-		errno = EAGAIN;
-		return -1;
-	}
-	if (e == SSL_ERROR_SYSCALL && errno == 0)
-		return 0;
-	if (e == SSL_ERROR_SSL)
-		errno = EPROTO;
-	return -1;
-}
-
-/* Read one whole frame into c->in, blocking. */
-static int
-net_read_frame(struct net_conn *c, struct td_frame *f, char *err,
-    size_t errlen)
-{
-	uint8_t buf[4096];
-	ssize_t r;
-	int pr;
-
-	for (;;) {
-		pr = td_frame_parse(c->in.data ? c->in.data : buf, c->in.len,
-		    f);
-		if (pr == 1)
-			return 0;
-		if (pr == -1) {
-			snprintf(err, errlen, "the listener sent a bad frame");
-			return -1;
-		}
-		r = net_read_some(c, buf, sizeof buf);
-		if (r == 0) {
-			snprintf(err, errlen, "the listener closed the "
-			    "connection");
-			return -1;
-		}
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			if (c->ssl != NULL && errno == EPROTO) {
-				c->refused = true;
-				td_tls_handshake_error(c->ssl, err, errlen,
-				    "the listener refused this agent");
-				return -1;
-			}
-			return net_err(err, errlen, errno == EAGAIN ?
-			    "no answer from the listener" :
-			    "cannot read from the listener");
-		}
-		if (td_buf_add(&c->in, buf, r) == -1) {
-			snprintf(err, errlen, "the listener sent too much");
-			return -1;
-		}
-	}
-}
-
-static void
-net_consume(struct net_conn *c, const struct td_frame *f)
-{
-	memmove(c->in.data, c->in.data + f->total, c->in.len - f->total);
-	c->in.len -= f->total;
-}
-
-static void
-net_conn_close(struct net_conn *c, bool polite)
-{
-	if (c->ssl != NULL) {
-		if (polite)
-			SSL_shutdown(c->ssl);
-		SSL_free(c->ssl);
-		c->ssl = NULL;
-	}
-	if (c->fd != -1)
-		close(c->fd);
-	c->fd = -1;
-	td_buf_free(&c->in);
-}
-
-/* ERROR from the listener: its text, and whether it wants us back. */
-static int
-net_error_frame(const struct td_frame *f, bool *fatal, char *err,
-    size_t errlen, const char *what)
-{
-	struct td_error e;
-
-	if (td_msg_unpack_error(f, &e) == 0) {
-		snprintf(err, errlen, "%s: %s", what, e.text);
-		*fatal = e.code != TD_ERR_RETRY;
-	} else {
-		snprintf(err, errlen, "%s", what);
-		*fatal = true;
-	}
-	return -1;
-}
-
 static int	net_ack(struct net *, const struct td_frame *, char *, size_t);
 
 /*
@@ -433,28 +158,28 @@ static int	net_ack(struct net *, const struct td_frame *, char *, size_t);
  * given), late time-sync replies skipped; an ERROR ends the wait.
  */
 static int
-net_expect(struct net *n, struct net_conn *c, uint16_t type,
+net_expect(struct net *n, struct conn *c, uint16_t type,
     struct td_frame *f, bool *fatal, char *err, size_t errlen)
 {
 	*fatal = false;
 	for (;;) {
-		if (net_read_frame(c, f, err, errlen) == -1)
+		if (conn_read_frame(c, f, err, errlen) == -1)
 			return -1;
 		if (f->type == TD_MSG_ACK && type != TD_MSG_ACK) {
 			if (n != NULL && net_ack(n, f, err, errlen) == -1) {
 				*fatal = true;
 				return -1;
 			}
-			net_consume(c, f);
+			conn_consume(c, f);
 			continue;
 		}
 		/* a time-sync reply that came after its round gave up */
 		if (f->type != TD_MSG_TSYNC_REPLY || type == TD_MSG_TSYNC_REPLY)
 			break;
-		net_consume(c, f);
+		conn_consume(c, f);
 	}
 	if (f->type == TD_MSG_ERROR)
-		return net_error_frame(f, fatal, err, errlen,
+		return conn_error_frame(f, fatal, err, errlen,
 		    "the listener refused");
 	if (f->type != type) {
 		snprintf(err, errlen, "the listener sent %s, not %s",
@@ -471,7 +196,7 @@ net_expect(struct net *n, struct net_conn *c, uint16_t type,
  * when trying again cannot help.
  */
 static int
-net_open(struct net *n, bool resume, struct net_conn *c,
+net_open(struct net *n, bool resume, struct conn *c,
     struct td_welcome *w, bool *fatal, char *err, size_t errlen)
 {
 	struct td_hello h = n->hello;
@@ -483,11 +208,12 @@ net_open(struct net *n, bool resume, struct net_conn *c,
 	memset(c, 0, sizeof *c);
 	c->fd = -1;
 	td_buf_init(&c->in, TD_MAX_HELLO * 4 + 64 * 1024);
-	if ((c->fd = net_dial(&n->np, err, errlen)) == -1)
+	if ((c->fd = conn_dial(n->np.host, n->np.port, n->np.timeout, err,
+	    errlen)) == -1)
 		return -1;
 	/* a link that stops acknowledging is given up on, not waited for */
 	setsockopt(c->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
-	net_blocking(c->fd, true, n->np.timeout);
+	conn_blocking(c->fd, true, n->np.timeout);
 	if (n->ctx != NULL) {
 		if ((c->ssl = SSL_new(n->ctx)) == NULL) {
 			td_tls_error(err, errlen, "cannot start TLS");
@@ -507,7 +233,7 @@ net_open(struct net *n, bool resume, struct net_conn *c,
 			*fatal = SSL_get_verify_result(c->ssl) != X509_V_OK;
 			goto fail;
 		}
-		if (net_conn_wbuf(c) == -1) {
+		if (conn_wbuf(c) == -1) {
 			td_tls_error(err, errlen, "cannot start TLS");
 			goto fail;
 		}
@@ -516,11 +242,11 @@ net_open(struct net *n, bool resume, struct net_conn *c,
 		h.flags |= TD_HELLO_RESUME;
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
 	if (td_msg_pack_hello(&b, &h) == -1 ||
-	    net_write_all(c, b.data, b.len, NULL) == -1) {
+	    conn_write_all(c, b.data, b.len, NULL) == -1) {
 		td_buf_free(&b);
 		/* a refused TLS 1.3 client learns why from the alert */
 		net_err(err, errlen, "cannot send to the listener");
-		if (c->ssl != NULL && net_read_frame(c, &f, err, errlen) == -1)
+		if (c->ssl != NULL && conn_read_frame(c, &f, err, errlen) == -1)
 			*fatal = true;
 		goto fail;
 	}
@@ -535,7 +261,7 @@ net_open(struct net *n, bool resume, struct net_conn *c,
 		*fatal = true;
 		goto fail;
 	}
-	net_consume(c, &f);
+	conn_consume(c, &f);
 	if (resume != ((w->flags & TD_WELCOME_RESUMED) != 0)) {
 		snprintf(err, errlen, "the listener %s the recording",
 		    resume ? "did not resume" : "claims to resume");
@@ -544,7 +270,7 @@ net_open(struct net *n, bool resume, struct net_conn *c,
 	}
 	return 0;
 fail:
-	net_conn_close(c, false);
+	conn_close(c, false);
 	return -1;
 }
 
@@ -636,7 +362,7 @@ net_start(struct net *n, char *err, size_t errlen)
 	n->tsync_interval = w.tsync_interval;
 	n->idle_timeout = w.idle_timeout;
 	n->up_since_ms = net_now_ms();
-	net_blocking(n->c.fd, false, n->np.timeout);
+	conn_blocking(n->c.fd, false, n->np.timeout);
 	return 0;
 }
 
@@ -703,14 +429,14 @@ bool
 net_want_write(const struct net *n)
 {
 	return net_up(n) && (net_limit(n) > n->qoff ||
-	    net_conn_wpending(&n->c) != 0);
+	    conn_wpending(&n->c) != 0);
 }
 
 size_t
 net_pending(const struct net *n)
 {
 	return (n->q.len - n->qoff) + (size_t)(n->stail - n->shead) +
-	    n->st.len + net_conn_wpending(&n->c);
+	    n->st.len + conn_wpending(&n->c);
 }
 
 uint64_t
@@ -941,7 +667,7 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 	ts_s = xcalloc(max, sizeof *ts_s);
 	ts_r = xcalloc(max, sizeof *ts_r);
 	td_buf_init(&b, 64);
-	net_blocking_ms(n->c.fd, true, NET_TSYNC_MAX_MS);
+	conn_blocking_ms(n->c.fd, true, NET_TSYNC_MAX_MS);
 	for (i = 0; i < max; i++) {
 		p.round = round;
 		p.seq = i;
@@ -952,7 +678,7 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 			    strerror(errno));
 			goto out;
 		}
-		if (net_write_all(&n->c, b.data, b.len, NULL) == -1) {
+		if (conn_write_all(&n->c, b.data, b.len, NULL) == -1) {
 			net_err(err, errlen, "lost the listener");
 			goto out;
 		}
@@ -967,11 +693,11 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 			    q.round == round && q.seq == i)
 				break;
 			bad++;		/* dropped and counted */
-			net_consume(&n->c, &f);
+			conn_consume(&n->c, &f);
 		}
 		tsync_mark(t, round, i, 'r');
 		ref[i] = q.ref_ns;
-		net_consume(&n->c, &f);
+		conn_consume(&n->c, &f);
 		/* between probes (outside their round trips): the rings */
 		if (n->idle != NULL)
 			n->idle(n->idle_arg);
@@ -1019,7 +745,7 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 	ret = 0;
 out:
 	if (net_up(n))
-		net_blocking(n->c.fd, false, n->np.timeout);
+		conn_blocking(n->c.fd, false, n->np.timeout);
 	td_buf_free(&b);
 	free(ref);
 	free(ts_s);
@@ -1202,7 +928,7 @@ net_flush(struct net *n, char *err, size_t errlen)
 		n->sent += w;
 		n->last_send_ms = net_now_ms();
 	}
-	if (net_conn_wflush(&n->c) == -1) {
+	if (conn_wflush(&n->c) == -1) {
 		snprintf(err, errlen, "lost the listener: %s", strerror(errno));
 		return -1;
 	}
@@ -1253,7 +979,7 @@ net_frames(struct net *n, char *err, size_t errlen)
 			}
 			break;
 		case TD_MSG_ERROR:
-			net_error_frame(&f, &n->fatal, err, errlen,
+			conn_error_frame(&f, &n->fatal, err, errlen,
 			    "the listener stopped the recording");
 			n->retry_later = !n->fatal;
 			return -1;
@@ -1269,7 +995,7 @@ net_frames(struct net *n, char *err, size_t errlen)
 			n->fatal = true;
 			return -1;
 		}
-		net_consume(&n->c, &f);
+		conn_consume(&n->c, &f);
 	}
 	if (pr == -1) {
 		snprintf(err, errlen, "the listener sent a bad frame");
@@ -1291,7 +1017,7 @@ net_readable(struct net *n, char *err, size_t errlen)
 		return -1;
 	}
 	for (;;) {
-		r = net_read_some(&n->c, buf, sizeof buf);
+		r = conn_read_some(&n->c, buf, sizeof buf);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && errno == EAGAIN)
@@ -1329,9 +1055,9 @@ net_keepalive(struct net *n, char *err, size_t errlen)
 		return 0;
 	td_buf_init(&b, TD_FRAME_HEADER);
 	td_msg_pack_keepalive(&b);
-	net_blocking(n->c.fd, true, n->np.timeout);
-	r = net_write_all(&n->c, b.data, b.len, NULL);
-	net_blocking(n->c.fd, false, n->np.timeout);
+	conn_blocking(n->c.fd, true, n->np.timeout);
+	r = conn_write_all(&n->c, b.data, b.len, NULL);
+	conn_blocking(n->c.fd, false, n->np.timeout);
 	td_buf_free(&b);
 	n->last_send_ms = net_now_ms();
 	if (r == -1)
@@ -1414,7 +1140,7 @@ net_down(struct net *n)
 	if (n->delay == 0 || net_now_ms() - n->up_since_ms > 10000)
 		n->delay = NET_BACKOFF_MIN_MS;
 	if (net_up(n))
-		net_conn_close(&n->c, false);
+		conn_close(&n->c, false);
 	n->qoff = n->qdrop;
 	net_thread_start(n);
 }
@@ -1443,7 +1169,7 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 		snprintf(err, errlen, "the listener wants the recording from "
 		    "byte %" PRIu64 ", this agent holds %" PRIu64 " to %" PRIu64,
 		    r, n->qbase + n->qdrop, n->qbase + net_limit(n));
-		net_conn_close(&n->nc, false);
+		conn_close(&n->nc, false);
 		n->fatal = true;
 		return -1;
 	}
@@ -1466,7 +1192,7 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 	n->idle_timeout = n->nw.idle_timeout;
 	n->reconnects++;
 	n->retry_later = false;
-	net_blocking(n->c.fd, false, n->np.timeout);
+	conn_blocking(n->c.fd, false, n->np.timeout);
 	n->last_send_ms = n->up_since_ms = net_now_ms();
 	/* a DONE may follow at once: the recording was finished already */
 	return net_frames(n, err, errlen);
@@ -1580,9 +1306,9 @@ net_close(struct net *n)
 	if (n->thr_on) {
 		net_stop(n);
 		pthread_join(n->thr, NULL);
-		net_conn_close(&n->nc, false);
+		conn_close(&n->nc, false);
 	}
-	net_conn_close(&n->c, true);
+	conn_close(&n->c, true);
 	if (n->ctx != NULL)
 		SSL_CTX_free(n->ctx);
 	if (n->sfd != -1)
