@@ -447,7 +447,7 @@ run_one() {
 			"$TMP/selftime" "$d/time.$i" "$d/rpid.$i" -- \
 			    "$TDAGENT" -h 127.0.0.1 -p "$PORT" \
 			    --cert "$PKI/$id.pem" --key "$PKI/$id.key" \
-			    --ca "$PKI/ca.pem" -e raw_syscalls -F \
+			    --ca "$PKI/ca.pem" -e raw_syscalls -F -v \
 			    ${targs[@]+"${targs[@]}"} -- \
 			    sh -c "$WORKLOAD" sh "$d/pid.$i" "$d/fifo" "$k" \
 			    >"$d/agent.$i.out" 2>"$d/agent.$i.err" </dev/null &
@@ -605,8 +605,12 @@ count_one() {
 			sent=$(sed -n 's/.*(\([0-9.]*\) MB sent).*/\1/p' \
 			    "$d/agent.$i.err" | tail -1)
 			[ -n "$sent" ] || sent=-
-			# tdagent's own CPU: not its workload's (its child)
-			acpu=$(awk '{ printf "%.2f", $2 + $3 }' "$d/time.$i")
+			# tdagent's own CPU and its recorder's (-v says it),
+			# not its workload's (its other child)
+			rcpu=$(sed -n 's/.*the recorder used \([0-9.]*\) s of CPU.*/\1/p' \
+			    "$d/agent.$i.err" | tail -1)
+			acpu=$(awk -v r="${rcpu:-0}" '{ printf "%.2f", $2 + $3 + r }' \
+			    "$d/time.$i")
 		else
 			lost=-
 			sent=-
