@@ -425,10 +425,6 @@ record_net_pump(struct recorder *r)
 }
 
 /*
- * One time-sync round; a failed round is counted, not fatal.  The rounds
- * before and after the events are anchors (more probes, see tsync_pick()).
- */
-/*
  * Between the probes of a time-sync round: the finished pages of every CPU
  * go into the queue, so the rings do not fill while the round waits for
  * replies (64 and more round trips).  Nothing here sends or may close the
@@ -450,6 +446,10 @@ record_tsync_idle(void *arg)
 	r->in_round = false;
 }
 
+/*
+ * One time-sync round; a failed round is counted, not fatal.  The rounds
+ * before and after the events are anchors (more probes, see tsync_pick()).
+ */
 static void
 record_tsync(struct recorder *r, bool anchor)
 {
