@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -38,7 +37,6 @@ struct priv_state {
 	int		 go_fd;
 	bool		 rec_done;
 	int		 rec_status;
-	struct rusage	 rec_ru;	/* R's, once reaped */
 	bool		 chan_open;
 	bool		 file_done;
 	bool		 failed;	/* P's own part went wrong */
@@ -313,11 +311,10 @@ priv_channel(struct priv_state *s, bool block)
 static void
 priv_children(struct priv_state *s)
 {
-	struct rusage ru;
 	pid_t pid;
 	int status;
 
-	while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid == s->cmd) {
 			s->cmd = 0;
 			if (s->chan_open)
@@ -325,7 +322,6 @@ priv_children(struct priv_state *s)
 		} else if (pid == s->rec) {
 			s->rec_done = true;
 			s->rec_status = status;
-			s->rec_ru = ru;
 		}
 	}
 }
@@ -393,13 +389,6 @@ priv_parent(const struct priv_params *pp, pid_t rec, int fd)
 	priv_ready(&s);
 	priv_loop(&s, sfd);
 	close(sfd);
-	/* what the recording cost, apart from the command's (benchmarks) */
-	log_debug("the recorder used %.2f s of CPU (%.2f user, %.2f system), "
-	    "peak RSS %ld KB", s.rec_ru.ru_utime.tv_sec +
-	    s.rec_ru.ru_utime.tv_usec / 1e6 + s.rec_ru.ru_stime.tv_sec +
-	    s.rec_ru.ru_stime.tv_usec / 1e6, s.rec_ru.ru_utime.tv_sec +
-	    s.rec_ru.ru_utime.tv_usec / 1e6, s.rec_ru.ru_stime.tv_sec +
-	    s.rec_ru.ru_stime.tv_usec / 1e6, s.rec_ru.ru_maxrss);
 	/* what R said last, e.g. FILE just before it exited */
 	priv_channel(&s, false);
 	if (s.cmd > 0)

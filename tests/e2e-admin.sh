@@ -21,12 +21,7 @@ agent() {
 start_listener "$WORK/l.log" -d "$OUT" -u nobody --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" --crl "$P/crl.pem" || exit 99
 # it binds (and says "listening on") before it switches: wait for that
-i=0
-until grep -q "running as user 'nobody'" "$WORK/l.log" ||
-    [ $i -gt $((100 * SLOW)) ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_until $((100 * SLOW)) grep -q "running as user 'nobody'" "$WORK/l.log"
 check "-u: tdlisten says it runs as nobody" \
     grep -q "running as user 'nobody'" "$WORK/l.log"
 eq "-u: and it does" "$(ps -o user= -p "$LPID" | tr -d ' ')" nobody
@@ -38,11 +33,8 @@ check "trace-cmd reads it" tc_clean "$f"
 
 sh "$TDCERT" revoke "$P" web1 >/dev/null 2>&1
 kill -HUP "$LPID"
-i=0
-until grep -q "SIGHUP: certificates and CRL reloaded" "$WORK/l.log" || [ $i -gt $((50 * SLOW)) ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_until $((50 * SLOW)) grep -q "SIGHUP: certificates and CRL reloaded" \
+    "$WORK/l.log"
 check "SIGHUP reloads the certificates and the CRL" \
     grep -q "SIGHUP: certificates and CRL reloaded" "$WORK/l.log"
 agent web1
@@ -83,12 +75,8 @@ wait "$apid"
 eq "the agent cannot deliver the recording (exit 1)" $? 1
 start_listener "$WORK/l3b.log" -d "$WORK/out3" --insecure --resume-wait 1 ||
     exit 99
-i=0
-until ls "$WORK"/out3/127.0.0.1/*.incomplete.dat >/dev/null 2>&1 ||
-    [ $i -gt $((100 * SLOW)) ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_until $((100 * SLOW)) sh -c \
+    "ls '$WORK'/out3/127.0.0.1/*.incomplete.dat >/dev/null 2>&1"
 check "the next tdlisten recovered it" grep -q "recovered '" "$WORK/l3b.log"
 inc=$(ls "$WORK"/out3/127.0.0.1/*.incomplete.dat 2>/dev/null)
 check "and kept it when its agent did not come" test -n "$inc"

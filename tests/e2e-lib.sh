@@ -223,15 +223,32 @@ start_listener() {
 	return 1
 }
 
+# wait_until TICKS CMD [ARG...]: run CMD until it succeeds, every 0.05 s,
+# giving up after TICKS + 1 pauses; the callers check the outcome
+wait_until() {
+	_wu_max=$1
+	shift
+	_wu_i=0
+	until "$@" || [ $_wu_i -gt "$_wu_max" ]; do
+		sleep 0.05
+		_wu_i=$((_wu_i + 1))
+	done
+}
+
+# recording PID: tdagent PID's instance records
+recording() {
+	[ "$(cat $TRACING/instances/tracedock-$1/tracing_on 2>/dev/null)" = 1 ]
+}
+
 # wait_recording PID: until tdagent PID's instance records (at most
 # 20 s times SLOW)
 wait_recording() {
-	i=0
-	until [ "$(cat $TRACING/instances/tracedock-$1/tracing_on 2>/dev/null)" = 1 ] ||
-	    [ $i -gt $((400 * SLOW)) ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	wait_until $((400 * SLOW)) recording "$1"
+}
+
+# sessions_opened LOG N: the listener logging to LOG opened N recordings
+sessions_opened() {
+	[ "$(grep -c ': recording [0-9]* CPUs' "$1" 2>/dev/null)" -ge "$2" ]
 }
 
 # wait_session LOG [N]: until the listener logging to LOG has opened N
@@ -239,12 +256,7 @@ wait_recording() {
 # may record (-o) before its recorder has connected: a test that acts on
 # the listener waits for this, not for wait_recording alone
 wait_session() {
-	i=0
-	until [ "$(grep -c ': recording [0-9]* CPUs' "$1" 2>/dev/null)" -ge "${2:-1}" ] ||
-	    [ $i -gt $((400 * SLOW)) ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	wait_until $((400 * SLOW)) sessions_opened "$1" "${2:-1}"
 }
 
 # recorder PID: the unprivileged recorder of tdagent PID: its child that
