@@ -605,9 +605,13 @@ count_one() {
 			sent=$(sed -n 's/.*(\([0-9.]*\) MB sent).*/\1/p' \
 			    "$d/agent.$i.err" | tail -1)
 			[ -n "$sent" ] || sent=-
-			# tdagent's own CPU and its recorder's (-v says it),
-			# not its workload's (its other child)
-			rcpu=$(sed -n 's/.*the recorder used \([0-9.]*\) s of CPU.*/\1/p' \
+			# tdagent's own CPU and, where a separate recorder ran
+			# (-v: "recording in process"), the recorder's, which
+			# it logs at its end (-v: "cpu S s"); not its
+			# workload's (its other child)
+			rcpu=0
+			grep -q "recording in process" "$d/agent.$i.err" &&
+			    rcpu=$(sed -n 's/^tdagent: cpu \([0-9.]*\) s (user.*/\1/p' \
 			    "$d/agent.$i.err" | tail -1)
 			acpu=$(awk -v r="${rcpu:-0}" '{ printf "%.2f", $2 + $3 + r }' \
 			    "$d/time.$i")
