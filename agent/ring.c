@@ -71,8 +71,6 @@ ring_open(struct instance *in, int cpu, size_t page_size, bool batch)
 	if (batch && page_size == (size_t)sysconf(_SC_PAGESIZE) &&
 	    pipe2(r->pipe, O_NONBLOCK | O_CLOEXEC) == 0)
 		r->batch = xmalloc(RING_BATCH * page_size);
-	else
-		r->pipe[0] = r->pipe[1] = -1;
 	return r;
 fail:
 	saved = errno;
