@@ -67,9 +67,10 @@ int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 		    uint32_t nprobes, bool anchor,
 		    struct td_tsync_sample *sample, char *err, size_t errlen);
 /*
- * What a time-sync round calls after each reply: the recorder's rings go
- * on into the queue (net_page() only; the round sends them after its
- * sample), so a round of many probes does not stop the recording.
+ * What a time-sync round calls between replies, every few ms: the
+ * recorder's rings go on into the queue (net_page() only; the round sends
+ * them after its sample), so a round of many probes does not stop the
+ * recording.
  */
 void		 net_set_idle(struct net *n, void (*fn)(void *), void *arg);
 /* The identity the listener gave this agent. */
