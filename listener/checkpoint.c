@@ -16,11 +16,14 @@
  * listener's crash or kill -9, which is what the acknowledgement promises,
  * not a power loss of the collection box.
  *
- * Layout (host byte order, this machine only): u32 "tdss", u32 1, u32 n +
- * the HELLO frame, u64 session id, rx offset, bytes, pages, lost, elapsed
- * ns; per CPU u64 next sequence, events, marked pages; u32 samples, u32
- * dropped, each sample as its TSYNC_SAMPLE frame; then the writer's state
- * to the end.
+ * Layout (host byte order, this machine only): u32 "tdss", u32 version
+ * (2), u32 n + the HELLO frame, u64 session id, rx offset, bytes, pages,
+ * lost, elapsed ns; per CPU u64 next sequence, events, marked pages; u32
+ * samples, u32 dropped, each sample as its TSYNC_SAMPLE frame; u32 TSC
+ * mult, u32 TSC shift (x86-tsc's TSC2NSEC, 0 0 until it came: the agent
+ * sends it at the end, and a listener restarted after that has it only
+ * from here); then the writer's state to the end.  Version 1, without the TSC pair, is still
+ * read.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +42,7 @@
 #include "banned.h"
 
 #define CK_MAGIC	0x73736474	/* "tdss" */
+#define CK_VERSION	2
 #define CK_SAMPLE	(TD_FRAME_HEADER + 52)
 #define CK_MAX		(2 * (size_t)TD_MAX_SECTION_SIZE)
 
@@ -67,7 +71,8 @@ checkpoint_write(struct session *s)
 	td_buf_init(&b, CK_MAX);
 	td_buf_init(&h, TD_MAX_HELLO + TD_FRAME_HEADER);
 	ok = td_msg_pack_hello(&h, &s->hello) == 0 &&
-	    td_buf_add_u32(&b, CK_MAGIC) == 0 && td_buf_add_u32(&b, 1) == 0 &&
+	    td_buf_add_u32(&b, CK_MAGIC) == 0 &&
+	    td_buf_add_u32(&b, CK_VERSION) == 0 &&
 	    td_buf_add_u32(&b, (uint32_t)h.len) == 0 &&
 	    td_buf_add(&b, h.data, h.len) == 0 &&
 	    td_buf_add_u64(&b, s->session_id) == 0 &&
@@ -84,6 +89,8 @@ checkpoint_write(struct session *s)
 	    td_buf_add_u32(&b, s->samples_dropped) == 0;
 	for (i = 0; ok && i < s->nsamples; i++)
 		ok = td_msg_pack_tsync_sample(&b, &s->samples[i]) == 0;
+	ok = ok && td_buf_add_u32(&b, s->tsc_mult) == 0 &&
+	    td_buf_add_u32(&b, s->tsc_shift) == 0;
 	td_buf_free(&h);
 	if (!ok) {
 		td_buf_free(&b);
@@ -190,7 +197,7 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 	struct td_hello h;
 	struct ck c;
 	uint64_t elapsed;
-	uint32_t i, n;
+	uint32_t i, n, version;
 	char *path;
 	size_t pl = strlen(statepath);
 
@@ -208,7 +215,10 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 	c.p = b.data;
 	c.left = b.len;
 	c.bad = false;
-	if (ck_u32(&c) != CK_MAGIC || ck_u32(&c) != 1)
+	if (ck_u32(&c) != CK_MAGIC)
+		goto bad;
+	version = ck_u32(&c);
+	if (version != 1 && version != CK_VERSION)
 		goto bad;
 	n = ck_u32(&c);
 	if (c.bad || n > TD_MAX_HELLO + TD_FRAME_HEADER ||
@@ -248,6 +258,14 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 		    td_msg_unpack_tsync_sample(&f, &s->samples[i]) == -1)
 			goto bad;
 		s->nsamples++;
+	}
+	s->tsc_mult = s->tsc_shift = 0;
+	if (version >= 2) {
+		s->tsc_mult = ck_u32(&c);
+		s->tsc_shift = ck_u32(&c);
+		if (c.bad || s->tsc_shift >= 64 ||
+		    (s->tsc_mult == 0 && s->tsc_shift != 0))
+			goto bad;
 	}
 	path = xstrdup(statepath);
 	path[pl - 6] = '\0';

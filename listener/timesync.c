@@ -109,8 +109,8 @@ timesync_tsc2nsec(struct session *s, const uint8_t *p)
  * (td_tsfilter_outliers(): rounds whose probes were all lopsided the same
  * way, which the agent cannot see), marking them in out[]; return how
  * many.  The floor, TIMESYNC_FLOOR_NS, is in the clock's units:
- * x86-tsc offsets are cycles, converted with the agent's TSC2NSEC; without
- * it (a session resumed after the option came) nothing is set aside.
+ * x86-tsc offsets are cycles, converted with the agent's TSC2NSEC (sent
+ * at the end, kept in checkpoints); without it nothing is set aside.
  */
 static uint32_t
 timesync_outliers(struct session *s, bool *out)
@@ -122,6 +122,9 @@ timesync_outliers(struct session *s, bool *out)
 
 	if (strcmp(s->hello.clock, "x86-tsc") == 0) {
 		if (s->tsc_mult == 0) {
+			log_info("%s: time sync: no TSC2NSEC from the agent, "
+			    "samples not checked against their neighbours",
+			    s->label);
 			memset(out, 0, n * sizeof *out);
 			return 0;
 		}

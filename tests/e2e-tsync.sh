@@ -103,31 +103,51 @@ paste $rawcols | awk -v names="$clocks" -f "$S/tests/tsync-err.awk" \
 sed 's/^/# /' "$WORK/err"
 sed -n "s/^.*'\([a-z0-9_-]*\)' .*time sync: /# \1: /p" "$WORK/l.log"
 
-# Limits: every sample claims an error bound, half its round trip, which
-# holds by causality (the listener's stamp lies between the agent's two
-# markers), and trace-cmd interpolates between samples, so an occurrence's
-# error lies within the larger bound of the two samples around it.  After
-# the last sample (the last round may make none, right after a round that
-# made one) trace-cmd extrapolates the last two, here at least 0.5 s apart,
+# limits LOG ERR CLOCKS: each agent's and each pair's error (ERR, from
+# tsync-err.awk) within what the samples claim (LOG, the listener's).
+# Every sample claims an error bound, half its round trip, which holds by
+# causality (the listener's stamp lies between the agent's two markers),
+# and trace-cmd interpolates between samples, so an occurrence's error
+# lies within the larger bound of the two samples around it.  After the
+# last sample (the last round may make none, right after a round that made
+# one) trace-cmd extrapolates the last two, here at least 0.5 s apart,
 # over at most 0.7 s: within 1 + 2 * 1.4 bounds.  So the largest error of
 # a file must be within 4 times its largest bound (+ 1 us for the rulers'
 # own uncertainty), and of two files within 4 times the sum of theirs.
 # The median must be within half the bound: a systematic error of half a
 # round trip (a sample at the wrong end of its probe) fails that.
-for c in $clocks; do
-	sed -n "s/^.*'$c' .*time sync: .*error bound +-\([0-9]*\) ns.*/$c \1/p" \
-	    "$WORK/l.log"
-done > "$WORK/bound"
-awk 'FILENAME == ARGV[1] { b[$1] = $2; next }
-    $1 == "agent" { print $2, $5, $6, b[$2] }
-    $1 == "pair" { print $2 "-" $3, $8, $9, b[$2] + b[$3] }' \
-    "$WORK/bound" "$WORK/err" > "$WORK/low"
-while read -r what med max bound; do
-	check "$what: largest error >= $max ns, <= 4 * ${bound:-0} + 1000" \
-	    test "$max" -le "$(( 4 * ${bound:-0} + 1000 ))"
-	check "$what: median error >= $med ns, within $(( ${bound:-0} / 2 )) ns" \
-	    test "$med" -le "$(( ${bound:-0} / 2 ))"
-done < "$WORK/low"
+limits() {
+	for c in $3; do
+		sed -n "s/^.*'$c' .*time sync: .*error bound +-\([0-9]*\) ns.*/$c \1/p" \
+		    "$1"
+	done > "$WORK/bound"
+	awk 'FILENAME == ARGV[1] { b[$1] = $2; next }
+	    $1 == "agent" { print $2, $5, $6, b[$2] }
+	    $1 == "pair" { print $2 "-" $3, $8, $9, b[$2] + b[$3] }' \
+	    "$WORK/bound" "$2" > "$WORK/low"
+	while read -r what med max bound; do
+		check "$what: largest error >= $max ns, <= 4 * ${bound:-0} + 1000" \
+		    test "$max" -le "$(( 4 * ${bound:-0} + 1000 ))"
+		check "$what: median error >= $med ns, within $(( ${bound:-0} / 2 )) ns" \
+		    test "$med" -le "$(( ${bound:-0} / 2 ))"
+	done < "$WORK/low"
+}
+limits "$WORK/l.log" "$WORK/err" "$clocks"
+# the median between two files, through the lower bound of each pair's
+# median (above a limit only where the true median is too): within 2 us,
+# twice the issue's target (bench/tsync.sh measures that over 60 s; this
+# recording is short and the machine may be busy: two busy loops gave
+# medians up to 1.03 us).  Not where the programs are slowed (valgrind's
+# SLOW): a slow listener answers late, lopsided within the bounds.
+if [ "$SLOW" = 1 ]; then
+	awk '$1 == "pair" { print $2 "-" $3, $8 }' "$WORK/err" > "$WORK/pairs"
+	while read -r what low; do
+		check "$what: median error >= $low ns, within 2 us" \
+		    test "$low" -le 2000
+	done < "$WORK/pairs"
+else
+	echo "# slowed (SLOW=$SLOW): the pairs' medians are not checked"
+fi
 # the same without the corrections must fail these limits where the clock
 # is not CLOCK_MONOTONIC's (always so for x86-tsc: it counts cycles)
 awk '$1 == "agent" { print "# uncorrected " $2 ": median |e| " $3 " ns" }' \
@@ -149,6 +169,55 @@ awk '{ print "# mono sample: error " $1 " ns, bound " $2 " ns" }' \
     "$WORK/mono.off"
 check "mono: every sample's error within its bound" \
     awk '$1 > $2 { exit 1 }' "$WORK/mono.off"
+stop_listener
+
+# a recording resumed after kill -9 of the listener stays on the
+# timeline: the restarted listener recovers the samples from the
+# checkpoint, the agent resends what was not acknowledged, later rounds add
+# samples, and every occurrence before, during and after the gap is placed
+# within the samples' bounds
+rc=boot
+echo " $clocks " | grep -q " x86-tsc " && rc=x86-tsc
+start_listener "$WORK/l4.log" --insecure -d "$WORK/out4" \
+    --tsync-interval "${TD_TSYNC_INTERVAL:-500}" || exit 99
+all=""
+started q0 -o "$WORK/q0.dat" -C mono || exit 99
+started "$rc" -h 127.0.0.1 -p "$LPORT" --insecure --name "$rc" -C "$rc" ||
+    exit 99
+started q1 -o "$WORK/q1.dat" -C mono || exit 99
+wait_session "$WORK/l4.log"
+"$TDPOKE" 400 10000 2 &
+poke=$!
+sleep 1.5
+kill -9 "$LPID"
+wait "$LPID" 2>/dev/null
+sleep 1
+LPORT_FIXED=$LPORT start_listener "$WORK/l4b.log" --insecure -d "$WORK/out4" \
+    --tsync-interval "${TD_TSYNC_INTERVAL:-500}" || exit 99
+unset LPORT_FIXED	# sh keeps an assignment made for a function call
+wait $poke
+wait_until $((200 * SLOW)) grep -q "resumed at offset" "$WORK/l4b.log"
+sleep 0.7		# a round after the resume, whenever it came
+kill -TERM $all
+wait $all
+check "resumed: the restarted listener recovered the recording" \
+    grep -q "recovered '" "$WORK/l4b.log"
+check "resumed: the agent resumed it" grep -q "resumed at offset" \
+    "$WORK/l4b.log"
+check "resumed: samples from before and after the restart" \
+    grep -q "'$rc' .*time sync: [0-9]* samples" "$WORK/l4b.log"
+f=$(ls "$WORK"/out4/127.0.0.1/*-"$rc".dat 2>/dev/null)
+stamps "$WORK/q0.dat" > "$WORK/q0.ts"
+stamps "$WORK/q1.dat" > "$WORK/q1.ts"
+stamps "$f" > "$WORK/resumed.ts"
+eq "resumed: every poke is in the file" "$(wc -l < "$WORK/resumed.ts")" 400
+eq "resumed: every poke is in the rulers' files" \
+    "$(cat "$WORK/q0.ts" "$WORK/q1.ts" | wc -l)" 800
+paste "$WORK/q0.ts" "$WORK/resumed.ts" "$WORK/q1.ts" |
+    awk -v names="$rc" -f "$S/tests/tsync-err.awk" > "$WORK/err4"
+sed 's/^/# resumed: /' "$WORK/err4"
+sed -n "s/^.*'\([a-z0-9_-]*\)' .*time sync: /# resumed \1: /p" "$WORK/l4b.log"
+limits "$WORK/l4b.log" "$WORK/err4" "$rc"
 stop_listener
 
 # a listener that stalls past a round's timeout: later replies of that
