@@ -26,6 +26,17 @@ check "no sample: the log says there is no time sync" \
     grep -q "'replay' .*no time sync: the agent sent no usable sample" "$WORK/l.log"
 check "no sample: no TIME_SHIFT in the file" sh -c \
     "! trace-cmd dump --options -i '$f' 2>/dev/null | grep -q 'Option TimeShift'"
+# absurd samples (bound, scaling, fraction out of range) are dropped and
+# counted: the recording completes, without TIME_SHIFT, and the log says so
+"$TDFEED" 127.0.0.1 "$LPORT" "$WORK/src.dat" bad-samples
+eq "absurd samples: the recording is accepted" $? 0
+f=$(ls "$OUT"/127.0.0.1/*-bad-samples.dat)
+eq "absurd samples: the file holds the same events" \
+    "$("$TDCOUNT" "$f" | field events)" "$src_events"
+check "absurd samples: the log counts the 3 dropped" \
+    grep -q "'bad-samples' .*no time sync: the agent sent no usable sample (3 dropped)" "$WORK/l.log"
+check "absurd samples: no TIME_SHIFT in the file" sh -c \
+    "! trace-cmd dump --options -i '$f' 2>/dev/null | grep -q 'Option TimeShift'"
 
 # the good agent streams while the faults come in
 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure --name good -F \

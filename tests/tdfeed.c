@@ -10,7 +10,9 @@
  * truncated, garbage, end-mismatch, bad-section, cut (close without END),
  * idle (send the pages, then nothing: wait for the listener to give up),
  * resume-done (only a HELLO resuming recording 1, finished before: DONE
- * expected), resume-unknown (the same for recording 3: refused).
+ * expected), resume-unknown (the same for recording 3: refused),
+ * bad-samples (a good replay with three absurd time-sync samples, which
+ * the listener drops and counts: DONE expected).
  * Exit 0 when the listener answered as expected for the mode: DONE for
  * good and resume-done, an ERROR or a close for the others.
  */
@@ -261,11 +263,27 @@ main(int argc, char **argv)
 		td_read_cpu_pages(r, cpu, count_cb, &e->pages[cpu]);
 	if (strcmp(mode, "end-mismatch") == 0)
 		e->pages[0]++;
+	if (strcmp(mode, "bad-samples") == 0) {
+		/* a bound past TD_MAX_TSYNC_BOUND, a scaling, a fraction */
+		struct td_tsync_sample t = { .round = 1, .probes = 1,
+		    .ts = 1000, .scaling = 1, .bound = 1000, .rtt = 2000 };
+
+		t.bound = TD_MAX_TSYNC_BOUND + 1;
+		td_msg_pack_tsync_sample(&out, &t);
+		t.bound = 1000;
+		t.ts++;
+		t.scaling = 2;
+		td_msg_pack_tsync_sample(&out, &t);
+		t.ts++;
+		t.scaling = 1;
+		t.frac = 1;
+		td_msg_pack_tsync_sample(&out, &t);
+	}
 	td_msg_pack_end(&out, e);
 	free(e);
 	flush_out();
 	a = answer();
-	if (strcmp(mode, "good") == 0)
+	if (strcmp(mode, "good") == 0 || strcmp(mode, "bad-samples") == 0)
 		rc = a == 'D' ? 0 : 1;
 	else
 		rc = a == 'D' ? 1 : 0;
