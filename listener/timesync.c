@@ -247,7 +247,7 @@ timesync_options(struct session *s)
 	first = &s->samples[use[0]];
 	last = &s->samples[use[kept - 1]];
 	if (kept > 1 && last->ts > first->ts)
-		drift = (double)(last->offset - first->offset) /
+		drift = td_tsfilter_diff(last->offset, first->offset) /
 		    (double)(last->ts - first->ts) * 1e6;
 	log_info("%s: time sync: %u samples (%u dropped, %u off the line), "
 	    "offset %" PRId64 " %s, drift %.3f ppm, error bound +-%" PRIu64

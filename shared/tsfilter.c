@@ -24,6 +24,16 @@ tsfilter_median(double *v, uint32_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+double
+td_tsfilter_diff(int64_t a, int64_t b)
+{
+	int64_t d;
+
+	if (__builtin_sub_overflow(a, b, &d))
+		return (double)a - (double)b;
+	return (double)d;
+}
+
 /*
  * How far sample i lies from the line through its neighbours, and in
  * *spread the neighbours' median distance from that line.  Times are taken
@@ -45,7 +55,7 @@ tsfilter_residual(const uint64_t *ts, const int64_t *offset, uint32_t n,
 		if (j == i)
 			continue;
 		x[k] = (double)(int64_t)(ts[j] - ts[i]);
-		y[k] = (double)(offset[j] - offset[i]);
+		y[k] = td_tsfilter_diff(offset[j], offset[i]);
 		k++;
 	}
 	for (a = 0; a < k; a++)

@@ -35,5 +35,11 @@
  */
 uint32_t	td_tsfilter_outliers(const uint64_t *ts, const int64_t *offset,
 		    uint32_t n, double floor, bool *out);
+/*
+ * a - b as a double: exact where the difference fits in 64 bits (offsets
+ * of any size, such as a guest's TSC's, a few apart), and no overflow where
+ * it does not (offsets from a peer can be anything).
+ */
+double		td_tsfilter_diff(int64_t a, int64_t b);
 
 #endif

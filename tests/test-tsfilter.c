@@ -6,7 +6,8 @@
  * sample microseconds off is set aside, also at either end and two in a
  * row; x86-tsc-sized numbers (cycles since boot, offsets of 1e11) keep
  * their precision; too few samples, or too many off the line, set none
- * aside.
+ * aside; offsets near the ends of int64 (a guest's TSC, or a hostile
+ * peer's samples) neither lose precision nor overflow.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -103,6 +104,28 @@ test_too_few_or_too_many(void **state)
 		assert_false(out[i]);
 }
 
+static void
+test_huge_offsets(void **state)
+{
+	int i;
+
+	/* close to INT64_MAX, a few apart: exact */
+	assert_true(td_tsfilter_diff(INT64_MAX, INT64_MAX - 3) == 3.0);
+	assert_true(td_tsfilter_diff(INT64_MIN + 5, INT64_MIN) == 5.0);
+	/* beyond 64 bits: no overflow (UBSan would stop here), sign kept */
+	assert_true(td_tsfilter_diff(INT64_MAX, INT64_MIN) > 1.8e19);
+	assert_true(td_tsfilter_diff(INT64_MIN, INT64_MAX) < -1.8e19);
+	/* a guest TSC's offset near INT64_MAX: the lopsided round still seen */
+	line(55000000000000ULL, INT64_MAX - 100000000000LL, 0.15e-6);
+	off[20] += 12000;
+	assert_int_equal(td_tsfilter_outliers(ts, off, N, 2400, out), 1);
+	assert_true(out[20]);
+	/* offsets all over the range, as a hostile peer may send: no crash */
+	for (i = 0; i < N; i++)
+		off[i] = i % 2 ? INT64_MAX - i : INT64_MIN + i;
+	(void)td_tsfilter_outliers(ts, off, N, 1000, out);
+}
+
 int
 main(void)
 {
@@ -111,6 +134,7 @@ main(void)
 		cmocka_unit_test(test_outliers),
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_too_few_or_too_many),
+		cmocka_unit_test(test_huge_offsets),
 	};
 
 	return cmocka_run_group_tests_name("tsfilter", tests, NULL, NULL);
