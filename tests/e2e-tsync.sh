@@ -138,15 +138,17 @@ limits "$WORK/l.log" "$WORK/err" "$clocks"
 # twice the issue's target (bench/tsync.sh measures that over 60 s; this
 # recording is short and the machine may be busy: two busy loops gave
 # medians up to 1.03 us).  Not where the programs are slowed (valgrind's
-# SLOW): a slow listener answers late, lopsided within the bounds.
-if [ "$SLOW" = 1 ]; then
+# SLOW, or a sanitizer build: medians of 2 to 10 us under ASan): a slow
+# listener answers late, lopsided within the bounds.
+if [ "$SLOW" = 1 ] && ! ldd "$TDAGENT" 2>/dev/null | grep -q libasan; then
 	awk '$1 == "pair" { print $2 "-" $3, $8 }' "$WORK/err" > "$WORK/pairs"
 	while read -r what low; do
 		check "$what: median error >= $low ns, within 2 us" \
 		    test "$low" -le 2000
 	done < "$WORK/pairs"
 else
-	echo "# slowed (SLOW=$SLOW): the pairs' medians are not checked"
+	echo "# slowed (SLOW=$SLOW, or a sanitizer build): the pairs'" \
+	    "medians are not checked"
 fi
 # the same without the corrections must fail these limits where the clock
 # is not CLOCK_MONOTONIC's (always so for x86-tsc: it counts cycles)
