@@ -130,6 +130,10 @@ run_one() {
 	if [ -d "$F/corpus/$t" ]; then
 		cp "$F/corpus/$t"/* "$work"/
 	fi
+	# the inputs of earlier findings: every run replays them first
+	for c in "$F/crashes/$t-"*; do
+		[ -f "$c" ] && cp "$c" "$work/"
+	done
 	n0=$(find "$work" -type f | wc -l)
 	dict=""
 	[ -f "$F/$t.dict" ] && dict="-dict=$F/$t.dict"

@@ -101,6 +101,29 @@ paste $cols | awk -v names="$clocks" -f "$S/tests/tsync-err.awk" > "$WORK/err"
 paste $rawcols | awk -v names="$clocks" -f "$S/tests/tsync-err.awk" \
     > "$WORK/raw"
 sed 's/^/# /' "$WORK/err"
+
+# the view users ask for: trace-cmd report -i A -i B ... of all the files
+# at once gives each file's occurrences the times checked here (the same
+# corrections), in one time order
+args=""
+for c in $clocks; do
+	args="$args -i $(ls "$WORK"/out/127.0.0.1/*-"$c".dat)"
+done
+# shellcheck disable=SC2086 # one -i FILE pair per clock
+trace-cmd report -t --nodate $args > "$WORK/merged" 2>/dev/null
+for c in $clocks; do
+	f=$(basename "$(ls "$WORK"/out/127.0.0.1/*-"$c".dat)")
+	grep -E "^ *$f: " "$WORK/merged" | grep -E -- "-$poke +\[" |
+	    sed 's/^.*\] *\([0-9.]*\):.*$/\1/' | tr -d . | awk 'NR % 2 == 0' \
+	    > "$WORK/$c.merged"
+	check "$c: the same times in the report of all the files" \
+	    cmp -s "$WORK/$c.merged" "$WORK/$c.ts"
+done
+check "the report of all the files is in one time order" sh -c \
+    "grep -E -- '-$poke +\[' '$WORK/merged' | sed 's/^.*\] *\([0-9.]*\):.*\$/\1/' | tr -d . | sort -c -n"
+eq "the report of all the files has every occurrence of every agent" \
+    "$(grep -c -E -- "-$poke +\[" "$WORK/merged")" \
+    "$(( 2 * N * $(echo $clocks | wc -w) ))"
 sed -n "s/^.*'\([a-z0-9_-]*\)' .*time sync: /# \1: /p" "$WORK/l.log"
 
 # limits LOG ERR CLOCKS: each agent's and each pair's error (ERR, from
