@@ -1222,32 +1222,22 @@ net_wait(int fd, short events, int ms)
 	return r;
 }
 
-/* Finish the recording on the listener's side, reconnecting if need be. */
-int
-net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
-    char *path, size_t pathlen, char *err, size_t errlen)
+/*
+ * Send, read ACKs and reconnect as needed until DONE came (room false) or
+ * the stream is below its low watermark again (room true), for up to wait
+ * seconds without a connection; a listener that takes nothing for 4 user
+ * timeouts is a lost one.
+ */
+static int
+net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 {
-	struct td_end *e;
 	uint64_t down_ms, last, now;
-	int i, left;
+	int left;
 
-	if (net_batch_end(n) == -1)
-		return -1;
-	e = xcalloc(1, sizeof *e);
-	e->ncpus = ncpus;
-	for (i = 0; i < ncpus; i++)
-		e->pages[i] = pages[i];
-	i = td_msg_pack_end(n->bq, e);
-	free(e);
-	if (i == -1) {
-		snprintf(err, errlen, "cannot frame END");
-		return -1;
-	}
 	err[0] = '\0';
-	/* --reconnect-wait bounds the time without a connection */
 	down_ms = 0;
 	last = net_now_ms();
-	while (!n->done) {
+	while (room ? !net_relieved(n) && !n->done : !n->done) {
 		now = net_now_ms();
 		if (!net_up(n))
 			down_ms += now - last;
@@ -1256,7 +1246,8 @@ net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
 			return -1;
 		if (!net_up(n) && down_ms >= (uint64_t)wait * 1000) {
 			if (err[0] == '\0')
-				snprintf(err, errlen, "no DONE from the "
+				snprintf(err, errlen, room ? "the listener "
+				    "is unreachable" : "no DONE from the "
 				    "listener");
 			n->fatal = true;
 			return -1;
@@ -1290,6 +1281,45 @@ net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
 			net_down(n);
 		}
 	}
+	return 0;
+}
+
+/*
+ * The end: the stream's memory and spool are full and the rings still
+ * hold the last pages.  Wait for the listener to take enough (net_serve()).
+ */
+int
+net_make_room(struct net *n, int wait, char *err, size_t errlen)
+{
+	if (net_batch_end(n) == -1) {
+		snprintf(err, errlen, "cannot frame the pages");
+		return -1;
+	}
+	return net_serve(n, true, wait, err, errlen);
+}
+
+int
+net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
+    char *path, size_t pathlen, char *err, size_t errlen)
+{
+	struct td_end *e;
+	int i;
+
+	if (net_batch_end(n) == -1)
+		return -1;
+	e = xcalloc(1, sizeof *e);
+	e->ncpus = ncpus;
+	for (i = 0; i < ncpus; i++)
+		e->pages[i] = pages[i];
+	i = td_msg_pack_end(n->bq, e);
+	free(e);
+	if (i == -1) {
+		snprintf(err, errlen, "cannot frame END");
+		return -1;
+	}
+	/* --reconnect-wait bounds the time without a connection */
+	if (net_serve(n, false, wait, err, errlen) == -1)
+		return -1;
 	snprintf(path, pathlen, "%s", n->done_msg.path);
 	return 0;
 }

@@ -124,6 +124,14 @@ void		 net_down(struct net *n);
  */
 int		 net_reconnected(struct net *n, char *err, size_t errlen);
 /*
+ * At the end, when net_congested() stopped the last ring reads: send,
+ * reconnecting as needed for up to wait seconds without a connection,
+ * until the stream is below its low watermark (0) or the listener is lost
+ * (-1, err).
+ */
+int		 net_make_room(struct net *n, int wait, char *err,
+		    size_t errlen);
+/*
  * END with the page counts, then send everything, reconnecting as needed
  * for up to wait seconds, until the listener's DONE; fills the remote
  * path.

@@ -205,7 +205,11 @@ record_drain(struct recorder *r, struct record_cpu *c, enum record_drain how)
 		if (r->net != NULL && net_congested(r->net) &&
 		    (r->in_round || record_net_full(r) == 1)) {
 			/* nowhere left to keep pages: the rest stays (in
-			   the loop, until the network takes some) */
+			   the loop, until the network takes some; at the
+			   end, tracing is off and the rest waits for it) */
+			if (final && !r->in_round && net_make_room(r->net,
+			    r->o->reconnect_wait, r->err, sizeof r->err) == 0)
+				continue;
 			if (final)
 				r->left_unread++;
 			return 0;

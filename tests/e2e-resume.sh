@@ -11,7 +11,8 @@
 #   4. the listener's disk full (a small tmpfs), then grown;
 #   6. the identity's --quota reached, then an old file removed.
 # With -o too, a listener gone for good and no spool (7), the local file
-# still loses nothing.
+# still loses nothing.  Without -o and without a spool, what the agent
+# cannot keep is counted per CPU, marked, logged, and adds up (8).
 # And a recording whose agent never comes back is kept as a readable
 # .incomplete.dat once --resume-wait has passed.
 . "$(dirname "$0")/e2e-lib.sh"
@@ -25,7 +26,7 @@ TLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
 NS=
 # TD_RESUME_PARTS="1 3" runs only those parts (while debugging)
 part() {
-	case " ${TD_RESUME_PARTS:-1 2 3 4 5 6 7} " in *" $1 "*) return 0 ;; esac
+	case " ${TD_RESUME_PARTS:-1 2 3 4 5 6 7 8} " in *" $1 "*) return 0 ;; esac
 	return 1
 }
 
@@ -252,6 +253,57 @@ n=$(field events < "$WORK/c7")
 eq "and the local file lost nothing" "$(field missed < "$WORK/c7")" 0
 check "it holds the whole storm ($n events for 1500000 blocks)" \
     test "${n:-0}" -gt 6000000 -a "${n:-0}" -lt 6002000
+fi
+
+# 8. no spool (--spool-max 0) and the listener stopped while a storm runs:
+# once 20 MiB wait in memory the agent stops reading its 1 MiB rings and
+# the kernel overwrites them; that loss is counted per CPU in the file's
+# CPU stats, marked in its pages, logged by both sides with the same
+# count, and with the events kept adds up to the whole storm
+if part 8; then
+OUT=$WORK/out8
+start_listener "$WORK/l8.log" -d "$OUT" $TLS || exit 99
+rm -f "$WORK/pid8"
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --spool-max 0 --name full \
+    -e raw_syscalls -F -b 1024 -- sh -c \
+    'echo $$ > '"$WORK/pid8"'; sleep 1; exec dd if=/dev/zero of=/dev/null bs=1 count=1500000 status=none' \
+    2> "$WORK/agent.full8.err" &
+APID=$!
+wait_recording "$APID"
+wait_session "$WORK/l8.log"
+kill -STOP "$LPID"
+# until the storm is over (its process gone), at most 12 s: the agent's
+# TCP_USER_TIMEOUT is 15
+wait_until 240 test -s "$WORK/pid8"
+wait_until 240 sh -c "! kill -0 $(cat "$WORK/pid8" 2>/dev/null || echo 0) 2>/dev/null"
+kill -CONT "$LPID"
+wait "$APID"
+rc=$?
+eq "no spool, listener stopped: tdagent exits 0" $rc 0
+[ $rc = 0 ] || sed 's/^/# /' "$WORK/agent.full8.err"
+lost=$(sed -n 's/.*the ring buffer lost \([0-9]*\) events.*/\1/p' \
+    "$WORK/agent.full8.err")
+check "tdagent says the ring lost events (${lost:-none})" \
+    test "${lost:-0}" -gt 0
+check "tdlisten logs the same loss" \
+    grep -q "'full' .* ${lost:-x} lost ([1-9][0-9]* pages marked)" \
+    "$WORK/l8.log"
+f=$OUT/$(remote_file "$WORK/agent.full8.err")
+check "the file is read cleanly" tc_clean "$f"
+"$TDCOUNT" "$f" > "$WORK/c8"
+check "the losses are marked in its pages ($(field missed < "$WORK/c8"))" \
+    test "$(field missed < "$WORK/c8")" -gt 0
+trace-cmd report --stat -i "$f" 2>/dev/null |
+    awk '/^(overrun|dropped events):/ { s += $NF } END { print s + 0 }' \
+    > "$WORK/stat8"
+eq "its CPU stats count them (overrun + dropped of each CPU)" \
+    "$(cat "$WORK/stat8")" "${lost:-none}"
+n=$(field events < "$WORK/c8")
+check "kept + lost is the whole storm ($n + ${lost:-0} events for 1500000 blocks)" \
+    test $(( ${n:-0} + ${lost:-0} )) -gt 6000000 -a \
+    $(( ${n:-0} + ${lost:-0} )) -lt 6002000
+stop_listener
 fi
 
 # 5. an agent that never comes back: kept as incomplete after the wait
