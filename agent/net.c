@@ -1226,7 +1226,8 @@ net_wait(int fd, short events, int ms)
  * Send, read ACKs and reconnect as needed until DONE came (room false) or
  * the stream is below its low watermark again (room true), for up to wait
  * seconds without a connection; a listener that takes nothing for 4 user
- * timeouts is a lost one.
+ * timeouts is a lost one.  Given up already (a net_make_room() that
+ * failed): err says why, as it did then.
  */
 static int
 net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
@@ -1234,6 +1235,11 @@ net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 	uint64_t down_ms, last, now;
 	int left;
 
+	if (n->fatal) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "the listener is lost");
+		return -1;
+	}
 	err[0] = '\0';
 	down_ms = 0;
 	last = net_now_ms();
