@@ -22,8 +22,8 @@
  * samples, u32 dropped, each sample as its TSYNC_SAMPLE frame; u32 TSC
  * mult, u32 TSC shift (x86-tsc's TSC2NSEC, 0 0 until it came: the agent
  * sends it at the end, and a listener restarted after that has it only
- * from here); then the writer's state to the end.  Version 1, without the TSC pair, is still
- * read.
+ * from here); then the writer's state to the end.  Version 1, without the
+ * TSC pair, is still read.
  */
 #include <errno.h>
 #include <fcntl.h>
