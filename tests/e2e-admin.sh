@@ -53,7 +53,10 @@ stop_listener
 # the recording up and, its agent gone, keeps it as a readable
 # .incomplete.dat after --resume-wait
 start_listener "$WORK/l3.log" -d "$WORK/out3" --insecure || exit 99
-"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 3 \
+# (-s 600: the recording is still going when the listener goes, however
+# slowly it started; stopped once the listener is gone, the agent tries
+# --reconnect-wait 1 s more to deliver, then gives up)
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 600 \
     --reconnect-wait 1 2>/dev/null &
 apid=$!
 # tracing starts once the headers are out (the first time-sync round
@@ -71,6 +74,7 @@ check "SIGTERM with a session open: tdlisten exits" sh -c "! kill -0 $LPID 2>/de
 wait "$LPID"
 check "and leaves the recording to be resumed" \
     grep -q "left '.*' to be resumed" "$WORK/l3.log"
+kill -TERM "$apid"
 wait "$apid"
 eq "the agent cannot deliver the recording (exit 1)" $? 1
 start_listener "$WORK/l3b.log" -d "$WORK/out3" --insecure --resume-wait 1 ||

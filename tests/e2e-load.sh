@@ -61,11 +61,10 @@ eq "the listener logged $N recordings done" \
     "$(grep -c ': done after' "$WORK/l.log")" $N
 
 # every session is gone: back to the descriptors it had before
-i=0
-while [ "$(ls /proc/$LPID/fd | wc -l)" -ne "$fds" ] && [ $i -lt 100 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+fds_back() {
+	[ "$(ls /proc/$LPID/fd | wc -l)" -eq "$fds" ]
+}
+wait_until $((200 * SLOW)) fds_back
 eq "every descriptor given back" "$(ls /proc/$LPID/fd | wc -l)" "$fds"
 stop_listener
 eq "the listener stops cleanly" $? 0

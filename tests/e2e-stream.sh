@@ -33,10 +33,10 @@ for v in 7 6; do
 	start_listener "$WORK/listen$v.log" -d "$OUT" --file-version $v \
 	    --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" ||
 	    exit 99
-	stream_storm a$v 2000 web1
+	stream_storm a$v 2000 web1 -F
 	eq "v$v: streamed recording exits 0" "$RRC" 0
 	fa=$RFILE pa=$RPID
-	stream_storm b$v 7000 web1 -o "$WORK/local$v.dat"
+	stream_storm b$v 7000 web1 -F -o "$WORK/local$v.dat"
 	fb=$RFILE pb=$RPID
 	check "v$v: the file is under the certificate's identity" \
 	    test -f "$OUT/web1/$(basename "$fa")"
@@ -132,8 +132,13 @@ for v in 7 6; do
 done
 
 # --wire-compression: pages cross the link compressed; a zstd file stores
-# zstd blocks as they came, zlib blocks are recompressed; both exact, and
-# the link carries at most a quarter of the page bytes
+# zstd blocks as they came, zlib blocks are recompressed; both exact.  How
+# many pages go into one compressed batch follows the listener's pace (a
+# slow or busy machine sends smaller batches), so the ratio of the live
+# link is reported, not judged; the codec is judged on the recording's own
+# pages in full batches (tests/tdrecode -z: what the agent does at full
+# speed), which must come to at most a quarter of the page bytes
+TDRECODE=$B/tests/tdrecode
 OUT=$WORK/outw
 start_listener "$WORK/listenw.log" -d "$OUT" \
     --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" ||
@@ -150,16 +155,13 @@ for w in zstd zlib; do
 	    "$(field events < "$WORK/cw")" "$(field events < "$WORK/cwl")"
 	ratio=$(sed -n 's/.*wire compression: .*sent (\([0-9.]*\)).*/\1/p' \
 	    "$WORK/agent.w$w.err")
-	# a listener slowed down (TD_VALGRIND: 0.27-0.42 seen) holds the
-	# stream back, and the agent then reads, and compresses, fewer pages
-	# at a time: the ratio is judged at full speed only
-	if [ "$SLOW" = 1 ]; then
-		check "wire $w: bytes on the wire <= 0.25 of the pages ($ratio)" \
-		    awk -v r="${ratio:-1}" 'BEGIN { exit !(r <= 0.25) }'
-	else
-		echo "# wire $w: bytes on the wire / page bytes: $ratio" \
-		    "(not judged with SLOW=$SLOW)"
-	fi
+	echo "# wire $w: bytes on the live link / page bytes: ${ratio:-none}"
+	check "wire $w: the link carried fewer bytes than the pages (${ratio:-none})" \
+	    awk -v r="${ratio:-1}" 'BEGIN { exit !(r < 1) }'
+	"$TDRECODE" -z $w "$WORK/wlocal$w.dat" > "$WORK/zr" 2>&1
+	fixed=$(awk '$1 == "pages" { print $6 }' "$WORK/zr")
+	check "wire $w: the pages in full batches <= 0.25 of their bytes (${fixed:-$(cat "$WORK/zr")})" \
+	    awk -v r="${fixed:-1}" 'BEGIN { exit !(r <= 0.25) }'
 done
 check "wire: the listener's file is zstd" sh -c \
     "trace-cmd dump --summary -i '$RFILE' 2>&1 | grep -q zstd"

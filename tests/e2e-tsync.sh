@@ -160,22 +160,14 @@ limits() {
 }
 limits "$WORK/l.log" "$WORK/err" "$clocks"
 # the median between two files, through the lower bound of each pair's
-# median (above a limit only where the true median is too): within 2 us,
-# twice the issue's target (bench/tsync.sh measures that over 60 s; this
-# recording is short and the machine may be busy: two busy loops gave
-# medians up to 1.03 us).  Not where the programs are slowed (valgrind's
-# SLOW, or a sanitizer build: medians of 2 to 10 us under ASan): a slow
-# listener answers late, lopsided within the bounds.
-if [ "$SLOW" = 1 ] && ! ldd "$TDAGENT" 2>/dev/null | grep -q libasan; then
-	awk '$1 == "pair" { print $2 "-" $3, $8 }' "$WORK/err" > "$WORK/pairs"
-	while read -r what low; do
-		check "$what: median error >= $low ns, within 2 us" \
-		    test "$low" -le 2000
-	done < "$WORK/pairs"
-else
-	echo "# slowed (SLOW=$SLOW, or a sanitizer build): the pairs'" \
-	    "medians are not checked"
-fi
+# median: reported, not judged.  How close two files come depends on how
+# promptly the machine schedules the probes and replies (two busy loops
+# gave medians up to 1.03 us, ASan builds 2 to 10 us): a rate of the
+# machine, which bench/tsync.sh measures against the 1 us target.  What is
+# judged above holds however busy the machine is: every error within the
+# bounds the samples claim.
+awk '$1 == "pair" { print "# pair " $2 "-" $3 ": median error >= " $8 " ns" }' \
+    "$WORK/err"
 # the same without the corrections must fail these limits where the clock
 # is not CLOCK_MONOTONIC's (always so for x86-tsc: it counts cycles)
 awk '$1 == "agent" { print "# uncorrected " $2 ": median |e| " $3 " ns" }' \

@@ -6,6 +6,13 @@
  *					as OUT (written with shared/tdfile)
  *	tdrecode -d IN			print a digest of every metadata
  *					section and of each CPU's pages
+ *	tdrecode -z CODEC IN		compress each CPU's pages of IN in
+ *					batches of TD_CHUNK_PAGES, as tdagent
+ *					--wire-compression CODEC does at full
+ *					speed (one td_codec_compress call per
+ *					batch, the codec's default level),
+ *					and print the page bytes, the
+ *					compressed bytes and their ratio
  *
  * Two files with the same digest hold byte-identical decompressed sections
  * and pages, whatever their codec or version.
@@ -104,6 +111,99 @@ digest(const char *path)
 	return 0;
 }
 
+/* Pages of one CPU gathered into wire batches and compressed. */
+struct wire {
+	struct td_codec	*codec;
+	unsigned char	*batch;
+	size_t		 len;		/* bytes in batch */
+	uint32_t	 count;		/* pages in batch */
+	uint32_t	 page_size;
+	unsigned char	*z;
+	size_t		 zcap;
+	uint64_t	 raw;
+	uint64_t	 sent;
+};
+
+static int
+wire_flush(struct wire *w)
+{
+	ssize_t z;
+
+	if (w->count == 0)
+		return 0;
+	/* tdagent sends whole pages: a short last page is padded */
+	z = td_codec_compress(w->codec, w->batch,
+	    (size_t)w->count * w->page_size, w->z, w->zcap);
+	if (z <= 0)
+		return -1;
+	w->raw += (uint64_t)w->count * w->page_size;
+	w->sent += (uint64_t)z;
+	w->count = 0;
+	w->len = 0;
+	return 0;
+}
+
+static int
+wire_page(void *arg, const void *page, size_t len)
+{
+	struct wire *w = arg;
+
+	if (len > w->page_size) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(w->batch + w->len, page, len);
+	memset(w->batch + w->len + len, 0, w->page_size - len);
+	w->len += w->page_size;
+	if (++w->count == TD_CHUNK_PAGES)
+		return wire_flush(w);
+	return 0;
+}
+
+static int
+wire(const char *codec, const char *in)
+{
+	enum td_codec_id id;
+	struct td_read *r;
+	struct wire w;
+	int cpu;
+
+	if (td_codec_parse(codec, &id) == -1 || id == TD_CODEC_NONE) {
+		fprintf(stderr, "tdrecode: wire codec: zstd or zlib\n");
+		return 2;
+	}
+	if ((r = td_read_open(in)) == NULL) {
+		fprintf(stderr, "tdrecode: cannot read '%s': %s\n", in,
+		    strerror(errno));
+		return 1;
+	}
+	memset(&w, 0, sizeof w);
+	w.page_size = td_read_page_size(r);
+	if ((w.codec = td_codec_new(id, 0)) == NULL)
+		return 1;
+	w.batch = malloc((size_t)TD_CHUNK_PAGES * w.page_size);
+	w.zcap = td_codec_bound(w.codec, (size_t)TD_CHUNK_PAGES * w.page_size);
+	w.z = malloc(w.zcap);
+	if (w.batch == NULL || w.z == NULL)
+		return 1;
+	for (cpu = 0; cpu < td_read_ncpus(r); cpu++) {
+		/* a batch holds the pages of one CPU */
+		if (td_read_cpu_pages(r, cpu, wire_page, &w) == -1 ||
+		    wire_flush(&w) == -1) {
+			fprintf(stderr, "tdrecode: cpu %d: %s\n", cpu,
+			    strerror(errno));
+			return 1;
+		}
+	}
+	printf("pages %" PRIu64 " sent %" PRIu64 " ratio %.3f\n", w.raw,
+	    w.sent, w.raw ? (double)w.sent / (double)w.raw : 0.0);
+	free(w.batch);
+	free(w.z);
+	td_codec_free(w.codec);
+	td_read_close(r);
+	return 0;
+}
+
 static int
 recode(const char *in, const char *out, int version, const char *codec)
 {
@@ -174,8 +274,11 @@ main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "-d") == 0)
 		return digest(argv[2]);
+	if (argc == 4 && strcmp(argv[1], "-z") == 0)
+		return wire(argv[2], argv[3]);
 	if (argc == 5)
 		return recode(argv[1], argv[2], atoi(argv[3]), argv[4]);
-	fprintf(stderr, "usage: tdrecode IN OUT VERSION CODEC | tdrecode -d IN\n");
+	fprintf(stderr, "usage: tdrecode IN OUT VERSION CODEC | tdrecode -d IN | "
+	    "tdrecode -z CODEC IN\n");
 	return 2;
 }

@@ -1,0 +1,66 @@
+#!/bin/sh
+# bench/wire.sh [BLOCKS [RUNS]]: what --wire-compression saves on this
+# machine.  A dd storm of BLOCKS one-byte blocks (default 200000) is
+# streamed over TLS on loopback with --wire-compression zstd and zlib, RUNS
+# times each (default 3), also written locally (-o).  Two ratios per run:
+#
+#	live	bytes the agent sent / page bytes it read (tdagent's own
+#		"wire compression" line): how many pages go into one
+#		compressed batch follows the listener's pace and the
+#		scheduler, so this is a rate of the machine, not of the code
+#	full	the same pages (the -o file) in full batches of
+#		TD_CHUNK_PAGES through the same codec call (tests/tdrecode -z):
+#		what the codec does when the agent reads at full speed
+#
+# The test suite judges only the second (e2e-stream: <= 0.25); this prints
+# both.  Run as root from the top of a built tree (make tdagent tdlisten
+# tests/tdrecode), or with TD_BUILDDIR.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+B=${TD_BUILDDIR:-$top/build}
+blocks=${1:-200000}
+runs=${2:-3}
+for p in tdagent tdlisten tests/tdrecode; do
+	[ -x "$B/$p" ] || { echo "wire.sh: no $B/$p (build first)" >&2; exit 2; }
+done
+T=$(mktemp -d /tmp/td-wire.XXXXXX)
+trap 'kill $LPID 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+sh "$top/scripts/tdcert" init "$T/pki" >/dev/null &&
+    sh "$top/scripts/tdcert" issue "$T/pki" listener --server >/dev/null &&
+    sh "$top/scripts/tdcert" issue "$T/pki" web1 >/dev/null ||
+    { echo "wire.sh: tdcert failed" >&2; exit 1; }
+LPID=
+for try in 1 2 3 4 5; do
+	LPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+	"$B/tdlisten" -p "$LPORT" -d "$T/out" --cert "$T/pki/listener.pem" \
+	    --key "$T/pki/listener.key" --ca "$T/pki/ca.pem" > "$T/l.log" 2>&1 &
+	LPID=$!
+	i=0
+	while [ $i -lt 100 ] && ! grep -q "listening on" "$T/l.log"; do
+		kill -0 $LPID 2>/dev/null || break
+		sleep 0.05
+		i=$((i + 1))
+	done
+	grep -q "listening on" "$T/l.log" && break
+	kill $LPID 2>/dev/null
+	wait $LPID 2>/dev/null
+done
+echo "dd storm of $blocks blocks, $runs runs per codec, TLS on loopback"
+printf '%-6s %4s %10s %10s %8s %8s\n' codec run "page MB" "sent MB" live full
+for w in zstd zlib; do
+	for r in $(seq 1 "$runs"); do
+		"$B/tdagent" -h 127.0.0.1 -p "$LPORT" --cert "$T/pki/web1.pem" \
+		    --key "$T/pki/web1.key" --ca "$T/pki/ca.pem" -e raw_syscalls \
+		    -F -b 4096 --wire-compression $w -o "$T/local.dat" -- \
+		    dd if=/dev/zero of=/dev/null bs=1 count="$blocks" status=none \
+		    2> "$T/agent.err"
+		live=$(sed -n 's/.*wire compression: \([0-9.]*\) MB of pages, \([0-9.]*\) MB sent (\([0-9.]*\)).*/\1 \2 \3/p' \
+		    "$T/agent.err")
+		full=$("$B/tests/tdrecode" -z $w "$T/local.dat" |
+		    awk '$1 == "pages" { print $6 }')
+		# shellcheck disable=SC2086
+		printf '%-6s %4s %10s %10s %8s %8s\n' $w "$r" ${live:-- - -} \
+		    "${full:--}"
+		rm -f "$T"/local.dat "$T"/out/web1/*.dat
+	done
+done
