@@ -23,6 +23,7 @@ struct agent_opts {
 	const char		*cert;
 	const char		*key;
 	const char		*ca;
+	const char		*server_name;	/* --server-name, or NULL */
 	const char		*name;		/* --name, a file suffix */
 	bool			 insecure;
 	const char		*spool_dir;	/* --spool DIR */

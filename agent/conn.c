@@ -1,33 +1,52 @@
 /*
- * conn.c: one connection of the agent to the listener: dialling, the TLS
- * write buffer, blocking frame I/O (see conn.h).
+ * conn.c: one connection of the agent to the listener, over TCP, vsock or
+ * a character device, with TLS on top unless --insecure (see conn.h).
+ *
+ * Sockets are made blocking or not with SO_RCVTIMEO/SO_SNDTIMEO for the
+ * timeouts; a character device has no such timeouts, so its descriptor
+ * stays non-blocking and the blocking calls wait in poll() instead.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
+#include <linux/vm_sockets.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include "buf.h"
 #include "conn.h"
+#include "tdlimits.h"
 #include "tls.h"
+#include "xmalloc.h"
 #include "banned.h"
 
 /*
  * TLS records (16 KiB each) gather in a buffer BIO of this size and go to
- * the socket together: one write() per record cost as much of the agent's
- * CPU on loopback as the encryption (bench/README.md, "Streaming").
+ * the descriptor together: one write() per record cost as much of the
+ * agent's CPU on loopback as the encryption (bench/README.md, "Streaming").
  */
 #define CONN_TLS_WBUF	(256u * 1024)
+
+struct conn {
+	enum conn_kind	 kind;
+	int		 fd;
+	SSL		*ssl;		/* NULL: no TLS */
+	struct td_buf	 in;		/* what the listener sent */
+	bool		 refused;	/* a TLS alert: it will not take us */
+	bool		 blocking;
+	int		 ms;		/* the blocking calls' timeout */
+};
 
 /* "what: strerror(errno)" into err. */
 static int
@@ -37,29 +56,136 @@ conn_err(char *err, size_t errlen, const char *what)
 	return -1;
 }
 
-/* A TCP connection to name (a host, an address, "[v6]") and port. */
+const char *
+conn_kind_name(enum conn_kind kind)
+{
+	switch (kind) {
+	case CONN_VSOCK:
+		return "vsock";
+	case CONN_SERIAL:
+		return "serial";
+	default:
+		return "TCP";
+	}
+}
+
 int
-conn_dial(const char *name, const char *port, int timeout, char *err,
+conn_target_parse(const char *spec, const char *port,
+    const char *server_name, bool tls, struct conn_target *t, char *err,
+    size_t errlen)
+{
+	unsigned long long cid;
+	char *end;
+
+	memset(t, 0, sizeof *t);
+	t->devfd = -1;
+	snprintf(t->port, sizeof t->port, "%s", port != NULL ? port : "");
+	if (strncmp(spec, "serial:", 7) == 0) {
+		t->kind = CONN_SERIAL;
+		spec += 7;
+	} else if (strncmp(spec, "vsock:", 6) == 0) {
+		t->kind = CONN_VSOCK;
+		spec += 6;
+	} else
+		t->kind = CONN_TCP;
+	if (*spec == '\0' || strlen(spec) >= sizeof t->addr) {
+		snprintf(err, errlen, "no %s address in '%s'",
+		    conn_kind_name(t->kind), spec);
+		return -1;
+	}
+	memcpy(t->addr, spec, strlen(spec) + 1);
+	if (t->kind == CONN_VSOCK) {
+		errno = 0;
+		cid = strtoull(spec, &end, 10);
+		if (errno != 0 || *end != '\0' || cid > UINT32_MAX) {
+			snprintf(err, errlen, "bad vsock context id '%s'",
+			    spec);
+			return -1;
+		}
+		t->cid = (uint32_t)cid;
+	}
+	if (t->kind != CONN_SERIAL) {
+		errno = 0;
+		if (t->port[0] == '\0' || (t->kind == CONN_VSOCK &&
+		    (strtoul(t->port, &end, 10) > UINT32_MAX || *end != '\0'))) {
+			snprintf(err, errlen, "bad port '%s'", t->port);
+			return -1;
+		}
+	}
+	if (server_name != NULL && *server_name != '\0') {
+		if (strlen(server_name) >= sizeof t->server_name) {
+			snprintf(err, errlen, "server name too long");
+			return -1;
+		}
+		memcpy(t->server_name, server_name, strlen(server_name) + 1);
+	} else if (t->kind == CONN_TCP) {
+		snprintf(t->server_name, sizeof t->server_name, "%.*s",
+		    (int)sizeof t->server_name - 1, t->addr);
+	} else if (tls) {
+		snprintf(err, errlen, "over %s there is no host name to check "
+		    "the listener's certificate against: give --server-name",
+		    conn_kind_name(t->kind));
+		return -1;
+	}
+	return 0;
+}
+
+SSL_CTX *
+conn_ctx_new(const char *cert, const char *key, const char *ca, char *err,
+    size_t errlen)
+{
+	return td_tls_client_ctx(cert, key, ca, err, errlen);
+}
+
+void
+conn_ctx_free(SSL_CTX *ctx)
+{
+	if (ctx != NULL)
+		SSL_CTX_free(ctx);
+}
+
+/*
+ * Wait up to ms for a socket connect() under way to end; 0 connected, -1
+ * with errno.
+ */
+static int
+conn_connect_wait(int fd, int ms)
+{
+	struct pollfd pfd = { fd, POLLOUT, 0 };
+	socklen_t sl;
+	int soerr;
+
+	if (poll(&pfd, 1, ms) != 1) {
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	sl = sizeof soerr;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == -1)
+		return -1;
+	errno = soerr;
+	return soerr == 0 ? 0 : -1;
+}
+
+/* A TCP connection to t's host (a name, an address, "[v6]") and port. */
+static int
+conn_dial_tcp(const struct conn_target *t, int timeout, char *err,
     size_t errlen)
 {
 	struct addrinfo hints, *res, *ai;
-	struct pollfd pfd;
-	socklen_t sl;
-	int fd = -1, e, soerr, one = 1;
-
-	char host[256];
-	size_t hl = strlen(name);
+	char host[sizeof t->addr];
+	size_t hl = strlen(t->addr);
+	int fd = -1, e, one = 1;
 
 	/* "[::1]" is how an IPv6 literal is written next to a port */
-	if (hl > 2 && name[0] == '[' && name[hl - 1] == ']')
-		snprintf(host, sizeof host, "%.*s", (int)(hl - 2), name + 1);
+	if (hl > 2 && t->addr[0] == '[' && t->addr[hl - 1] == ']')
+		snprintf(host, sizeof host, "%.*s", (int)(hl - 2), t->addr + 1);
 	else
-		snprintf(host, sizeof host, "%s", name);
+		snprintf(host, sizeof host, "%s", t->addr);
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	if ((e = getaddrinfo(host, port, &hints, &res)) != 0) {
-		snprintf(err, errlen, "cannot resolve '%s': %s", name,
+	if ((e = getaddrinfo(host, t->port, &hints, &res)) != 0) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", t->addr,
 		    gai_strerror(e));
 		return -1;
 	}
@@ -68,19 +194,9 @@ conn_dial(const char *name, const char *port, int timeout, char *err,
 		    SOCK_NONBLOCK, ai->ai_protocol);
 		if (fd == -1)
 			continue;
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == -1 &&
-		    errno == EINPROGRESS) {
-			pfd.fd = fd;
-			pfd.events = POLLOUT;
-			if (poll(&pfd, 1, timeout * 1000) == 1) {
-				sl = sizeof soerr;
-				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-				errno = soerr;
-			} else
-				errno = ETIMEDOUT;
-		} else
-			errno = 0;
-		if (errno == 0)
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ||
+		    (errno == EINPROGRESS &&
+		    conn_connect_wait(fd, timeout * 1000) == 0))
 			break;
 		e = errno;
 		close(fd);
@@ -90,35 +206,147 @@ conn_dial(const char *name, const char *port, int timeout, char *err,
 	freeaddrinfo(res);
 	if (fd == -1) {
 		snprintf(err, errlen, "cannot connect to '%s' port %s: %s",
-		    name, port, strerror(errno));
+		    t->addr, t->port, strerror(errno));
 		return -1;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	return fd;
 }
 
-void
-conn_blocking_ms(int fd, bool on, int ms)
+/* An AF_VSOCK stream to t's context id and port. */
+static int
+conn_dial_vsock(const struct conn_target *t, int timeout, char *err,
+    size_t errlen)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-	int fl = fcntl(fd, F_GETFL);
+	struct sockaddr_vm sa;
+	int fd;
 
-	fcntl(fd, F_SETFL, on ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd == -1) {
+		snprintf(err, errlen, "cannot make a vsock socket: %s",
+		    errno == EAFNOSUPPORT ? "this kernel has no vsock" :
+		    strerror(errno));
+		return -1;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.svm_family = AF_VSOCK;
+	sa.svm_cid = t->cid;
+	sa.svm_port = (unsigned int)strtoul(t->port, NULL, 10);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 ||
+	    (errno == EINPROGRESS && conn_connect_wait(fd, timeout * 1000) ==
+	    0))
+		return fd;
+	snprintf(err, errlen, "cannot connect to vsock %" PRIu32 " port %s: %s",
+	    t->cid, t->port, strerror(errno));
+	close(fd);
+	return -1;
+}
+
+int
+conn_target_open(struct conn_target *t, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd;
+
+	if (t->kind != CONN_SERIAL || t->devfd != -1)
+		return 0;
+	fd = open(t->addr, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1) {
+		snprintf(err, errlen, "cannot open '%s': %s", t->addr,
+		    strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISCHR(st.st_mode)) {
+		snprintf(err, errlen, "'%s' is not a character device",
+		    t->addr);
+		close(fd);
+		return -1;
+	}
+	t->devfd = fd;
+	return 0;
 }
 
 void
-conn_blocking(int fd, bool on, int timeout)
+conn_target_close(struct conn_target *t)
 {
-	conn_blocking_ms(fd, on, timeout * 1000);
+	if (t->devfd != -1)
+		close(t->devfd);
+	t->devfd = -1;
+}
+
+/* The serial device of t, for one connection (its own descriptor). */
+static int
+conn_dial_serial(const struct conn_target *t, char *err, size_t errlen)
+{
+	int fd;
+
+	if (t->devfd == -1) {
+		snprintf(err, errlen, "'%s' is not open", t->addr);
+		return -1;
+	}
+	if ((fd = fcntl(t->devfd, F_DUPFD_CLOEXEC, 3)) == -1)
+		return conn_err(err, errlen, "dup");
+	return fd;
+}
+
+void
+conn_set_blocking(struct conn *c, bool on, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	int fl;
+
+	c->blocking = on;
+	c->ms = ms;
+	if (c->kind == CONN_SERIAL)
+		return;		/* stays non-blocking: conn_wait() waits */
+	fl = fcntl(c->fd, F_GETFL);
+	fcntl(c->fd, F_SETFL, on ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 /*
- * Put a write buffer between c's TLS records and its socket, once the
+ * A blocking call of a device found it not ready: wait for events up to
+ * the timeout.  1 when it may go on; 0 when it must give up (not
+ * blocking, or the time is out: errno EAGAIN).
+ */
+static int
+conn_wait(struct conn *c, short events)
+{
+	struct pollfd pfd = { c->fd, events, 0 };
+	int r;
+
+	if (c->kind != CONN_SERIAL || !c->blocking) {
+		errno = EAGAIN;
+		return 0;
+	}
+	while ((r = poll(&pfd, 1, c->ms)) == -1 && errno == EINTR)
+		;
+	if (r == 1)
+		return 1;
+	errno = EAGAIN;
+	return 0;
+}
+
+/* What an SSL call that failed with ret wants: POLLIN, POLLOUT or 0. */
+static short
+conn_ssl_want(struct conn *c, int ret)
+{
+	switch (SSL_get_error(c->ssl, ret)) {
+	case SSL_ERROR_WANT_READ:
+		return POLLIN;
+	case SSL_ERROR_WANT_WRITE:
+		return POLLOUT;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Put a write buffer between c's TLS records and its descriptor, once the
  * handshake is over (OpenSSL flushes the handshake's flights itself).
  */
-int
+static int
 conn_wbuf(struct conn *c)
 {
 	BIO *sock = SSL_get_wbio(c->ssl), *buf;
@@ -135,15 +363,110 @@ conn_wbuf(struct conn *c)
 	return 0;
 }
 
-/* Bytes of TLS records gathered and not yet handed to the socket. */
+/* The TLS handshake as a client of t's server name. */
+static int
+conn_tls(struct conn *c, const struct conn_target *t, SSL_CTX *ctx,
+    bool *fatal, char *err, size_t errlen)
+{
+	BIO *bio;
+	short want;
+	int r;
+
+	if ((c->ssl = SSL_new(ctx)) == NULL) {
+		td_tls_error(err, errlen, "cannot start TLS");
+		return -1;
+	}
+	if (td_tls_client_prepare(c->ssl, t->server_name, err, errlen) == -1)
+		return -1;
+	if (c->kind == CONN_SERIAL) {
+		/* a device: read(2) and write(2), not send(2) */
+		if ((bio = BIO_new_fd(c->fd, BIO_NOCLOSE)) == NULL) {
+			td_tls_error(err, errlen, "cannot start TLS");
+			return -1;
+		}
+		SSL_set_bio(c->ssl, bio, bio);
+	} else
+		SSL_set_fd(c->ssl, c->fd);
+	SSL_set_mode(c->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	for (;;) {
+		ERR_clear_error();
+		if ((r = SSL_connect(c->ssl)) == 1)
+			break;
+		if ((want = conn_ssl_want(c, r)) != 0 && conn_wait(c, want))
+			continue;
+		td_tls_handshake_error(c->ssl, err, errlen,
+		    "TLS handshake with the listener failed");
+		/* a certificate refused stays refused */
+		*fatal = SSL_get_verify_result(c->ssl) != X509_V_OK;
+		return -1;
+	}
+	if (conn_wbuf(c) == -1) {
+		td_tls_error(err, errlen, "cannot start TLS");
+		return -1;
+	}
+	return 0;
+}
+
+struct conn *
+conn_open(const struct conn_target *t, SSL_CTX *ctx, int timeout,
+    int user_timeout_ms, bool *fatal, char *err, size_t errlen)
+{
+	struct conn *c;
+
+	*fatal = false;
+	c = xcalloc(1, sizeof *c);
+	c->kind = t->kind;
+	td_buf_init(&c->in, TD_MAX_HELLO * 4 + 64 * 1024);
+	switch (t->kind) {
+	case CONN_TCP:
+		c->fd = conn_dial_tcp(t, timeout, err, errlen);
+		/* a link that stops acknowledging is given up on */
+		if (c->fd != -1)
+			setsockopt(c->fd, IPPROTO_TCP, TCP_USER_TIMEOUT,
+			    &user_timeout_ms, sizeof user_timeout_ms);
+		break;
+	case CONN_VSOCK:
+		c->fd = conn_dial_vsock(t, timeout, err, errlen);
+		break;
+	default:
+		c->fd = conn_dial_serial(t, err, errlen);
+		break;
+	}
+	if (c->fd == -1) {
+		td_buf_free(&c->in);
+		free(c);
+		return NULL;
+	}
+	conn_set_blocking(c, true, timeout * 1000);
+	if (ctx != NULL && conn_tls(c, t, ctx, fatal, err, errlen) == -1) {
+		conn_close(c, false);
+		return NULL;
+	}
+	return c;
+}
+
+int
+conn_fd(const struct conn *c)
+{
+	return c->fd;
+}
+
+bool
+conn_refused(const struct conn *c)
+{
+	return c->refused;
+}
+
+/* Bytes of TLS records gathered and not yet handed to the descriptor. */
 size_t
 conn_wpending(const struct conn *c)
 {
-	return c->ssl != NULL ? (size_t)BIO_wpending(SSL_get_wbio(c->ssl)) :
-	    0;
+	return c != NULL && c->ssl != NULL ?
+	    (size_t)BIO_wpending(SSL_get_wbio(c->ssl)) : 0;
 }
 
-/* Hand them over: 0 when all went, 1 when the socket would block, -1. */
+/* Hand them over: 0 when all went, 1 when it would block, -1. */
 int
 conn_wflush(struct conn *c)
 {
@@ -157,36 +480,60 @@ conn_wflush(struct conn *c)
 	return BIO_should_retry(b) ? 1 : -1;
 }
 
+ssize_t
+conn_write_some(struct conn *c, const void *p, size_t len)
+{
+	size_t done;
+	ssize_t w;
+	int r, e;
+
+	if (c->ssl == NULL) {
+		if (c->kind == CONN_SERIAL)
+			w = write(c->fd, p, len);
+		else
+			w = send(c->fd, p, len, MSG_NOSIGNAL);
+		if (w == -1 && errno == EWOULDBLOCK)
+			errno = EAGAIN;
+		return w;
+	}
+	ERR_clear_error();
+	if ((r = SSL_write_ex(c->ssl, p, len, &done)) == 1)
+		return (ssize_t)done;
+	e = SSL_get_error(c->ssl, r);
+	if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ)
+		errno = EAGAIN;
+	else if (e != SSL_ERROR_SYSCALL || errno == 0)
+		errno = EPIPE;
+	return -1;
+}
+
 /* Write all of p, blocking (set-up, time sync and finish). */
 int
 conn_write_all(struct conn *c, const void *p, size_t len, uint64_t *sent)
 {
 	ssize_t w;
-	size_t done;
 	int r;
 
 	while (len != 0) {
-		if (c->ssl != NULL) {
-			ERR_clear_error();
-			r = SSL_write_ex(c->ssl, p, len, &done);
-			if (r <= 0) {
+		w = conn_write_some(c, p, len);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w == -1 && errno == EAGAIN && conn_wait(c, POLLOUT))
+			continue;
+		if (w == -1) {
+			/* a TLS write that failed: the connection is gone */
+			if (c->ssl != NULL)
 				errno = EPIPE;
-				return -1;
-			}
-			w = (ssize_t)done;
-		} else {
-			w = send(c->fd, p, len, MSG_NOSIGNAL);
-			if (w == -1 && errno == EINTR)
-				continue;
-			if (w == -1)
-				return -1;
+			return -1;
 		}
 		p = (const uint8_t *)p + w;
 		len -= w;
 		if (sent != NULL)
 			*sent += w;
 	}
-	if (conn_wflush(c) != 0) {
+	while ((r = conn_wflush(c)) == 1 && conn_wait(c, POLLOUT))
+		;
+	if (r != 0) {
 		errno = EPIPE;
 		return -1;
 	}
@@ -194,14 +541,20 @@ conn_write_all(struct conn *c, const void *p, size_t len, uint64_t *sent)
 }
 
 /* Read up to cap bytes; 0 on EOF, -1 on error (errno EAGAIN: none yet). */
-ssize_t
+static ssize_t
 conn_read_some(struct conn *c, void *p, size_t cap)
 {
 	size_t got;
+	ssize_t r;
 	int e;
 
-	if (c->ssl == NULL)
-		return recv(c->fd, p, cap, 0);
+	if (c->ssl == NULL) {
+		r = c->kind == CONN_SERIAL ? read(c->fd, p, cap) :
+		    recv(c->fd, p, cap, 0);
+		if (r == -1 && errno == EWOULDBLOCK)
+			errno = EAGAIN;
+		return r;
+	}
 	ERR_clear_error();
 	if (SSL_read_ex(c->ssl, p, cap, &got) == 1)
 		return (ssize_t)got;
@@ -219,47 +572,70 @@ conn_read_some(struct conn *c, void *p, size_t cap)
 	return -1;
 }
 
-/* Read one whole frame into c->in, blocking. */
+ssize_t
+conn_fill(struct conn *c)
+{
+	uint8_t buf[4096];
+	ssize_t r;
+
+	r = conn_read_some(c, buf, sizeof buf);
+	if (r <= 0)
+		return r;
+	if (td_buf_add(&c->in, buf, r) == -1) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return r;
+}
+
+int
+conn_frame(struct conn *c, struct td_frame *f)
+{
+	static const uint8_t none[1];
+
+	return td_frame_parse(c->in.data ? c->in.data : none, c->in.len, f);
+}
+
+/* Read one whole frame into the input, blocking. */
 int
 conn_read_frame(struct conn *c, struct td_frame *f, char *err,
     size_t errlen)
 {
-	uint8_t buf[4096];
 	ssize_t r;
 	int pr;
 
 	for (;;) {
-		pr = td_frame_parse(c->in.data ? c->in.data : buf, c->in.len,
-		    f);
-		if (pr == 1)
+		if ((pr = conn_frame(c, f)) == 1)
 			return 0;
 		if (pr == -1) {
 			snprintf(err, errlen, "the listener sent a bad frame");
 			return -1;
 		}
-		r = conn_read_some(c, buf, sizeof buf);
+		r = conn_fill(c);
 		if (r == 0) {
 			snprintf(err, errlen, "the listener closed the "
 			    "connection");
 			return -1;
 		}
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			if (c->ssl != NULL && errno == EPROTO) {
-				c->refused = true;
-				td_tls_handshake_error(c->ssl, err, errlen,
-				    "the listener refused this agent");
-				return -1;
-			}
-			return conn_err(err, errlen, errno == EAGAIN ?
-			    "no answer from the listener" :
-			    "cannot read from the listener");
-		}
-		if (td_buf_add(&c->in, buf, r) == -1) {
+		if (r > 0)
+			continue;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN && conn_wait(c, POLLIN))
+			continue;
+		if (errno == EMSGSIZE) {
 			snprintf(err, errlen, "the listener sent too much");
 			return -1;
 		}
+		if (c->ssl != NULL && errno == EPROTO) {
+			c->refused = true;
+			td_tls_handshake_error(c->ssl, err, errlen,
+			    "the listener refused this agent");
+			return -1;
+		}
+		return conn_err(err, errlen, errno == EAGAIN ?
+		    "no answer from the listener" :
+		    "cannot read from the listener");
 	}
 }
 
@@ -273,16 +649,17 @@ conn_consume(struct conn *c, const struct td_frame *f)
 void
 conn_close(struct conn *c, bool polite)
 {
+	if (c == NULL)
+		return;
 	if (c->ssl != NULL) {
 		if (polite)
 			SSL_shutdown(c->ssl);
 		SSL_free(c->ssl);
-		c->ssl = NULL;
 	}
 	if (c->fd != -1)
 		close(c->fd);
-	c->fd = -1;
 	td_buf_free(&c->in);
+	free(c);
 }
 
 /* ERROR from the listener: its text, and whether it wants us back. */
@@ -301,4 +678,3 @@ conn_error_frame(const struct td_frame *f, bool *fatal, char *err,
 	}
 	return -1;
 }
-

@@ -1,20 +1,9 @@
 /*
  * net.c: the agent side of the tracedock protocol over TLS (or plain TCP
  * with --insecure): the session with the listener (HELLO, resume, ACKs,
- * time sync), the recording's stream with what the listener has not
- * acknowledged yet, its spool file, and reconnecting.  One connection's
- * bytes are conn.c's.
- *
- * The stream's bytes live in three places, oldest first:
- *
- *	q	memory: from offset qbase; [0, qdrop) acknowledged, [qdrop,
- *		qoff) sent, [qoff, end) not sent yet.  Only q is ever sent.
- *	spool	a file: [shead, stail), when q reached its cap
- *	st	memory: the newest frames while the spool is in use
- *
- * New frames go to st while the spool is in use, else to q; the open PAGES
- * batch is always the last thing of that buffer.  As q empties, the spool
- * moves back into q, and st after it once the spool is empty.
+ * time sync) and reconnecting.  The recording's bytes, kept until the
+ * listener acknowledges them, are stream.c's; one connection's bytes, and
+ * every socket and TLS call, are conn.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,22 +16,15 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <time.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-
 #include "buf.h"
-#include "compress.h"
 #include "conn.h"
 #include "meta.h"
 #include "net.h"
+#include "stream.h"
 #include "tdlimits.h"
-#include "tls.h"
 #include "tsync.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -57,26 +39,6 @@
  */
 #define NET_TSYNC_IDLE_MS	5
 
-/* Memory for the stream: q's cap, then the pages stop (or spill). */
-#define NET_MEM_MAX	(16u * 1024 * 1024)
-#define NET_MEM_HIGH	(NET_MEM_MAX + 4u * 1024 * 1024)
-#define NET_MEM_LOW	(NET_MEM_MAX - 4u * 1024 * 1024)
-/* No buffer of the stream ever passes this. */
-#define NET_HARD_MAX	(512u * 1024 * 1024)
-/* st goes to the spool file in pieces of this much */
-#define NET_SPILL	(1u * 1024 * 1024)
-/* and comes back into q in pieces of this much */
-#define NET_REFILL	(4u * 1024 * 1024)
-/* Largest frame the agent sends (PAGES of many pages, SECTION_DATA). */
-#define NET_FRAME_MAX	TD_MAX_FRAME
-/*
- * The listener acknowledges whole frames only, at its next checkpoint: q
- * stops taking more from the spool once this much is unacknowledged, so it
- * must hold more than a frame, or with a frame cut at q's end neither side
- * could move (the agent waiting for an ACK, the listener for the frame).
- */
-_Static_assert(NET_MEM_MAX - NET_REFILL >= 2 * NET_FRAME_MAX,
-    "q must hold two frames unacknowledged");
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
 /* Reconnection backoff. */
@@ -86,8 +48,9 @@ _Static_assert(NET_MEM_MAX - NET_REFILL >= 2 * NET_FRAME_MAX,
 struct net {
 	struct net_params np;
 	struct td_hello	 hello;
-	SSL_CTX		*ctx;
-	struct conn	 c;		/* c.fd == -1: down */
+	struct conn_target target;	/* where the listener is */
+	SSL_CTX		*ctx;		/* NULL: --insecure */
+	struct conn	*c;		/* NULL: down */
 	char		 identity[TD_MAX_NAME_LEN + 1];
 	uint32_t	 tsync_interval;
 	uint32_t	 idle_timeout;
@@ -95,30 +58,8 @@ struct net {
 	bool		 done;		/* DONE came with a resume */
 	struct td_done	 done_msg;
 
-	/* the stream */
-	struct td_buf	 q;
-	uint64_t	 qbase;		/* offset of q.data[0] */
-	size_t		 qdrop;		/* acknowledged bytes of q */
-	size_t		 qoff;		/* sent bytes of q */
-	struct td_buf	 st;
-	bool		 spooling;	/* new frames go to st */
-	int		 sfd;
-	uint64_t	 shead, stail;
-	uint64_t	 sent;
+	struct stream	*s;		/* the recording's bytes */
 	uint64_t	 last_send_ms;
-	uint64_t	*seq;		/* next page number of each CPU */
-	uint32_t	 ncpus;
-	size_t		 page_size;
-	/* the PAGES frame being filled, at the end of *bq */
-	struct td_buf	*bq;
-	struct td_codec	*wz;		/* wire compression, or NULL */
-	uint8_t		*zbuf;
-	size_t		 zcap;
-	uint64_t	 raw;		/* page bytes before compression */
-	int		 bcpu;
-	uint32_t	 bcount;
-	size_t		 bhead;
-	uint32_t	 bmax;
 
 	/* called between time-sync probes */
 	void		(*idle)(void *);
@@ -130,7 +71,7 @@ struct net {
 	atomic_bool	 thr_stop;	/* set by the loop, read by the thread */
 	int		 evfd;
 	int		 stopfd;	/* wakes the thread's backoff */
-	struct conn	 nc;		/* the thread's result */
+	struct conn	*nc;		/* the thread's result */
 	struct td_welcome nw;
 	int		 nstatus;	/* 0 up, -1 fatal */
 	uint64_t	 delay;		/* backoff, ms */
@@ -203,48 +144,18 @@ net_expect(struct net *n, struct conn *c, uint16_t type,
  * when trying again cannot help.
  */
 static int
-net_open(struct net *n, bool resume, struct conn *c,
+net_open(struct net *n, bool resume, struct conn **cp,
     struct td_welcome *w, bool *fatal, char *err, size_t errlen)
 {
 	struct td_hello h = n->hello;
 	struct td_frame f;
 	struct td_buf b;
-	int ms = NET_USER_TIMEOUT_MS;
+	struct conn *c;
 
-	*fatal = false;
-	memset(c, 0, sizeof *c);
-	c->fd = -1;
-	td_buf_init(&c->in, TD_MAX_HELLO * 4 + 64 * 1024);
-	if ((c->fd = conn_dial(n->np.host, n->np.port, n->np.timeout, err,
-	    errlen)) == -1)
+	*cp = NULL;
+	if ((c = conn_open(&n->target, n->ctx, n->np.timeout,
+	    NET_USER_TIMEOUT_MS, fatal, err, errlen)) == NULL)
 		return -1;
-	/* a link that stops acknowledging is given up on, not waited for */
-	setsockopt(c->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
-	conn_blocking(c->fd, true, n->np.timeout);
-	if (n->ctx != NULL) {
-		if ((c->ssl = SSL_new(n->ctx)) == NULL) {
-			td_tls_error(err, errlen, "cannot start TLS");
-			goto fail;
-		}
-		if (td_tls_client_prepare(c->ssl, n->np.host, err,
-		    errlen) == -1)
-			goto fail;
-		SSL_set_fd(c->ssl, c->fd);
-		SSL_set_mode(c->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
-		    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-		ERR_clear_error();
-		if (SSL_connect(c->ssl) != 1) {
-			td_tls_handshake_error(c->ssl, err, errlen,
-			    "TLS handshake with the listener failed");
-			/* a certificate refused stays refused */
-			*fatal = SSL_get_verify_result(c->ssl) != X509_V_OK;
-			goto fail;
-		}
-		if (conn_wbuf(c) == -1) {
-			td_tls_error(err, errlen, "cannot start TLS");
-			goto fail;
-		}
-	}
 	if (resume)
 		h.flags |= TD_HELLO_RESUME;
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
@@ -253,13 +164,13 @@ net_open(struct net *n, bool resume, struct conn *c,
 		td_buf_free(&b);
 		/* a refused TLS 1.3 client learns why from the alert */
 		net_err(err, errlen, "cannot send to the listener");
-		if (c->ssl != NULL && conn_read_frame(c, &f, err, errlen) == -1)
+		if (n->ctx != NULL && conn_read_frame(c, &f, err, errlen) == -1)
 			*fatal = true;
 		goto fail;
 	}
 	td_buf_free(&b);
 	if (net_expect(NULL, c, TD_MSG_WELCOME, &f, fatal, err, errlen) == -1) {
-		if (c->refused)
+		if (conn_refused(c))
 			*fatal = true;	/* e.g. a revoked certificate */
 		goto fail;
 	}
@@ -275,13 +186,12 @@ net_open(struct net *n, bool resume, struct conn *c,
 		*fatal = true;
 		goto fail;
 	}
+	*cp = c;
 	return 0;
 fail:
 	conn_close(c, false);
 	return -1;
 }
-
-static int	net_spool_open(struct net *);
 
 /*
  * The recording's stream, its TLS context (the key is read here, once)
@@ -296,56 +206,40 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 	struct net *n;
 
 	n = xcalloc(1, sizeof *n);
-	n->c.fd = -1;
-	n->sfd = -1;
+	n->target.devfd = -1;
 	n->evfd = -1;
 	n->stopfd = -1;
-	n->bcpu = -1;
 	n->np = *np;
 	n->np.host = xstrdup(np->host);
 	n->np.port = xstrdup(np->port);
 	n->np.cert = np->cert ? xstrdup(np->cert) : NULL;
 	n->np.key = np->key ? xstrdup(np->key) : NULL;
 	n->np.ca = np->ca ? xstrdup(np->ca) : NULL;
+	n->np.server_name = np->server_name ? xstrdup(np->server_name) : NULL;
 	n->np.spool_dir = np->spool_dir ? xstrdup(np->spool_dir) : NULL;
 	n->hello = *hello;
-	n->page_size = hello->page_size;
-	n->ncpus = hello->ncpus;
-	n->seq = xcalloc(hello->ncpus, sizeof *n->seq);
-	n->bmax = (NET_FRAME_MAX - 16) / hello->page_size;
-	if (np->wire != 0) {
-		/* one PAGES_Z is one chunk of the listener's file */
-		n->wz = td_codec_new(np->wire == TD_WIRE_ZSTD ? TD_CODEC_ZSTD :
-		    TD_CODEC_ZLIB, 0);
-		if (n->wz == NULL) {
-			net_err(err, errlen, "cannot start the wire codec");
-			goto fail;
-		}
-		n->bmax = TD_CHUNK_PAGES;
-		n->zcap = td_codec_bound(n->wz, (size_t)TD_CHUNK_PAGES *
-		    hello->page_size);
-		n->zbuf = xmalloc(n->zcap);
+	if (conn_target_parse(np->host, np->port, np->server_name,
+	    !np->insecure, &n->target, err, errlen) == -1 ||
+	    conn_target_open(&n->target, err, errlen) == -1)
+		goto fail;
+	n->s = stream_new(hello->page_size, hello->ncpus, np->wire,
+	    np->spool_dir, np->spool_max);
+	if (n->s == NULL) {
+		net_err(err, errlen, "cannot start the wire codec");
+		goto fail;
 	}
-	/*
-	 * The caps only stop a runaway: pages stop at net_congested(), but
-	 * the metadata sections of a big machine may pass it at the start.
-	 */
-	td_buf_init(&n->q, NET_HARD_MAX);
-	td_buf_init(&n->st, NET_HARD_MAX);
-	n->bq = &n->q;
 	if ((n->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1 ||
 	    (n->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1) {
 		net_err(err, errlen, "eventfd");
 		goto fail;
 	}
 	if (!np->insecure) {
-		n->ctx = td_tls_client_ctx(np->cert, np->key, np->ca, err,
-		    errlen);
+		n->ctx = conn_ctx_new(np->cert, np->key, np->ca, err, errlen);
 		if (n->ctx == NULL)
 			goto fail;
 	}
 	if (np->spool_max > 0 && np->spool_dir != NULL &&
-	    net_spool_open(n) == -1) {
+	    stream_spool_open(n->s) == -1) {
 		snprintf(err, errlen, "cannot spool in '%s': %s",
 		    np->spool_dir, strerror(errno));
 		goto fail;
@@ -369,7 +263,7 @@ net_start(struct net *n, char *err, size_t errlen)
 	n->tsync_interval = w.tsync_interval;
 	n->idle_timeout = w.idle_timeout;
 	n->up_since_ms = net_now_ms();
-	conn_blocking(n->c.fd, false, n->np.timeout);
+	conn_set_blocking(n->c, false, n->np.timeout * 1000);
 	return 0;
 }
 
@@ -398,7 +292,7 @@ net_identity(const struct net *n)
 bool
 net_up(const struct net *n)
 {
-	return n->c.fd != -1;
+	return n->c != NULL;
 }
 
 bool
@@ -410,7 +304,7 @@ net_fatal(const struct net *n)
 int
 net_fd(const struct net *n)
 {
-	return n->c.fd;
+	return n->c != NULL ? conn_fd(n->c) : -1;
 }
 
 int
@@ -425,185 +319,47 @@ net_reconnects(const struct net *n)
 	return n->reconnects;
 }
 
-/* Where the open batch ends the sendable part of q. */
-static size_t
-net_limit(const struct net *n)
-{
-	return n->bcpu != -1 && n->bq == &n->q ? n->bhead : n->q.len;
-}
-
 bool
 net_want_write(const struct net *n)
 {
-	return net_up(n) && (net_limit(n) > n->qoff ||
-	    conn_wpending(&n->c) != 0);
+	return net_up(n) && (stream_can_send(n->s) ||
+	    conn_wpending(n->c) != 0);
 }
 
 size_t
 net_pending(const struct net *n)
 {
-	return (n->q.len - n->qoff) + (size_t)(n->stail - n->shead) +
-	    n->st.len + conn_wpending(&n->c);
+	return stream_pending(n->s) + conn_wpending(n->c);
 }
 
 uint64_t
 net_unacked(const struct net *n)
 {
-	return (n->q.len - n->qdrop) + (n->stail - n->shead) + n->st.len;
-}
-
-static size_t
-net_memory(const struct net *n)
-{
-	return (n->q.len - n->qdrop) + n->st.len;
+	return stream_unacked(n->s);
 }
 
 bool
 net_congested(const struct net *n)
 {
-	return net_memory(n) > NET_MEM_HIGH;
+	return stream_congested(n->s);
 }
 
 bool
 net_relieved(const struct net *n)
 {
-	return net_memory(n) < NET_MEM_LOW;
+	return stream_relieved(n->s);
 }
 
 uint64_t
 net_sent(const struct net *n)
 {
-	return n->sent;
+	return stream_total_sent(n->s);
 }
 
 uint64_t
 net_raw(const struct net *n)
 {
-	return n->raw;
-}
-
-/* ---- the stream ------------------------------------------------------ */
-
-/* Open the spool file (unnamed: nothing is left behind by a crash). */
-static int
-net_spool_open(struct net *n)
-{
-	char *tmpl;
-
-	if (n->sfd != -1)
-		return 0;
-	if (n->np.spool_dir == NULL || n->np.spool_max == 0) {
-		errno = ENOSPC;
-		return -1;
-	}
-	n->sfd = open(n->np.spool_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (n->sfd == -1 && (errno == EOPNOTSUPP || errno == EISDIR ||
-	    errno == EINVAL)) {
-		xasprintf(&tmpl, "%s/tdagent-spool.XXXXXX", n->np.spool_dir);
-		n->sfd = mkostemp(tmpl, O_CLOEXEC);
-		if (n->sfd != -1)
-			unlink(tmpl);
-		free(tmpl);
-	}
-	return n->sfd == -1 ? -1 : 0;
-}
-
-/* Move st's closed frames to the spool file while there is room. */
-static void
-net_spill(struct net *n)
-{
-	size_t closed = n->bq == &n->st && n->bcpu != -1 ? n->bhead :
-	    n->st.len;
-	ssize_t w;
-
-	if (!n->spooling || closed < NET_SPILL)
-		return;
-	if (n->stail - n->shead + closed > n->np.spool_max ||
-	    net_spool_open(n) == -1)
-		return;		/* st grows until the pages stop */
-	w = pwrite(n->sfd, n->st.data, closed, (off_t)n->stail);
-	if (w != (ssize_t)closed)
-		return;		/* a full disk: the same */
-	n->stail += closed;
-	memmove(n->st.data, n->st.data + closed, n->st.len - closed);
-	n->st.len -= closed;
-	if (n->bq == &n->st && n->bcpu != -1)
-		n->bhead -= closed;
-}
-
-/* q is over its cap: new frames go to st (and the spool) from now on. */
-static void
-net_start_spooling(struct net *n)
-{
-	size_t k;
-
-	if (n->spooling || n->np.spool_max == 0 || n->np.spool_dir == NULL ||
-	    n->q.len - n->qdrop < NET_MEM_MAX)
-		return;
-	n->spooling = true;
-	if (n->bq == &n->q && n->bcpu != -1) {
-		/* the open batch moves along */
-		k = n->q.len - n->bhead;
-		td_buf_add(&n->st, n->q.data + n->bhead, k);
-		n->q.len = n->bhead;
-		n->bhead = 0;
-	}
-	n->bq = &n->st;
-}
-
-/* Drop acknowledged bytes from q's front once there are many. */
-static void
-net_compact(struct net *n)
-{
-	if (n->qdrop == 0 || (n->qdrop < n->q.len / 2 &&
-	    n->qdrop < 4 * 1024 * 1024))
-		return;
-	memmove(n->q.data, n->q.data + n->qdrop, n->q.len - n->qdrop);
-	n->q.len -= n->qdrop;
-	n->qoff -= n->qdrop;
-	if (n->bq == &n->q && n->bcpu != -1)
-		n->bhead -= n->qdrop;
-	n->qbase += n->qdrop;
-	n->qdrop = 0;
-}
-
-/* Bring spooled bytes back into q as it empties, then st after them. */
-static void
-net_refill(struct net *n)
-{
-	size_t k;
-	ssize_t r;
-
-	if (!n->spooling || n->q.len - n->qoff > NET_SPILL ||
-	    n->q.len - n->qdrop > NET_MEM_MAX - NET_REFILL)
-		return;
-	net_compact(n);
-	if (n->stail > n->shead) {
-		k = n->stail - n->shead > NET_REFILL ? NET_REFILL :
-		    (size_t)(n->stail - n->shead);
-		if (td_buf_add_zero(&n->q, k) == -1)
-			return;
-		r = pread(n->sfd, n->q.data + n->q.len - k, k, (off_t)n->shead);
-		if (r != (ssize_t)k) {
-			n->q.len -= k;
-			return;
-		}
-		n->shead += k;
-		if (n->shead < n->stail)
-			return;
-		n->shead = n->stail = 0;
-		if (ftruncate(n->sfd, 0) == -1)
-			return;
-	}
-	/* the spool is empty: st follows q */
-	k = n->q.len;
-	if (td_buf_add(&n->q, n->st.data, n->st.len) == -1)
-		return;
-	if (n->bq == &n->st && n->bcpu != -1)
-		n->bhead += k;
-	n->st.len = 0;
-	n->bq = &n->q;
-	n->spooling = false;
+	return stream_raw(n->s);
 }
 
 /* The listener has everything before offset ack on its disk. */
@@ -616,16 +372,11 @@ net_ack(struct net *n, const struct td_frame *f, char *err, size_t errlen)
 		snprintf(err, errlen, "the listener sent a bad ACK");
 		return -1;
 	}
-	if (off < n->qbase + n->qdrop)
-		return 0;		/* old news */
-	if (off > n->qbase + n->qoff) {
+	if (stream_ack(n->s, off) == -1) {
 		snprintf(err, errlen, "the listener acknowledged %" PRIu64
-		    " bytes, only %" PRIu64 " were sent", off,
-		    n->qbase + n->qoff);
+		    " bytes, more than were sent", off);
 		return -1;
 	}
-	n->qdrop = (size_t)(off - n->qbase);
-	net_compact(n);
 	return 0;
 }
 
@@ -652,6 +403,7 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 	uint64_t *ref, *ts_s, *ts_r;
 	uint32_t i, max, bad = 0;
 	uint64_t start_ms, idle_ms;
+	struct td_buf *q_;
 	bool fatal, last;
 	int ret = -1, picked;
 
@@ -659,7 +411,7 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 		snprintf(err, errlen, "no connection");
 		return -1;
 	}
-	if (net_batch_end(n) == -1 ||
+	if (stream_batch_end(n->s) == -1 ||
 	    net_flush_to(n, 0, NET_TSYNC_MAX_MS, err, errlen) == -1)
 		return -1;
 	if (net_pending(n) != 0) {
@@ -674,7 +426,7 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 	ts_s = xcalloc(max, sizeof *ts_s);
 	ts_r = xcalloc(max, sizeof *ts_r);
 	td_buf_init(&b, 64);
-	conn_blocking_ms(n->c.fd, true, NET_TSYNC_MAX_MS);
+	conn_set_blocking(n->c, true, NET_TSYNC_MAX_MS);
 	for (i = 0; i < max; i++) {
 		p.round = round;
 		p.seq = i;
@@ -685,13 +437,13 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 			    strerror(errno));
 			goto out;
 		}
-		if (conn_write_all(&n->c, b.data, b.len, NULL) == -1) {
+		if (conn_write_all(n->c, b.data, b.len, NULL) == -1) {
 			net_err(err, errlen, "lost the listener");
 			goto out;
 		}
 		/* replies of earlier probes that timed out are skipped */
 		for (;;) {
-			if (net_expect(n, &n->c, TD_MSG_TSYNC_REPLY, &f, &fatal,
+			if (net_expect(n, n->c, TD_MSG_TSYNC_REPLY, &f, &fatal,
 			    err, errlen) == -1) {
 				n->fatal = fatal;
 				goto out;
@@ -700,11 +452,11 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 			    q.round == round && q.seq == i)
 				break;
 			bad++;		/* dropped and counted */
-			conn_consume(&n->c, &f);
+			conn_consume(n->c, &f);
 		}
 		tsync_mark(t, round, i, 'r');
 		ref[i] = q.ref_ns;
-		conn_consume(&n->c, &f);
+		conn_consume(n->c, &f);
 		/* between probes (outside their round trips): the rings */
 		if (n->idle != NULL &&
 		    net_now_ms() - idle_ms >= NET_TSYNC_IDLE_MS) {
@@ -747,15 +499,15 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 			nanosleep(&pause, NULL);
 		}
 	}
-	if (net_batch_end(n) == -1 ||
-	    td_msg_pack_tsync_sample(n->bq, sample) == -1) {
+	if ((q_ = stream_frame(n->s)) == NULL ||
+	    td_msg_pack_tsync_sample(q_, sample) == -1) {
 		snprintf(err, errlen, "cannot frame a sync sample");
 		goto out;
 	}
 	ret = 0;
 out:
 	if (net_up(n))
-		conn_blocking(n->c.fd, false, n->np.timeout);
+		conn_set_blocking(n->c, false, n->np.timeout * 1000);
 	td_buf_free(&b);
 	free(ref);
 	free(ts_s);
@@ -767,26 +519,30 @@ static int
 net_sink_begin(void *arg, enum td_opt id)
 {
 	struct net *n = arg;
+	struct td_buf *q;
 
-	if (net_batch_end(n) == -1)
+	if ((q = stream_frame(n->s)) == NULL ||
+	    td_msg_pack_section(q, id) == -1)
 		return -1;
-	return td_msg_pack_section(n->bq, id);
+	stream_added(n->s);
+	return 0;
 }
 
 static int
 net_sink_write(void *arg, const void *p, size_t len)
 {
 	struct net *n = arg;
+	struct td_buf *q;
 	size_t k;
 
 	while (len != 0) {
-		k = len > NET_FRAME_MAX ? NET_FRAME_MAX : len;
-		if (td_msg_pack_section_data(n->bq, p, k) == -1)
+		k = len > TD_MAX_FRAME ? TD_MAX_FRAME : len;
+		if ((q = stream_frame(n->s)) == NULL ||
+		    td_msg_pack_section_data(q, p, k) == -1)
 			return -1;
 		p = (const uint8_t *)p + k;
 		len -= k;
-		net_start_spooling(n);
-		net_spill(n);
+		stream_added(n->s);
 		/* big sections start going out while they are read */
 		if (net_up(n) && net_flush(n, n->nerr, sizeof n->nerr) == -1)
 			return 0;	/* the loop finds out and reconnects */
@@ -797,17 +553,27 @@ net_sink_write(void *arg, const void *p, size_t len)
 static int
 net_sink_end(void *arg)
 {
-	return td_msg_pack_section_end(((struct net *)arg)->bq);
+	struct net *n = arg;
+	struct td_buf *q;
+
+	if ((q = stream_frame(n->s)) == NULL ||
+	    td_msg_pack_section_end(q) == -1)
+		return -1;
+	stream_added(n->s);
+	return 0;
 }
 
 static int
 net_sink_option(void *arg, enum td_opt id, const void *p, size_t len)
 {
 	struct net *n = arg;
+	struct td_buf *q;
 
-	if (net_batch_end(n) == -1)
+	if ((q = stream_frame(n->s)) == NULL ||
+	    td_msg_pack_option(q, id, p, len) == -1)
 		return -1;
-	return td_msg_pack_option(n->bq, id, p, len);
+	stream_added(n->s);
+	return 0;
 }
 
 /* Frame metadata into the stream. */
@@ -821,71 +587,18 @@ net_meta_sink(struct net *n, struct meta_sink *s)
 	s->arg = n;
 }
 
-/* Patch the page count of the open batch and close it. */
+/* Close the current PAGES batch. */
 int
 net_batch_end(struct net *n)
 {
-	struct td_buf h;
-
-	if (n->bcpu == -1)
-		return 0;
-	td_buf_init(&h, TD_FRAME_HEADER + 16);
-	if (td_msg_pack_pages_head(&h, n->bcpu, n->bcount,
-	    n->seq[n->bcpu] - n->bcount, n->page_size) == -1) {
-		td_buf_free(&h);
-		return -1;
-	}
-	memcpy(n->bq->data + n->bhead, h.data, h.len);
-	td_buf_free(&h);
-	n->raw += (uint64_t)n->bcount * n->page_size;
-	if (n->wz != NULL) {
-		struct td_pages_z pz;
-		ssize_t z;
-
-		z = td_codec_compress(n->wz, n->bq->data + n->bhead +
-		    TD_FRAME_HEADER + 16, (size_t)n->bcount * n->page_size,
-		    n->zbuf, n->zcap);
-		if (z <= 0)
-			return -1;
-		pz.cpu = (uint32_t)n->bcpu;
-		pz.count = n->bcount;
-		pz.first_seq = n->seq[n->bcpu] - n->bcount;
-		pz.codec = (uint16_t)n->np.wire;
-		pz.data = n->zbuf;
-		pz.len = (size_t)z;
-		n->bq->len = n->bhead;
-		if (td_msg_pack_pages_z(n->bq, &pz) == -1)
-			return -1;
-	}
-	n->bcpu = -1;
-	net_start_spooling(n);
-	net_spill(n);
-	return 0;
+	return stream_batch_end(n->s);
 }
 
 /* Queue one page. */
 int
 net_page(struct net *n, int cpu, const void *page, size_t len)
 {
-	if ((uint32_t)cpu >= n->ncpus || len > n->page_size) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (n->bcpu != cpu || n->bcount == n->bmax) {
-		if (net_batch_end(n) == -1)
-			return -1;
-		n->bhead = n->bq->len;
-		if (td_buf_add_zero(n->bq, TD_FRAME_HEADER + 16) == -1)
-			return -1;
-		n->bcpu = cpu;
-		n->bcount = 0;
-	}
-	if (td_buf_add(n->bq, page, len) == -1 ||
-	    td_buf_add_zero(n->bq, n->page_size - len) == -1)
-		return -1;
-	n->bcount++;
-	n->seq[cpu]++;
-	return 0;
+	return stream_page(n->s, cpu, page, len);
 }
 
 /* ---- the connection --------------------------------------------------- */
@@ -897,48 +610,26 @@ net_page(struct net *n, int cpu, const void *page, size_t len)
 int
 net_flush(struct net *n, char *err, size_t errlen)
 {
-	size_t limit, done;
+	const uint8_t *p;
+	size_t len;
 	ssize_t w;
-	int e;
 
 	if (!net_up(n)) {
 		snprintf(err, errlen, "no connection");
 		return -1;
 	}
 	for (;;) {
-		net_refill(n);
-		limit = net_limit(n);
-		if (n->qoff >= limit)
+		if ((len = stream_sendable(n->s, &p)) == 0)
 			break;
-		if (n->c.ssl != NULL) {
-			ERR_clear_error();
-			if (SSL_write_ex(n->c.ssl, n->q.data + n->qoff,
-			    limit - n->qoff, &done) == 1)
-				w = (ssize_t)done;
-			else {
-				e = SSL_get_error(n->c.ssl, 0);
-				if (e == SSL_ERROR_WANT_WRITE ||
-				    e == SSL_ERROR_WANT_READ)
-					break;
-				snprintf(err, errlen, "lost the listener: %s",
-				    e == SSL_ERROR_SYSCALL ? strerror(errno) :
-				    "TLS error");
-				return -1;
-			}
-		} else {
-			w = send(n->c.fd, n->q.data + n->qoff, limit - n->qoff,
-			    MSG_NOSIGNAL);
-			if (w == -1 && (errno == EAGAIN || errno == EINTR))
-				break;
-			if (w == -1)
-				return net_err(err, errlen,
-				    "lost the listener");
-		}
-		n->qoff += w;
-		n->sent += w;
+		w = conn_write_some(n->c, p, len);
+		if (w == -1 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (w == -1)
+			return net_err(err, errlen, "lost the listener");
+		stream_sent(n->s, (size_t)w);
 		n->last_send_ms = net_now_ms();
 	}
-	if (conn_wflush(&n->c) == -1) {
+	if (conn_wflush(n->c) == -1) {
 		snprintf(err, errlen, "lost the listener: %s", strerror(errno));
 		return -1;
 	}
@@ -962,7 +653,7 @@ net_flush_to(struct net *n, size_t limit, int ms, char *err, size_t errlen)
 			break;
 		if ((now = net_now_ms()) >= end)
 			break;
-		pfd.fd = n->c.fd;
+		pfd.fd = conn_fd(n->c);
 		pfd.events = POLLOUT | POLLIN;
 		if (poll(&pfd, 1, (int)(end - now)) == 0)
 			break;
@@ -980,7 +671,7 @@ net_frames(struct net *n, char *err, size_t errlen)
 	struct td_frame f;
 	int pr;
 
-	while ((pr = td_frame_parse(n->c.in.data, n->c.in.len, &f)) == 1) {
+	while ((pr = conn_frame(n->c, &f)) == 1) {
 		switch (f.type) {
 		case TD_MSG_ACK:
 			if (net_ack(n, &f, err, errlen) == -1) {
@@ -1005,7 +696,7 @@ net_frames(struct net *n, char *err, size_t errlen)
 			n->fatal = true;
 			return -1;
 		}
-		conn_consume(&n->c, &f);
+		conn_consume(n->c, &f);
 	}
 	if (pr == -1) {
 		snprintf(err, errlen, "the listener sent a bad frame");
@@ -1019,7 +710,6 @@ net_frames(struct net *n, char *err, size_t errlen)
 int
 net_readable(struct net *n, char *err, size_t errlen)
 {
-	uint8_t buf[4096];
 	ssize_t r;
 
 	if (!net_up(n)) {
@@ -1027,7 +717,7 @@ net_readable(struct net *n, char *err, size_t errlen)
 		return -1;
 	}
 	for (;;) {
-		r = conn_read_some(&n->c, buf, sizeof buf);
+		r = conn_fill(n->c);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && errno == EAGAIN)
@@ -1037,13 +727,13 @@ net_readable(struct net *n, char *err, size_t errlen)
 			    "connection");
 			return -1;
 		}
-		if (r < 0)
-			return net_err(err, errlen, "lost the listener");
-		if (td_buf_add(&n->c.in, buf, r) == -1) {
+		if (r < 0 && errno == EMSGSIZE) {
 			snprintf(err, errlen, "the listener sent too much");
 			n->fatal = true;
 			return -1;
 		}
+		if (r < 0)
+			return net_err(err, errlen, "lost the listener");
 		if (net_frames(n, err, errlen) == -1)
 			return -1;
 		if (n->done)
@@ -1060,14 +750,14 @@ net_keepalive(struct net *n, char *err, size_t errlen)
 	int r;
 
 	if (!net_up(n) || n->idle_timeout == 0 || net_pending(n) != 0 ||
-	    n->bcpu != -1 || net_now_ms() - n->last_send_ms <
+	    stream_batch_open(n->s) || net_now_ms() - n->last_send_ms <
 	    (uint64_t)n->idle_timeout * 1000 / 3)
 		return 0;
 	td_buf_init(&b, TD_FRAME_HEADER);
 	td_msg_pack_keepalive(&b);
-	conn_blocking(n->c.fd, true, n->np.timeout);
-	r = conn_write_all(&n->c, b.data, b.len, NULL);
-	conn_blocking(n->c.fd, false, n->np.timeout);
+	conn_set_blocking(n->c, true, n->np.timeout * 1000);
+	r = conn_write_all(n->c, b.data, b.len, NULL);
+	conn_set_blocking(n->c, false, n->np.timeout * 1000);
 	td_buf_free(&b);
 	n->last_send_ms = net_now_ms();
 	if (r == -1)
@@ -1149,16 +839,16 @@ net_down(struct net *n)
 	/* a connection that lived a while starts the backoff afresh */
 	if (n->delay == 0 || net_now_ms() - n->up_since_ms > 10000)
 		n->delay = NET_BACKOFF_MIN_MS;
-	if (net_up(n))
-		conn_close(&n->c, false);
-	n->qoff = n->qdrop;
+	conn_close(n->c, false);
+	n->c = NULL;
+	stream_rewind(n->s);
 	net_thread_start(n);
 }
 
 int
 net_reconnected(struct net *n, char *err, size_t errlen)
 {
-	uint64_t v, r;
+	uint64_t v, lo, hi;
 
 	if (!n->thr_on) {
 		snprintf(err, errlen, "%s", n->nerr[0] ? n->nerr :
@@ -1174,35 +864,22 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 		n->fatal = true;
 		return -1;
 	}
-	r = n->nw.resume_offset;
-	if (r < n->qbase + n->qdrop || r > n->qbase + net_limit(n)) {
+	if (stream_resume(n->s, n->nw.resume_offset, &lo, &hi) == -1) {
 		snprintf(err, errlen, "the listener wants the recording from "
 		    "byte %" PRIu64 ", this agent holds %" PRIu64 " to %" PRIu64,
-		    r, n->qbase + n->qdrop, n->qbase + net_limit(n));
-		conn_close(&n->nc, false);
+		    n->nw.resume_offset, lo, hi);
+		conn_close(n->nc, false);
+		n->nc = NULL;
 		n->fatal = true;
 		return -1;
 	}
 	n->c = n->nc;
-	memset(&n->nc, 0, sizeof n->nc);
-	n->nc.fd = -1;
-	n->qoff = (size_t)(r - n->qbase);
-	/*
-	 * The listener has everything before r on its disk: that is an
-	 * acknowledgement, and may be the only one (it acknowledges what it
-	 * takes in, and nothing after r was sent yet).  Without it a full q
-	 * would wait for an ACK that never comes, and the spool behind it
-	 * would never be sent.
-	 */
-	if (n->qoff > n->qdrop) {
-		n->qdrop = n->qoff;
-		net_compact(n);
-	}
+	n->nc = NULL;
 	n->tsync_interval = n->nw.tsync_interval;
 	n->idle_timeout = n->nw.idle_timeout;
 	n->reconnects++;
 	n->retry_later = false;
-	conn_blocking(n->c.fd, false, n->np.timeout);
+	conn_set_blocking(n->c, false, n->np.timeout * 1000);
 	n->last_send_ms = n->up_since_ms = net_now_ms();
 	/* a DONE may follow at once: the recording was finished already */
 	return net_frames(n, err, errlen);
@@ -1278,7 +955,7 @@ net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 			net_down(n);
 			continue;
 		}
-		if (net_wait(n->c.fd, POLLIN | (net_want_write(n) ? POLLOUT :
+		if (net_wait(conn_fd(n->c), POLLIN | (net_want_write(n) ? POLLOUT :
 		    0), left) <= 0)
 			continue;
 		if (net_readable(n, err, errlen) == -1 && !n->done) {
@@ -1297,7 +974,7 @@ net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 int
 net_make_room(struct net *n, int wait, char *err, size_t errlen)
 {
-	if (net_batch_end(n) == -1) {
+	if (stream_batch_end(n->s) == -1) {
 		snprintf(err, errlen, "cannot frame the pages");
 		return -1;
 	}
@@ -1308,16 +985,17 @@ int
 net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
     char *path, size_t pathlen, char *err, size_t errlen)
 {
+	struct td_buf *q;
 	struct td_end *e;
 	int i;
 
-	if (net_batch_end(n) == -1)
+	if ((q = stream_frame(n->s)) == NULL)
 		return -1;
 	e = xcalloc(1, sizeof *e);
 	e->ncpus = ncpus;
 	for (i = 0; i < ncpus; i++)
 		e->pages[i] = pages[i];
-	i = td_msg_pack_end(n->bq, e);
+	i = td_msg_pack_end(q, e);
 	free(e);
 	if (i == -1) {
 		snprintf(err, errlen, "cannot frame END");
@@ -1352,27 +1030,22 @@ net_close(struct net *n)
 	if (n->thr_on) {
 		net_stop(n);
 		pthread_join(n->thr, NULL);
-		conn_close(&n->nc, false);
+		conn_close(n->nc, false);
 	}
-	conn_close(&n->c, true);
-	if (n->ctx != NULL)
-		SSL_CTX_free(n->ctx);
-	if (n->sfd != -1)
-		close(n->sfd);
+	conn_close(n->c, true);
+	conn_target_close(&n->target);
+	conn_ctx_free(n->ctx);
 	if (n->evfd != -1)
 		close(n->evfd);
 	if (n->stopfd != -1)
 		close(n->stopfd);
-	td_buf_free(&n->q);
-	td_buf_free(&n->st);
-	td_codec_free(n->wz);
-	free(n->zbuf);
-	free(n->seq);
+	stream_free(n->s);
 	free((char *)(uintptr_t)n->np.host);
 	free((char *)(uintptr_t)n->np.port);
 	free((char *)(uintptr_t)n->np.cert);
 	free((char *)(uintptr_t)n->np.key);
 	free((char *)(uintptr_t)n->np.ca);
+	free((char *)(uintptr_t)n->np.server_name);
 	free((char *)(uintptr_t)n->np.spool_dir);
 	free(n);
 }

@@ -32,11 +32,12 @@ struct net;
 struct meta_sink;
 
 struct net_params {
-	const char	*host;
+	const char	*host;		/* HOST, vsock:CID or serial:PATH */
 	const char	*port;
 	const char	*cert;
 	const char	*key;
 	const char	*ca;
+	const char	*server_name;	/* NULL: the TCP host */
 	bool		 insecure;
 	int		 timeout;	/* seconds, connect/handshake/DONE */
 	const char	*spool_dir;	/* NULL: no spool file */

@@ -631,6 +631,7 @@ record_net_new(struct recorder *r)
 	np.cert = r->o->cert;
 	np.key = r->o->key;
 	np.ca = r->o->ca;
+	np.server_name = r->o->server_name;
 	np.insecure = r->o->insecure;
 	np.timeout = 10;
 	np.spool_dir = r->o->spool_dir;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "conn.h"
 #include "instance.h"
 #include "crash.h"
 #include "log.h"
@@ -42,6 +43,7 @@ enum {
 	OPT_SPOOL_MAX,
 	OPT_RECONNECT_WAIT,
 	OPT_WIRE_COMPRESSION,
+	OPT_SERVER_NAME,
 };
 
 static void
@@ -52,7 +54,7 @@ usage(FILE *fp)
 "               [-s SECONDS] [-u USER] [--file-version 6|7]\n"
 "               [--compression zstd|zlib|none] [-q | -v] [-- COMMAND [ARGS...]]\n"
 "       tdagent -h HOST [-p PORT] [--cert FILE --key FILE --ca FILE | --insecure]\n"
-"               [--name NAME] [--spool DIR] [--spool-max SIZE] [--reconnect-wait S]\n"
+"               [--server-name NAME] [--name NAME] [--spool DIR] [--spool-max SIZE] [--reconnect-wait S]\n"
 "               [--wire-compression zstd|zlib|none]\n"
 "               [-o FILE] [recording options] [-- COMMAND...]\n"
 "       tdagent check-events [-N] [-v] [-t TRACING_DIR]\n"
@@ -63,11 +65,15 @@ usage(FILE *fp)
 "SIGINT, SIGTERM or SIGHUP.\n"
 "\n"
 "  -o FILE            output trace.dat file\n"
-"  -h HOST            stream to tdlisten on HOST (with -o too: both)\n"
-"  -p PORT            tdlisten's port (default 4000)\n"
+"  -h HOST            stream to tdlisten on HOST (with -o too: both); also\n"
+"                     vsock:CID (a VM's host) or serial:PATH (a character\n"
+"                     device, e.g. a virtio-serial port)\n"
+"  -p PORT            tdlisten's port (default 4000; not for serial:)\n"
 "  --cert FILE        this agent's certificate (tdcert issue DIR NAME)\n"
 "  --key FILE         its private key\n"
 "  --ca FILE          the CA that signed the listener's certificate\n"
+"  --server-name NAME the name the listener's certificate must have (default:\n"
+"                     HOST; required over vsock: and serial:)\n"
 "  --name NAME        a suffix for the listener's file name\n"
 "  --insecure         plain TCP, no authentication (the listener needs it too)\n"
 "  --spool DIR        where data the listener has not acknowledged waits when\n"
@@ -112,6 +118,7 @@ static const struct option tdagent_longopts[] = {
 	{ "spool-max", required_argument, NULL, OPT_SPOOL_MAX },
 	{ "reconnect-wait", required_argument, NULL, OPT_RECONNECT_WAIT },
 	{ "wire-compression", required_argument, NULL, OPT_WIRE_COMPRESSION },
+	{ "server-name", required_argument, NULL, OPT_SERVER_NAME },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -182,6 +189,9 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			break;
 		case OPT_CA:
 			o->ca = optarg;
+			break;
+		case OPT_SERVER_NAME:
+			o->server_name = optarg;
 			break;
 		case OPT_INSECURE:
 			o->insecure = true;
@@ -305,16 +315,26 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	if (o->output == NULL && o->host == NULL)
 		tdagent_usage_error("no output: give -o FILE or -h HOST");
 	if (o->host == NULL && (o->cert || o->key || o->ca || o->name ||
-	    o->insecure || port_set || net_opt))
-		tdagent_usage_error("-p, --cert, --key, --ca, --name, "
-		    "--insecure and the spool options go with -h HOST");
+	    o->server_name || o->insecure || port_set || net_opt))
+		tdagent_usage_error("-p, --cert, --key, --ca, --server-name, "
+		    "--name, --insecure and the spool options go with -h HOST");
 	if (o->host != NULL && !o->insecure &&
 	    (o->cert == NULL || o->key == NULL || o->ca == NULL))
 		tdagent_usage_error("TLS needs --cert, --key and --ca (tdcert "
 		    "makes them), or --insecure on both sides");
-	if (o->insecure && (o->cert || o->key || o->ca))
+	if (o->insecure && (o->cert || o->key || o->ca || o->server_name))
 		tdagent_usage_error("--insecure and certificates do not go "
 		    "together");
+	if (o->host != NULL) {
+		struct conn_target t;
+		char err[256];
+
+		if (conn_target_parse(o->host, o->port, o->server_name,
+		    !o->insecure, &t, err, sizeof err) == -1)
+			tdagent_usage_error("-h %s: %s", o->host, err);
+		if (t.kind == CONN_SERIAL && port_set)
+			tdagent_usage_error("-p does not go with serial:");
+	}
 	if (o->file_version == 6) {
 		if (codec_set && o->codec != TD_CODEC_NONE)
 			tdagent_usage_error("version 6 files cannot be "

@@ -1,7 +1,8 @@
 /*
  * tdproto.h: the tracedock wire protocol, as pure code.
  *
- * One stream (TLS over TCP today, AF_VSOCK later) carries one recording.
+ * One byte stream (TLS over TCP, AF_VSOCK or a serial device) carries one
+ * recording.
  * Every message is a frame: an 8-byte header {be32 length of the payload,
  * be16 type, be16 flags} and the payload.  Integers in headers and message
  * fields are big-endian; section content, option content and ring-buffer

@@ -1,0 +1,78 @@
+#!/bin/sh
+# End-to-end: the agent's transports (agent/conn.c).  Over a character
+# device (-h serial:PATH, what a guest's virtio-serial port is) the same
+# TLS session reaches tdlisten: tests/tdrelay makes a pseudo-terminal in
+# raw mode and carries its bytes to the listener's TCP port, as QEMU
+# carries a virtio-serial port's to a host socket.  The file is exact and
+# the listener's certificate is checked against --server-name (required
+# there: no host name to check it against).  vsock needs a host side this
+# machine does not have (no vsock_loopback): only its errors are checked.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+TDRELAY=$B/tests/tdrelay
+P=$WORK/pki
+pki "$P" guest1 || { echo "FAIL: cannot make certificates"; exit 99; }
+TLS="--cert $P/guest1.pem --key $P/guest1.key --ca $P/ca.pem"
+start_listener "$WORK/l.log" -d "$WORK/out" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" || exit 99
+
+# relay: a pseudo-terminal carried to the listener; sets RELAY, DEV
+relay() {
+	rm -f "$WORK/dev"
+	"$TDRELAY" 127.0.0.1 "$LPORT" "$WORK/dev" > "$WORK/relay.out" 2>&1 &
+	RELAY=$!
+	wait_until $((100 * SLOW)) test -s "$WORK/dev"
+	DEV=$(cat "$WORK/dev")
+}
+
+# the listener's certificate names "listener" (tdcert issue --server)
+relay
+rm -f "$WORK/pid"
+# shellcheck disable=SC2086
+"$TDAGENT" -h "serial:$DEV" --server-name listener $TLS --name serial \
+    --reconnect-wait 10 \
+    -e raw_syscalls -F -b 16384 -- sh -c 'echo $$ > '"$WORK/pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none' \
+    2> "$WORK/agent.err"
+eq "serial: tdagent exits 0" $? 0
+wait "$RELAY"
+eq "serial: the relay carried bytes both ways" $? 0
+f=$WORK/out/$(remote_file "$WORK/agent.err")
+check "serial: the file is under the certificate's identity" \
+    sh -c "test -f '$f' && test '$(dirname "$f")' = '$WORK/out/guest1'"
+check "serial: trace-cmd reads it cleanly" tc_clean "$f"
+"$TDCOUNT" "$f" -p "$(cat "$WORK/pid")" > "$WORK/c"
+eq "serial: no event lost" "$(field missed < "$WORK/c")" 0
+n=$(field events < "$WORK/c")
+# 20000 blocks: 80000 events plus the shell's and dd's start-up calls
+check "serial: every event of the workload ($n)" \
+    test "${n:-0}" -gt 80000 -a "${n:-0}" -lt 82000
+check "serial: time sync over the device" \
+    grep -q "'serial' .*time sync: [0-9]* samples" "$WORK/l.log"
+
+# the wrong server name: the listener's certificate is refused
+relay
+# shellcheck disable=SC2086
+"$TDAGENT" -h "serial:$DEV" --server-name other.example $TLS -e sched -s 1 \
+    2> "$WORK/wrong.err"
+eq "serial: a certificate for another name is refused (exit 1)" $? 1
+check "serial: and says why" grep -q "certificate verify failed" \
+    "$WORK/wrong.err"
+kill "$RELAY" 2>/dev/null
+wait "$RELAY" 2>/dev/null
+
+# usage errors: say what is wrong, exit 2, touch nothing
+# shellcheck disable=SC2086
+"$TDAGENT" -h "serial:$DEV" $TLS -e sched -s 1 2> "$WORK/err"
+eq "serial without --server-name: exit 2" $? 2
+check "and is told to give it" grep -q "give --server-name" "$WORK/err"
+"$TDAGENT" -h "serial:$DEV" -p 4000 --insecure -e sched -s 1 2> "$WORK/err"
+eq "serial with -p: exit 2" $? 2
+"$TDAGENT" -h vsock:nine --insecure -e sched -s 1 2> "$WORK/err"
+eq "a bad vsock context id: exit 2" $? 2
+check "and is named" grep -q "bad vsock context id 'nine'" "$WORK/err"
+"$TDAGENT" -h serial:/tmp --insecure -e sched -s 1 2> "$WORK/err"
+eq "serial: a path that is not a device: exit 1" $? 1
+check "and says so" grep -q "'/tmp'" "$WORK/err"
+check "the listener survived" kill -0 "$LPID"
+stop_listener
+finish

@@ -1,0 +1,326 @@
+/*
+ * test-stream.c: the agent's recording stream (agent/stream.c), the bytes
+ * kept until the listener acknowledges them.
+ *
+ * What goes in comes out once, in order, byte for byte, whatever the path
+ * (memory, the spool file and back, resends after a lost connection, a
+ * resume at an offset), and pages come out as well-formed PAGES (or
+ * PAGES_Z) frames numbered per CPU.  A "connection" here is the test
+ * taking what stream_sendable() offers, in pieces of odd sizes.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "compress.h"
+#include "stream.h"
+#include "tdlimits.h"
+#include "tdproto.h"
+#include "banned.h"
+
+#define PAGE	4096
+
+/* Append one SECTION_DATA frame of n bytes, each byte its offset's. */
+static void
+add_data(struct stream *s, size_t n, uint64_t *made)
+{
+	struct td_buf *b;
+	uint8_t *p = malloc(n);
+	size_t i;
+
+	assert_non_null(p);
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)((*made + i) * 131 >> 3);
+	*made += n;
+	assert_non_null(b = stream_frame(s));
+	assert_int_equal(td_msg_pack_section_data(b, p, n), 0);
+	stream_added(s);
+	free(p);
+}
+
+/*
+ * Take up to max bytes of what can be sent, in pieces of piece bytes,
+ * into out; returns the bytes taken.
+ */
+static size_t
+take(struct stream *s, struct td_buf *out, size_t piece, size_t max)
+{
+	const uint8_t *p;
+	size_t n, k, got = 0;
+
+	while (got < max && (n = stream_sendable(s, &p)) != 0) {
+		k = n < piece ? n : piece;
+		if (k > max - got)
+			k = max - got;
+		assert_int_equal(td_buf_add(out, p, k), 0);
+		stream_sent(s, k);
+		got += k;
+	}
+	return got;
+}
+
+/* The SECTION_DATA frames in b carry the bytes made, in order. */
+static void
+check_data(const struct td_buf *b, uint64_t made)
+{
+	struct td_frame f;
+	size_t off = 0;
+	uint64_t at = 0, i;
+
+	while (off < b->len) {
+		assert_int_equal(td_frame_parse(b->data + off, b->len - off,
+		    &f), 1);
+		assert_int_equal(f.type, TD_MSG_SECTION_DATA);
+		for (i = 0; i < f.len; i++)
+			if (f.payload[i] != (uint8_t)((at + i) * 131 >> 3))
+				fail_msg("byte %llu differs",
+				    (unsigned long long)(at + i));
+		at += f.len;
+		off += f.total;
+	}
+	assert_int_equal(off, b->len);
+	assert_int_equal(at, made);
+}
+
+/* Memory only: in, out, acknowledged; an ACK past what was sent fails. */
+static void
+test_memory(void **state)
+{
+	struct stream *s;
+	struct td_buf out;
+	uint64_t made = 0;
+	size_t sent;
+
+	(void)state;
+	assert_non_null(s = stream_new(PAGE, 2, 0, NULL, 0));
+	td_buf_init(&out, 64u << 20);
+	add_data(s, 1000, &made);
+	add_data(s, 70000, &made);
+	assert_int_equal(stream_pending(s), 71000 + 2 * TD_FRAME_HEADER);
+	sent = take(s, &out, 777, SIZE_MAX);
+	assert_int_equal(sent, 71000 + 2 * TD_FRAME_HEADER);
+	assert_int_equal(stream_pending(s), 0);
+	assert_int_equal(stream_unacked(s), sent);
+	assert_int_equal(stream_total_sent(s), sent);
+	errno = 0;
+	assert_int_equal(stream_ack(s, sent + 1), -1);
+	assert_int_equal(errno, EPROTO);
+	assert_int_equal(stream_ack(s, sent), 0);
+	assert_int_equal(stream_unacked(s), 0);
+	assert_int_equal(stream_ack(s, 10), 0);		/* old news */
+	check_data(&out, made);
+	td_buf_free(&out);
+	stream_free(s);
+}
+
+/*
+ * 48 MiB through a stream with a spool: memory stays near its cap while
+ * the spool holds the rest; everything comes back, in order, as the
+ * listener acknowledges; a lost connection resends from the last ACK.
+ */
+static void
+test_spool(void **state)
+{
+	char dir[] = "/tmp/td-test-stream.XXXXXX";
+	struct stream *s;
+	struct td_buf out, again;
+	uint64_t made = 0, acked = 0, lo, hi;
+	size_t got;
+	int i;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_non_null(s = stream_new(PAGE, 2, 0, dir, 1u << 30));
+	assert_int_equal(stream_spool_open(s), 0);
+	td_buf_init(&out, 64u << 20);
+	td_buf_init(&again, 64u << 20);
+	for (i = 0; i < 48; i++)
+		add_data(s, 1u << 20, &made);
+	/* 48 MiB queued: memory went to the spool, not over its cap */
+	assert_false(stream_congested(s));
+	assert_int_equal(stream_unacked(s), made + 48 * TD_FRAME_HEADER);
+	/* send 10 MiB, lose the connection, resend from the last ACK */
+	got = take(s, &out, 65536, 10u << 20);
+	assert_int_equal(got, 10u << 20);
+	assert_int_equal(stream_ack(s, 4u << 20), 0);
+	acked = 4u << 20;
+	stream_rewind(s);
+	out.len = (size_t)acked;
+	/* a resume before what is kept, or past what exists, is refused */
+	errno = 0;
+	assert_int_equal(stream_resume(s, acked - 1, &lo, &hi), -1);
+	assert_int_equal(errno, ERANGE);
+	assert_int_equal(lo, acked);
+	assert_true(hi >= acked);
+	assert_int_equal(stream_resume(s, hi + 1, &lo, &hi), -1);
+	/* the listener had 6 MiB on disk: the stream goes on from there */
+	assert_int_equal(take(s, &again, 1000, 2u << 20), 2u << 20);
+	assert_int_equal(td_buf_add(&out, again.data, again.len), 0);
+	assert_int_equal(stream_resume(s, 6u << 20, &lo, &hi), 0);
+	assert_int_equal(stream_unacked(s), made + 48 * TD_FRAME_HEADER -
+	    (6u << 20));
+	/* the rest, acknowledged as it goes (the spool comes back in) */
+	while ((got = take(s, &out, 300000, 3u << 20)) != 0)
+		assert_int_equal(stream_ack(s, out.len), 0);
+	assert_int_equal(stream_unacked(s), 0);
+	assert_int_equal(stream_pending(s), 0);
+	check_data(&out, made);
+	td_buf_free(&out);
+	td_buf_free(&again);
+	stream_free(s);
+	assert_int_equal(rmdir(dir), 0);	/* the spool left nothing */
+}
+
+/* Without a spool, memory fills up and says so; relief comes with ACKs. */
+static void
+test_congested(void **state)
+{
+	struct stream *s;
+	struct td_buf out;
+	uint64_t made = 0;
+	int i;
+
+	(void)state;
+	assert_non_null(s = stream_new(PAGE, 1, 0, NULL, 0));
+	td_buf_init(&out, 64u << 20);
+	for (i = 0; i < 21 && !stream_congested(s); i++)
+		add_data(s, 1u << 20, &made);
+	assert_true(stream_congested(s));
+	assert_false(stream_relieved(s));
+	take(s, &out, 1u << 20, SIZE_MAX);
+	assert_int_equal(stream_ack(s, out.len), 0);
+	assert_true(stream_relieved(s));
+	check_data(&out, made);
+	td_buf_free(&out);
+	stream_free(s);
+}
+
+/* Pages come out as PAGES frames, per CPU, numbered, batched. */
+static void
+check_pages(int wire)
+{
+	struct stream *s;
+	struct td_buf out;
+	struct td_frame f;
+	struct td_pages pg;
+	struct td_pages_z pz;
+	struct td_codec *c = NULL;
+	uint8_t page[PAGE], back[TD_CHUNK_PAGES * PAGE];
+	uint64_t seq[2] = { 0, 0 };
+	size_t off = 0;
+	int i, cpu, frames = 0;
+
+	assert_non_null(s = stream_new(PAGE, 2, wire, NULL, 0));
+	td_buf_init(&out, 64u << 20);
+	/* 25 pages of CPU 0, then 3 of CPU 1, then 1 of CPU 0, short */
+	for (i = 0; i < 29; i++) {
+		cpu = i >= 25 && i < 28 ? 1 : 0;
+		memset(page, 'a' + i, sizeof page);
+		assert_int_equal(stream_page(s, cpu, page, i == 28 ? 100 :
+		    PAGE), 0);
+		assert_true(stream_batch_open(s));
+	}
+	/* the open batch is not sent before it is closed */
+	take(s, &out, 4096, SIZE_MAX);
+	assert_int_equal(stream_batch_end(s), 0);
+	assert_false(stream_batch_open(s));
+	take(s, &out, 4096, SIZE_MAX);
+	assert_int_equal(stream_raw(s), 29u * PAGE);
+	errno = 0;
+	assert_int_equal(stream_page(s, 2, page, PAGE), -1);
+	assert_int_equal(errno, EINVAL);
+	if (wire != 0)
+		c = td_codec_new(wire == TD_WIRE_ZSTD ? TD_CODEC_ZSTD :
+		    TD_CODEC_ZLIB, 0);
+	i = 0;
+	while (off < out.len) {
+		const uint8_t *data;
+		uint32_t n, k;
+
+		assert_int_equal(td_frame_parse(out.data + off, out.len - off,
+		    &f), 1);
+		if (wire == 0) {
+			assert_int_equal(f.type, TD_MSG_PAGES);
+			assert_int_equal(td_msg_unpack_pages(&f, PAGE, &pg), 0);
+			cpu = (int)pg.cpu;
+			n = pg.count;
+			assert_int_equal(pg.first_seq, seq[cpu]);
+			data = pg.data;
+		} else {
+			assert_int_equal(f.type, TD_MSG_PAGES_Z);
+			assert_int_equal(td_msg_unpack_pages_z(&f, &pz), 0);
+			cpu = (int)pz.cpu;
+			n = pz.count;
+			assert_true(n <= TD_CHUNK_PAGES);
+			assert_int_equal(pz.first_seq, seq[cpu]);
+			assert_int_equal(td_codec_decompress(c, pz.data,
+			    f.len - (size_t)(pz.data - f.payload), back,
+			    (size_t)n * PAGE), (ssize_t)n * PAGE);
+			data = back;
+		}
+		for (k = 0; k < n; k++, i++) {
+			assert_int_equal(cpu, i >= 25 && i < 28 ? 1 : 0);
+			assert_int_equal(data[(size_t)k * PAGE], 'a' + i);
+			/* a short page travels whole, padded with zeros */
+			if (i == 28)
+				assert_int_equal(data[(size_t)k * PAGE + 100],
+				    0);
+		}
+		seq[cpu] += n;
+		off += f.total;
+		frames++;
+	}
+	assert_int_equal(i, 29);
+	assert_int_equal(seq[0], 26);
+	assert_int_equal(seq[1], 3);
+	/* a batch per CPU run; with wire compression at most 10 pages each */
+	assert_int_equal(frames, wire == 0 ? 3 : 3 + 2);
+	td_codec_free(c);
+	td_buf_free(&out);
+	stream_free(s);
+}
+
+static void
+test_pages(void **state)
+{
+	(void)state;
+	check_pages(0);
+}
+
+static void
+test_pages_zstd(void **state)
+{
+	(void)state;
+	check_pages(TD_WIRE_ZSTD);
+}
+
+static void
+test_pages_zlib(void **state)
+{
+	(void)state;
+	check_pages(TD_WIRE_ZLIB);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_memory),
+		cmocka_unit_test(test_spool),
+		cmocka_unit_test(test_congested),
+		cmocka_unit_test(test_pages),
+		cmocka_unit_test(test_pages_zstd),
+		cmocka_unit_test(test_pages_zlib),
+	};
+
+	return cmocka_run_group_tests_name("stream", tests, NULL, NULL);
+}
