@@ -217,12 +217,12 @@ finished_find(const char *identity, uint64_t recording_id)
 	const struct finished_slot *t, *best = NULL;
 	unsigned int i;
 
-	/* the latest, should an agent have reused an id */
+	/* the first that finished, should an agent have reused an id */
 	for (i = 0; finished != NULL && i < TD_MAX_FINISHED; i++) {
 		t = &finished[i];
 		if (t->seq != 0 && t->e.recording_id == recording_id &&
 		    strcmp(t->e.identity, identity) == 0 &&
-		    (best == NULL || t->seq > best->seq))
+		    (best == NULL || t->seq < best->seq))
 			best = t;
 	}
 	return best != NULL ? &best->e : NULL;
