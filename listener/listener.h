@@ -33,7 +33,7 @@ struct listener_config {
 	int			 max_sessions;
 	int			 handshake_timeout;	/* seconds */
 	const char		*user;		/* -u: run as this user */
-	const char		*group;		/* --group: may read the files */
+	const char		*group;		/* --group: reads the files */
 	gid_t			 gid;		/* its gid, or -1 */
 	mode_t			 dir_mode;	/* 0700, 02750 with --group */
 	mode_t			 file_mode;	/* 0600, 0640 with --group */

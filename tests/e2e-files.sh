@@ -127,6 +127,9 @@ fpid=$!
 wait_session "$WORK/l.log" 6
 feed under resume-unknown 79
 eq "web_1 cannot take over web/1's open recording" $? 0
+check "it is refused as unknown" \
+    grep -q "session web_1 .*closing: no recording 0000000000000079 to resume" \
+    "$WORK/l.log"
 check "the open recording goes on" kill -0 $fpid
 kill $fpid 2>/dev/null
 wait $fpid 2>/dev/null
