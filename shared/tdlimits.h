@@ -52,7 +52,8 @@
 
 /*
  * Finished recordings tdlisten remembers for agents that come back for a
- * lost DONE: per identity, and in all (about 350 bytes each).
+ * lost DONE: per identity, and in all (368 bytes each, allocated at the
+ * first: 368 KiB for the table).
  */
 #define TD_MAX_FINISHED_PER_IDENTITY	32
 #define TD_MAX_FINISHED			1024
