@@ -105,7 +105,7 @@ checkpoint_write(struct session *s)
 		return -1;
 	}
 	xasprintf(&tmp, "%s.tmp", s->state_path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	ok = fd != -1 && pwrite(fd, b.data, b.len, 0) == (ssize_t)b.len &&
 	    ftruncate(fd, (off_t)b.len) == 0;
 	if (!ok && fd != -1 && errno == 0)

@@ -6,11 +6,18 @@
  * The table lives in memory and in DIR/.tdlisten-finished, one line per
  * recording appended as it finishes ("RECORDING_ID END_OFFSET SIZE
  * IDENTITY PATH", the id in hex), so a DONE lost to a tdlisten restart is
- * answered too.  At start the last FINISHED_MAX lines are taken in (lines
- * that do not parse are skipped); the file is rewritten with those alone
- * (write, rename) once it holds four times as many.  Like checkpoints, the
- * lines are written with write(2), not fsync(2): they survive a crash of
- * tdlisten, not of the machine.
+ * answered too.  At start the file is taken in line by line as if the
+ * recordings finished again (lines that do not parse are skipped); it is
+ * rewritten with the table alone (write, rename) once it holds four times
+ * TD_MAX_FINISHED lines.  Like checkpoints, the lines are written with
+ * write(2), not fsync(2): they survive a crash of tdlisten, not of the
+ * machine.
+ *
+ * Each identity keeps its last TD_MAX_FINISHED_PER_IDENTITY recordings,
+ * and the table at most TD_MAX_FINISHED in all: an agent that finishes
+ * many short recordings pushes out its own, never another identity's
+ * (unless TD_MAX_FINISHED / TD_MAX_FINISHED_PER_IDENTITY identities fill
+ * the table together: then the oldest of all goes).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,18 +31,54 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-#define FINISHED_MAX	256
 #define FINISHED_FILE	".tdlisten-finished"
 
-static struct finished	 finished[FINISHED_MAX];
-static unsigned int	 finished_n;		/* ever added */
+/* A slot of the table; seq 0: free. */
+struct finished_slot {
+	struct finished	 e;
+	uint64_t	 seq;		/* order of finishing, from 1 */
+};
+
+static struct finished_slot	*finished;	/* TD_MAX_FINISHED slots */
+static uint64_t		 finished_seq;
 static unsigned int	 finished_lines;	/* in the file */
 static char		*finished_path;
 
+/*
+ * Take e in: in place of the oldest of its identity when that has its
+ * share, else in a free slot, else in place of the oldest of all.
+ */
 static void
 finished_put(const struct finished *e)
 {
-	finished[finished_n++ % FINISHED_MAX] = *e;
+	struct finished_slot *own = NULL, *any = NULL, *free_slot = NULL, *t;
+	unsigned int i, mine = 0;
+
+	if (finished == NULL)
+		finished = xcalloc(TD_MAX_FINISHED, sizeof *finished);
+	for (i = 0; i < TD_MAX_FINISHED; i++) {
+		t = &finished[i];
+		if (t->seq == 0) {
+			if (free_slot == NULL)
+				free_slot = t;
+			continue;
+		}
+		if (any == NULL || t->seq < any->seq)
+			any = t;
+		if (strcmp(t->e.identity, e->identity) != 0)
+			continue;
+		mine++;
+		if (own == NULL || t->seq < own->seq)
+			own = t;
+	}
+	if (mine >= TD_MAX_FINISHED_PER_IDENTITY)
+		t = own;
+	else if (free_slot != NULL)
+		t = free_slot;
+	else
+		t = any;
+	t->e = *e;
+	t->seq = ++finished_seq;
 }
 
 static int
@@ -72,22 +115,40 @@ finished_parse(const char *line, struct finished *e)
 static void
 finished_rewrite(void)
 {
+	struct finished_slot *t;
 	char line[1024], *tmp;
-	unsigned int i, k;
+	unsigned int i, k = 0;
+	uint64_t seq, next;
 	FILE *fp;
-	int ok;
+	int fd, ok;
 
 	xasprintf(&tmp, "%s.tmp", finished_path);
-	if ((fp = fopen(tmp, "w")) == NULL) {
+	(void)unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd == -1 || (fp = fdopen(fd, "w")) == NULL) {
+		if (fd != -1)
+			close(fd);
 		free(tmp);
 		return;
 	}
-	k = finished_n < FINISHED_MAX ? finished_n : FINISHED_MAX;
 	ok = 1;
-	for (i = finished_n - k; i < finished_n; i++)
-		if (finished_line(&finished[i % FINISHED_MAX], line,
-		    sizeof line) == -1 || fputs(line, fp) == EOF)
+	/* in the order they finished, as the lines were */
+	for (seq = 0;; seq = next) {
+		t = NULL;
+		next = UINT64_MAX;
+		for (i = 0; finished != NULL && i < TD_MAX_FINISHED; i++)
+			if (finished[i].seq > seq && finished[i].seq < next) {
+				next = finished[i].seq;
+				t = &finished[i];
+			}
+		if (t == NULL)
+			break;
+		if (finished_line(&t->e, line, sizeof line) == -1 ||
+		    fputs(line, fp) == EOF)
 			ok = 0;
+		k++;
+	}
 	if (fclose(fp) != 0)
 		ok = 0;
 	if (ok && rename(tmp, finished_path) == 0)
@@ -104,19 +165,24 @@ finished_load(const char *dir)
 	struct finished e;
 	char line[1024];
 	FILE *fp;
+	int fd;
 
 	free(finished_path);
 	xasprintf(&finished_path, "%s/%s", dir, FINISHED_FILE);
-	finished_n = finished_lines = 0;
-	if ((fp = fopen(finished_path, "r")) == NULL)
+	finished_lines = 0;
+	fd = open(finished_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1 || (fp = fdopen(fd, "r")) == NULL) {
+		if (fd != -1)
+			close(fd);
 		return;
+	}
 	while (fgets(line, sizeof line, fp) != NULL) {
 		finished_lines++;
 		if (finished_parse(line, &e) == 0)
 			finished_put(&e);
 	}
 	fclose(fp);
-	if (finished_lines > FINISHED_MAX)
+	if (finished_lines > TD_MAX_FINISHED)
 		finished_rewrite();
 }
 
@@ -131,12 +197,12 @@ finished_add(const struct finished *e)
 	if (finished_path == NULL || (n = finished_line(e, line,
 	    sizeof line)) == -1)
 		return;
-	if (finished_lines >= 4 * FINISHED_MAX) {
+	if (finished_lines >= 4 * TD_MAX_FINISHED) {
 		finished_rewrite();
 		return;
 	}
-	fd = open(finished_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-	    0644);
+	fd = open(finished_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
 	if (fd == -1)
 		return;
 	if (write(fd, line, (size_t)n) == n)
@@ -148,14 +214,18 @@ finished_add(const struct finished *e)
 const struct finished *
 finished_find(const char *identity, uint64_t recording_id)
 {
-	unsigned int i, k = finished_n < FINISHED_MAX ? finished_n :
-	    FINISHED_MAX;
+	const struct finished_slot *t, *best = NULL;
+	unsigned int i;
 
-	for (i = 0; i < k; i++)
-		if (finished[i].recording_id == recording_id &&
-		    strcmp(finished[i].identity, identity) == 0)
-			return &finished[i];
-	return NULL;
+	/* the first that finished, should an agent have reused an id */
+	for (i = 0; finished != NULL && i < TD_MAX_FINISHED; i++) {
+		t = &finished[i];
+		if (t->seq != 0 && t->e.recording_id == recording_id &&
+		    strcmp(t->e.identity, identity) == 0 &&
+		    (best == NULL || t->seq < best->seq))
+			best = t;
+	}
+	return best != NULL ? &best->e : NULL;
 }
 
 void
@@ -163,4 +233,7 @@ finished_free(void)
 {
 	free(finished_path);
 	finished_path = NULL;
+	free(finished);
+	finished = NULL;
+	finished_seq = 0;
 }

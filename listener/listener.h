@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <openssl/ssl.h>
 #include <event2/event.h>
@@ -32,6 +33,10 @@ struct listener_config {
 	int			 max_sessions;
 	int			 handshake_timeout;	/* seconds */
 	const char		*user;		/* -u: run as this user */
+	const char		*group;		/* --group: reads the files */
+	gid_t			 gid;		/* its gid, or -1 */
+	mode_t			 dir_mode;	/* 0700, 02750 with --group */
+	mode_t			 file_mode;	/* 0600, 0640 with --group */
 	uint32_t		 tsync_interval;	/* ms, TD_TSYNC_OFF */
 	int			 resume_wait;	/* s a lost agent may take to
 						   resume, 0: no resuming */
@@ -87,9 +92,12 @@ const struct finished *finished_find(const char *identity,
 void		 finished_free(void);
 
 /* output.c */
-/* Directory and file name for a new recording; caller frees. */
-int	output_path(const char *dir, const char *identity, const char *name,
-	    char **path, char **err);
+/*
+ * Directory and file name for a new recording (its PATH.part made, with
+ * c's modes); caller frees.
+ */
+int	output_path(const struct listener_config *c, const char *identity,
+	    const char *name, char **path, char **err);
 /* Bytes on disk under DIR/identity. */
 uint64_t output_usage(const char *dir, const char *identity);
 /* Keep characters safe in a path component, map the rest to '_'. */

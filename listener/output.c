@@ -2,14 +2,20 @@
  * output.c: where tdlisten writes a recording:
  * DIR/<identity>/<UTC timestamp>[-<name>].dat.
  *
- * The identity comes from the verified client certificate (or the peer
- * address with --insecure), never from the stream; the agent's --name may
- * only add a suffix.  Both are sanitized to [A-Za-z0-9._-] with no leading
- * dot, so nothing a peer says can leave DIR.
+ * The identity comes from the verified client certificate, escaped one
+ * to one (td_tls_escape(); or the peer address with --insecure), never from
+ * the stream; the agent's --name may only add a suffix, sanitized to
+ * [A-Za-z0-9._-] with no leading dot, so nothing a peer says can leave DIR.
+ *
+ * A trace holds the traced machine's kallsyms (its KASLR base) and process
+ * names: directories are made 0700 and files 0600, or 0750/0640 for the
+ * --group (the set-group-ID bit on the directories gives what is made in
+ * them that group), and nothing is created through a symbolic link.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,19 +42,56 @@ output_sanitize(char *s)
 	}
 }
 
+/* Whether an identity made by session.c can be one path component. */
+static bool
+output_identity_ok(const char *identity)
+{
+	return identity[0] != '\0' && identity[0] != '.' &&
+	    strchr(identity, '/') == NULL;
+}
+
+/*
+ * Make an identity's directory, or give one an older tdlisten made (0755)
+ * the modes of now; one that is not ours, or a symbolic link, is left as
+ * it is.
+ */
+static int
+output_hostdir(const struct listener_config *c, const char *hostdir)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdir(hostdir, c->dir_mode) == -1 && errno != EEXIST)
+		return -1;
+	fd = open(hostdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return errno == ELOOP ? 0 : -1;
+	if (fstat(fd, &st) == 0 && st.st_uid == geteuid()) {
+		if (c->gid != (gid_t)-1 && st.st_gid != c->gid)
+			(void)fchown(fd, (uid_t)-1, c->gid);
+		if ((st.st_mode & 07777) != c->dir_mode)
+			(void)fchmod(fd, c->dir_mode);
+	}
+	close(fd);
+	return 0;
+}
+
 /* Choose a path no other recording uses and create its directory. */
 int
-output_path(const char *dir, const char *identity, const char *name,
-    char **path, char **err)
+output_path(const struct listener_config *c, const char *identity,
+    const char *name, char **path, char **err)
 {
-	char *host, *suffix = NULL, *hostdir, *p;
+	char *suffix = NULL, *hostdir, *p;
 	char stamp[32];
+	struct stat st;
 	struct timespec ts;
 	struct tm tm;
 	int i;
 
-	host = xstrdup(identity[0] ? identity : "unknown");
-	output_sanitize(host);
+	if (!output_identity_ok(identity)) {
+		xasprintf(err, "no usable identity '%s'", identity);
+		return -1;
+	}
 	if (name != NULL && name[0] != '\0') {
 		suffix = xstrdup(name);
 		output_sanitize(suffix);
@@ -56,12 +99,11 @@ output_path(const char *dir, const char *identity, const char *name,
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-	xasprintf(&hostdir, "%s/%s", dir, host);
-	if (mkdir(hostdir, 0755) == -1 && errno != EEXIST) {
+	xasprintf(&hostdir, "%s/%s", c->dir, identity);
+	if (output_hostdir(c, hostdir) == -1) {
 		xasprintf(err, "cannot create '%s': %s", hostdir,
 		    strerror(errno));
 		free(hostdir);
-		free(host);
 		free(suffix);
 		return -1;
 	}
@@ -78,9 +120,10 @@ output_path(const char *dir, const char *identity, const char *name,
 			int fd;
 
 			xasprintf(&part, "%s.part", p);
-			fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-			    0644);
-			if (fd != -1 && access(p, F_OK) == -1) {
+			fd = open(part, O_WRONLY | O_CREAT | O_EXCL |
+			    O_NOFOLLOW | O_CLOEXEC, c->file_mode);
+			if (fd != -1 && lstat(p, &st) == -1 &&
+			    errno == ENOENT) {
 				close(fd);
 				free(part);
 				break;
@@ -96,10 +139,10 @@ output_path(const char *dir, const char *identity, const char *name,
 		p = NULL;
 	}
 	free(hostdir);
-	free(host);
 	free(suffix);
 	if (p == NULL) {
-		xasprintf(err, "no free file name in '%s/%s'", dir, identity);
+		xasprintf(err, "no free file name in '%s/%s'", c->dir,
+		    identity);
 		return -1;
 	}
 	*path = p;

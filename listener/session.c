@@ -647,7 +647,7 @@ session_hello(struct session *s, const struct td_frame *f)
 		snprintf(s->label, sizeof s->label, "session %s '%s' (%s)",
 		    s->identity, name, s->peer);
 	}
-	if (output_path(s->cfg->dir, s->identity, s->hello.name, &s->path,
+	if (output_path(s->cfg, s->identity, s->hello.name, &s->path,
 	    &err) == -1) {
 		session_close(s, err);
 		free(err);
@@ -661,6 +661,7 @@ session_hello(struct session *s, const struct td_frame *f)
 	p.ncpus = s->hello.ncpus;
 	p.clock = s->hello.clock;
 	p.codec_ctx = s->cfg->codec_ctx;
+	p.mode = s->cfg->file_mode;
 	s->file = td_file_create(s->path, &p);
 	if (s->file == NULL) {
 		char msg[512], *part;
@@ -1117,6 +1118,12 @@ session_read_cb(struct bufferevent *bev, void *arg)
 			session_close(s, msg);
 			return;
 		}
+		/* not a HELLO: refused now, not once up to 1 MiB is in */
+		if (s->state == S_HELLO && f.type != TD_MSG_HELLO) {
+			s->bytes += TD_FRAME_HEADER;
+			session_close(s, "expected HELLO first");
+			return;
+		}
 		if (s->state == S_STREAM && (f.type == TD_MSG_PAGES ||
 		    f.type == TD_MSG_SECTION_DATA)) {
 			size_t head = TD_FRAME_HEADER +
@@ -1173,7 +1180,8 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 
 		if (ssl != NULL && td_tls_peer_identity(ssl, s->identity,
 		    sizeof s->identity) == -1) {
-			session_close(s, "no verified client certificate");
+			session_close(s, "no verified client certificate, or "
+			    "its name is longer than 64 bytes once escaped");
 			return;
 		}
 		snprintf(s->label, sizeof s->label, "session %s (%s)",

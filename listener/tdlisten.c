@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -42,6 +43,7 @@ enum {
 	OPT_HANDSHAKE_TIMEOUT,
 	OPT_MAX_PER_IDENTITY,
 	OPT_QUOTA,
+	OPT_GROUP,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -64,6 +66,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT },
 	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_IDENTITY },
 	{ "quota", required_argument, NULL, OPT_QUOTA },
+	{ "group", required_argument, NULL, OPT_GROUP },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -78,7 +81,7 @@ usage(FILE *fp)
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
 "                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
 "                [--handshake-timeout S] [--max-per-identity N] [--quota SIZE]\n"
-"                [-u USER] [-D] [-l LOGFILE] [-q | -v]\n"
+"                [-u USER] [--group GROUP] [-D] [-l LOGFILE] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
 "Receive recordings from tdagent -h over TLS and write one trace.dat per\n"
@@ -109,6 +112,9 @@ usage(FILE *fp)
 "                     over it pauses (its agent keeps the data) until there\n"
 "                     is room again (default: no quota)\n"
 "  -u USER            after binding, run as USER (when started as root)\n"
+"  --group GROUP      GROUP may read the recordings: directories 0750 and\n"
+"                     files 0640 of that group (default: 0700 and 0600,\n"
+"                     the user's own)\n"
 "  -D                 run in the background (logs to syslog unless -l)\n"
 "  -l LOGFILE         append the log to LOGFILE\n"
 "  -q                 log only warnings\n"
@@ -232,6 +238,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 				usage_error("invalid count '%s'", optarg);
 			c->max_per_identity = (int)n;
 			break;
+		case OPT_GROUP:
+			c->group = optarg;
+			break;
 		case OPT_QUOTA:
 			if (td_parse_size(optarg, &c->quota) == -1)
 				usage_error("invalid size '%s' (e.g. 500M, 20G)",
@@ -278,6 +287,23 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 		    "tdcert issue make them), or --insecure on both sides");
 	if (c->insecure && (c->cert || c->key || c->ca))
 		usage_error("--insecure and certificates do not go together");
+	c->gid = (gid_t)-1;
+	c->dir_mode = 0700;
+	c->file_mode = 0600;
+	if (c->group != NULL) {
+		struct group *gr = getgrnam(c->group);
+
+		n = strtol(c->group, &end, 10);
+		if (gr != NULL)
+			c->gid = gr->gr_gid;
+		else if (*end == '\0' && n >= 0 && end != c->group)
+			c->gid = (gid_t)n;
+		else
+			usage_error("unknown group '%s'", c->group);
+		/* set-group-ID: what is made inside gets the group */
+		c->dir_mode = 02750;
+		c->file_mode = 0640;
+	}
 }
 
 static void
@@ -355,6 +381,7 @@ static void
 tdlisten_drop_privileges(struct listener_config *c)
 {
 	struct passwd *pw;
+	gid_t groups[2];
 
 	if (geteuid() != 0) {
 		if (c->user != NULL)
@@ -368,7 +395,10 @@ tdlisten_drop_privileges(struct listener_config *c)
 	}
 	if ((pw = getpwnam(c->user)) == NULL)
 		fatalx("unknown user '%s'", c->user);
-	if (setgroups(1, &pw->pw_gid) == -1 ||
+	groups[0] = pw->pw_gid;
+	groups[1] = c->gid;
+	/* in the --group, to give it what it makes */
+	if (setgroups(c->gid != (gid_t)-1 ? 2 : 1, groups) == -1 ||
 	    setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
 	    setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1)
 		fatal("cannot become user '%s'", c->user);
@@ -378,18 +408,70 @@ tdlisten_drop_privileges(struct listener_config *c)
 	log_info("running as user '%s'", c->user);
 }
 
+/* Whether this process may give files to gid. */
+static bool
+tdlisten_in_group(gid_t gid)
+{
+	gid_t g[NGROUPS_MAX];
+	int i, n;
+
+	if (geteuid() == 0 || getegid() == gid)
+		return true;
+	n = getgroups(NGROUPS_MAX, g);
+	for (i = 0; i < n; i++)
+		if (g[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * The output directory: made with the private mode (or the --group's) when
+ * it is not there; one that is there keeps its own mode (it may be a
+ * shared directory such as the default "."), with a warning when other
+ * users may enter it: the identities' directories below are private anyway.
+ */
+static void
+tdlisten_output_dir(struct listener_config *c)
+{
+	struct stat st;
+
+	if (c->group != NULL && !tdlisten_in_group(c->gid))
+		fatalx("--group '%s': tdlisten is not in that group",
+		    c->group);
+	if (stat(c->dir, &st) == -1) {
+		if (mkdir(c->dir, c->dir_mode) == -1)
+			fatal("cannot create output directory '%s'", c->dir);
+		if (c->gid != (gid_t)-1 && (chown(c->dir, (uid_t)-1,
+		    c->gid) == -1 || chmod(c->dir, c->dir_mode) == -1))
+			fatal("cannot give '%s' to group '%s'", c->dir,
+			    c->group);
+	} else if (!S_ISDIR(st.st_mode))
+		fatalx("output directory '%s' is not a directory", c->dir);
+	else if (st.st_mode & S_IRWXO)
+		log_warnx("output directory '%s' is open to other users "
+		    "(mode %04o); the recordings below it are not",
+		    c->dir, (unsigned)(st.st_mode & 07777));
+	else if (c->gid != (gid_t)-1 && (st.st_gid != c->gid ||
+	    !(st.st_mode & S_IXGRP)))
+		log_warnx("output directory '%s': group '%s' cannot enter it "
+		    "(chgrp %s, chmod g+rx)", c->dir, c->group, c->group);
+	if (access(c->dir, W_OK | X_OK) == -1)
+		fatal("cannot write to output directory '%s'", c->dir);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct listener_config cfg;
 	struct event_base *base;
 	struct event *sigs[3];
-	struct stat st;
 	SSL_CTX *ctx = NULL;
 	char err[1024];
 	int i, signos[3] = { SIGINT, SIGTERM, SIGHUP };
 
 	tdlisten_parse(argc, argv, &cfg);
+	/* what tdlisten makes, the log included, is private or the group's */
+	umask(cfg.group != NULL ? 027 : 077);
 	signal(SIGPIPE, SIG_IGN);
 	log_init("tdlisten", cfg.verbosity, cfg.daemonize && !cfg.logfile);
 	crash_install("tdlisten");
@@ -399,10 +481,7 @@ main(int argc, char **argv)
 		setvbuf(stderr, NULL, _IOLBF, 0);
 		log_set_timestamps(1);
 	}
-	if (stat(cfg.dir, &st) == -1 && mkdir(cfg.dir, 0755) == -1)
-		fatal("cannot create output directory '%s'", cfg.dir);
-	if (access(cfg.dir, W_OK | X_OK) == -1)
-		fatal("cannot write to output directory '%s'", cfg.dir);
+	tdlisten_output_dir(&cfg);
 	if (!cfg.insecure) {
 		ctx = td_tls_server_ctx(cfg.cert, cfg.key, cfg.ca, cfg.crl,
 		    err, sizeof err);

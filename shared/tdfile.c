@@ -311,6 +311,29 @@ td_spools_open_unnamed(struct td_file *f)
 	return 0;
 }
 
+/*
+ * Create path as a new file, never through a link planted there: a name
+ * left over (a .part of an earlier run, a symbolic link, a hard link to
+ * another file) is removed, which never touches what it points to, and
+ * O_EXCL makes the file; a name planted again in between fails (EEXIST).
+ */
+static int
+td_file_open_new(const char *path, mode_t mode)
+{
+	int fd, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, mode);
+		if (fd != -1 || errno != EEXIST)
+			return fd;
+		if (unlink(path) == -1 && errno != ENOENT)
+			return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
 /* Create the .part file and write the initial format. */
 struct td_file *
 td_file_create(const char *path, const struct td_file_params *p)
@@ -322,7 +345,7 @@ td_file_create(const char *path, const struct td_file_params *p)
 
 	if ((f = td_file_alloc(path, p)) == NULL)
 		return NULL;
-	f->fd = open(f->part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	f->fd = td_file_open_new(f->part, p->mode ? p->mode : 0600);
 	if (f->fd == -1) {
 		i = errno;
 		f->done = true;
@@ -715,7 +738,10 @@ td_spool_open(struct td_file *f, int cpu, int flags)
 	struct td_spool *s = &f->cpu[cpu];
 
 	xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
-	s->fd = open(s->path, O_RDWR | O_CLOEXEC | flags, 0600);
+	if (flags & O_CREAT)
+		s->fd = td_file_open_new(s->path, 0600);
+	else
+		s->fd = open(s->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (s->fd == -1) {
 		free(s->path);
 		s->path = NULL;
@@ -1349,7 +1375,7 @@ td_file_restore(const char *path, const void *state, size_t len)
 			goto bad;
 	if (c.bad || c.left != 0)
 		goto bad;
-	f->fd = open(f->part, O_RDWR | O_CLOEXEC);
+	f->fd = open(f->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (f->fd == -1 || td_file_cut(f->fd, f->off) == -1)
 		goto fail;
 	for (i = 0; i < f->p.ncpus; i++) {

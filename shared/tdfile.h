@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "compress.h"
 
@@ -95,6 +96,12 @@ struct td_file_params {
 	 */
 	bool		 unnamed_spools;
 	bool		 keep_part;
+	/*
+	 * Permissions of PATH.part and so of PATH (0: 0600); spools are
+	 * 0600.  Each is made new (O_EXCL, O_NOFOLLOW): a name already there
+	 * is removed first, never followed or truncated.
+	 */
+	mode_t		 mode;
 };
 
 struct td_file;

@@ -50,6 +50,14 @@
 /* Longest text of an ERROR message. */
 #define TD_MAX_ERROR_LEN	512
 
+/*
+ * Finished recordings tdlisten remembers for agents that come back for a
+ * lost DONE: per identity, and in all (368 bytes each, allocated at the
+ * first: 368 KiB for the table).
+ */
+#define TD_MAX_FINISHED_PER_IDENTITY	32
+#define TD_MAX_FINISHED			1024
+
 /* Time-sync samples kept per recording (one a second is 27 hours). */
 #define TD_MAX_TSYNC_SAMPLES	100000
 /* A sample whose error bound is wider than this (ns) is dropped. */

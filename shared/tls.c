@@ -388,32 +388,50 @@ td_tls_client_prepare(SSL *ssl, const char *host, char *err, size_t errlen)
 	return 0;
 }
 
-/* Make a certificate name safe to use as one directory name. */
+/*
+ * A certificate name as one directory name, one-to-one: bytes of
+ * [A-Za-z0-9_] (and '.', '-' past the first) stay, every other byte,
+ * '%' included, becomes %XX.  Mapping them all to '_' made "web/1" and
+ * "web_1" one identity: one directory, one quota, each other's recordings
+ * to resume (issue 13).
+ */
 int
-td_tls_sanitize(const void *name, size_t len, char *out, size_t outlen)
+td_tls_escape(const void *name, size_t len, char *out, size_t outlen)
 {
+	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *p = name;
 	unsigned char c;
-	size_t i;
+	size_t i, o = 0;
 
 	if (outlen > 0)
 		out[0] = '\0';
-	if (len == 0 || len > TD_MAX_IDENTITY_LEN || len >= outlen)
+	if (len == 0 || len > TD_MAX_IDENTITY_LEN)
 		return -1;
 	for (i = 0; i < len; i++) {
 		c = p[i];
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		    (c >= '0' && c <= '9') || c == '_' ||
-		    ((c == '.' || c == '-') && i > 0))
-			out[i] = c;
-		else
-			out[i] = '_';
+		    ((c == '.' || c == '-') && i > 0)) {
+			if (o + 1 >= outlen || o + 1 > TD_MAX_IDENTITY_LEN)
+				goto out_long;
+			out[o++] = (char)c;
+			continue;
+		}
+		if (o + 3 >= outlen || o + 3 > TD_MAX_IDENTITY_LEN)
+			goto out_long;
+		out[o++] = '%';
+		out[o++] = hex[c >> 4];
+		out[o++] = hex[c & 15];
 	}
-	out[len] = '\0';
+	out[o] = '\0';
 	return 0;
+out_long:
+	if (outlen > 0)
+		out[0] = '\0';
+	return -1;
 }
 
-/* Sanitized first DNS subjectAltName of x; 1 if x has none. */
+/* Escaped first DNS subjectAltName of x; 1 if x has none. */
 static int
 tls_identity_san(X509 *x, char *out, size_t outlen)
 {
@@ -428,7 +446,7 @@ tls_identity_san(X509 *x, char *out, size_t outlen)
 		gen = sk_GENERAL_NAME_value(gens, i);
 		if (gen->type != GEN_DNS)
 			continue;
-		rc = td_tls_sanitize(ASN1_STRING_get0_data(gen->d.dNSName),
+		rc = td_tls_escape(ASN1_STRING_get0_data(gen->d.dNSName),
 		    ASN1_STRING_length(gen->d.dNSName), out, outlen);
 		break;
 	}
@@ -436,7 +454,7 @@ tls_identity_san(X509 *x, char *out, size_t outlen)
 	return rc;
 }
 
-/* Sanitized first commonName of x's subject. */
+/* Escaped first commonName of x's subject. */
 static int
 tls_identity_cn(X509 *x, char *out, size_t outlen)
 {
@@ -452,7 +470,7 @@ tls_identity_cn(X509 *x, char *out, size_t outlen)
 	len = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(ent));
 	if (len < 0)
 		return -1;
-	rc = td_tls_sanitize(utf8, len, out, outlen);
+	rc = td_tls_escape(utf8, len, out, outlen);
 	OPENSSL_free(utf8);
 	return rc;
 }

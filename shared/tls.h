@@ -42,16 +42,19 @@ int		 td_tls_client_prepare(SSL *ssl, const char *host, char *err,
 		    size_t errlen);
 /*
  * The verified peer's name (first DNS subjectAltName, else the subject's
- * commonName) made safe as a directory name, see td_tls_sanitize(); out
- * needs TD_MAX_IDENTITY_LEN + 1 bytes.  -1 without a verified certificate.
+ * commonName) escaped as a directory name, see td_tls_escape(); out
+ * needs TD_MAX_IDENTITY_LEN + 1 bytes.  -1 without a verified certificate
+ * or with a name too long.
  */
 int		 td_tls_peer_identity(SSL *ssl, char *out, size_t outlen);
 /*
- * Copy len bytes of name into out as a directory name: bytes outside
- * [A-Za-z0-9._-] become '_', so does a leading '.' or '-'; -1 if name is
- * empty, longer than TD_MAX_IDENTITY_LEN or out is too small.
+ * Copy len bytes of name into out as a directory name, one-to-one: bytes
+ * of [A-Za-z0-9_], and '.' and '-' past the first, are kept; any other
+ * byte, '%' included, becomes "%XX" (upper-case hex), so two names never
+ * give one result.  -1 if name is empty, longer than TD_MAX_IDENTITY_LEN,
+ * or its escaped form is (or does not fit out).
  */
-int		 td_tls_sanitize(const void *name, size_t len, char *out,
+int		 td_tls_escape(const void *name, size_t len, char *out,
 		    size_t outlen);
 /*
  * "what: reason" for the first error queued by OpenSSL in this thread, then

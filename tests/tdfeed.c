@@ -6,7 +6,8 @@
  *
  *	tdfeed HOST PORT FILE MODE [NAME]
  *
- * MODE: good, hello-twice, early-pages, bad-cpu, seq-gap, oversize,
+ * MODE: good, hello-twice, early-pages, early-big (the 8-byte header of a
+ * 1 MiB frame before HELLO, and nothing more), bad-cpu, seq-gap, oversize,
  * truncated, garbage, end-mismatch, bad-section, cut (close without END),
  * idle (send the pages, then nothing: wait for the listener to give up),
  * resume-done (only a HELLO resuming recording 1, finished before: DONE
@@ -15,6 +16,11 @@
  * the listener drops and counts: DONE expected).
  * Exit 0 when the listener answered as expected for the mode: DONE for
  * good and resume-done, an ERROR or a close for the others.
+ *
+ * With TDFEED_CERT, TDFEED_KEY and TDFEED_CA in the environment it speaks
+ * TLS with that client certificate (the listener without --insecure);
+ * TDFEED_ID (hex) is the recording id of the HELLO (default 1, and 3 for
+ * resume-unknown).
  */
 #include <errno.h>
 #include <netdb.h>
@@ -24,13 +30,61 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
+
 #include "buf.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "tdread.h"
+#include "tls.h"
 
 static int fd = -1;
+static SSL_CTX *ctx;
+static SSL *ssl;
 static struct td_buf out;
+
+/* Send or receive on the connection, through TLS when there is one. */
+static ssize_t
+feed_send(const void *p, size_t n)
+{
+	int w;
+
+	if (ssl == NULL)
+		return send(fd, p, n, MSG_NOSIGNAL);
+	w = SSL_write(ssl, p, (int)n);
+	return w > 0 ? w : -1;
+}
+
+static ssize_t
+feed_recv(void *p, size_t n)
+{
+	int r;
+
+	if (ssl == NULL)
+		return recv(fd, p, n, 0);
+	r = SSL_read(ssl, p, (int)n);
+	return r > 0 ? r : -1;
+}
+
+/* TLS with the certificate of the environment, if it names one. */
+static int
+feed_tls(const char *host)
+{
+	const char *cert = getenv("TDFEED_CERT");
+	char err[512] = "the handshake failed";
+
+	if (cert == NULL)
+		return 0;
+	ctx = td_tls_client_ctx(cert, getenv("TDFEED_KEY"),
+	    getenv("TDFEED_CA"), err, sizeof err);
+	if (ctx == NULL || (ssl = SSL_new(ctx)) == NULL ||
+	    td_tls_client_prepare(ssl, host, err, sizeof err) == -1 ||
+	    SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1) {
+		fprintf(stderr, "tdfeed: TLS: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
 
 static void
 flush_out(void)
@@ -39,7 +93,7 @@ flush_out(void)
 	ssize_t w;
 
 	while (off < out.len) {
-		w = send(fd, out.data + off, out.len - off, MSG_NOSIGNAL);
+		w = feed_send(out.data + off, out.len - off);
 		if (w <= 0)
 			break;
 		off += w;
@@ -89,7 +143,7 @@ answer(void)
 		}
 		if (pr == -1)
 			break;
-		r = recv(fd, buf, sizeof buf, 0);
+		r = feed_recv(buf, sizeof buf);
 		if (r <= 0)
 			break;
 		td_buf_add(&in, buf, r);
@@ -157,10 +211,23 @@ main(int argc, char **argv)
 		td_read_close(r);
 		return 2;
 	}
+	if (feed_tls(argv[1]) == -1) {
+		td_read_close(r);
+		return 2;
+	}
 	td_buf_init(&out, 64 * 1024 * 1024);
 	td_buf_init(&b, TD_MAX_SECTION_SIZE);
 	if (strcmp(mode, "garbage") == 0) {
 		td_buf_add(&out, "GET / HTTP/1.0\r\n\r\n", 18);
+		flush_out();
+		rc = answer() == 'D' ? 1 : 0;
+		goto out;
+	}
+	if (strcmp(mode, "early-big") == 0) {
+		/* only the header of a 1 MiB PAGES frame: refused at once */
+		uint8_t hdr[8] = { 0x00, 0x10, 0, 0, 0, TD_MSG_PAGES, 0, 0 };
+
+		td_buf_add(&out, hdr, sizeof hdr);
 		flush_out();
 		rc = answer() == 'D' ? 1 : 0;
 		goto out;
@@ -180,14 +247,16 @@ main(int argc, char **argv)
 	h.page_size = td_read_page_size(r);
 	h.long_size = td_read_long_size(r);
 	h.commit_size = 8;
-	h.recording_id = 1;
+	h.recording_id = getenv("TDFEED_ID") ?
+	    strtoull(getenv("TDFEED_ID"), NULL, 16) : 1;
 	h.trace_id = 2;
 	snprintf(h.name, sizeof h.name, "%s", argc > 5 ? argv[5] : mode);
 	snprintf(h.clock, sizeof h.clock, "%s", td_read_clock(r)[0] ?
 	    td_read_clock(r) : "local");
 	if (strncmp(mode, "resume-", 7) == 0) {
 		h.flags |= TD_HELLO_RESUME;
-		if (strcmp(mode, "resume-unknown") == 0)
+		if (strcmp(mode, "resume-unknown") == 0 &&
+		    getenv("TDFEED_ID") == NULL)
 			h.recording_id = 3;
 		td_msg_pack_hello(&out, &h);
 		flush_out();
@@ -292,6 +361,11 @@ out:
 	td_buf_free(&b);
 	td_buf_free(&out);
 	td_read_close(r);
+	if (ssl != NULL) {
+		SSL_shutdown(ssl);
+		SSL_free(ssl);
+	}
+	SSL_CTX_free(ctx);
 	close(fd);
 	return rc;
 }

@@ -894,6 +894,12 @@ identity_of(const char *base, char *id, size_t idlen)
 	return rc;
 }
 
+static int
+escaped_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
 static void
 test_identity(void **state)
 {
@@ -903,41 +909,75 @@ test_identity(void **state)
 	} cases[] = {
 		{ "agent1", "agent1" },
 		{ "web-1.example.com", "web-1.example.com" },
-		{ "../etc/pass wd", "_._etc_pass_wd" },
-		{ "..", "_." },
-		{ ".", "_" },
-		{ "-rf", "_rf" },
-		{ "a/b\\c:d", "a_b_c_d" },
-		{ "*.example", "_.example" },
-		{ "caf\xc3\xa9", "caf__" },
-		{ "x\ny", "x_y" },
+		{ "../etc/pass wd", "%2E.%2Fetc%2Fpass%20wd" },
+		{ "..", "%2E." },
+		{ ".", "%2E" },
+		{ "-rf", "%2Drf" },
+		{ "a/b\\c:d", "a%2Fb%5Cc%3Ad" },
+		{ "*.example", "%2A.example" },
+		{ "caf\xc3\xa9", "caf%C3%A9" },
+		{ "x\ny", "x%0Ay" },
+		/* the names issue 13 found sharing one identity */
+		{ "web/1", "web%2F1" },
+		{ "web_1", "web_1" },
+		{ "w\xc3\xa9" "b", "w%C3%A9b" },
+		{ "w__b", "w__b" },
+		/* '%' itself, so that no escape can be forged */
+		{ "web%2F1", "web%252F1" },
+		{ "%", "%25" },
+		{ "\xff", "%FF" },
 	};
 	char out[TD_MAX_IDENTITY_LEN + 1], big[TD_MAX_IDENTITY_LEN + 2];
+	char (*esc)[8];
+	unsigned char two[2];
 	size_t i;
 
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		assert_int_equal(td_tls_sanitize(cases[i].in,
+		assert_int_equal(td_tls_escape(cases[i].in,
 		    strlen(cases[i].in), out, sizeof out), 0);
 		assert_string_equal(out, cases[i].out);
 	}
 	/* An embedded NUL cannot cut the name short. */
-	assert_int_equal(td_tls_sanitize("a\0b", 3, out, sizeof out), 0);
-	assert_string_equal(out, "a_b");
-	/* Empty, too long, too small a buffer. */
-	assert_int_equal(td_tls_sanitize("", 0, out, sizeof out), -1);
+	assert_int_equal(td_tls_escape("a\0b", 3, out, sizeof out), 0);
+	assert_string_equal(out, "a%00b");
+	/* One-to-one: the 65536 two-byte names give 65536 names. */
+	esc = calloc(65536, sizeof *esc);
+	assert_non_null(esc);
+	for (i = 0; i < 65536; i++) {
+		two[0] = (unsigned char)(i >> 8);
+		two[1] = (unsigned char)i;
+		assert_int_equal(td_tls_escape(two, 2, esc[i],
+		    sizeof esc[i]), 0);
+	}
+	qsort(esc, 65536, sizeof *esc, escaped_cmp);
+	for (i = 1; i < 65536; i++)
+		if (strcmp(esc[i - 1], esc[i]) == 0)
+			fail_msg("'%s' twice", esc[i]);
+	free(esc);
+	/* Empty, too long, too long once escaped, too small a buffer. */
+	assert_int_equal(td_tls_escape("", 0, out, sizeof out), -1);
 	assert_string_equal(out, "");
 	memset(big, 'a', sizeof big);
-	assert_int_equal(td_tls_sanitize(big, TD_MAX_IDENTITY_LEN, out,
+	assert_int_equal(td_tls_escape(big, TD_MAX_IDENTITY_LEN, out,
 	    sizeof out), 0);
 	assert_int_equal(strlen(out), TD_MAX_IDENTITY_LEN);
-	assert_int_equal(td_tls_sanitize(big, TD_MAX_IDENTITY_LEN + 1, out,
+	assert_int_equal(td_tls_escape(big, TD_MAX_IDENTITY_LEN + 1, out,
 	    sizeof out), -1);
-	assert_int_equal(td_tls_sanitize("abc", 3, out, 3), -1);
-	assert_int_equal(td_tls_sanitize("abc", 3, out, 4), 0);
+	big[TD_MAX_IDENTITY_LEN - 3] = '/';
+	assert_int_equal(td_tls_escape(big, TD_MAX_IDENTITY_LEN - 2, out,
+	    sizeof out), 0);
+	assert_int_equal(strlen(out), TD_MAX_IDENTITY_LEN);
+	assert_int_equal(td_tls_escape(big, TD_MAX_IDENTITY_LEN - 1, out,
+	    sizeof out), -1);
+	assert_string_equal(out, "");
+	assert_int_equal(td_tls_escape("abc", 3, out, 3), -1);
+	assert_int_equal(td_tls_escape("abc", 3, out, 4), 0);
+	assert_int_equal(td_tls_escape("a/c", 3, out, 5), -1);
+	assert_int_equal(td_tls_escape("a/c", 3, out, 6), 0);
 
 	/* Through real handshakes, from the certificates. */
 	assert_int_equal(identity_of("evil", out, sizeof out), 0);
-	assert_string_equal(out, "_._etc_pass_wd");
+	assert_string_equal(out, "%2E.%2Fetc%2Fpass%20wd");
 	assert_int_equal(identity_of("sanfirst", out, sizeof out), 0);
 	assert_string_equal(out, "San.Example");
 	assert_int_equal(identity_of("longname", out, sizeof out), -1);
