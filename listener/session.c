@@ -251,9 +251,10 @@ session_hold_back(struct session *s)
 	if (!s->out_blocked) {
 		struct timeval tv = { s->cfg->idle_timeout, 0 };
 
-		log_debug("%s: %zu bytes of replies unread: not reading",
-		    s->label, evbuffer_get_length(
-		    bufferevent_get_output(s->bev)));
+		log_debug("%s: %zu bytes of replies unread: not reading "
+		    "(%zu bytes received wait)", s->label,
+		    evbuffer_get_length(bufferevent_get_output(s->bev)),
+		    evbuffer_get_length(bufferevent_get_input(s->bev)));
 		s->out_blocked = true;
 		bufferevent_disable(s->bev, EV_READ);
 		bufferevent_setwatermark(s->bev, EV_WRITE, TD_MAX_UNSENT / 2,
@@ -1218,7 +1219,10 @@ session_read_cb(struct bufferevent *bev, void *arg)
 	s->rx_ns = timesync_now(CLOCK_MONOTONIC);
 	if (session_hold_back(s))
 		return;
-	reader_pump(bev, s->big_reads, s->label);	/* the rest of what waits, at once */
+	/* the rest of what waits, at once (unless enough waits already: a
+	   session that stops for its replies must not gather input) */
+	if (evbuffer_get_length(in) < TD_TLS_READ_AHEAD)
+		reader_pump(bev, s->big_reads, s->label);
 	for (;;) {
 		if (session_hold_back(s))
 			return;		/* s is paused or waits to write */
