@@ -441,11 +441,13 @@ session_pause(struct session *s, const char *what)
 	const char *tell;
 
 	if (errno == EMFILE || errno == ENFILE)
-		tell = "the listener is out of file descriptors: come back later";
+		tell = "the listener is out of file descriptors: come back "
+		    "later";
 	else if (errno == ENOMEM)
 		tell = "the listener's memory budget is spent: come back later";
 	else if (errno == EDQUOT && quota)
-		tell = "this identity is over the listener's quota: come back later";
+		tell = "this identity is over the listener's quota: come back "
+		    "later";
 	else
 		tell = "the listener's disk is full: come back later";
 

@@ -69,7 +69,7 @@ struct session {
 	struct timespec		 start;
 	struct td_buf		 out;
 	bool			 big_reads;	/* reader_tls() said so */
-	bool			 out_blocked;	/* replies unread: not reading */
+	bool			 out_blocked;	/* replies unread: no reads */
 	struct budget_account	*acct;		/* memory and descriptors */
 	size_t			 ck_len;	/* bytes of the last state */
 	/* a SECTION_DATA or PAGES frame taken in as it arrives */

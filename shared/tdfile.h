@@ -154,13 +154,13 @@ void		 td_file_free(struct td_file *f);
  * Checkpoints, for a writer that must survive its process (tdlisten's
  * resumable sessions).  td_file_checkpoint() writes out every page still
  * waiting in a chunk (as a shorter chunk) and every chunk still gathered
- * in memory, and appends to state a
- * description of the writer: the .part file and the spools on disk then
- * hold exactly what it describes.  Options go to a side file
- * ("PATH.opts.part"), appended: the state holds their length only, so a
- * checkpoint writes each option once, not all of them every time.  It fails with EBUSY while a section is
- * open.  td_file_restore() reopens the .part file and spools of path as a
- * checkpoint described them, cutting off anything written after it; the
+ * in memory, and appends to state a description of the writer: the .part
+ * file and the spools on disk then hold exactly what it describes.
+ * Options go to a side file ("PATH.opts.part"), appended: the state holds
+ * their length only, so a checkpoint writes each option once, not all of
+ * them every time.  It fails with EBUSY while a section is open.
+ * td_file_restore() reopens the .part file, spools and options of path as
+ * a checkpoint described them, cutting off anything written after it; the
  * writer then continues as if never interrupted.  The state is for the same
  * machine and build only; it is checked for consistency, not trusted.
  */

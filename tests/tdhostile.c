@@ -57,7 +57,8 @@ flush_out(void)
 	while (off < out.len) {
 		w = send(fd, out.data + off, out.len - off, MSG_NOSIGNAL);
 		if (w <= 0) {
-			if (w == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			if (w == -1 && (errno == EAGAIN ||
+			    errno == EWOULDBLOCK))
 				blocked = true;
 			td_buf_reset(&out);
 			return false;
