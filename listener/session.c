@@ -1214,7 +1214,8 @@ session_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct td_frame f;
 	const uint8_t *p;
-	size_t len;
+	uint64_t pages;
+	size_t len, turn = 0;
 	char msg[128];
 	int r;
 
@@ -1228,6 +1229,13 @@ session_read_cb(struct bufferevent *bev, void *arg)
 	for (;;) {
 		if (session_hold_back(s))
 			return;		/* s is paused or waits to write */
+		if (turn >= TD_SESSION_TURN) {
+			/* the others' turn: this session's next comes later */
+			bufferevent_trigger(bev, EV_READ,
+			    BEV_TRIG_IGNORE_WATERMARKS |
+			    BEV_TRIG_DEFER_CALLBACKS);
+			return;
+		}
 		if (s->bulk_type != 0) {
 			if (session_bulk(s, in) == -1)
 				return;		/* s is gone or paused */
@@ -1271,8 +1279,12 @@ session_read_cb(struct bufferevent *bev, void *arg)
 			session_close(s, "bad frame");
 			return;
 		}
+		pages = s->pages;
 		if (session_frame(s, &f) == -1)
 			return;		/* s is gone */
+		/* what it cost: PAGES_Z may expand 1 KB to 10 pages */
+		turn += f.total + (size_t)(s->pages - pages) *
+		    s->hello.page_size;
 		evbuffer_drain(in, f.total);
 		if (s->state == S_DONE)
 			return;

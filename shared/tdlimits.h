@@ -83,6 +83,14 @@
  */
 #define TD_MAX_UNSENT		(64u * 1024)
 /*
+ * Bytes of frames (counting PAGES_Z as the pages it expands to) one read
+ * callback of a session handles before the others have their turn: 128
+ * chunks of 9 zero pages of 512 KiB take 1.4 KB on the wire and 576 MiB
+ * to decompress and compress again, seconds that would make the other
+ * sessions miss their idle timeouts.
+ */
+#define TD_SESSION_TURN		(8u * 1024 * 1024)
+/*
  * Descriptors the listener keeps for itself (listening sockets, logs,
  * checkpoints being written, accepts): a recording starts only if its
  * descriptors fit in RLIMIT_NOFILE minus these and the connections.

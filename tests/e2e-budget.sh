@@ -21,7 +21,7 @@ fi
 # the listener (and everything here) with 256 descriptors, hard limit too
 ulimit -n 256 || skip "cannot lower the open files limit"
 start_listener "$WORK/l.log" --insecure -d "$OUT" \
-    --idle-timeout $((5 * SLOW)) || exit 99
+    --idle-timeout $((30 * SLOW)) || exit 99
 
 # proc_field FILE KEY: a number from /proc/$LPID/FILE
 proc_field() {
