@@ -1554,7 +1554,7 @@ session_recover(struct event_base *base, struct listener_config *cfg,
 	} else
 		snprintf(s->label, sizeof s->label, "session %s", s->identity);
 	s->acct = budget_open(s->identity);
-	/* reserved whatever the count: the recording exists already */
+	/* it exists already: recovered even past the budget (uncounted) */
 	if (!budget_fds(s->acct, 2 + (s->hello.ncpus < TD_WRITER_SPOOL_FDS ?
 	    (int)s->hello.ncpus : TD_WRITER_SPOOL_FDS), 0))
 		log_warnx("%s: recovered beyond the descriptor budget",
