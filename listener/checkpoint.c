@@ -123,6 +123,8 @@ checkpoint_write(struct session *s)
 	}
 	if (!ok)
 		unlink(tmp);
+	else
+		s->ck_len = b.len;
 	free(tmp);
 	td_buf_free(&b);
 	if (!ok) {
@@ -281,6 +283,7 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 	/* the sessions' shared compression context, not one of its own */
 	if (s->cfg != NULL)
 		td_file_share_codec(s->file, s->cfg->codec_ctx);
+	td_file_set_limits(s->file, TD_WRITER_CHUNK_MEM, TD_WRITER_SPOOL_FDS);
 	/* the HELLO and the writer's state must describe the same recording */
 	fp = td_file_get_params(s->file);
 	if (fp->ncpus != (int)s->hello.ncpus ||

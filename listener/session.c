@@ -33,6 +33,7 @@
 #include <openssl/err.h>
 
 #include "buf.h"
+#include "budget.h"
 #include "compress.h"
 #include "listener.h"
 #include "session.h"
@@ -148,6 +149,7 @@ session_free(struct session *s)
 		s->next->prev = s->prev;
 	if (s->counted)
 		server_session_closed(s);
+	budget_close(s->acct);
 	td_file_release(s->file);	/* only if still open: keep it */
 	td_codec_free(s->wire);
 	free(s->zbuf);
@@ -188,6 +190,79 @@ static void
 session_closing_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	session_free(arg);
+}
+
+/*
+ * What a session makes the listener hold: its writer's buffers and options,
+ * decompressed pages, time-sync samples, what waits to be sent or handled.
+ */
+static uint64_t
+session_held(const struct session *s)
+{
+	uint64_t n = sizeof *s + s->out.cap +
+	    (uint64_t)s->hello.ncpus * sizeof *s->cpu +
+	    (uint64_t)(s->nsamples + 63) / 64 * 64 * sizeof *s->samples;
+
+	if (s->file != NULL)
+		n += td_file_mem(s->file);
+	if (s->zbuf != NULL)
+		n += (uint64_t)TD_CHUNK_PAGES * s->hello.page_size;
+	if (s->bev != NULL)
+		n += evbuffer_get_length(bufferevent_get_output(s->bev)) +
+		    evbuffer_get_length(bufferevent_get_input(s->bev));
+	return n;
+}
+
+/* Bring s's memory account up to date; which cap it passes. */
+static enum budget_over
+session_account(struct session *s)
+{
+	if (s->acct == NULL)
+		return BUDGET_OK;
+	return budget_set(s->acct, session_held(s));
+}
+
+static void	session_pause(struct session *, const char *);
+
+/*
+ * Whether a streaming session must stop for now: over a memory budget (it
+ * is paused: its agent comes back later, from the last checkpoint, and
+ * what it held is given back), or with more than TD_MAX_UNSENT of replies
+ * its agent does not read (reading stops until they go; an agent that
+ * never reads is let go after the idle timeout).  Nobody else notices.
+ */
+static bool
+session_hold_back(struct session *s)
+{
+	enum budget_over o;
+	char why[160];
+
+	if (s->state != S_STREAM)
+		return false;
+	if (s->file != NULL && (o = session_account(s)) != BUDGET_OK) {
+		snprintf(why, sizeof why, "over %s", budget_over_name(o));
+		errno = ENOMEM;
+		session_pause(s, why);
+		return true;
+	}
+	if (evbuffer_get_length(bufferevent_get_output(s->bev)) <=
+	    TD_MAX_UNSENT)
+		return false;
+	if (!s->out_blocked) {
+		struct timeval tv = { s->cfg->idle_timeout, 0 };
+
+		log_debug("%s: %zu bytes of replies unread: not reading "
+		    "(%zu bytes received wait)", s->label,
+		    evbuffer_get_length(bufferevent_get_output(s->bev)),
+		    evbuffer_get_length(bufferevent_get_input(s->bev)));
+		s->out_blocked = true;
+		bufferevent_disable(s->bev, EV_READ);
+		bufferevent_setwatermark(s->bev, EV_WRITE, TD_MAX_UNSENT / 2,
+		    0);
+		bufferevent_set_timeouts(s->bev, NULL,
+		    s->cfg->idle_timeout > 0 ? &tv : NULL);
+	}
+	return true;
 }
 
 /*
@@ -336,6 +411,7 @@ session_detach(struct session *s, const char *why)
 		bufferevent_free(s->bev);
 		s->bev = NULL;
 	}
+	s->out_blocked = false;
 	if (s->counted) {
 		server_session_closed(s);
 		s->counted = false;
@@ -343,6 +419,7 @@ session_detach(struct session *s, const char *why)
 	session_bulk_cut(s);
 	if (s->file != NULL && !s->restore && checkpoint_write(s) == 0)
 		s->ack_off = s->rx_off;
+	session_account(s);
 	if (s->wait == NULL)
 		s->wait = evtimer_new(s->base, session_wait_cb, s);
 	evtimer_add(s->wait, &tv);
@@ -359,7 +436,20 @@ session_pause(struct session *s, const char *what)
 {
 	struct timeval tv = { 5, 0 };
 	char msg[300];
-	bool quota = errno == EDQUOT && strstr(what, "quota") != NULL;
+	/* "over the --quota ...", "over the memory budget ...": no strerror */
+	bool quota = strncmp(what, "over ", 5) == 0;
+	const char *tell;
+
+	if (errno == EMFILE || errno == ENFILE)
+		tell = "the listener is out of file descriptors: come back "
+		    "later";
+	else if (errno == ENOMEM)
+		tell = "the listener's memory budget is spent: come back later";
+	else if (errno == EDQUOT && quota)
+		tell = "this identity is over the listener's quota: come back "
+		    "later";
+	else
+		tell = "the listener's disk is full: come back later";
 
 	if (s->cfg->resume_wait == 0) {
 		/* nothing can wait for room: what is safe is kept */
@@ -378,14 +468,16 @@ session_pause(struct session *s, const char *what)
 	s->restore = true;
 	s->rx_off = s->ack_off;
 	s->bulk_type = 0;
+	free(s->zbuf);
+	s->zbuf = NULL;
 	if (s->bev == NULL) {
 		session_detach(s, NULL);
 		return;
 	}
 	td_buf_reset(&s->out);
-	td_msg_pack_error(&s->out, TD_ERR_RETRY, quota ? "this identity is "
-	    "over the listener's quota: come back later" : "the listener's "
-	    "disk is full: come back later");
+	td_msg_pack_error(&s->out, TD_ERR_RETRY, tell);
+	s->out_blocked = false;
+	bufferevent_setwatermark(s->bev, EV_WRITE, 0, 0);
 	bufferevent_disable(s->bev, EV_READ);
 	bufferevent_setcb(s->bev, NULL, session_detach_write_cb,
 	    session_detach_event_cb, s);
@@ -394,10 +486,16 @@ session_pause(struct session *s, const char *what)
 	td_buf_reset(&s->out);
 }
 
+/*
+ * Errors that a later try can get past: the disk or the quota is full, or
+ * the process is out of descriptors (another agent's recording must not
+ * end for it: this one pauses and its agent comes back).
+ */
 static bool
 session_disk_full(int e)
 {
-	return e == ENOSPC || e == EDQUOT || e == EFBIG;
+	return e == ENOSPC || e == EDQUOT || e == EFBIG || e == EMFILE ||
+	    e == ENFILE;
 }
 
 /*
@@ -411,6 +509,9 @@ session_checkpoint(struct session *s)
 
 	if (s->file == NULL || s->state != S_STREAM || s->restore ||
 	    s->rx_off == s->ack_off || s->bulk_type != 0)
+		return 0;
+	/* state writes stay within TD_CK_AMPLIFY x what arrived */
+	if ((s->rx_off - s->ack_off) * TD_CK_AMPLIFY < s->ck_len)
 		return 0;
 	if (s->cfg->quota > 0 &&
 	    output_usage(s->cfg->dir, s->identity) > s->cfg->quota) {
@@ -567,6 +668,7 @@ session_resume(struct session *s, const struct td_frame *f)
 	/* the HELLO is handled: the rest of the input is t's */
 	evbuffer_drain(bufferevent_get_input(s->bev), f->total);
 	t->bev = s->bev;
+	t->out_blocked = false;
 	t->counted = s->counted;
 	s->bev = NULL;
 	s->counted = false;
@@ -647,6 +749,14 @@ session_hello(struct session *s, const struct td_frame *f)
 		snprintf(s->label, sizeof s->label, "session %s '%s' (%s)",
 		    s->identity, name, s->peer);
 	}
+	/* the writer's descriptors: its file, its spools, a checkpoint */
+	s->acct = budget_open(s->identity);
+	if (!budget_fds(s->acct, 2 + (s->hello.ncpus < TD_WRITER_SPOOL_FDS ?
+	    (int)s->hello.ncpus : TD_WRITER_SPOOL_FDS), server_sessions())) {
+		session_close_code(s, TD_ERR_RETRY, "the listener is out of "
+		    "file descriptors: come back later");
+		return -1;
+	}
 	if (output_path(s->cfg, s->identity, s->hello.name, &s->path,
 	    &err) == -1) {
 		session_close(s, err);
@@ -662,16 +772,20 @@ session_hello(struct session *s, const struct td_frame *f)
 	p.clock = s->hello.clock;
 	p.codec_ctx = s->cfg->codec_ctx;
 	p.mode = s->cfg->file_mode;
+	p.chunk_mem = TD_WRITER_CHUNK_MEM;
+	p.spool_fds = TD_WRITER_SPOOL_FDS;
 	s->file = td_file_create(s->path, &p);
 	if (s->file == NULL) {
 		char msg[512], *part;
+		int e = errno;
 
 		snprintf(msg, sizeof msg, "cannot create '%s': %s", s->path,
-		    strerror(errno));
+		    strerror(e));
 		xasprintf(&part, "%s.part", s->path);
 		unlink(part);		/* output_path()'s placeholder */
 		free(part);
-		session_close(s, msg);
+		session_close_code(s, session_disk_full(e) ? TD_ERR_RETRY :
+		    TD_ERR_FATAL, msg);
 		return -1;
 	}
 	s->cpu = xcalloc(s->hello.ncpus, sizeof *s->cpu);
@@ -683,10 +797,12 @@ session_hello(struct session *s, const struct td_frame *f)
 	xasprintf(&s->state_path, "%s.state", s->path);
 	if (checkpoint_write(s) == -1) {
 		char msg[600];
+		int e = errno;
 
 		snprintf(msg, sizeof msg, "cannot write '%s': %s",
-		    s->state_path, strerror(errno));
-		session_close(s, msg);
+		    s->state_path, strerror(e));
+		session_close_code(s, session_disk_full(e) ? TD_ERR_RETRY :
+		    TD_ERR_FATAL, msg);
 		return -1;
 	}
 	session_welcome(s, false);
@@ -1051,9 +1167,14 @@ session_stream_frame(struct session *s, const struct td_frame *f)
 			    "listener writes it", s->label, (unsigned)id);
 			return 0;
 		}
-		if (td_msg_unpack_option(f, &id, &p, &n) == -1 ||
-		    td_file_add_option(s->file, id, p, n) == -1) {
+		if (td_msg_unpack_option(f, &id, &p, &n) == -1) {
 			session_close(s, "bad OPTION");
+			return -1;
+		}
+		if (td_file_add_option(s->file, id, p, n) == -1) {
+			session_close(s, errno == EFBIG ? "options over the "
+			    "listener's limit (TD_MAX_OPTIONS_TOTAL)" :
+			    "bad OPTION");
 			return -1;
 		}
 		if (id == TD_OPT_CPUSTAT)
@@ -1094,13 +1215,28 @@ session_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct td_frame f;
 	const uint8_t *p;
-	size_t len;
+	uint64_t pages;
+	size_t len, turn = 0;
 	char msg[128];
 	int r;
 
 	s->rx_ns = timesync_now(CLOCK_MONOTONIC);
-	reader_pump(bev, s->big_reads, s->label);	/* the rest of what waits, at once */
+	if (session_hold_back(s))
+		return;
+	/* the rest of what waits, at once (unless enough waits already: a
+	   session that stops for its replies must not gather input) */
+	if (evbuffer_get_length(in) < TD_TLS_READ_AHEAD)
+		reader_pump(bev, s->big_reads, s->label);
 	for (;;) {
+		if (session_hold_back(s))
+			return;		/* s is paused or waits to write */
+		if (turn >= TD_SESSION_TURN) {
+			/* the others' turn: this session's next comes later */
+			bufferevent_trigger(bev, EV_READ,
+			    BEV_TRIG_IGNORE_WATERMARKS |
+			    BEV_TRIG_DEFER_CALLBACKS);
+			return;
+		}
 		if (s->bulk_type != 0) {
 			if (session_bulk(s, in) == -1)
 				return;		/* s is gone or paused */
@@ -1150,8 +1286,12 @@ session_read_cb(struct bufferevent *bev, void *arg)
 			session_close(s, "bad frame");
 			return;
 		}
+		pages = s->pages;
 		if (session_frame(s, &f) == -1)
 			return;		/* s is gone */
+		/* what it cost: PAGES_Z may expand 1 KB to 10 pages */
+		turn += f.total + (size_t)(s->pages - pages) *
+		    s->hello.page_size;
 		evbuffer_drain(in, f.total);
 		if (s->state == S_DONE)
 			return;
@@ -1162,6 +1302,18 @@ static void
 session_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct session *s = arg;
+
+	/* the agent read its replies: read it again */
+	if (s->out_blocked && evbuffer_get_length(bufferevent_get_output(bev))
+	    <= TD_MAX_UNSENT / 2) {
+		s->out_blocked = false;
+		bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+		session_idle(s);
+		bufferevent_enable(bev, EV_READ);
+		if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+			session_read_cb(bev, s);
+		return;
+	}
 
 	/* DONE is out: the agent closes, or we do */
 	if (s->state == S_DONE && session_sent_all(bev))
@@ -1192,6 +1344,13 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_TIMEOUT) {
+		if (s->state == S_STREAM && (what & BEV_EVENT_WRITING)) {
+			snprintf(msg, sizeof msg, "the agent has not read the "
+			    "listener's replies for %d s",
+			    s->cfg->idle_timeout);
+			session_detach(s, msg);
+			return;
+		}
 		if (s->state == S_STREAM) {
 			snprintf(msg, sizeof msg, "no data for %d s",
 			    s->cfg->idle_timeout);
@@ -1402,6 +1561,13 @@ session_recover(struct event_base *base, struct listener_config *cfg,
 		    s->identity, name);
 	} else
 		snprintf(s->label, sizeof s->label, "session %s", s->identity);
+	s->acct = budget_open(s->identity);
+	/* it exists already: recovered even past the budget (uncounted) */
+	if (!budget_fds(s->acct, 2 + (s->hello.ncpus < TD_WRITER_SPOOL_FDS ?
+	    (int)s->hello.ncpus : TD_WRITER_SPOOL_FDS), 0))
+		log_warnx("%s: recovered beyond the descriptor budget",
+		    s->label);
+	session_account(s);
 	s->next = session_list;
 	if (session_list != NULL)
 		session_list->prev = s;

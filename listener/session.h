@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "tdproto.h"
 
+struct budget_account;
 struct bufferevent;
 struct event;
 struct td_file;
@@ -68,6 +69,9 @@ struct session {
 	struct timespec		 start;
 	struct td_buf		 out;
 	bool			 big_reads;	/* reader_tls() said so */
+	bool			 out_blocked;	/* replies unread: no reads */
+	struct budget_account	*acct;		/* memory and descriptors */
+	size_t			 ck_len;	/* bytes of the last state */
 	/* a SECTION_DATA or PAGES frame taken in as it arrives */
 	uint16_t		 bulk_type;	/* 0: none */
 	uint32_t		 bulk_cpu;

@@ -3,6 +3,7 @@
  * of tracedock: one process, one libevent loop, many agents.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
@@ -18,6 +19,7 @@
 
 #include <event2/event.h>
 
+#include "budget.h"
 #include "listener.h"
 #include "crash.h"
 #include "log.h"
@@ -353,6 +355,8 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 static void
 tdlisten_raise_nofile(const struct listener_config *c)
 {
+	struct budget_caps caps = { TD_SESSION_MEM, TD_IDENTITY_MEM,
+	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE };
 	struct rlimit rl;
 	rlim_t want = (rlim_t)c->max_sessions * 4 + 64;
 
@@ -363,6 +367,8 @@ tdlisten_raise_nofile(const struct listener_config *c)
 		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
 			getrlimit(RLIMIT_NOFILE, &rl);
 	}
+	caps.fds = rl.rlim_cur > INT_MAX ? INT_MAX : (int)rl.rlim_cur;
+	budget_init(&caps);
 	if (rl.rlim_cur < want)
 		log_warnx("open files limit %llu: %d sessions of 2-CPU agents "
 		    "need about %llu (ulimit -n, LimitNOFILE=)",

@@ -310,6 +310,7 @@ td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h)
 	    h->ncpus > TD_MAX_CPUS || h->page_size < TD_MIN_PAGE_SIZE ||
 	    h->page_size > TD_MAX_PAGE_SIZE ||
 	    h->page_size > TD_MAX_FRAME - 16 ||
+	    (uint64_t)h->ncpus * h->page_size > TD_MAX_CPU_SPAN ||
 	    (h->long_size != 4 && h->long_size != 8) ||
 	    (h->commit_size != 4 && h->commit_size != 8) ||
 	    h->big_endian > 1 || (h->file_version != 0 &&

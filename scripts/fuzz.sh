@@ -79,10 +79,10 @@ done
 ar rcs "$B/libfuzzshared.a" "$B"/obj/*.o
 ar rcs "$B/libseedshared.a" "$B"/seedobj/*.o
 # fuzz-session links tdlisten's own session.c, output.c, checkpoint.c,
-# finished.c and timesync.c; its writer calls go through the wrappers of fuzz-session.c.
+# finished.c, timesync.c and budget.c; its writer calls go through the wrappers of fuzz-session.c.
 # fuzz-restore links checkpoint.c and ckrec.c (the recording it restores),
 # as seedgen does for the restore seeds.
-for src in session output checkpoint finished timesync; do
+for src in session output checkpoint finished timesync budget; do
 	$CC $CFLAGS -fsanitize=fuzzer-no-link -c "$top/listener/$src.c" \
 	    -o "$B/listener-$src.o"
 done
@@ -99,7 +99,7 @@ for t in $TARGETS; do
 	if [ "$t" = session ]; then
 		extra="$B/listener-session.o $B/listener-output.o
 		    $B/listener-finished.o $B/listener-checkpoint.o
-		    $B/listener-timesync.o $WRAP"
+		    $B/listener-timesync.o $B/listener-budget.o $WRAP"
 		extralibs="-lssl -lcrypto"
 	elif [ "$t" = restore ]; then
 		extra="$F/ckrec.c $B/listener-checkpoint.o"

@@ -56,11 +56,17 @@
  */
 #define TD_SPOOL_STAGE	(16 * 1024)
 
-/* One CPU's spool: pages waiting in a chunk, then chunks in a file. */
+/*
+ * One CPU's spool: pages waiting in a chunk, then chunks in a file.  The
+ * chunk buffer grows page by page up to TD_CHUNK_PAGES; a spool file whose
+ * descriptor was closed to stay within spool_fds (path set, fd -1) has
+ * nothing waiting in memory and is reopened when its CPU writes again.
+ */
 struct td_spool {
 	int		 fd;
 	char		*path;
 	uint8_t		*chunk;
+	size_t		 ccap;		/* bytes allocated at chunk */
 	size_t		 fill;
 	uint8_t		*stage;		/* compressed chunks not written yet */
 	size_t		 staged;
@@ -89,8 +95,13 @@ struct td_file {
 	int			 v6_next;
 
 	struct td_buf		 options;
+	uint64_t		 opts_synced;	/* options in the side file */
+	char			*opts_path;	/* PATH.opts.part */
 	struct td_buf		 strings;
 	struct td_spool		*cpu;
+	size_t			 held;		/* chunk buffers and stages */
+	int			 nopen;		/* spool descriptors open */
+	int			 evict;		/* next spool to close */
 	bool			 done;
 };
 
@@ -242,6 +253,10 @@ td_file_alloc(const char *path, const struct td_file_params *p)
 	f->compress = f->p.codec != TD_CODEC_NONE;
 	f->path = xstrdup(path);
 	xasprintf(&f->part, "%s.part", path);
+	xasprintf(&f->opts_path, "%s.opts.part", path);
+	/* unnamed spools cannot be reopened */
+	if (f->p.unnamed_spools)
+		f->p.spool_fds = 0;
 	f->sec_id = -1;
 	td_buf_init(&f->sec_in, TD_SEC_FRAME);
 	td_buf_init(&f->sec_out, 2 * TD_FLUSH_AT + 1024 * 1024);
@@ -305,7 +320,7 @@ td_spools_open_unnamed(struct td_file *f)
 			return -1;
 		}
 		f->cpu[i].fd = fd;
-		f->cpu[i].chunk = xmalloc(td_file_chunk_size(f));
+		f->nopen++;
 	}
 	free(dir);
 	return 0;
@@ -628,6 +643,10 @@ td_file_add_option(struct td_file *f, enum td_opt id, const void *p, size_t n)
 		errno = EINVAL;
 		return -1;
 	}
+	if (f->options.len + 6 + n > TD_MAX_OPTIONS_TOTAL) {
+		errno = EFBIG;
+		return -1;
+	}
 	return td_file_option_rec(&f->options, id, p, n);
 }
 
@@ -659,7 +678,8 @@ td_spool_unstage(struct td_spool *s)
 
 /* Put a compressed chunk {csize, usize, z} after the spool's others. */
 static int
-td_spool_put(struct td_spool *s, const void *z, size_t zlen, uint32_t usize)
+td_spool_put(struct td_spool *s, const void *z, size_t zlen, uint32_t usize,
+    size_t *held)
 {
 	uint32_t hdr[2] = { (uint32_t)zlen, usize };
 	struct iovec iov[2];
@@ -669,8 +689,10 @@ td_spool_put(struct td_spool *s, const void *z, size_t zlen, uint32_t usize)
 	    td_spool_unstage(s) == -1)
 		return -1;
 	if (sizeof hdr + zlen <= TD_SPOOL_STAGE) {
-		if (s->stage == NULL)
+		if (s->stage == NULL) {
 			s->stage = xmalloc(TD_SPOOL_STAGE);
+			*held += TD_SPOOL_STAGE;
+		}
 		memcpy(s->stage + s->staged, hdr, sizeof hdr);
 		memcpy(s->stage + s->staged + sizeof hdr, z, zlen);
 		s->staged += sizeof hdr + zlen;
@@ -702,7 +724,7 @@ td_spool_flush(struct td_file *f, struct td_spool *s)
 	if (f->compress) {
 		c = td_codec_compress_buf(f->codec, s->chunk, s->fill, &cbuf);
 		if (c == -1 || td_spool_put(s, cbuf, (size_t)c,
-		    (uint32_t)s->fill) == -1)
+		    (uint32_t)s->fill, &f->held) == -1)
 			return -1;
 	} else {
 		w = pwrite(s->fd, s->chunk, s->fill, (off_t)s->bytes);
@@ -723,32 +745,112 @@ td_spool_sync(struct td_file *f, struct td_spool *s)
 {
 	if (td_spool_flush(f, s) == -1 || td_spool_unstage(s) == -1)
 		return -1;
-	free(s->stage);		/* an idle recording keeps no stage */
+	if (s->stage != NULL)	/* an idle recording keeps no stage */
+		f->held -= TD_SPOOL_STAGE;
+	free(s->stage);
 	s->stage = NULL;
 	return 0;
 }
 
+/* Write out all a spool holds in memory and free its buffers. */
+static int
+td_spool_shed(struct td_file *f, struct td_spool *s)
+{
+	if (td_spool_sync(f, s) == -1)
+		return -1;
+	f->held -= s->ccap;
+	free(s->chunk);
+	s->chunk = NULL;
+	s->ccap = 0;
+	return 0;
+}
+
 /*
- * Open the spool of a CPU (flags: O_CREAT | O_TRUNC for a new one, 0 for
- * one a checkpoint describes, which must be there).
+ * Past the writer's chunk_mem, the spool just written to goes out at once
+ * (a shorter chunk) and gives its memory back: what a peer sends to many
+ * CPUs, a page each, cannot make the writer hold a chunk for every one.
  */
 static int
-td_spool_open(struct td_file *f, int cpu, int flags)
+td_spool_budget(struct td_file *f, struct td_spool *s)
+{
+	if (f->p.chunk_mem == 0 || f->held <= f->p.chunk_mem)
+		return 0;
+	return td_spool_shed(f, s);
+}
+
+/*
+ * Close the descriptor of another CPU's spool (round robin), its content
+ * written out first: the writer keeps at most spool_fds open.
+ */
+static int
+td_spool_evict(struct td_file *f, int keep)
+{
+	struct td_spool *s;
+	int i, c;
+
+	for (i = 0; i < f->p.ncpus; i++) {
+		c = (f->evict + i) % f->p.ncpus;
+		s = &f->cpu[c];
+		if (c == keep || s->fd == -1)
+			continue;
+		if (td_spool_shed(f, s) == -1)
+			return -1;
+		close(s->fd);
+		s->fd = -1;
+		f->nopen--;
+		f->evict = (c + 1) % f->p.ncpus;
+		return 0;
+	}
+	return 0;
+}
+
+/*
+ * An open descriptor for the spool of a CPU: the file is created at the
+ * CPU's first page and reopened (it must be there) after an eviction or a
+ * restore.
+ */
+static int
+td_spool_fd(struct td_file *f, int cpu)
 {
 	struct td_spool *s = &f->cpu[cpu];
+	int flags = O_RDWR | O_CLOEXEC;
 
-	xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
-	if (flags & O_CREAT)
+	if (s->fd != -1)
+		return 0;
+	if (f->p.spool_fds > 0 && f->nopen >= f->p.spool_fds &&
+	    td_spool_evict(f, cpu) == -1)
+		return -1;
+	if (s->path == NULL) {
+		xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
+		flags |= O_CREAT;
 		s->fd = td_file_open_new(s->path, 0600);
-	else
-		s->fd = open(s->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	} else
+		s->fd = open(s->path, flags | O_NOFOLLOW);
 	if (s->fd == -1) {
-		free(s->path);
-		s->path = NULL;
+		if (flags & O_CREAT) {
+			free(s->path);
+			s->path = NULL;
+		}
 		return -1;
 	}
-	s->chunk = xmalloc(td_file_chunk_size(f));
+	f->nopen++;
 	return 0;
+}
+
+/* Room for one more page in a spool's chunk buffer. */
+static void
+td_spool_room(struct td_file *f, struct td_spool *s)
+{
+	size_t want = s->fill + f->p.page_size;
+
+	if (want <= s->ccap)
+		return;
+	/* without a budget, the whole chunk at once */
+	if (f->p.chunk_mem == 0)
+		want = td_file_chunk_size(f);
+	s->chunk = xreallocarray(s->chunk, want, 1);
+	f->held += want - s->ccap;
+	s->ccap = want;
 }
 
 /* Append one page of a CPU. */
@@ -762,16 +864,17 @@ td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
 		return -1;
 	}
 	s = &f->cpu[cpu];
-	if (s->fd == -1 && td_spool_open(f, cpu, O_CREAT | O_TRUNC) == -1)
+	if (td_spool_fd(f, cpu) == -1)
 		return -1;
+	td_spool_room(f, s);
 	memcpy(s->chunk + s->fill, p, n);
 	if (n < f->p.page_size)
 		memset(s->chunk + s->fill + n, 0, f->p.page_size - n);
 	s->fill += f->p.page_size;
 	s->pages++;
-	if (s->fill == td_file_chunk_size(f))
-		return td_spool_flush(f, s);
-	return 0;
+	if (s->fill == td_file_chunk_size(f) && td_spool_flush(f, s) == -1)
+		return -1;
+	return td_spool_budget(f, s);
 }
 
 enum td_codec_id
@@ -794,13 +897,13 @@ td_file_cpu_chunk(struct td_file *f, int cpu, const void *z, size_t zlen,
 		return -1;
 	}
 	s = &f->cpu[cpu];
-	if (s->fd == -1 && td_spool_open(f, cpu, O_CREAT | O_TRUNC) == -1)
+	if (td_spool_fd(f, cpu) == -1)
 		return -1;
 	if (td_spool_flush(f, s) == -1 ||
-	    td_spool_put(s, z, zlen, npages * f->p.page_size) == -1)
+	    td_spool_put(s, z, zlen, npages * f->p.page_size, &f->held) == -1)
 		return -1;
 	s->pages += npages;
-	return 0;
+	return td_spool_budget(f, s);
 }
 
 /* Copy a spool into the output at the current offset. */
@@ -880,7 +983,7 @@ td_file_finish_v7(struct td_file *f)
 			if (td_file_write(f, &cnt, sizeof cnt) == -1)
 				goto out;
 		}
-		if (td_file_copy(f, s) == -1)
+		if (td_spool_fd(f, i) == -1 || td_file_copy(f, s) == -1)
 			goto out;
 		n++;
 	}
@@ -977,7 +1080,7 @@ td_file_finish_v6(struct td_file *f)
 		if (s->bytes == 0)
 			continue;
 		if (td_file_pad(f, f->p.page_size) == -1 ||
-		    td_file_copy(f, s) == -1)
+		    td_spool_fd(f, i) == -1 || td_file_copy(f, s) == -1)
 			goto out;
 	}
 	ret = 0;
@@ -994,8 +1097,10 @@ td_file_close_spools(struct td_file *f, bool unlink_them)
 	for (i = 0; f->cpu != NULL && i < f->p.ncpus; i++) {
 		struct td_spool *s = &f->cpu[i];
 
-		if (s->fd != -1)
+		if (s->fd != -1) {
 			close(s->fd);
+			f->nopen--;
+		}
 		s->fd = -1;
 		if (s->path != NULL && unlink_them)
 			unlink(s->path);
@@ -1003,10 +1108,14 @@ td_file_close_spools(struct td_file *f, bool unlink_them)
 		s->path = NULL;
 		free(s->chunk);
 		s->chunk = NULL;
+		s->ccap = 0;
 		free(s->stage);
 		s->stage = NULL;
 		s->staged = 0;
 	}
+	f->held = 0;
+	if (unlink_them && f->opts_path != NULL)
+		unlink(f->opts_path);
 }
 
 /* Complete the file and move it into place. */
@@ -1070,6 +1179,7 @@ td_file_free(struct td_file *f)
 		td_codec_free(f->codec);
 	free(f->path);
 	free(f->part);
+	free(f->opts_path);
 	free((char *)(uintptr_t)f->p.clock);
 	free(f);
 }
@@ -1103,6 +1213,22 @@ td_file_share_codec(struct td_file *f, struct td_codec *ctx)
 	return 0;
 }
 
+/* Bound a writer (restored ones have no bounds). */
+void
+td_file_set_limits(struct td_file *f, size_t chunk_mem, int spool_fds)
+{
+	f->p.chunk_mem = chunk_mem;
+	f->p.spool_fds = f->p.unnamed_spools ? 0 : spool_fds;
+}
+
+/* What the writer holds in memory for its data. */
+size_t
+td_file_mem(const struct td_file *f)
+{
+	return f->held + f->options.cap + f->strings.cap + f->sec_in.cap +
+	    f->sec_out.cap + (size_t)f->p.ncpus * sizeof *f->cpu;
+}
+
 /* Pages received for a CPU. */
 uint64_t
 td_file_cpu_pages(const struct td_file *f, int cpu)
@@ -1126,20 +1252,48 @@ td_file_size(const struct td_file *f)
 }
 
 /*
- * Checkpoint state, host byte order: "tdck" u32 2, the parameters (version,
+ * Checkpoint state, host byte order: "tdck" u32 3, the parameters (version,
  * codec, level, page size, long size, CPUs, clock), the offsets, the
- * section offsets, the queued options and strings, per CPU {pages, spool
- * bytes, chunks}, then the open section {id or UINT32_MAX, header offset,
- * content length, the content of its unfinished zstd frame}.  Version 1
- * (no open section) is still read.
+ * section offsets, u64 the length of the queued options (their bytes are
+ * in PATH.opts.part, appended at each checkpoint), the strings, per CPU
+ * {pages, spool bytes, chunks}, then the open section {id or UINT32_MAX,
+ * header offset, content length, the content of its unfinished zstd
+ * frame}.  Versions 1 (no open section) and 2 (the options' bytes in the
+ * state) are still read.
  *
  * A checkpoint may fall inside a section: a large kallsyms must not hold
  * up the acknowledgements its sender waits for.  Not with zlib, whose one
  * stream per section keeps state no checkpoint can hold (EBUSY).
  */
 #define TD_CK_MAGIC	0x6b636474	/* "tdck" */
-#define TD_CK_VERSION	2
+#define TD_CK_VERSION	3
 #define TD_CK_NO_SECTION UINT32_MAX
+
+/* Append the options queued since the last checkpoint to the side file. */
+static int
+td_file_opts_sync(struct td_file *f)
+{
+	int fd, ret, e;
+
+	if (f->opts_synced == f->options.len)
+		return 0;
+	fd = open(f->opts_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return -1;
+	ret = td_file_pwrite(fd, f->options.data + f->opts_synced,
+	    f->options.len - f->opts_synced, f->opts_synced);
+	e = errno;
+	if (close(fd) == -1 && ret == 0) {
+		ret = -1;
+		e = errno;
+	}
+	if (ret == -1) {
+		errno = e;
+		return -1;
+	}
+	f->opts_synced = f->options.len;
+	return 0;
+}
 
 int
 td_file_checkpoint(struct td_file *f, struct td_buf *b)
@@ -1159,6 +1313,8 @@ td_file_checkpoint(struct td_file *f, struct td_buf *b)
 	for (i = 0; i < f->p.ncpus; i++)
 		if (f->cpu[i].fd != -1 && td_spool_sync(f, &f->cpu[i]) == -1)
 			return -1;
+	if (td_file_opts_sync(f) == -1)
+		return -1;
 	clen = (uint32_t)strlen(f->p.clock);
 	ok = td_buf_add_u32(b, TD_CK_MAGIC) == 0 &&
 	    td_buf_add_u32(b, TD_CK_VERSION) == 0 &&
@@ -1175,7 +1331,6 @@ td_file_checkpoint(struct td_file *f, struct td_buf *b)
 	    td_buf_add_u32(b, (uint32_t)f->v6_next) == 0 &&
 	    td_buf_add(b, f->sec_off, sizeof f->sec_off) == 0 &&
 	    td_buf_add_u64(b, f->options.len) == 0 &&
-	    td_buf_add(b, f->options.data, f->options.len) == 0 &&
 	    td_buf_add_u64(b, f->strings.len) == 0 &&
 	    td_buf_add(b, f->strings.data, f->strings.len) == 0;
 	for (i = 0; ok && i < f->p.ncpus; i++)
@@ -1266,6 +1421,45 @@ td_file_restore_section(struct td_file *f, uint32_t sid, uint32_t len)
 	return 0;
 }
 
+/*
+ * The options of a version 3 checkpoint: the first n bytes of the side
+ * file, which is cut there (what was appended after the checkpoint goes).
+ */
+static int
+td_file_restore_opts(struct td_file *f, uint64_t n)
+{
+	ssize_t r;
+	int fd, e;
+
+	if (n == 0) {
+		if (unlink(f->opts_path) == -1 && errno != ENOENT)
+			return -1;
+		return 0;
+	}
+	if ((fd = open(f->opts_path, O_RDWR | O_CLOEXEC)) == -1)
+		return -1;
+	if (td_buf_add_zero(&f->options, n) == -1)
+		goto out_close;
+	do
+		r = pread(fd, f->options.data, n, 0);
+	while (r == -1 && errno == EINTR);
+	if (r != (ssize_t)n) {
+		if (r >= 0)
+			errno = EIO;	/* the checkpoint promised more */
+		goto out_close;
+	}
+	if (ftruncate(fd, (off_t)n) == -1)
+		goto out_close;
+	close(fd);
+	f->opts_synced = n;
+	return 0;
+out_close:
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
 /* Open fd's file and cut it to size, which it must reach. */
 static int
 td_file_cut(int fd, uint64_t size)
@@ -1292,15 +1486,15 @@ td_file_restore(const char *path, const void *state, size_t len)
 	struct td_file *f = NULL;
 	char clock[256];
 	const void *at;
-	uint64_t n, chunk;
+	uint64_t n, chunk, opts;
 	uint32_t clen, ckv, sid;
-	int i, e;
+	int i, e, fd;
 
 	memset(&p, 0, sizeof p);
 	if (td_ck_u32(&c) != TD_CK_MAGIC)
 		goto bad;
 	ckv = td_ck_u32(&c);
-	if (ckv != 1 && ckv != TD_CK_VERSION)
+	if (ckv < 1 || ckv > TD_CK_VERSION)
 		goto bad;
 	p.version = (int)td_ck_u32(&c);
 	p.codec = (enum td_codec_id)td_ck_u32(&c);
@@ -1332,8 +1526,11 @@ td_file_restore(const char *path, const void *state, size_t len)
 		goto bad;
 	memcpy(f->sec_off, at, sizeof f->sec_off);
 	n = td_ck_u64(&c);
-	if (c.bad || n > c.left || (at = td_ck_take(&c, n)) == NULL ||
-	    td_buf_add(&f->options, at, n) == -1)
+	opts = ckv >= 3 ? n : 0;
+	if (c.bad || n > TD_MAX_SECTION_SIZE ||
+	    (ckv >= 3 && n > TD_MAX_OPTIONS_TOTAL) || (ckv < 3 && (n > c.left ||
+	    (at = td_ck_take(&c, n)) == NULL ||
+	    td_buf_add(&f->options, at, n) == -1)))
 		goto bad;
 	n = td_ck_u64(&c);
 	if (c.bad || n > c.left || (at = td_ck_take(&c, n)) == NULL ||
@@ -1378,13 +1575,20 @@ td_file_restore(const char *path, const void *state, size_t len)
 	f->fd = open(f->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (f->fd == -1 || td_file_cut(f->fd, f->off) == -1)
 		goto fail;
+	if (ckv >= 3 && td_file_restore_opts(f, opts) == -1)
+		goto fail;
+	/* each spool is cut to size and closed: reopened when written to */
 	for (i = 0; i < f->p.ncpus; i++) {
 		struct td_spool *s = &f->cpu[i];
 
 		if (s->bytes == 0 && s->pages == 0)
 			continue;
-		if (td_spool_open(f, i, 0) == -1 ||
-		    td_file_cut(s->fd, s->bytes) == -1)
+		xasprintf(&s->path, "%s.cpu%d.part", f->path, i);
+		if ((fd = open(s->path, O_RDWR | O_CLOEXEC)) == -1)
+			goto fail;
+		e = td_file_cut(fd, s->bytes);
+		close(fd);
+		if (e == -1)
 			goto fail;
 	}
 	/*
@@ -1395,7 +1599,7 @@ td_file_restore(const char *path, const void *state, size_t len)
 	for (i = 0; i < f->p.ncpus; i++) {
 		char *sp;
 
-		if (f->cpu[i].fd != -1)
+		if (f->cpu[i].path != NULL)
 			continue;
 		xasprintf(&sp, "%s.cpu%d.part", f->path, i);
 		e = unlink(sp) == -1 && errno != ENOENT;

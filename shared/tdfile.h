@@ -102,6 +102,17 @@ struct td_file_params {
 	 * is removed first, never followed or truncated.
 	 */
 	mode_t		 mode;
+	/*
+	 * Bounds for a writer fed by a peer (0: none).  chunk_mem: bytes of
+	 * unfinished chunks and gathered compressed chunks the writer may
+	 * hold over all its CPUs; past it, the CPU written to has its chunk
+	 * written out at once (shorter) and its buffers freed.  spool_fds:
+	 * spool files open at once; others are closed, written out, and
+	 * reopened by name when their CPU writes again (not with
+	 * unnamed_spools).
+	 */
+	size_t		 chunk_mem;
+	int		 spool_fds;
 };
 
 struct td_file;
@@ -122,7 +133,10 @@ int		 td_file_has_section(const struct td_file *f, enum td_opt id);
 /* The three calls above in one, for a section held in memory. */
 int		 td_file_section_add(struct td_file *f, enum td_opt id,
 		    const void *p, size_t n);
-/* Queue an option record; written at td_file_finish(). */
+/*
+ * Queue an option record; written at td_file_finish().  All of a file's
+ * options together are at most TD_MAX_OPTIONS_TOTAL bytes (EFBIG).
+ */
 int		 td_file_add_option(struct td_file *f, enum td_opt id,
 		    const void *p, size_t n);
 /* Append one ring-buffer page of a CPU; n < page_size is zero-padded. */
@@ -147,11 +161,13 @@ void		 td_file_free(struct td_file *f);
  * Checkpoints, for a writer that must survive its process (tdlisten's
  * resumable sessions).  td_file_checkpoint() writes out every page still
  * waiting in a chunk (as a shorter chunk) and every chunk still gathered
- * in memory, and appends to state a
- * description of the writer: the .part file and the spools on disk then
- * hold exactly what it describes.  It fails with EBUSY while a section is
- * open.  td_file_restore() reopens the .part file and spools of path as a
- * checkpoint described them, cutting off anything written after it; the
+ * in memory, and appends to state a description of the writer: the .part
+ * file and the spools on disk then hold exactly what it describes.
+ * Options go to a side file ("PATH.opts.part"), appended: the state holds
+ * their length only, so a checkpoint writes each option once, not all of
+ * them every time.  It fails with EBUSY while a section is open.
+ * td_file_restore() reopens the .part file, spools and options of path as
+ * a checkpoint described them, cutting off anything written after it; the
  * writer then continues as if never interrupted.  The state is for the same
  * machine and build only; it is checked for consistency, not trusted.
  */
@@ -165,6 +181,11 @@ void		 td_file_release(struct td_file *f);
  * writer's own context, for a writer made by td_file_restore().
  */
 int		 td_file_share_codec(struct td_file *f, struct td_codec *ctx);
+/* Set the bounds of td_file_params (for a writer td_file_restore() made). */
+void		 td_file_set_limits(struct td_file *f, size_t chunk_mem,
+		    int spool_fds);
+/* Bytes of memory the writer holds for its data (buffers, options). */
+size_t		 td_file_mem(const struct td_file *f);
 /* Pages appended for one CPU so far. */
 uint64_t	 td_file_cpu_pages(const struct td_file *f, int cpu);
 /* What the file was made with. */

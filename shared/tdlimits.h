@@ -58,6 +58,61 @@
 #define TD_MAX_FINISHED_PER_IDENTITY	32
 #define TD_MAX_FINISHED			1024
 
+/*
+ * Most a HELLO may declare as ncpus x page size: what one page on every
+ * CPU of the traced machine comes to.  Real machines: 4,096 CPUs of 4 KiB
+ * pages (16 MiB), 64 CPUs of 1 MiB pages (64 MiB).
+ */
+#define TD_MAX_CPU_SPAN		(64u * 1024 * 1024)
+/* All the options of one recording together (they stay in memory). */
+#define TD_MAX_OPTIONS_TOTAL	(4u * 1024 * 1024)
+/*
+ * Pages a writer may hold in unfinished chunks (and their compressed
+ * chunks gathered for the spools), over all its CPUs: past it, the chunk
+ * of the CPU written to goes out at once, shorter.  Honest agents of 256
+ * CPUs with 4 KiB pages stay under it (10 MiB of full chunks).
+ */
+#define TD_WRITER_CHUNK_MEM	(16u * 1024 * 1024)
+/* Spool files a listener's writer keeps open at once (more are reopened). */
+#define TD_WRITER_SPOOL_FDS	16
+
+/*
+ * tdlisten's memory budget: what a peer can make the listener hold (chunk
+ * buffers, decompressed pages, options, replies not sent yet, time-sync
+ * samples), per session, per identity (all its sessions) and in all.  A
+ * session past one of them pauses (the agent is told to come back later).
+ */
+#define TD_SESSION_MEM		(48u * 1024 * 1024)
+#define TD_IDENTITY_MEM		(96u * 1024 * 1024)
+#define TD_LISTENER_MEM		(1024u * 1024 * 1024)
+/*
+ * Replies (time-sync answers) a session may have waiting to be sent: past
+ * it the listener stops reading the session until the agent reads.
+ */
+#define TD_MAX_UNSENT		(64u * 1024)
+/*
+ * Bytes of frames (counting PAGES_Z as the pages it expands to) one read
+ * callback of a session handles before the others have their turn: 128
+ * chunks of 9 zero pages of 512 KiB take 1.4 KB on the wire and 576 MiB
+ * to decompress and compress again, seconds that would make the other
+ * sessions miss their idle timeouts.
+ */
+#define TD_SESSION_TURN		(8u * 1024 * 1024)
+/*
+ * Descriptors the listener keeps for itself (listening sockets, logs,
+ * checkpoints being written, accepts): a recording starts only if its
+ * descriptors fit in RLIMIT_NOFILE minus these and the connections.
+ */
+#define TD_FD_RESERVE		32
+/*
+ * A checkpoint rewrites the session's state file: one is taken only when
+ * the bytes received since the last are at least 1/TD_CK_AMPLIFY of the
+ * state's size, so that state writes stay within TD_CK_AMPLIFY times what
+ * the agent sent (a trickle of bytes cannot make the listener rewrite a
+ * large state four times a second).
+ */
+#define TD_CK_AMPLIFY		8
+
 /* Time-sync samples kept per recording (one a second is 27 hours). */
 #define TD_MAX_TSYNC_SAMPLES	100000
 /* A sample whose error bound is wider than this (ns) is dropped. */

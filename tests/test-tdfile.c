@@ -16,6 +16,7 @@
  *  (f) tdread rejects truncated and bit-flipped files without crashing.
  * Needs no privileges; (c) is skipped where trace-cmd is not installed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -34,6 +35,7 @@
 
 #include "buf.h"
 #include "tdfile.h"
+#include "tdlimits.h"
 #include "tdread.h"
 #include "testdata.h"
 #include "xmalloc.h"
@@ -1146,6 +1148,133 @@ test_checkpoint(void **state)
 	free(path);
 }
 
+/* Descriptors open in this process. */
+static int
+open_fds(void)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL)
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;		/* the directory's own */
+}
+
+/*
+ * A writer bounded as tdlisten's are, squeezed: 3 pages of chunk memory
+ * and 2 spool descriptors for 3 CPUs with pages.  Chunks go out shorter
+ * and spools are closed and reopened, but the file holds exactly the
+ * reference's content; the writer never holds more than its budget and
+ * one page, nor opens more than 2 spools.
+ */
+static void
+test_bounds(void **state)
+{
+	char *path = fx_path("t.dat");
+	struct td_file_params p = {
+		.page_size = PS, .long_size = 8, .ncpus = NCPUS,
+		.clock = "local", .chunk_mem = 3 * PS, .spool_fds = 2,
+	};
+	uint8_t page[PS];
+	unsigned int round;
+	struct td_file *f;
+	size_t base_mem;
+	int v, id, cpu, fd0;
+
+	for (v = 0; v < NVARIANTS; v++) {
+		p.version = variants[v].version;
+		p.codec = variants[v].codec;
+		fd0 = open_fds();
+		f = td_file_create(path, &p);
+		assert_non_null(f);
+		for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
+			const struct td_buf *s =
+			    testdata_meta_section(&fx->meta, id);
+
+			assert_int_equal(td_file_section_add(f, id, s->data,
+			    s->len), 0);
+		}
+		base_mem = td_file_mem(f);
+		for (round = 0; round < 31; round++)
+			for (cpu = 0; cpu < NCPUS; cpu++) {
+				if (round >= fx->plan.pages[cpu])
+					continue;
+				testdata_cpu_page(&fx->meta, cpu, round, page,
+				    NULL);
+				assert_int_equal(td_file_cpu_page(f, cpu, page,
+				    PS), 0);
+				assert_true(td_file_mem(f) <= base_mem +
+				    3 * PS + PS);
+				assert_true(open_fds() <= fd0 + 1 + 2);
+			}
+		assert_int_equal(testdata_options(f, &fx->plan, &fx->exp[v]),
+		    0);
+		assert_int_equal(td_file_finish(f), 0);
+		td_file_free(f);
+		assert_int_equal(open_fds(), fd0);
+		assert_int_equal(stray_files(), 1);
+		assert_same_content(path, fx->path[v]);
+		if (variants[v].tracecmd)
+			testdata_check_libtracecmd(path, &fx->exp[v],
+			    &fx->meta);
+		unlink(path);
+	}
+	free(path);
+}
+
+/*
+ * Options: at most TD_MAX_OPTIONS_TOTAL together (EFBIG); a checkpoint
+ * appends the new ones to PATH.opts.part and the state holds only their
+ * length, so a second checkpoint writes only what came after the first;
+ * a restore cuts the side file back to its checkpoint.
+ */
+static void
+test_options_side_file(void **state)
+{
+	char *path = fx_path("t.dat"), *opts = fx_path("t.dat.opts.part");
+	static const char a[] = "OPTION-A-MARK", b[] = "OPTION-B-MARK";
+	struct td_buf st1, st2;
+	struct td_file *f;
+	struct stat sb;
+	uint8_t *big;
+
+	td_buf_init(&st1, 1024 * 1024);
+	td_buf_init(&st2, 1024 * 1024);
+	f = new_writer(7, TD_CODEC_ZSTD, 2);
+	assert_non_null(f);
+	big = calloc(1, TD_MAX_OPTIONS_TOTAL);
+	assert_int_equal(td_file_add_option(f, TD_OPT_HOOK, big,
+	    TD_MAX_OPTIONS_TOTAL - 6 + 1), -1);
+	assert_int_equal(errno, EFBIG);
+	free(big);
+	assert_int_equal(td_file_add_option(f, TD_OPT_HOOK, a, sizeof a), 0);
+	assert_int_equal(td_file_checkpoint(f, &st1), 0);
+	assert_int_equal(stat(opts, &sb), 0);
+	assert_int_equal(sb.st_size, 6 + sizeof a);
+	assert_null(memmem(st1.data, st1.len, a, sizeof a));
+	assert_int_equal(td_file_add_option(f, TD_OPT_HOOK, b, sizeof b), 0);
+	assert_int_equal(td_file_checkpoint(f, &st2), 0);
+	assert_int_equal(stat(opts, &sb), 0);
+	assert_int_equal(sb.st_size, 12 + sizeof a + sizeof b);
+	assert_null(memmem(st2.data, st2.len, b, sizeof b));
+	td_file_release(f);
+	/* back to the first: B is cut off the side file */
+	f = td_file_restore(path, st1.data, st1.len);
+	assert_non_null(f);
+	assert_int_equal(stat(opts, &sb), 0);
+	assert_int_equal(sb.st_size, 6 + sizeof a);
+	td_file_abort(f);
+	td_file_free(f);
+	assert_int_equal(stat(opts, &sb), -1);
+	td_buf_free(&st1);
+	td_buf_free(&st2);
+	free(opts);
+	free(path);
+}
+
 /* ---- (f) hostile files ------------------------------------------------ */
 
 /* Cut a copy of each file shorter and shorter: every cut must fail. */
@@ -1333,6 +1462,8 @@ main(void)
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_writer_streaming),
 		cmocka_unit_test(test_checkpoint),
+		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_options_side_file),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_bitflips),
 		cmocka_unit_test(test_handmade),

@@ -6,8 +6,8 @@
  * died; the state is "checked for consistency, not trusted".
  *
  * At start the small recording of ckrec.h is made once per variant (v6,
- * v7 with each codec) and its files (r.dat.part and the spools of both
- * CPUs) are kept in memory.  For each input, an empty work directory gets
+ * v7 with each codec) and its files (r.dat.part, the spools of both CPUs
+ * and the options' side file) are kept in memory.  For each input, an empty work directory gets
  * the files of the variant the input's first "tdck" block names
  * (ckrec_variant(), else v6), each input on fresh copies: restoring cuts
  * files to the checkpoint's sizes.  An input that starts with "tdss" (the
@@ -53,10 +53,11 @@
 #include "ckrec.h"
 #include "fuzz.h"
 
-#define NFILES	(1 + CKREC_NCPUS)
+/* the recording's files: .part, the spools, the options' side file */
+#define NFILES	(2 + CKREC_NCPUS)
 
 static const char *const file_suffix[NFILES] = { ".part", ".cpu0.part",
-    ".cpu1.part" };
+    ".cpu1.part", ".opts.part" };
 
 static struct {
 	struct ckrec_point	 pt[CKREC_POINTS];

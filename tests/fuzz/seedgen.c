@@ -781,6 +781,41 @@ resume_seeds(const char *dir)
 	}
 }
 
+/*
+ * Hostile HELLO shapes (issue 13): the most pages a HELLO may declare (128
+ * CPUs x 512 KiB) with chunks in the codec the file does not use, one
+ * past it (refused), a page on each of many CPUs, and probes.
+ */
+static void
+hostile_seeds(const char *dir)
+{
+	struct td_tsync_probe p = { 1, 0, 0 };
+	struct td_buf b;
+	uint32_t i;
+
+	td_buf_init(&b, 16 * 1024 * 1024);
+	stream_hello(&b, 128, 512 * 1024, 8, 7, 1, "hostile", "local");
+	for (i = 0; i < 3; i++)
+		stream_pages_z(&b, i, 9, 0, 512 * 1024, TD_WIRE_ZLIB);
+	save(dir, "hostile-span-max", b.data, b.len);
+	td_buf_reset(&b);
+	stream_hello(&b, 256, 512 * 1024, 8, 7, 1, "hostile", "local");
+	save(dir, "hostile-span-over", b.data, b.len);
+	td_buf_reset(&b);
+	stream_hello(&b, 1010, 256, 8, 7, 2, "hostile", "local");
+	for (i = 0; i < 64; i++)
+		stream_pages(&b, i, 1, 0, 256);
+	save(dir, "hostile-many-cpus", b.data, b.len);
+	td_buf_reset(&b);
+	stream_hello(&b, 2, SMALL_PAGE, 8, 7, 0, "hostile", "local");
+	for (i = 0; i < 2000; i++) {
+		p.seq = i;
+		td_msg_pack_tsync_probe(&b, &p);
+	}
+	save(dir, "hostile-probes", b.data, b.len);
+	td_buf_free(&b);
+}
+
 static int
 cmd_session(const char *dir)
 {
@@ -834,6 +869,7 @@ cmd_session(const char *dir)
 	synthetic_stream(&b, 6, 0, SMALL_PAGE, true, false);
 	save(dir, "v6-cut", b.data, b.len);
 	td_buf_free(&b);
+	hostile_seeds(dir);
 	resume_seeds(dir);
 	return 0;
 }
