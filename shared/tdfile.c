@@ -1277,7 +1277,7 @@ td_file_opts_sync(struct td_file *f)
 
 	if (f->opts_synced == f->options.len)
 		return 0;
-	fd = open(f->opts_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(f->opts_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd == -1)
 		return -1;
 	ret = td_file_pwrite(fd, f->options.data + f->opts_synced,
@@ -1436,7 +1436,7 @@ td_file_restore_opts(struct td_file *f, uint64_t n)
 			return -1;
 		return 0;
 	}
-	if ((fd = open(f->opts_path, O_RDWR | O_CLOEXEC)) == -1)
+	if ((fd = open(f->opts_path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return -1;
 	if (td_buf_add_zero(&f->options, n) == -1)
 		goto out_close;
@@ -1584,7 +1584,7 @@ td_file_restore(const char *path, const void *state, size_t len)
 		if (s->bytes == 0 && s->pages == 0)
 			continue;
 		xasprintf(&s->path, "%s.cpu%d.part", f->path, i);
-		if ((fd = open(s->path, O_RDWR | O_CLOEXEC)) == -1)
+		if ((fd = open(s->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) == -1)
 			goto fail;
 		e = td_file_cut(fd, s->bytes);
 		close(fd);
