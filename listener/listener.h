@@ -31,6 +31,8 @@ struct listener_config {
 	int			 verbosity;
 	int			 max_sessions;
 	int			 handshake_timeout;	/* seconds */
+	int			 max_handshakes;	/* in the handshake */
+	int			 max_handshakes_addr;	/* per address */
 	const char		*user;		/* -u: run as this user */
 	uint32_t		 tsync_interval;	/* ms, TD_TSYNC_OFF */
 	int			 resume_wait;	/* s a lost agent may take to
@@ -43,11 +45,45 @@ struct listener_config {
 
 struct session;
 struct bufferevent;
+struct sockaddr;
+
+/* admit.c: the handshake budget, and refusals logged at a bounded rate */
+enum admit_verdict {
+	ADMIT_YES,
+	ADMIT_EVICT,	/* after closing the victim */
+	ADMIT_WAIT,	/* budget full: stop accepting until a release */
+	ADMIT_NO,	/* the address holds its share */
+};
+enum admit_kind {
+	ADMIT_ADDRESS,
+	ADMIT_FULL,
+	ADMIT_EVICTED,
+	ADMIT_SESSIONS,
+	ADMIT_FAILED,
+	ADMIT_NKINDS
+};
+void	admit_init(struct event_base *base, int max, int per_addr);
+enum admit_verdict admit_check(const struct sockaddr *sa, void **victim);
+void	admit_add(const struct sockaddr *sa, void *owner);
+bool	admit_release(void *owner);
+int	admit_handshakes(void);
+void	admit_log_cb(evutil_socket_t fd, short what, void *arg);
+void	admit_refused(enum admit_kind kind, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+void	admit_free(void);
 
 /* server.c */
 int	server_start(struct event_base *base, struct listener_config *cfg,
 	    SSL_CTX *ctx);
 void	server_session_closed(struct session *s);
+/*
+ * s (label) is through TLS: its handshake slot goes to the next, it takes
+ * a session slot; -1 when none is free (refusal logged: close s quietly,
+ * holding no slot).
+ */
+int	server_handshake_done(struct session *s, const char *label);
+/* The context new sessions use. */
+SSL_CTX	*server_get_ctx(void);
 /* New sessions use ctx from now on (certificates reloaded). */
 void	server_set_ctx(SSL_CTX *ctx);
 int	server_sessions(void);
@@ -66,6 +102,7 @@ struct session	*session_new(struct event_base *base,
 		    struct listener_config *cfg, int fd, SSL_CTX *ctx,
 		    const char *peer);
 void		 session_close(struct session *s, const char *why);
+const char	*session_peer(const struct session *s);
 void		 session_shutdown_all(void);
 void		 session_free_all(void);
 /* Take up the recordings a previous tdlisten left in cfg->dir. */

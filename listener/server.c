@@ -2,9 +2,17 @@
  * server.c: tdlisten's listening sockets.  Accepts connections and hands
  * each to a new session; when the process runs out of descriptors it pauses
  * accepting for a second instead of dying or spinning.
+ *
+ * A TLS connection first holds a handshake slot (admit.c), and a session
+ * slot (--max-sessions) only once its certificate is checked, so that a
+ * crowd of connections that never finish their handshake cannot take the
+ * slots of agents.  When admit.c says a newcomer must wait, it is kept
+ * aside (one at most: accepting stops until it has its slot) and the
+ * others wait in the kernel's listen queue.
  */
 #include <errno.h>
 #include <netdb.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +38,109 @@ static struct listener_config	*server_cfg;
 static SSL_CTX			*server_ctx;
 static struct event_base	*server_base;
 static int			 server_nsessions;
+static bool			 server_emfile;	/* paused: no descriptors */
+/* the connection that waits for a handshake slot (-1: none) */
+static int			 server_wait_fd = -1;
+static struct sockaddr_storage	 server_wait_sa;
+static char			 server_wait_peer[NI_MAXHOST + NI_MAXSERV + 4];
+static struct event		*server_wait_ev;
+
+static void	server_admit(int fd, const struct sockaddr *sa,
+		    const char *peer);
+
+/* Accept when neither descriptors nor handshake slots are short. */
+static void
+server_listen_update(void)
+{
+	bool on = !server_emfile && server_wait_fd == -1;
+	int i;
+
+	for (i = 0; i < server_nlev; i++) {
+		if (on)
+			evconnlistener_enable(server_lev[i]);
+		else
+			evconnlistener_disable(server_lev[i]);
+	}
+}
 
 static void
 server_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
-	int i;
+	server_emfile = false;
+	server_listen_update();
+}
 
-	for (i = 0; i < server_nlev; i++)
-		evconnlistener_enable(server_lev[i]);
+/* A handshake slot was given back: the connection kept aside may go. */
+static void
+server_wait_cb(evutil_socket_t unused, short what, void *arg)
+{
+	int fd = server_wait_fd;
+
+	if (fd == -1)
+		return;
+	server_wait_fd = -1;
+	server_admit(fd, (struct sockaddr *)&server_wait_sa,
+	    server_wait_peer);
+	server_listen_update();
+}
+
+/* Start a session on fd, a connection from peer. */
+static struct session *
+server_start_session(int fd, const char *peer)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	evutil_make_socket_nonblocking(fd);
+	log_debug("connection from %s", peer);
+	return session_new(server_base, server_cfg, fd, server_ctx, peer);
+}
+
+/*
+ * A TLS connection from peer: it gets a handshake slot, takes one from a
+ * busier address, waits for one, or is refused (admit.c).
+ */
+static void
+server_admit(int fd, const struct sockaddr *sa, const char *peer)
+{
+	struct session *s;
+	void *victim;
+
+	switch (admit_check(sa, &victim)) {
+	case ADMIT_NO:
+		admit_refused(ADMIT_ADDRESS, "refusing %s: its address has %d "
+		    "connections in the handshake already "
+		    "(--max-handshakes-per-address)", peer,
+		    server_cfg->max_handshakes_addr);
+		close(fd);
+		return;
+	case ADMIT_WAIT:
+		if (server_wait_fd != -1) {
+			admit_refused(ADMIT_FULL, "refusing %s: %d connections "
+			    "in the handshake already (--max-handshakes)",
+			    peer, admit_handshakes());
+			close(fd);
+			return;
+		}
+		server_wait_fd = fd;
+		memcpy(&server_wait_sa, sa, sa->sa_family == AF_INET6 ?
+		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+		snprintf(server_wait_peer, sizeof server_wait_peer, "%s",
+		    peer);
+		server_listen_update();
+		return;
+	case ADMIT_EVICT:
+		admit_refused(ADMIT_EVICTED, "session %s: closing: its "
+		    "handshake slot goes to %s, from a less busy address "
+		    "(--max-handshakes %d)", session_peer(victim), peer,
+		    server_cfg->max_handshakes);
+		session_close(victim, NULL);
+		break;
+	case ADMIT_YES:
+		break;
+	}
+	if ((s = server_start_session(fd, peer)) != NULL)
+		admit_add(sa, s);
 }
 
 static void
@@ -46,7 +149,6 @@ server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 {
 	char host[NI_MAXHOST], serv[NI_MAXSERV];
 	char peer[NI_MAXHOST + NI_MAXSERV + 4];
-	int one = 1;
 
 	if (getnameinfo(sa, salen, host, sizeof host, serv, sizeof serv,
 	    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
@@ -56,15 +158,17 @@ server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	if (strncmp(host, "::ffff:", 7) == 0)
 		snprintf(peer, sizeof peer, "%s:%s", host + 7, serv);
 	if (server_nsessions >= server_cfg->max_sessions) {
-		log_warnx("refusing %s: %d sessions already", peer,
-		    server_nsessions);
+		admit_refused(ADMIT_SESSIONS, "refusing %s: %d sessions "
+		    "already", peer, server_nsessions);
 		close(fd);
 		return;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	evutil_make_socket_nonblocking(fd);
-	log_debug("connection from %s", peer);
-	if (session_new(server_base, server_cfg, fd, server_ctx, peer) != NULL)
+	if (server_ctx != NULL) {
+		server_admit(fd, sa, peer);
+		return;
+	}
+	/* plain TCP: no handshake, a session at once */
+	if (server_start_session(fd, peer) != NULL)
 		server_nsessions++;
 }
 
@@ -72,12 +176,12 @@ static void
 server_error_cb(struct evconnlistener *lev, void *arg)
 {
 	struct timeval tv = { 1, 0 };
-	int e = EVUTIL_SOCKET_ERROR(), i;
+	int e = EVUTIL_SOCKET_ERROR();
 
 	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
 		log_warnx("accept: %s: pausing for a second", strerror(e));
-		for (i = 0; i < server_nlev; i++)
-			evconnlistener_disable(server_lev[i]);
+		server_emfile = true;
+		server_listen_update();
 		evtimer_add(server_pause_ev, &tv);
 		return;
 	}
@@ -112,6 +216,8 @@ server_start(struct event_base *base, struct listener_config *cfg,
 	server_ctx = ctx;
 	server_tune_ctx(ctx);
 	server_pause_ev = evtimer_new(base, server_resume_cb, NULL);
+	server_wait_ev = evtimer_new(base, server_wait_cb, NULL);
+	admit_init(base, cfg->max_handshakes, cfg->max_handshakes_addr);
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -171,12 +277,39 @@ server_set_ctx(SSL_CTX *ctx)
 		SSL_CTX_free(old);
 }
 
-/* A session went away. */
+/* The context new sessions use. */
+SSL_CTX *
+server_get_ctx(void)
+{
+	return server_ctx;
+}
+
+/* A session went away: its handshake slot or its session slot is free. */
 void
 server_session_closed(struct session *s)
 {
+	if (admit_release(s)) {
+		if (server_wait_fd != -1)
+			event_active(server_wait_ev, EV_TIMEOUT, 0);
+		return;
+	}
 	if (server_nsessions > 0)
 		server_nsessions--;
+}
+
+/* s is authenticated: from its handshake slot to a session slot. */
+int
+server_handshake_done(struct session *s, const char *label)
+{
+	if (admit_release(s) && server_wait_fd != -1)
+		event_active(server_wait_ev, EV_TIMEOUT, 0);
+	if (server_nsessions >= server_cfg->max_sessions) {
+		admit_refused(ADMIT_SESSIONS, "%s: closing: %d sessions "
+		    "already (--max-sessions)", label, server_nsessions);
+		return -1;
+	}
+	server_nsessions++;
+	return 0;
 }
 
 /* How many sessions are open. */
@@ -198,4 +331,10 @@ server_shutdown(void)
 	if (server_pause_ev != NULL)
 		event_free(server_pause_ev);
 	server_pause_ev = NULL;
+	if (server_wait_ev != NULL)
+		event_free(server_wait_ev);
+	server_wait_ev = NULL;
+	if (server_wait_fd != -1)
+		close(server_wait_fd);
+	server_wait_fd = -1;
 }

@@ -217,7 +217,9 @@ session_close_code(struct session *s, uint32_t code, const char *why)
 		return;
 	tell = why != NULL && s->bev != NULL && s->state != S_HANDSHAKE &&
 	    s->state != S_DONE;
-	if (why != NULL)
+	if (why != NULL && s->state == S_HANDSHAKE)
+		admit_refused(ADMIT_FAILED, "%s: closing: %s", s->label, why);
+	else if (why != NULL)
 		log_warnx("%s: closing: %s", s->label, why);
 	if (s->restore && s->state == S_STREAM) {
 		char err[512];
@@ -1178,6 +1180,11 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 		}
 		snprintf(s->label, sizeof s->label, "session %s (%s)",
 		    s->identity, s->peer);
+		if (server_handshake_done(s, s->label) == -1) {
+			s->counted = false;
+			session_close(s, NULL);	/* the server said why */
+			return;
+		}
 		log_debug("%s: TLS handshake done (%s)", s->label,
 		    ssl ? SSL_get_version(ssl) : "plain");
 		s->state = S_HELLO;
@@ -1237,6 +1244,13 @@ session_deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 	session_close(s, s->state == S_HANDSHAKE ? "handshake timed out" :
 	    "no HELLO in time");
+}
+
+/* The address and port s came from. */
+const char *
+session_peer(const struct session *s)
+{
+	return s->peer;
 }
 
 /* Start a session on an accepted socket. */
