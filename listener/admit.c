@@ -9,12 +9,12 @@
  * of authenticated agents, and one source address (an IPv6 /64, which one
  * customer usually holds whole) may hold only --max-handshakes-per-address
  * of it.  When the budget is full a newcomer takes the slot of the oldest
- * handshake of the address holding the most, as long as that address
- * still holds at least as many as the newcomer's after the swap: a crowd
- * from a few addresses cannot keep anyone else out, it needs more
- * addresses than there are slots.  When no slot can be taken that way the
- * newcomer waits (the caller stops accepting, and the kernel's queue holds
- * the rest) until a slot is free.
+ * handshake of the address holding the most, if that address holds more
+ * than the newcomer's and more than one: a crowd from a few addresses
+ * cannot keep anyone else out, it needs about as many addresses as there
+ * are slots, while agents from many addresses, one connection each, are
+ * never cut off in mid-handshake for one another.  Otherwise the newcomer
+ * is refused (its agent comes back later).
  *
  * Refusals come at the rate a peer chooses, so they are not logged one a
  * line: the first TD_ADMIT_LOG_BURST of each TD_ADMIT_LOG_INTERVAL are,
@@ -24,6 +24,7 @@
  * default, --max-handshakes at most, which the options keep small.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,10 +50,11 @@ struct admit_slot {
 	uint64_t	 seq;		/* order of arrival */
 };
 
-/* How many slots one address holds. */
+/* How many slots one address holds, and since when. */
 struct admit_addr {
 	struct admit_key key;
 	int		 n;
+	uint64_t	 oldest;	/* seq of its oldest slot */
 };
 
 static struct admit_slot	*admit_slots;
@@ -65,11 +67,11 @@ static uint64_t			 admit_seq;
 
 static struct event		*admit_log_ev;
 static int			 admit_logged;	/* lines this interval */
-static uint64_t			 admit_held[ADMIT_NKINDS];	/* not logged */
+static uint64_t			 admit_held[ADMIT_R_NKINDS];	/* not logged */
 
-static const char *const admit_kind_names[ADMIT_NKINDS] = {
+static const char *const admit_kind_names[ADMIT_R_NKINDS] = {
 	"over the per-address limit",
-	"the handshake budget full",
+	"over the handshake budget",
 	"evicted by a newer connection",
 	"over --max-sessions",
 	"failed or timed out in the handshake",
@@ -121,14 +123,13 @@ admit_init(struct event_base *base, int max, int per_addr)
 /*
  * May a connection from sa start its handshake?  ADMIT_YES: take a slot
  * (admit_add()); ADMIT_EVICT: first close *victim, whose slot it takes;
- * ADMIT_WAIT: the budget is full, wait for admit_release(); ADMIT_NO: its
+ * ADMIT_FULL: no slot is free and none may be taken; ADMIT_NO: its
  * address holds all it may.
  */
 enum admit_verdict
 admit_check(const struct sockaddr *sa, void **victim)
 {
 	struct admit_addr *a, *most = NULL;
-	struct admit_slot *old = NULL;
 	struct admit_key k;
 	int i, mine;
 
@@ -140,17 +141,20 @@ admit_check(const struct sockaddr *sa, void **victim)
 		return ADMIT_NO;
 	if (admit_nslots < admit_max)
 		return ADMIT_YES;
-	for (i = 0; i < admit_naddrs; i++)
-		if (most == NULL || admit_addrs[i].n > most->n)
-			most = &admit_addrs[i];
-	if (most == NULL || most->n < mine + 2)
-		return ADMIT_WAIT;
+	for (i = 0; i < admit_naddrs; i++) {
+		a = &admit_addrs[i];
+		if (most == NULL || a->n > most->n ||
+		    (a->n == most->n && a->oldest < most->oldest))
+			most = a;
+	}
+	if (most == NULL || most->n < 2 || most->n <= mine)
+		return ADMIT_FULL;
 	for (i = 0; i < admit_nslots; i++)
-		if (memcmp(&admit_slots[i].key, &most->key, sizeof k) == 0 &&
-		    (old == NULL || admit_slots[i].seq < old->seq))
-			old = &admit_slots[i];
-	*victim = old->owner;
-	return ADMIT_EVICT;
+		if (admit_slots[i].seq == most->oldest) {
+			*victim = admit_slots[i].owner;
+			return ADMIT_EVICT;
+		}
+	return ADMIT_FULL;
 }
 
 /* owner, a connection from sa, is in its handshake (after ADMIT_YES). */
@@ -170,6 +174,7 @@ admit_add(const struct sockaddr *sa, void *owner)
 		a = &admit_addrs[admit_naddrs++];
 		a->key = sl->key;
 		a->n = 0;
+		a->oldest = sl->seq;
 	}
 	a->n++;
 }
@@ -179,6 +184,7 @@ bool
 admit_release(void *owner)
 {
 	struct admit_addr *a;
+	uint64_t seq;
 	int i;
 
 	for (i = 0; i < admit_nslots; i++)
@@ -186,10 +192,22 @@ admit_release(void *owner)
 			break;
 	if (i == admit_nslots)
 		return false;
-	if ((a = admit_addr_find(&admit_slots[i].key)) != NULL &&
-	    --a->n == 0)
-		*a = admit_addrs[--admit_naddrs];
+	a = admit_addr_find(&admit_slots[i].key);
+	seq = admit_slots[i].seq;
 	admit_slots[i] = admit_slots[--admit_nslots];
+	if (a == NULL)
+		return true;
+	if (--a->n == 0) {
+		*a = admit_addrs[--admit_naddrs];
+		return true;
+	}
+	if (seq != a->oldest)
+		return true;
+	a->oldest = UINT64_MAX;
+	for (i = 0; i < admit_nslots; i++)
+		if (memcmp(&admit_slots[i].key, &a->key, sizeof a->key) == 0 &&
+		    admit_slots[i].seq < a->oldest)
+			a->oldest = admit_slots[i].seq;
 	return true;
 }
 
@@ -209,12 +227,12 @@ admit_log_cb(evutil_socket_t fd, short what, void *arg)
 	size_t off = 0;
 	int i, n;
 
-	for (i = 0; i < ADMIT_NKINDS; i++)
+	for (i = 0; i < ADMIT_R_NKINDS; i++)
 		total += admit_held[i];
 	admit_logged = 0;
 	if (total == 0)
 		return;
-	for (i = 0; i < ADMIT_NKINDS; i++) {
+	for (i = 0; i < ADMIT_R_NKINDS; i++) {
 		if (admit_held[i] == 0)
 			continue;
 		n = snprintf(line + off, sizeof line - off, "%s%llu %s",

@@ -51,16 +51,16 @@ struct sockaddr;
 enum admit_verdict {
 	ADMIT_YES,
 	ADMIT_EVICT,	/* after closing the victim */
-	ADMIT_WAIT,	/* budget full: stop accepting until a release */
+	ADMIT_FULL,	/* no slot free, none to take */
 	ADMIT_NO,	/* the address holds its share */
 };
 enum admit_kind {
-	ADMIT_ADDRESS,
-	ADMIT_FULL,
-	ADMIT_EVICTED,
-	ADMIT_SESSIONS,
-	ADMIT_FAILED,
-	ADMIT_NKINDS
+	ADMIT_R_ADDRESS,	/* over --max-handshakes-per-address */
+	ADMIT_R_FULL,		/* over --max-handshakes */
+	ADMIT_R_EVICTED,	/* its slot went to a newcomer */
+	ADMIT_R_SESSIONS,	/* over --max-sessions */
+	ADMIT_R_FAILED,		/* timed out, TLS error, went away */
+	ADMIT_R_NKINDS
 };
 void	admit_init(struct event_base *base, int max, int per_addr);
 enum admit_verdict admit_check(const struct sockaddr *sa, void **victim);

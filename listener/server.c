@@ -6,13 +6,12 @@
  * A TLS connection first holds a handshake slot (admit.c), and a session
  * slot (--max-sessions) only once its certificate is checked, so that a
  * crowd of connections that never finish their handshake cannot take the
- * slots of agents.  When admit.c says a newcomer must wait, it is kept
- * aside (one at most: accepting stops until it has its slot) and the
- * others wait in the kernel's listen queue.
+ * slots of agents.  A connection admit.c refuses is closed at once rather
+ * than left in the listen queue: a queue that stops moving would keep
+ * everyone out, the next agent from another address included.
  */
 #include <errno.h>
 #include <netdb.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,50 +37,14 @@ static struct listener_config	*server_cfg;
 static SSL_CTX			*server_ctx;
 static struct event_base	*server_base;
 static int			 server_nsessions;
-static bool			 server_emfile;	/* paused: no descriptors */
-/* the connection that waits for a handshake slot (-1: none) */
-static int			 server_wait_fd = -1;
-static struct sockaddr_storage	 server_wait_sa;
-static char			 server_wait_peer[NI_MAXHOST + NI_MAXSERV + 4];
-static struct event		*server_wait_ev;
-
-static void	server_admit(int fd, const struct sockaddr *sa,
-		    const char *peer);
-
-/* Accept when neither descriptors nor handshake slots are short. */
-static void
-server_listen_update(void)
-{
-	bool on = !server_emfile && server_wait_fd == -1;
-	int i;
-
-	for (i = 0; i < server_nlev; i++) {
-		if (on)
-			evconnlistener_enable(server_lev[i]);
-		else
-			evconnlistener_disable(server_lev[i]);
-	}
-}
 
 static void
 server_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
-	server_emfile = false;
-	server_listen_update();
-}
+	int i;
 
-/* A handshake slot was given back: the connection kept aside may go. */
-static void
-server_wait_cb(evutil_socket_t unused, short what, void *arg)
-{
-	int fd = server_wait_fd;
-
-	if (fd == -1)
-		return;
-	server_wait_fd = -1;
-	server_admit(fd, (struct sockaddr *)&server_wait_sa,
-	    server_wait_peer);
-	server_listen_update();
+	for (i = 0; i < server_nlev; i++)
+		evconnlistener_enable(server_lev[i]);
 }
 
 /* Start a session on fd, a connection from peer. */
@@ -98,7 +61,7 @@ server_start_session(int fd, const char *peer)
 
 /*
  * A TLS connection from peer: it gets a handshake slot, takes one from a
- * busier address, waits for one, or is refused (admit.c).
+ * busier address, or is refused (admit.c).
  */
 static void
 server_admit(int fd, const struct sockaddr *sa, const char *peer)
@@ -108,29 +71,20 @@ server_admit(int fd, const struct sockaddr *sa, const char *peer)
 
 	switch (admit_check(sa, &victim)) {
 	case ADMIT_NO:
-		admit_refused(ADMIT_ADDRESS, "refusing %s: its address has %d "
+		admit_refused(ADMIT_R_ADDRESS, "refusing %s: its address has %d "
 		    "connections in the handshake already "
 		    "(--max-handshakes-per-address)", peer,
 		    server_cfg->max_handshakes_addr);
 		close(fd);
 		return;
-	case ADMIT_WAIT:
-		if (server_wait_fd != -1) {
-			admit_refused(ADMIT_FULL, "refusing %s: %d connections "
-			    "in the handshake already (--max-handshakes)",
-			    peer, admit_handshakes());
-			close(fd);
-			return;
-		}
-		server_wait_fd = fd;
-		memcpy(&server_wait_sa, sa, sa->sa_family == AF_INET6 ?
-		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-		snprintf(server_wait_peer, sizeof server_wait_peer, "%s",
-		    peer);
-		server_listen_update();
+	case ADMIT_FULL:
+		admit_refused(ADMIT_R_FULL, "refusing %s: %d connections in the "
+		    "handshake already, none from a busier address "
+		    "(--max-handshakes)", peer, admit_handshakes());
+		close(fd);
 		return;
 	case ADMIT_EVICT:
-		admit_refused(ADMIT_EVICTED, "session %s: closing: its "
+		admit_refused(ADMIT_R_EVICTED, "session %s: closing: its "
 		    "handshake slot goes to %s, from a less busy address "
 		    "(--max-handshakes %d)", session_peer(victim), peer,
 		    server_cfg->max_handshakes);
@@ -158,7 +112,7 @@ server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	if (strncmp(host, "::ffff:", 7) == 0)
 		snprintf(peer, sizeof peer, "%s:%s", host + 7, serv);
 	if (server_nsessions >= server_cfg->max_sessions) {
-		admit_refused(ADMIT_SESSIONS, "refusing %s: %d sessions "
+		admit_refused(ADMIT_R_SESSIONS, "refusing %s: %d sessions "
 		    "already", peer, server_nsessions);
 		close(fd);
 		return;
@@ -176,12 +130,12 @@ static void
 server_error_cb(struct evconnlistener *lev, void *arg)
 {
 	struct timeval tv = { 1, 0 };
-	int e = EVUTIL_SOCKET_ERROR();
+	int e = EVUTIL_SOCKET_ERROR(), i;
 
 	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
 		log_warnx("accept: %s: pausing for a second", strerror(e));
-		server_emfile = true;
-		server_listen_update();
+		for (i = 0; i < server_nlev; i++)
+			evconnlistener_disable(server_lev[i]);
 		evtimer_add(server_pause_ev, &tv);
 		return;
 	}
@@ -216,7 +170,6 @@ server_start(struct event_base *base, struct listener_config *cfg,
 	server_ctx = ctx;
 	server_tune_ctx(ctx);
 	server_pause_ev = evtimer_new(base, server_resume_cb, NULL);
-	server_wait_ev = evtimer_new(base, server_wait_cb, NULL);
 	admit_init(base, cfg->max_handshakes, cfg->max_handshakes_addr);
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
@@ -288,11 +241,8 @@ server_get_ctx(void)
 void
 server_session_closed(struct session *s)
 {
-	if (admit_release(s)) {
-		if (server_wait_fd != -1)
-			event_active(server_wait_ev, EV_TIMEOUT, 0);
+	if (admit_release(s))
 		return;
-	}
 	if (server_nsessions > 0)
 		server_nsessions--;
 }
@@ -301,10 +251,9 @@ server_session_closed(struct session *s)
 int
 server_handshake_done(struct session *s, const char *label)
 {
-	if (admit_release(s) && server_wait_fd != -1)
-		event_active(server_wait_ev, EV_TIMEOUT, 0);
+	admit_release(s);
 	if (server_nsessions >= server_cfg->max_sessions) {
-		admit_refused(ADMIT_SESSIONS, "%s: closing: %d sessions "
+		admit_refused(ADMIT_R_SESSIONS, "%s: closing: %d sessions "
 		    "already (--max-sessions)", label, server_nsessions);
 		return -1;
 	}
@@ -331,10 +280,4 @@ server_shutdown(void)
 	if (server_pause_ev != NULL)
 		event_free(server_pause_ev);
 	server_pause_ev = NULL;
-	if (server_wait_ev != NULL)
-		event_free(server_wait_ev);
-	server_wait_ev = NULL;
-	if (server_wait_fd != -1)
-		close(server_wait_fd);
-	server_wait_fd = -1;
 }

@@ -218,7 +218,7 @@ session_close_code(struct session *s, uint32_t code, const char *why)
 	tell = why != NULL && s->bev != NULL && s->state != S_HANDSHAKE &&
 	    s->state != S_DONE;
 	if (why != NULL && s->state == S_HANDSHAKE)
-		admit_refused(ADMIT_FAILED, "%s: closing: %s", s->label, why);
+		admit_refused(ADMIT_R_FAILED, "%s: closing: %s", s->label, why);
 	else if (why != NULL)
 		log_warnx("%s: closing: %s", s->label, why);
 	if (s->restore && s->state == S_STREAM) {
