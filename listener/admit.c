@@ -74,6 +74,7 @@ static const char *const admit_kind_names[ADMIT_R_NKINDS] = {
 	"over the handshake budget",
 	"evicted by a newer connection",
 	"over --max-sessions",
+	"over --max-per-identity waiting for their HELLO",
 	"failed or timed out in the handshake",
 };
 

@@ -59,6 +59,7 @@ enum admit_kind {
 	ADMIT_R_FULL,		/* over --max-handshakes */
 	ADMIT_R_EVICTED,	/* its slot went to a newcomer */
 	ADMIT_R_SESSIONS,	/* over --max-sessions */
+	ADMIT_R_IDENTITY,	/* its identity waits for HELLOs enough */
 	ADMIT_R_FAILED,		/* timed out, TLS error, went away */
 	ADMIT_R_NKINDS
 };

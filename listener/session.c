@@ -609,6 +609,23 @@ session_count(const char *identity)
 	return n;
 }
 
+/*
+ * Connections of an identity through TLS and waiting for their HELLO:
+ * each holds a --max-sessions slot, so one identity may hold only so many
+ * (--max-per-identity) while it makes up its mind.
+ */
+static int
+session_waiting(const char *identity)
+{
+	struct session *t;
+	int n = 0;
+
+	for (t = session_list; t != NULL; t = t->next)
+		if (t->state == S_HELLO && strcmp(t->identity, identity) == 0)
+			n++;
+	return n;
+}
+
 static int
 session_hello(struct session *s, const struct td_frame *f)
 {
@@ -1180,6 +1197,14 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 		}
 		snprintf(s->label, sizeof s->label, "session %s (%s)",
 		    s->identity, s->peer);
+		if (session_waiting(s->identity) >= s->cfg->max_per_identity) {
+			admit_refused(ADMIT_R_IDENTITY, "%s: closing: %d "
+			    "connections of '%s' wait for their HELLO already "
+			    "(--max-per-identity)", s->label,
+			    s->cfg->max_per_identity, s->identity);
+			session_close(s, NULL);
+			return;
+		}
 		if (server_handshake_done(s, s->label) == -1) {
 			s->counted = false;
 			session_close(s, NULL);	/* the server said why */

@@ -10,7 +10,9 @@
 #    and the log accounts for every one of the crowd's 450 connections.
 # 2. The issue's lock-out: 16 idle connections no longer fill
 #    --max-sessions 16.
-# 3. Revocation under -u nobody, the listener's key root's and 0600 as
+# 3. One identity's authenticated connections that send no HELLO hold at
+#    most --max-per-identity session slots.
+# 4. Revocation under -u nobody, the listener's key root's and 0600 as
 #    tdcert makes it: SIGHUP reloads the CA and the CRL, keeps the key it
 #    read as root, and the revoked agent is refused.
 . "$(dirname "$0")/e2e-lib.sh"
@@ -156,8 +158,38 @@ kill -TERM "$spid"
 wait "$spid"
 stop_listener
 
-# ---- 3. revocation under -u nobody, the key root's and 0600 ------------
+# ---- 3. one identity's connections waiting for their HELLO -------------
+# Through TLS, a connection holds a --max-sessions slot until its HELLO:
+# one identity may hold at most --max-per-identity (64) such, so 70 of
+# web1's that never send one leave web2 the 65th slot of --max-sessions 65
+# (before, they took all 65 and web2 was refused)
 OUT=$WORK/out3
+start_listener "$WORK/l3.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --handshake-timeout 3600 \
+    --max-sessions 65 || exit 99
+base=$(sockets "$LPID")
+rm -f "$WORK/slow.status"
+"$TDSLOW" --cert "$P/web1.pem" --key "$P/web1.key" --ca "$P/ca.pem" \
+    127.0.0.1 "$LPORT" "$WORK/slow.status" tls:127.0.0.1:70 \
+    2> "$WORK/slow3.err" &
+spid=$!
+wait_until $((1200 * SLOW)) status_is "opened 70 closed 6"
+eq "70 authenticated connections without HELLO: 6 over 64 refused" \
+    "$(cat "$WORK/slow.status" 2>/dev/null)" "opened 70 closed 6"
+eq "the listener holds exactly 64 of them" "$(sockets "$LPID")" \
+    $((base + 64))
+check "the refusal names --max-per-identity" \
+    grep -q "session web1 (127.0.0.1:[0-9]*): closing: 64 connections of 'web1' wait for their HELLO already (--max-per-identity)" "$WORK/l3.log"
+honest waiting web2 2000
+eq "another identity still gets a session slot (exit 0)" "$ARC" 0
+exact waiting 2000
+kill -TERM "$spid"
+wait "$spid"
+eq "tdslow exits 0" $? 0
+stop_listener
+
+# ---- 4. revocation under -u nobody, the key root's and 0600 ------------
+OUT=$WORK/out4
 mkdir -p "$OUT"
 chown nobody "$OUT"
 # the CA and the CRL are public (0644); the directory tdcert made 0700
@@ -166,9 +198,9 @@ eq "the key is root's, 0600 (tdcert's modes)" \
     "$(stat -c '%U %a' "$P/listener.key")" "root 600"
 check "nobody cannot read the key" sh -c \
     "! su -s /bin/sh nobody -c 'cat \"$P/listener.key\"' >/dev/null 2>&1"
-start_listener "$WORK/l3.log" -d "$OUT" -u nobody --cert "$P/listener.pem" \
+start_listener "$WORK/l4.log" -d "$OUT" -u nobody --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" --crl "$P/crl.pem" || exit 99
-wait_until $((100 * SLOW)) grep -q "running as user 'nobody'" "$WORK/l3.log"
+wait_until $((100 * SLOW)) grep -q "running as user 'nobody'" "$WORK/l4.log"
 eq "-u: the listener runs as nobody" \
     "$(ps -o user= -p "$LPID" | tr -d ' ')" nobody
 honest before web1 2000
@@ -177,11 +209,11 @@ exact before 2000
 
 sh "$TDCERT" revoke "$P" web1 >/dev/null 2>&1
 kill -HUP "$LPID"
-wait_until $((100 * SLOW)) grep -q "SIGHUP: CA and CRL reloaded" "$WORK/l3.log"
+wait_until $((100 * SLOW)) grep -q "SIGHUP: CA and CRL reloaded" "$WORK/l4.log"
 check "SIGHUP reloads the CA and the CRL, keeps the key in memory" \
-    grep -q "SIGHUP: CA and CRL reloaded for new sessions; certificate and key kept in memory (cannot read key '.*listener.key': Permission denied)" "$WORK/l3.log"
+    grep -q "SIGHUP: CA and CRL reloaded for new sessions; certificate and key kept in memory (cannot read key '.*listener.key': Permission denied)" "$WORK/l4.log"
 check "no warning that the old certificates are kept" sh -c \
-    "! grep -q 'keeping the old certificates' '$WORK/l3.log'"
+    "! grep -q 'keeping the old certificates' '$WORK/l4.log'"
 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
     --key "$P/web1.key" --ca "$P/ca.pem" -e sched -s 0.3 \
     2> "$WORK/revoked.err"
@@ -189,7 +221,7 @@ eq "the revoked agent is refused after SIGHUP (exit 1)" $? 1
 check "the agent is told its certificate was revoked" \
     grep -q "revoked" "$WORK/revoked.err"
 check "the listener logs the revocation" \
-    grep -q "certificate verify failed: certificate revoked" "$WORK/l3.log"
+    grep -q "certificate verify failed: certificate revoked" "$WORK/l4.log"
 honest after web2 2000
 eq "another agent records after SIGHUP, with the key kept" "$ARC" 0
 exact after 2000

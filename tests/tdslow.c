@@ -5,10 +5,13 @@
  * handshake, then waits: each connection the listener closes is counted,
  * never reopened.
  *
- *	tdslow HOST PORT STATUSFILE MODE:ADDR:N...
+ *	tdslow [--cert F --key F --ca F] HOST PORT STATUSFILE MODE:ADDR:N...
  *
- * MODE is idle (send nothing) or hello (send the first 9 bytes of a TLS
- * ClientHello that announces 512, then stall).  The groups are opened in
+ * MODE is idle (send nothing), hello (send the first 9 bytes of a TLS
+ * ClientHello that announces 512, then stall) or tls (finish the TLS
+ * handshake with the certificate given, then send no HELLO: an
+ * authenticated agent that makes up its mind slowly; the listener's
+ * certificate must match HOST).  The groups are opened in
  * the order given, one connection after the other.  STATUSFILE is
  * rewritten (atomically) after every change: "opened N closed M", M the
  * connections the listener closed.  On SIGTERM or SIGINT the rest are
@@ -17,6 +20,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,10 +30,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
+
+#include "tls.h"
+
 #define SLOW_MAX	4096
 
 static volatile sig_atomic_t slow_stop;
 static struct pollfd slow_fds[SLOW_MAX];
+static SSL *slow_ssl[SLOW_MAX];
+static SSL_CTX *slow_ctx;
 static int slow_n;
 static int slow_opened;
 static int slow_closed;
@@ -55,6 +65,24 @@ slow_write_status(int done)
 	    done ? " done" : "");
 	fclose(fp);
 	rename(tmp, slow_status);
+}
+
+/* Finish a TLS handshake on fd as a client of slow_ctx; NULL on failure. */
+static SSL *
+slow_tls(int fd, const char *host)
+{
+	char err[512];
+	SSL *ssl;
+
+	if ((ssl = SSL_new(slow_ctx)) == NULL ||
+	    td_tls_client_prepare(ssl, host, err, sizeof err) == -1 ||
+	    SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1) {
+		td_tls_error(err, sizeof err, "TLS handshake");
+		fprintf(stderr, "tdslow: %s\n", err);
+		SSL_free(ssl);
+		return NULL;
+	}
+	return ssl;
 }
 
 /* One connection from addr to host:port; -1 on failure. */
@@ -122,11 +150,36 @@ int
 main(int argc, char **argv)
 {
 	char mode[16], addr[64];
-	int i, k, n, fd, port;
+	static const struct option longopts[] = {
+		{ "cert", required_argument, NULL, 'c' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "ca", required_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cert = NULL, *key = NULL, *ca = NULL;
+	char err[512];
+	int i, k, n, fd, port, ch;
 
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (ch == 'c')
+			cert = optarg;
+		else if (ch == 'k')
+			key = optarg;
+		else if (ch == 'a')
+			ca = optarg;
+		else
+			return 2;
+	}
+	argc -= optind - 1;
+	argv += optind - 1;
 	if (argc < 5) {
-		fprintf(stderr, "usage: tdslow HOST PORT STATUSFILE "
-		    "MODE:ADDR:N...\n");
+		fprintf(stderr, "usage: tdslow [--cert F --key F --ca F] HOST "
+		    "PORT STATUSFILE MODE:ADDR:N...\n");
+		return 2;
+	}
+	if (cert != NULL && (slow_ctx = td_tls_client_ctx(cert, key, ca, err,
+	    sizeof err)) == NULL) {
+		fprintf(stderr, "tdslow: %s\n", err);
 		return 2;
 	}
 	port = atoi(argv[2]);
@@ -136,7 +189,9 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	for (i = 4; i < argc; i++) {
 		if (sscanf(argv[i], "%15[^:]:%63[^:]:%d", mode, addr, &n) != 3 ||
-		    (strcmp(mode, "idle") != 0 && strcmp(mode, "hello") != 0) ||
+		    (strcmp(mode, "idle") != 0 && strcmp(mode, "hello") != 0 &&
+		    strcmp(mode, "tls") != 0) ||
+		    (strcmp(mode, "tls") == 0 && slow_ctx == NULL) ||
 		    n < 1 || slow_n + n > SLOW_MAX) {
 			fprintf(stderr, "tdslow: bad group '%s'\n", argv[i]);
 			return 2;
@@ -145,6 +200,9 @@ main(int argc, char **argv)
 			fd = slow_dial(addr, argv[1], port,
 			    strcmp(mode, "hello") == 0);
 			if (fd == -1)
+				return 2;
+			if (strcmp(mode, "tls") == 0 &&
+			    (slow_ssl[slow_n] = slow_tls(fd, argv[1])) == NULL)
 				return 2;
 			slow_fds[slow_n].fd = fd;
 			slow_fds[slow_n].events = POLLIN | POLLRDHUP;
@@ -160,9 +218,12 @@ main(int argc, char **argv)
 		if (poll(slow_fds, slow_n, 200) > 0)
 			slow_reap();
 	}
-	for (i = 0; i < slow_n; i++)
+	for (i = 0; i < slow_n; i++) {
+		SSL_free(slow_ssl[i]);
 		if (slow_fds[i].fd >= 0)
 			close(slow_fds[i].fd);
+	}
+	SSL_CTX_free(slow_ctx);
 	slow_write_status(1);
 	return 0;
 }
