@@ -193,7 +193,8 @@ OUT=$WORK/out4
 mkdir -p "$OUT"
 chown nobody "$OUT"
 # the CA and the CRL are public (0644); the directory tdcert made 0700
-chmod 755 "$WORK" "$P"
+# becomes 0711 as tdcert(1) says: reachable, its keys still private
+chmod 711 "$WORK" "$P"
 eq "the key is root's, 0600 (tdcert's modes)" \
     "$(stat -c '%U %a' "$P/listener.key")" "root 600"
 check "nobody cannot read the key" sh -c \
