@@ -108,6 +108,7 @@ check "refusals over the per-address limit are logged" \
 honest crowd web1 20000
 eq "an honest agent records through the crowd (exit 0)" "$ARC" 0
 exact crowd 20000
+wait_until $((200 * SLOW)) status_is "opened 450 closed 387"
 eq "its connection took exactly one slot of the crowd" \
     "$(cat "$WORK/slow.status")" "opened 450 closed 387"
 check "the crowd never took a session slot" sh -c \
@@ -131,6 +132,7 @@ check "refusals are summed up ($summaries summary lines)" test "$summaries" -ge 
 bound=$((6 * ((t1 - t0) / 10 + 2)))
 check "$lines admission lines for 450 refusals, at most $bound in $((t1 - t0)) s" \
     test "$lines" -le "$bound"
+wait_until $((200 * SLOW)) sockets_are "$base"
 eq "every descriptor of the crowd given back" "$(sockets "$LPID")" "$base"
 check "the listener is alive" kill -0 "$LPID"
 stop_listener
