@@ -69,6 +69,8 @@ static struct event		*admit_log_ev;
 static int			 admit_logged;	/* lines this interval */
 static uint64_t			 admit_held[ADMIT_R_NKINDS];	/* not logged */
 
+static void	admit_log_cb(evutil_socket_t, short, void *);
+
 static const char *const admit_kind_names[ADMIT_R_NKINDS] = {
 	"over the per-address limit",
 	"over the handshake budget",
@@ -99,6 +101,7 @@ admit_key_of(const struct sockaddr *sa, struct admit_key *k)
 	}
 }
 
+/* The entry of the address k, NULL when it holds no slot. */
 static struct admit_addr *
 admit_addr_find(const struct admit_key *k)
 {
@@ -220,7 +223,7 @@ admit_handshakes(void)
 }
 
 /* The end of an interval: say what was not logged, start afresh. */
-void
+static void
 admit_log_cb(evutil_socket_t fd, short what, void *arg)
 {
 	char line[512];

@@ -47,13 +47,18 @@ struct session;
 struct bufferevent;
 struct sockaddr;
 
-/* admit.c: the handshake budget, and refusals logged at a bounded rate */
+/*
+ * admit.c: the budget of connections in their TLS handshake (slots owned
+ * by the caller's pointers; the tables are admit.c's) and the log of
+ * refusals at a bounded rate.  Loop thread only.
+ */
 enum admit_verdict {
 	ADMIT_YES,
 	ADMIT_EVICT,	/* after closing the victim */
 	ADMIT_FULL,	/* no slot free, none to take */
 	ADMIT_NO,	/* the address holds its share */
 };
+/* Why a connection was refused or closed, for the summary line. */
 enum admit_kind {
 	ADMIT_R_ADDRESS,	/* over --max-handshakes-per-address */
 	ADMIT_R_FULL,		/* over --max-handshakes */
@@ -63,14 +68,20 @@ enum admit_kind {
 	ADMIT_R_FAILED,		/* timed out, TLS error, went away */
 	ADMIT_R_NKINDS
 };
+/* max slots, per_addr of them per address (an IPv6 /64). */
 void	admit_init(struct event_base *base, int max, int per_addr);
+/* May a connection from sa have a slot (EVICT: once *victim is closed)? */
 enum admit_verdict admit_check(const struct sockaddr *sa, void **victim);
+/* owner, from sa, takes a slot: only after YES, or EVICT and the close. */
 void	admit_add(const struct sockaddr *sa, void *owner);
+/* owner gives its slot back; false when it held none. */
 bool	admit_release(void *owner);
+/* Slots taken. */
 int	admit_handshakes(void);
-void	admit_log_cb(evutil_socket_t fd, short what, void *arg);
+/* Log a refusal (kind), or count it for the interval's summary line. */
 void	admit_refused(enum admit_kind kind, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+/* Log what is counted, free the tables. */
 void	admit_free(void);
 
 /* server.c */
