@@ -160,10 +160,15 @@ run_one() {
 			port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
 			port_listening "$port" || break
 		done
-		# one certificate for all: --max-per-identity lets it open N
+		# one certificate for all: --max-per-identity lets it open N;
+		# tdload does not come back when refused, and its N handshakes
+		# at once (--ramp N) come from one address: the handshake
+		# budget must hold them all
 		"$TMP/tdlisten" -p "$port" -d "$dir" --cert "$PKI/listener.pem" \
 		    --key "$PKI/listener.key" --ca "$PKI/ca.pem" \
-		    --max-per-identity "$N" >"$OUT/load-$mix.listener.log" 2>&1 &
+		    --max-per-identity "$N" --max-handshakes "$N" \
+		    --max-handshakes-per-address "$N" \
+		    >"$OUT/load-$mix.listener.log" 2>&1 &
 		LPID=$!
 		for _ in $(seq 100); do
 			port_listening "$port" && break

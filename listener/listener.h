@@ -32,6 +32,8 @@ struct listener_config {
 	int			 verbosity;
 	int			 max_sessions;
 	int			 handshake_timeout;	/* seconds */
+	int			 max_handshakes;	/* in the handshake */
+	int			 max_handshakes_addr;	/* per address */
 	const char		*user;		/* -u: run as this user */
 	const char		*group;		/* --group: reads the files */
 	gid_t			 gid;		/* its gid, or -1 */
@@ -48,11 +50,57 @@ struct listener_config {
 
 struct session;
 struct bufferevent;
+struct sockaddr;
+
+/*
+ * admit.c: the budget of connections in their TLS handshake (slots owned
+ * by the caller's pointers; the tables are admit.c's) and the log of
+ * refusals at a bounded rate.  Loop thread only.
+ */
+enum admit_verdict {
+	ADMIT_YES,
+	ADMIT_EVICT,	/* after closing the victim */
+	ADMIT_FULL,	/* no slot free, none to take */
+	ADMIT_NO,	/* the address holds its share */
+};
+/* Why a connection was refused or closed, for the summary line. */
+enum admit_kind {
+	ADMIT_R_ADDRESS,	/* over --max-handshakes-per-address */
+	ADMIT_R_FULL,		/* over --max-handshakes */
+	ADMIT_R_EVICTED,	/* its slot went to a newcomer */
+	ADMIT_R_SESSIONS,	/* over --max-sessions */
+	ADMIT_R_IDENTITY,	/* its identity waits for HELLOs enough */
+	ADMIT_R_FAILED,		/* timed out, TLS error, went away */
+	ADMIT_R_NKINDS
+};
+/* max slots, per_addr of them per address (an IPv6 /64). */
+void	admit_init(struct event_base *base, int max, int per_addr);
+/* May a connection from sa have a slot (EVICT: once *victim is closed)? */
+enum admit_verdict admit_check(const struct sockaddr *sa, void **victim);
+/* owner, from sa, takes a slot: only after YES, or EVICT and the close. */
+void	admit_add(const struct sockaddr *sa, void *owner);
+/* owner gives its slot back; false when it held none. */
+bool	admit_release(void *owner);
+/* Slots taken. */
+int	admit_handshakes(void);
+/* Log a refusal (kind), or count it for the interval's summary line. */
+void	admit_refused(enum admit_kind kind, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+/* Log what is counted, free the tables. */
+void	admit_free(void);
 
 /* server.c */
 int	server_start(struct event_base *base, struct listener_config *cfg,
 	    SSL_CTX *ctx);
 void	server_session_closed(struct session *s);
+/*
+ * s (label) is through TLS: its handshake slot goes to the next, it takes
+ * a session slot; -1 when none is free (refusal logged: close s quietly,
+ * holding no slot).
+ */
+int	server_handshake_done(struct session *s, const char *label);
+/* The context new sessions use. */
+SSL_CTX	*server_get_ctx(void);
 /* New sessions use ctx from now on (certificates reloaded). */
 void	server_set_ctx(SSL_CTX *ctx);
 int	server_sessions(void);
@@ -71,6 +119,7 @@ struct session	*session_new(struct event_base *base,
 		    struct listener_config *cfg, int fd, SSL_CTX *ctx,
 		    const char *peer);
 void		 session_close(struct session *s, const char *why);
+const char	*session_peer(const struct session *s);
 void		 session_shutdown_all(void);
 void		 session_free_all(void);
 /* Take up the recordings a previous tdlisten left in cfg->dir. */

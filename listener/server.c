@@ -2,6 +2,13 @@
  * server.c: tdlisten's listening sockets.  Accepts connections and hands
  * each to a new session; when the process runs out of descriptors it pauses
  * accepting for a second instead of dying or spinning.
+ *
+ * A TLS connection first holds a handshake slot (admit.c), and a session
+ * slot (--max-sessions) only once its certificate is checked, so that a
+ * crowd of connections that never finish their handshake cannot take the
+ * slots of agents.  A connection admit.c refuses is closed at once rather
+ * than left in the listen queue: a queue that stops moving would keep
+ * everyone out, the next agent from another address included.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -40,13 +47,62 @@ server_resume_cb(evutil_socket_t fd, short what, void *arg)
 		evconnlistener_enable(server_lev[i]);
 }
 
+/* Start a session on fd, a connection from peer. */
+static struct session *
+server_start_session(int fd, const char *peer)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	evutil_make_socket_nonblocking(fd);
+	log_debug("connection from %s", peer);
+	return session_new(server_base, server_cfg, fd, server_ctx, peer);
+}
+
+/*
+ * A TLS connection from peer: it gets a handshake slot, takes one from a
+ * busier address, or is refused (admit.c).
+ */
+static void
+server_admit(int fd, const struct sockaddr *sa, const char *peer)
+{
+	struct session *s;
+	void *victim;
+
+	switch (admit_check(sa, &victim)) {
+	case ADMIT_NO:
+		admit_refused(ADMIT_R_ADDRESS, "refusing %s: its address has %d "
+		    "connections in the handshake already "
+		    "(--max-handshakes-per-address)", peer,
+		    server_cfg->max_handshakes_addr);
+		close(fd);
+		return;
+	case ADMIT_FULL:
+		admit_refused(ADMIT_R_FULL, "refusing %s: %d connections in the "
+		    "handshake already, none from a busier address "
+		    "(--max-handshakes)", peer, admit_handshakes());
+		close(fd);
+		return;
+	case ADMIT_EVICT:
+		admit_refused(ADMIT_R_EVICTED, "session %s: closing: its "
+		    "handshake slot goes to %s, from a less busy address "
+		    "(--max-handshakes %d)", session_peer(victim), peer,
+		    server_cfg->max_handshakes);
+		session_close(victim, NULL);
+		break;
+	case ADMIT_YES:
+		break;
+	}
+	if ((s = server_start_session(fd, peer)) != NULL)
+		admit_add(sa, s);
+}
+
 static void
 server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
 	char host[NI_MAXHOST], serv[NI_MAXSERV];
 	char peer[NI_MAXHOST + NI_MAXSERV + 4];
-	int one = 1;
 
 	if (getnameinfo(sa, salen, host, sizeof host, serv, sizeof serv,
 	    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
@@ -56,15 +112,17 @@ server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	if (strncmp(host, "::ffff:", 7) == 0)
 		snprintf(peer, sizeof peer, "%s:%s", host + 7, serv);
 	if (server_nsessions >= server_cfg->max_sessions) {
-		log_warnx("refusing %s: %d sessions already", peer,
-		    server_nsessions);
+		admit_refused(ADMIT_R_SESSIONS, "refusing %s: %d sessions "
+		    "already", peer, server_nsessions);
 		close(fd);
 		return;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	evutil_make_socket_nonblocking(fd);
-	log_debug("connection from %s", peer);
-	if (session_new(server_base, server_cfg, fd, server_ctx, peer) != NULL)
+	if (server_ctx != NULL) {
+		server_admit(fd, sa, peer);
+		return;
+	}
+	/* plain TCP: no handshake, a session at once */
+	if (server_start_session(fd, peer) != NULL)
 		server_nsessions++;
 }
 
@@ -112,6 +170,7 @@ server_start(struct event_base *base, struct listener_config *cfg,
 	server_ctx = ctx;
 	server_tune_ctx(ctx);
 	server_pause_ev = evtimer_new(base, server_resume_cb, NULL);
+	admit_init(base, cfg->max_handshakes, cfg->max_handshakes_addr);
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -171,12 +230,35 @@ server_set_ctx(SSL_CTX *ctx)
 		SSL_CTX_free(old);
 }
 
-/* A session went away. */
+/* The context new sessions use. */
+SSL_CTX *
+server_get_ctx(void)
+{
+	return server_ctx;
+}
+
+/* A session went away: its handshake slot or its session slot is free. */
 void
 server_session_closed(struct session *s)
 {
+	if (admit_release(s))
+		return;
 	if (server_nsessions > 0)
 		server_nsessions--;
+}
+
+/* s is authenticated: from its handshake slot to a session slot. */
+int
+server_handshake_done(struct session *s, const char *label)
+{
+	admit_release(s);
+	if (server_nsessions >= server_cfg->max_sessions) {
+		admit_refused(ADMIT_R_SESSIONS, "%s: closing: %d sessions "
+		    "already (--max-sessions)", label, server_nsessions);
+		return -1;
+	}
+	server_nsessions++;
+	return 0;
 }
 
 /* How many sessions are open. */

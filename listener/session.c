@@ -292,7 +292,9 @@ session_close_code(struct session *s, uint32_t code, const char *why)
 		return;
 	tell = why != NULL && s->bev != NULL && s->state != S_HANDSHAKE &&
 	    s->state != S_DONE;
-	if (why != NULL)
+	if (why != NULL && s->state == S_HANDSHAKE)
+		admit_refused(ADMIT_R_FAILED, "%s: closing: %s", s->label, why);
+	else if (why != NULL)
 		log_warnx("%s: closing: %s", s->label, why);
 	if (s->restore && s->state == S_STREAM) {
 		char err[512];
@@ -705,6 +707,23 @@ session_count(const char *identity)
 
 	for (t = session_list; t != NULL; t = t->next)
 		if (t->state == S_STREAM && strcmp(t->identity, identity) == 0)
+			n++;
+	return n;
+}
+
+/*
+ * Connections of an identity through TLS and waiting for their HELLO:
+ * each holds a --max-sessions slot, so one identity may hold only so many
+ * (--max-per-identity) while it makes up its mind.
+ */
+static int
+session_waiting(const char *identity)
+{
+	struct session *t;
+	int n = 0;
+
+	for (t = session_list; t != NULL; t = t->next)
+		if (t->state == S_HELLO && strcmp(t->identity, identity) == 0)
 			n++;
 	return n;
 }
@@ -1338,6 +1357,19 @@ session_event_cb(struct bufferevent *bev, short what, void *arg)
 		}
 		snprintf(s->label, sizeof s->label, "session %s (%s)",
 		    s->identity, s->peer);
+		if (session_waiting(s->identity) >= s->cfg->max_per_identity) {
+			admit_refused(ADMIT_R_IDENTITY, "%s: closing: %d "
+			    "connections of '%s' wait for their HELLO already "
+			    "(--max-per-identity)", s->label,
+			    s->cfg->max_per_identity, s->identity);
+			session_close(s, NULL);
+			return;
+		}
+		if (server_handshake_done(s, s->label) == -1) {
+			s->counted = false;
+			session_close(s, NULL);	/* the server said why */
+			return;
+		}
 		log_debug("%s: TLS handshake done (%s)", s->label,
 		    ssl ? SSL_get_version(ssl) : "plain");
 		s->state = S_HELLO;
@@ -1404,6 +1436,13 @@ session_deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 	session_close(s, s->state == S_HANDSHAKE ? "handshake timed out" :
 	    "no HELLO in time");
+}
+
+/* The address and port s came from. */
+const char *
+session_peer(const struct session *s)
+{
+	return s->peer;
 }
 
 /* Start a session on an accepted socket. */

@@ -43,6 +43,8 @@ enum {
 	OPT_RESUME_WAIT,
 	OPT_IDLE_TIMEOUT,
 	OPT_HANDSHAKE_TIMEOUT,
+	OPT_MAX_HANDSHAKES,
+	OPT_MAX_HANDSHAKES_ADDR,
 	OPT_MAX_PER_IDENTITY,
 	OPT_QUOTA,
 	OPT_GROUP,
@@ -66,6 +68,9 @@ static const struct option tdlisten_longopts[] = {
 	{ "resume-wait", required_argument, NULL, OPT_RESUME_WAIT },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT },
+	{ "max-handshakes", required_argument, NULL, OPT_MAX_HANDSHAKES },
+	{ "max-handshakes-per-address", required_argument, NULL,
+	    OPT_MAX_HANDSHAKES_ADDR },
 	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_IDENTITY },
 	{ "quota", required_argument, NULL, OPT_QUOTA },
 	{ "group", required_argument, NULL, OPT_GROUP },
@@ -82,8 +87,10 @@ usage(FILE *fp)
 "                [--insecure] [--bind ADDR] [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
 "                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
-"                [--handshake-timeout S] [--max-per-identity N] [--quota SIZE]\n"
-"                [-u USER] [--group GROUP] [-D] [-l LOGFILE] [-q | -v]\n"
+"                [--handshake-timeout S] [--max-handshakes N]\n"
+"                [--max-handshakes-per-address N] [--max-per-identity N]\n"
+"                [--quota SIZE] [-u USER] [--group GROUP] [-D] [-l LOGFILE]\n"
+"                [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
 "Receive recordings from tdagent -h over TLS and write one trace.dat per\n"
@@ -100,16 +107,24 @@ usage(FILE *fp)
 "  --bind ADDR        listen on ADDR only (default: every address)\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
-"  --max-sessions N   refuse connections beyond N (default 1024)\n"
+"  --max-sessions N   refuse connections past their TLS handshake beyond N\n"
+"                     (default 1024)\n"
 "  --tsync-interval MS  time-sync round every MS ms (default 10000; 0: at\n"
 "                     start and end only; -1: no time sync)\n"
 "  --resume-wait S    keep a recording whose agent went away S seconds for\n"
 "                     it to come back and resume (default 600; 0: close it)\n"
 "  --handshake-timeout S  a connection must be through TLS and its HELLO\n"
 "                     within S seconds (default 10; 1 to 3600)\n"
+"  --max-handshakes N  connections in the TLS handshake at once, apart from\n"
+"                     --max-sessions (default 64; when all are taken, a\n"
+"                     newcomer takes one of the busiest address, or is\n"
+"                     refused)\n"
+"  --max-handshakes-per-address N  of those, from one address or IPv6 /64\n"
+"                     (default 16; more are refused)\n"
 "  --idle-timeout S   an agent silent for S seconds is taken as gone\n"
 "                     (default 60; 0: never)\n"
-"  --max-per-identity N  recordings open at once per identity (default 64)\n"
+"  --max-per-identity N  recordings open at once per identity, and its\n"
+"                     connections waiting for their HELLO (default 64)\n"
 "  --quota SIZE       disk space per identity (K, M, G suffixes); a recording\n"
 "                     over it pauses (its agent keeps the data) until there\n"
 "                     is room again (default: no quota)\n"
@@ -150,6 +165,14 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 	c->codec = TD_CODEC_ZSTD;
 	c->max_sessions = 1024;
 	c->handshake_timeout = 10;
+	/*
+	 * A handshake takes a few ms of CPU: 64 at once keep up with a
+	 * fleet reconnecting together (the rest wait in the listen queue),
+	 * 16 per address let 4 addresses share them before the busiest one
+	 * gives way to a newcomer.
+	 */
+	c->max_handshakes = 64;
+	c->max_handshakes_addr = 16;
 	/*
 	 * A round holds the agent's ring readers for a few ms: at full
 	 * event rates that costs events, so rounds are sparse by default
@@ -234,6 +257,17 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			else
 				c->handshake_timeout = (int)n;
 			break;
+		case OPT_MAX_HANDSHAKES:
+		case OPT_MAX_HANDSHAKES_ADDR:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > TD_MAX_HANDSHAKES)
+				usage_error("invalid count '%s' (1 to %d)",
+				    optarg, TD_MAX_HANDSHAKES);
+			if (ch == OPT_MAX_HANDSHAKES)
+				c->max_handshakes = (int)n;
+			else
+				c->max_handshakes_addr = (int)n;
+			break;
 		case OPT_MAX_PER_IDENTITY:
 			n = strtol(optarg, &end, 10);
 			if (*end != '\0' || n < 1 || n > 1000000)
@@ -317,21 +351,31 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 		struct listener_config *c = tdlisten_cfg;
 		SSL_CTX *ctx;
 		char err[1024];
+		bool kept;
 
 		if (c->insecure) {
 			log_info("SIGHUP: no certificates to reload");
 			return;
 		}
-		ctx = td_tls_server_ctx(c->cert, c->key, c->ca, c->crl, err,
-		    sizeof err);
+		/*
+		 * After -u the key (root's, 0600) is out of reach: the CA and
+		 * the CRL, which are public, are what a revocation needs.
+		 */
+		ctx = td_tls_server_reload(server_get_ctx(), c->cert, c->key,
+		    c->ca, c->crl, &kept, err, sizeof err);
 		if (ctx == NULL) {
 			log_warnx("SIGHUP: keeping the old certificates: %s",
 			    err);
 			return;
 		}
 		server_set_ctx(ctx);
-		log_info("SIGHUP: certificates%s reloaded for new sessions",
-		    c->crl ? " and CRL" : "");
+		if (kept)
+			log_info("SIGHUP: CA%s reloaded for new sessions; "
+			    "certificate and key kept in memory (%s)",
+			    c->crl ? " and CRL" : "", err);
+		else
+			log_info("SIGHUP: certificates%s reloaded for new "
+			    "sessions", c->crl ? " and CRL" : "");
 		return;
 	}
 	log_info("signal %d: shutting down (%d sessions open)", (int)sig,
@@ -520,6 +564,7 @@ main(int argc, char **argv)
 	session_recover_all(base, &cfg);
 	event_base_dispatch(base);
 	session_free_all();
+	admit_free();
 	finished_free();
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);

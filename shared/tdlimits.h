@@ -113,6 +113,16 @@
  */
 #define TD_CK_AMPLIFY		8
 
+/*
+ * tdlisten's connections still in their TLS handshake (--max-handshakes,
+ * --max-handshakes-per-address): the most either option may say; the
+ * admission tables are searched in order, so they stay small.
+ */
+#define TD_MAX_HANDSHAKES	4096
+/* Refusals logged one a line per interval (s); the rest in one line. */
+#define TD_ADMIT_LOG_BURST	5
+#define TD_ADMIT_LOG_INTERVAL	10
+
 /* Time-sync samples kept per recording (one a second is 27 hours). */
 #define TD_MAX_TSYNC_SAMPLES	100000
 /* A sample whose error bound is wider than this (ns) is dropped. */

@@ -245,19 +245,13 @@ out_bio:
 	return -1;
 }
 
-/* Build the part common to both sides: protocol, identity, trust. */
+/* A context of method speaking TLS 1.3 only, our suites first. */
 static SSL_CTX *
-tls_ctx_new(const SSL_METHOD *method, const char *cert, const char *key,
-    const char *ca, char *err, size_t errlen)
+tls_ctx_base(const SSL_METHOD *method, char *err, size_t errlen)
 {
 	SSL_CTX *ctx;
 
 	ERR_clear_error();
-	if (cert == NULL || key == NULL || ca == NULL) {
-		tls_failx(err, errlen, "a certificate, a key and a CA file "
-		    "are all needed");
-		return NULL;
-	}
 	if ((ctx = SSL_CTX_new(method)) == NULL) {
 		tls_fail(err, errlen, "cannot create TLS context");
 		return NULL;
@@ -275,6 +269,28 @@ tls_ctx_new(const SSL_METHOD *method, const char *cert, const char *key,
 		tls_fail(err, errlen, "cannot set the TLS 1.3 cipher suites");
 		goto out_ctx;
 	}
+	return ctx;
+
+out_ctx:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+/* Build the part common to both sides: protocol, identity, trust. */
+static SSL_CTX *
+tls_ctx_new(const SSL_METHOD *method, const char *cert, const char *key,
+    const char *ca, char *err, size_t errlen)
+{
+	SSL_CTX *ctx;
+
+	ERR_clear_error();
+	if (cert == NULL || key == NULL || ca == NULL) {
+		tls_failx(err, errlen, "a certificate, a key and a CA file "
+		    "are all needed");
+		return NULL;
+	}
+	if ((ctx = tls_ctx_base(method, err, errlen)) == NULL)
+		return NULL;
 	if (tls_load_identity(ctx, cert, key, err, errlen) == -1)
 		goto out_ctx;
 	if (SSL_CTX_load_verify_file(ctx, ca) != 1) {
@@ -288,25 +304,21 @@ out_ctx:
 	return NULL;
 }
 
-/* Server context: TLS 1.3, our chain and key, clients verified against ca. */
-SSL_CTX *
-td_tls_server_ctx(const char *cert, const char *key, const char *ca,
-    const char *crl, char *err, size_t errlen)
+/* What makes a context a server's: the client check, CRL, no resumption. */
+static int
+tls_server_setup(SSL_CTX *ctx, const char *ca, const char *crl, char *err,
+    size_t errlen)
 {
 	STACK_OF(X509_NAME) *names;
-	SSL_CTX *ctx;
 
-	ctx = tls_ctx_new(TLS_server_method(), cert, key, ca, err, errlen);
-	if (ctx == NULL)
-		return NULL;
 	/* Tell clients which CA we want (TLS 1.3 certificate_authorities). */
 	if ((names = SSL_load_client_CA_file(ca)) == NULL) {
 		tls_fail(err, errlen, "cannot read CA certificates '%s'", ca);
-		goto out_ctx;
+		return -1;
 	}
 	SSL_CTX_set_client_CA_list(ctx, names);
 	if (crl != NULL && tls_load_crl(ctx, crl, ca, err, errlen) == -1)
-		goto out_ctx;
+		return -1;
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
 	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
@@ -314,8 +326,88 @@ td_tls_server_ctx(const char *cert, const char *key, const char *ca,
 	    SSL_OP_CIPHER_SERVER_PREFERENCE);
 	if (SSL_CTX_set_num_tickets(ctx, 0) != 1) {
 		tls_fail(err, errlen, "cannot turn session tickets off");
+		return -1;
+	}
+	return 0;
+}
+
+/* Server context: TLS 1.3, our chain and key, clients verified against ca. */
+SSL_CTX *
+td_tls_server_ctx(const char *cert, const char *key, const char *ca,
+    const char *crl, char *err, size_t errlen)
+{
+	SSL_CTX *ctx;
+
+	ctx = tls_ctx_new(TLS_server_method(), cert, key, ca, err, errlen);
+	if (ctx == NULL)
+		return NULL;
+	if (tls_server_setup(ctx, ca, crl, err, errlen) == -1) {
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+/* Give ctx the certificate, chain and key that old holds in memory. */
+static int
+tls_copy_identity(SSL_CTX *ctx, SSL_CTX *old, char *err, size_t errlen)
+{
+	STACK_OF(X509) *chain = NULL;
+	EVP_PKEY *pkey;
+	X509 *leaf;
+
+	ERR_clear_error();
+	leaf = SSL_CTX_get0_certificate(old);
+	pkey = SSL_CTX_get0_privatekey(old);
+	if (leaf == NULL || pkey == NULL ||
+	    SSL_CTX_get0_chain_certs(old, &chain) != 1) {
+		tls_failx(err, errlen, "no certificate and key in memory");
+		return -1;
+	}
+	if (SSL_CTX_use_certificate(ctx, leaf) != 1 ||
+	    SSL_CTX_use_PrivateKey(ctx, pkey) != 1 ||
+	    (chain != NULL && SSL_CTX_set1_chain(ctx, chain) != 1) ||
+	    SSL_CTX_check_private_key(ctx) != 1) {
+		tls_fail(err, errlen, "cannot reuse the certificate and key "
+		    "in memory");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A new server context for a reload: the CA and the CRL are read again
+ * (they are public, so readable after tdlisten gave up root); so are the
+ * certificate and key when they can be, else the ones old holds are kept.
+ */
+SSL_CTX *
+td_tls_server_reload(SSL_CTX *old, const char *cert, const char *key,
+    const char *ca, const char *crl, bool *kept, char *err, size_t errlen)
+{
+	SSL_CTX *ctx;
+
+	*kept = false;
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if ((ctx = tls_ctx_base(TLS_server_method(), err, errlen)) == NULL)
+		return NULL;
+	if (tls_load_identity(ctx, cert, key, err, errlen) == -1) {
+		/*
+		 * A fresh context: the one that failed may hold a new
+		 * certificate without its key.  err keeps the reason.
+		 */
+		SSL_CTX_free(ctx);
+		if ((ctx = tls_ctx_base(TLS_server_method(), NULL, 0)) ==
+		    NULL || tls_copy_identity(ctx, old, err, errlen) == -1)
+			goto out_ctx;
+		*kept = true;
+	}
+	if (SSL_CTX_load_verify_file(ctx, ca) != 1) {
+		tls_fail(err, errlen, "cannot read CA certificates '%s'", ca);
 		goto out_ctx;
 	}
+	if (tls_server_setup(ctx, ca, crl, err, errlen) == -1)
+		goto out_ctx;
 	return ctx;
 
 out_ctx:

@@ -8,7 +8,8 @@
  * listener whose certificate matches the host name or address it dialed
  * (td_tls_client_prepare() on each new SSL).  Certificates, keys and CRLs
  * are read once, when the context is built; a changed CRL needs a new
- * context.
+ * context (td_tls_server_reload() builds one without reading the key again
+ * when it cannot be read).
  *
  * With TLS 1.3 the client finishes its handshake before the server has
  * checked the client's certificate, so an agent learns that it was refused
@@ -21,6 +22,7 @@
 #ifndef TD_TLS_H
 #define TD_TLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <openssl/ssl.h>
@@ -31,6 +33,15 @@
  */
 SSL_CTX		*td_tls_server_ctx(const char *cert, const char *key,
 		    const char *ca, const char *crl, char *err, size_t errlen);
+/*
+ * A server context for a reload (SIGHUP): ca and crl are read again and
+ * must be good; cert and key too when they can be read and match, else
+ * the certificate chain and key that old holds are used (*kept is set and
+ * err says why the files were not used).  NULL: keep old (err says why).
+ */
+SSL_CTX		*td_tls_server_reload(SSL_CTX *old, const char *cert,
+		    const char *key, const char *ca, const char *crl,
+		    bool *kept, char *err, size_t errlen);
 /* Client context: our certificate and key, the server must chain to ca. */
 SSL_CTX		*td_tls_client_ctx(const char *cert, const char *key,
 		    const char *ca, char *err, size_t errlen);

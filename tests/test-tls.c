@@ -1107,6 +1107,89 @@ test_ctx_errors(void **state)
 	assert_string_equal(err, "idle: no error reported by OpenSSL");
 }
 
+/*
+ * A reload (SIGHUP) reads the CA and the CRL again; when the key cannot be
+ * read (tdlisten after -u, the key root's and 0600) the certificate and
+ * key of the old context serve on, and the new CRL takes effect.
+ */
+static void
+test_server_reload(void **state)
+{
+	SSL_CTX *old, *sctx, *cctx;
+	char err[512], want[PATH_MAX + 128];
+	struct conn k;
+	bool kept;
+
+	old = server_ctx(NULL);
+	/* the key is out of reach: kept, and the CRL refuses agent2 */
+	sctx = td_tls_server_reload(old, P("pki/listener.pem"),
+	    "/nonexistent/listener.key", P("pki/ca.pem"), P("pki/crl.pem"),
+	    &kept, err, sizeof err);
+	assert_non_null(sctx);
+	assert_true(kept);
+	assert_string_equal(err, "cannot read key '/nonexistent/listener.key'"
+	    ": No such file or directory");
+	assert_int_equal(X509_cmp(SSL_CTX_get0_certificate(sctx),
+	    SSL_CTX_get0_certificate(old)), 0);
+	assert_int_equal(ERR_peek_error(), 0);
+	/* the old context may go: the new one holds its own references */
+	SSL_CTX_free(old);
+	cctx = client_ctx("pki/agent2", "pki/ca.pem");
+	conn_run(&k, cctx, sctx, "localhost");
+	assert_int_equal(k.s.state, -1);
+	assert_int_equal(SSL_get_verify_result(k.s.ssl),
+	    X509_V_ERR_CERT_REVOKED);
+	assert_int_equal(k.refused, 1);
+	conn_free(&k);
+	SSL_CTX_free(cctx);
+	/* agent1 gets in, and checks the kept certificate and key */
+	cctx = client_ctx("pki/agent1", "pki/ca.pem");
+	conn_run(&k, cctx, sctx, "localhost");
+	if (k.c.state != 1 || k.s.state != 1)
+		fail_msg("client '%s', server '%s'", k.c.err, k.s.err);
+	assert_int_equal(SSL_get_verify_result(k.c.ssl), X509_V_OK);
+	conn_free(&k);
+	SSL_CTX_free(cctx);
+
+	/* all readable: everything read again, nothing kept */
+	old = sctx;
+	sctx = td_tls_server_reload(old, P("pki/listener.pem"),
+	    P("pki/listener.key"), P("pki/ca.pem"), P("pki/crl.pem"), &kept,
+	    err, sizeof err);
+	assert_non_null(sctx);
+	assert_false(kept);
+	assert_string_equal(err, "");
+	SSL_CTX_free(sctx);
+	/* a key that does not match the certificate: the old pair is kept */
+	sctx = td_tls_server_reload(old, P("pki/listener.pem"),
+	    P("pki/agent1.key"), P("pki/ca.pem"), NULL, &kept, err,
+	    sizeof err);
+	assert_non_null(sctx);
+	assert_true(kept);
+	snprintf(want, sizeof want, "key '%s' does not match certificate "
+	    "'%s'", P("pki/agent1.key"), P("pki/listener.pem"));
+	assert_string_equal(err, want);
+	SSL_CTX_free(sctx);
+	/* the CA or the CRL unusable: no new context, the old one stays */
+	assert_null(td_tls_server_reload(old, P("pki/listener.pem"),
+	    P("pki/listener.key"), "/nonexistent/ca.pem", NULL, &kept, err,
+	    sizeof err));
+	assert_string_equal(err, "cannot read CA certificates "
+	    "'/nonexistent/ca.pem': No such file or directory");
+	assert_null(td_tls_server_reload(old, P("pki/listener.pem"),
+	    "/nonexistent/listener.key", P("pki/ca.pem"),
+	    P("expired-crl.pem"), &kept, err, sizeof err));
+	snprintf(want, sizeof want, "CRL '%s' has expired",
+	    P("expired-crl.pem"));
+	assert_string_equal(err, want);
+	assert_null(td_tls_server_reload(old, P("pki/listener.pem"),
+	    P("pki/listener.key"), P("pki/ca.pem"), P("other/crl.pem"),
+	    &kept, err, sizeof err));
+	assert_non_null(strstr(err, "is not signed by a CA in"));
+	assert_int_equal(ERR_peek_error(), 0);
+	SSL_CTX_free(old);
+}
+
 int
 main(void)
 {
@@ -1123,6 +1206,7 @@ main(void)
 		cmocka_unit_test(test_reject_tls12),
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_ctx_errors),
+		cmocka_unit_test(test_server_reload),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

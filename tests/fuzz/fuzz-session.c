@@ -417,6 +417,26 @@ fake_log(const char *what, const char *fmt, va_list ap)
 		fprintf(stderr, "tdlisten %s: %s\n", what, msg);
 }
 
+/* server.c: a TLS session is through its handshake (never: plain TCP). */
+int
+server_handshake_done(struct session *s, const char *label)
+{
+	FUZZ_CHECK(!"server_handshake_done without TLS");
+	return -1;
+}
+
+/* admit.c: a refusal, logged at a bounded rate; here as any line. */
+void
+admit_refused(enum admit_kind kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	FUZZ_CHECK((unsigned)kind < ADMIT_R_NKINDS);
+	va_start(ap, fmt);
+	fake_log("warning", fmt, ap);
+	va_end(ap);
+}
+
 void
 log_warnx(const char *fmt, ...)
 {

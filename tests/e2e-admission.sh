@@ -1,0 +1,234 @@
+#!/bin/sh
+# End-to-end: who gets into tdlisten, and whether a revocation takes.
+# 1. A slowloris crowd (tests/tdslow: 400 idle TCP connections from four
+#    addresses, 50 stalled ClientHellos from a fifth) against the default
+#    handshake budget (--max-handshakes 64, --max-handshakes-per-address
+#    16): the crowd holds exactly the 64 slots, every other connection of
+#    it is refused at once, an honest agent still gets in (it takes exactly
+#    one slot of the busiest address) and records an exact count; the
+#    refusals are logged at most 5 a line per 10 s plus one summary line,
+#    and the log accounts for every one of the crowd's 450 connections.
+# 2. The issue's lock-out: 16 idle connections no longer fill
+#    --max-sessions 16.
+# 3. One identity's authenticated connections that send no HELLO hold at
+#    most --max-per-identity session slots.
+# 4. Revocation under -u nobody, the listener's key root's and 0600 as
+#    tdcert makes it: SIGHUP reloads the CA and the CRL, keeps the key it
+#    read as root, and the revoked agent is refused.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+TDSLOW=$B/tests/tdslow
+P=$WORK/pki
+pki "$P" web1 web2 || { echo "FAIL: cannot make certificates"; exit 99; }
+
+# honest NAME CERT N: dd of N one-byte blocks streamed as CERT and kept in
+# a local copy too (-o); sets ARC, AFILE (the listener's), APID
+honest() {
+	rm -f "$WORK/pid.$1"
+	"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/$2.pem" \
+	    --key "$P/$2.key" --ca "$P/ca.pem" --name "$1" \
+	    -o "$WORK/local.$1.dat" -e raw_syscalls -F -b 16384 -- sh -c \
+	    'echo $$ > '"$WORK/pid.$1"'; exec dd if=/dev/zero of=/dev/null bs=1 count='"$3"' status=none' \
+	    2> "$WORK/agent.$1.err"
+	ARC=$?
+	APID=$(cat "$WORK/pid.$1" 2>/dev/null)
+	AFILE=$OUT/$(remote_file "$WORK/agent.$1.err")
+}
+
+# exact NAME N: the listener's file of honest NAME holds exactly the local
+# copy's events of dd, none missed, 4 per block plus dd's small constant
+exact() {
+	"$TDCOUNT" "$AFILE" -p "${APID:-0}" > "$WORK/c.$1" 2>&1
+	"$TDCOUNT" "$WORK/local.$1.dat" -p "${APID:-0}" > "$WORK/cl.$1" 2>&1
+	ev=$(field events < "$WORK/c.$1")
+	eq "$1: no event missed" "$(field missed < "$WORK/c.$1")" 0
+	eq "$1: the listener's file holds exactly the local copy's events" \
+	    "${ev:-x}" "$(field events < "$WORK/cl.$1")"
+	check "$1: 4 events per block plus a small constant ($ev)" \
+	    test "${ev:-0}" -gt $((4 * $2)) -a "${ev:-0}" -lt $((4 * $2 + 2000))
+}
+
+# sockets LPID: the sockets the listener holds
+sockets() {
+	ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'socket:'
+}
+
+# all_accounted LOG N: LOG accounts for N connections or more
+all_accounted() {
+	[ "$(accounted "$1")" -ge "$2" ]
+}
+
+# sockets_are N: the listener holds N sockets
+sockets_are() {
+	[ "$(sockets "$LPID")" -eq "$1" ]
+}
+
+# status_is WANT: tdslow's status file says WANT
+status_is() {
+	[ "$(cat "$WORK/slow.status" 2>/dev/null)" = "$1" ]
+}
+
+# accounted LOG: connections the admission lines of LOG account for: one
+# per line logged on its own, N per summary line
+accounted() {
+	awk '/refusing 127\.0\.0\.[2-6]:[0-9]+: / ||
+	    /session 127\.0\.0\.[2-6]:[0-9]+: closing: / { n++ }
+	    / more connections refused or closed before the end of their handshake/ {
+		for (i = 1; i < NF; i++)
+			if ($(i + 1) == "more") { n += $i; break }
+	    }
+	    END { print n + 0 }' "$1"
+}
+
+# ---- 1. a slowloris crowd at the default handshake budget -------------
+OUT=$WORK/out
+# The budget (--max-handshakes, --max-handshakes-per-address) and
+# --max-sessions are the defaults.  The handshake timeout is raised so
+# that the crowd holds its slots for the whole test however slow the
+# machine: the attacker's best case (with the default 10 s its slots
+# would only come free sooner).
+start_listener "$WORK/l.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --handshake-timeout 3600 ||
+    exit 99
+base=$(sockets "$LPID")
+t0=$(date +%s)
+"$TDSLOW" 127.0.0.1 "$LPORT" "$WORK/slow.status" idle:127.0.0.2:100 \
+    idle:127.0.0.3:100 idle:127.0.0.4:100 idle:127.0.0.5:100 \
+    hello:127.0.0.6:50 2> "$WORK/slow.err" &
+spid=$!
+# 5 addresses may hold 16 each, the budget is 64: 450 - 64 refused
+wait_until $((1200 * SLOW)) status_is "opened 450 closed 386"
+eq "the crowd: 450 connections, all but the 64 handshake slots refused" \
+    "$(cat "$WORK/slow.status" 2>/dev/null)" "opened 450 closed 386"
+eq "the listener holds exactly 64 connections in the handshake" \
+    "$(sockets "$LPID")" $((base + 64))
+check "refusals over the per-address limit are logged" \
+    grep -q "refusing 127.0.0.[2-6]:[0-9]*: its address has 16 connections in the handshake already" "$WORK/l.log"
+
+honest crowd web1 20000
+eq "an honest agent records through the crowd (exit 0)" "$ARC" 0
+exact crowd 20000
+wait_until $((200 * SLOW)) status_is "opened 450 closed 387"
+eq "its connection took exactly one slot of the crowd" \
+    "$(cat "$WORK/slow.status")" "opened 450 closed 387"
+check "the crowd never took a session slot" sh -c \
+    "! grep -q 'sessions already' '$WORK/l.log'"
+
+kill -TERM "$spid"
+wait "$spid"
+eq "the crowd goes away by itself (tdslow exits 0)" $? 0
+eq "tdslow closed the rest" "$(cat "$WORK/slow.status")" \
+    "opened 450 closed 387 done"
+# every connection of the crowd ends refused or cut in its handshake; the
+# summary of an interval comes at its end
+wait_until $((600 * SLOW)) all_accounted "$WORK/l.log" 450
+t1=$(date +%s)
+eq "the log accounts for each of the crowd's 450 connections, once" \
+    "$(accounted "$WORK/l.log")" 450
+lines=$(grep -Ec "refusing 127\.0\.0\.|session 127\.0\.0\.[0-9]*:[0-9]*: closing: | more connections refused or closed" "$WORK/l.log")
+summaries=$(grep -c " more connections refused or closed" "$WORK/l.log")
+check "refusals are summed up ($summaries summary lines)" test "$summaries" -ge 1
+# at most 5 lines and one summary per 10 s interval begun in the window
+bound=$((6 * ((t1 - t0) / 10 + 2)))
+check "$lines admission lines for 450 refusals, at most $bound in $((t1 - t0)) s" \
+    test "$lines" -le "$bound"
+wait_until $((200 * SLOW)) sockets_are "$base"
+eq "every descriptor of the crowd given back" "$(sockets "$LPID")" "$base"
+check "the listener is alive" kill -0 "$LPID"
+stop_listener
+eq "the listener stops cleanly" $? 0
+
+# ---- 2. 16 idle connections and --max-sessions 16 ---------------------
+OUT=$WORK/out2
+start_listener "$WORK/l2.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --handshake-timeout 3600 \
+    --max-sessions 16 || exit 99
+base=$(sockets "$LPID")
+rm -f "$WORK/slow.status"
+"$TDSLOW" 127.0.0.1 "$LPORT" "$WORK/slow.status" idle:127.0.0.2:16 \
+    2> "$WORK/slow2.err" &
+spid=$!
+wait_until $((600 * SLOW)) sockets_are $((base + 16))
+eq "16 idle connections held, in the handshake" "$(sockets "$LPID")" \
+    $((base + 16))
+honest sixteen web2 2000
+eq "--max-sessions 16: an agent still gets in (exit 0)" "$ARC" 0
+exact sixteen 2000
+eq "and none of the 16 was cut for it" "$(cat "$WORK/slow.status")" \
+    "opened 16 closed 0"
+kill -TERM "$spid"
+wait "$spid"
+stop_listener
+
+# ---- 3. one identity's connections waiting for their HELLO -------------
+# Through TLS, a connection holds a --max-sessions slot until its HELLO:
+# one identity may hold at most --max-per-identity (64) such, so 70 of
+# web1's that never send one leave web2 the 65th slot of --max-sessions 65
+# (before, they took all 65 and web2 was refused)
+OUT=$WORK/out3
+start_listener "$WORK/l3.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --handshake-timeout 3600 \
+    --max-sessions 65 || exit 99
+base=$(sockets "$LPID")
+rm -f "$WORK/slow.status"
+"$TDSLOW" --cert "$P/web1.pem" --key "$P/web1.key" --ca "$P/ca.pem" \
+    127.0.0.1 "$LPORT" "$WORK/slow.status" tls:127.0.0.1:70 \
+    2> "$WORK/slow3.err" &
+spid=$!
+wait_until $((1200 * SLOW)) status_is "opened 70 closed 6"
+eq "70 authenticated connections without HELLO: 6 over 64 refused" \
+    "$(cat "$WORK/slow.status" 2>/dev/null)" "opened 70 closed 6"
+eq "the listener holds exactly 64 of them" "$(sockets "$LPID")" \
+    $((base + 64))
+check "the refusal names --max-per-identity" \
+    grep -q "session web1 (127.0.0.1:[0-9]*): closing: 64 connections of 'web1' wait for their HELLO already (--max-per-identity)" "$WORK/l3.log"
+honest waiting web2 2000
+eq "another identity still gets a session slot (exit 0)" "$ARC" 0
+exact waiting 2000
+kill -TERM "$spid"
+wait "$spid"
+eq "tdslow exits 0" $? 0
+stop_listener
+
+# ---- 4. revocation under -u nobody, the key root's and 0600 ------------
+OUT=$WORK/out4
+mkdir -p "$OUT"
+chown nobody "$OUT"
+# the CA and the CRL are public (0644); the directory tdcert made 0700
+# becomes 0711 as tdcert(1) says: reachable, its keys still private
+chmod 711 "$WORK" "$P"
+eq "the key is root's, 0600 (tdcert's modes)" \
+    "$(stat -c '%U %a' "$P/listener.key")" "root 600"
+check "nobody cannot read the key" sh -c \
+    "! su -s /bin/sh nobody -c 'cat \"$P/listener.key\"' >/dev/null 2>&1"
+start_listener "$WORK/l4.log" -d "$OUT" -u nobody --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --crl "$P/crl.pem" || exit 99
+wait_until $((100 * SLOW)) grep -q "running as user 'nobody'" "$WORK/l4.log"
+eq "-u: the listener runs as nobody" \
+    "$(ps -o user= -p "$LPID" | tr -d ' ')" nobody
+honest before web1 2000
+eq "web1 records before its revocation" "$ARC" 0
+exact before 2000
+
+sh "$TDCERT" revoke "$P" web1 >/dev/null 2>&1
+kill -HUP "$LPID"
+wait_until $((100 * SLOW)) grep -q "SIGHUP: CA and CRL reloaded" "$WORK/l4.log"
+check "SIGHUP reloads the CA and the CRL, keeps the key in memory" \
+    grep -q "SIGHUP: CA and CRL reloaded for new sessions; certificate and key kept in memory (cannot read key '.*listener.key': Permission denied)" "$WORK/l4.log"
+check "no warning that the old certificates are kept" sh -c \
+    "! grep -q 'keeping the old certificates' '$WORK/l4.log'"
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" -e sched -s 0.3 \
+    2> "$WORK/revoked.err"
+eq "the revoked agent is refused after SIGHUP (exit 1)" $? 1
+check "the agent is told its certificate was revoked" \
+    grep -q "revoked" "$WORK/revoked.err"
+check "the listener logs the revocation" \
+    grep -q "certificate verify failed: certificate revoked" "$WORK/l4.log"
+honest after web2 2000
+eq "another agent records after SIGHUP, with the key kept" "$ARC" 0
+exact after 2000
+check "the listener is alive" kill -0 "$LPID"
+stop_listener
+eq "the listener stops cleanly" $? 0
+finish
