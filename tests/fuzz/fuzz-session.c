@@ -250,6 +250,17 @@ bufferevent_flush(struct bufferevent *b, short iotype,
 	return 0;
 }
 
+/*
+ * A session that used its turn asks to be read again later: the input left
+ * then is not taken (the target's inputs are far below a turn's 8 MiB but
+ * for PAGES_Z blocks that expand past it).
+ */
+void
+bufferevent_trigger(struct bufferevent *b, short iotype, int options)
+{
+	FUZZ_CHECK(!b->freed);
+}
+
 struct event_base *
 bufferevent_get_base(struct bufferevent *b)
 {
