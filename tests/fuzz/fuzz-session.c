@@ -757,12 +757,16 @@ int
 __wrap_td_file_add_option(struct td_file *f, enum td_opt id, const void *p,
     size_t n)
 {
-	/* the option records of one file share TD_MAX_SECTION_SIZE */
+	/*
+	 * the option records of one file share TD_MAX_SECTION_SIZE, and a
+	 * writer takes at most TD_MAX_OPTIONS_TOTAL of them (issue 13)
+	 */
+	size_t all = TD_MAX_SECTION_SIZE < TD_MAX_OPTIONS_TOTAL ?
+	    TD_MAX_SECTION_SIZE : TD_MAX_OPTIONS_TOTAL;
 	bool want = !rec.finished && id != TD_OPT_DONE &&
 	    id != TD_OPT_BUFFER && id != TD_OPT_CPUCOUNT &&
 	    !(id >= TD_OPT_STRINGS && id <= TD_OPT_CMDLINES) &&
-	    n <= TD_MAX_OPTION_SIZE &&
-	    rec.alloptions + 6 + n <= TD_MAX_SECTION_SIZE;
+	    n <= TD_MAX_OPTION_SIZE && rec.alloptions + 6 + n <= all;
 	int r;
 
 	FUZZ_CHECK(f == rec.file);
