@@ -235,9 +235,16 @@ wait_until() {
 	done
 }
 
-# recording PID: tdagent PID's instance records
+# recording PID: tdagent PID's instance records.  Events first, then
+# tracing_on: a new instance has tracing on for a moment (the kernel's
+# default) before tdagent turns it off, enables its events, clears the
+# buffer and turns tracing on; a test that saw only tracing_on = 1 in that
+# moment lost the events of its first 100 ms (seen under load)
 recording() {
-	[ "$(cat $TRACING/instances/tracedock-$1/tracing_on 2>/dev/null)" = 1 ]
+	_rd=$TRACING/instances/tracedock-$1
+	[ "$(cat "$_rd/events/enable" 2>/dev/null)" != 0 ] &&
+	    [ -n "$(cat "$_rd/events/enable" 2>/dev/null)" ] &&
+	    [ "$(cat "$_rd/tracing_on" 2>/dev/null)" = 1 ]
 }
 
 # wait_recording PID: until tdagent PID's instance records (at most

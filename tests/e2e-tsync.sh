@@ -38,8 +38,10 @@ started() {
 	all="$all $p"
 	i=0
 	d=$TRACING/instances/tracedock-$p
-	until [ "$(cat $d/tracing_on 2>/dev/null)" = 1 ] &&
-	    [ "$(cat $d/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ]
+	# the event first: a new instance has tracing on for a moment
+	# before tdagent turns it off, enables, clears and turns it on
+	until [ "$(cat $d/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ] &&
+	    [ "$(cat $d/tracing_on 2>/dev/null)" = 1 ]
 	do
 		i=$((i + 1))
 		if [ $i -gt 600 ] || ! kill -0 $p 2>/dev/null; then
@@ -75,10 +77,10 @@ poke_times() {
 # stamps FILE [ARGS]: times in ns after trace-cmd's corrections (or with
 # ARGS, e.g. --raw-ts, without), of the second call of each pair
 stamps() {
-	f=$1
+	_st_f=$1	# not f: callers keep their own
 	shift
-	trace-cmd report -t --nodate "$@" -i "$f" 2>/dev/null | poke_times |
-	    awk 'NR % 2 == 0'
+	trace-cmd report -t --nodate "$@" -i "$_st_f" 2>/dev/null |
+	    poke_times | awk 'NR % 2 == 0'
 }
 k=0
 stamps "$WORK/r0.dat" > "$WORK/r0.ts"
