@@ -24,6 +24,8 @@
 
 /* A sample this far off its neighbours' line is always plausible. */
 #define TIMESYNC_FLOOR_NS	1000
+/* A bound within 8 x this of its neighbours' is never imprecise. */
+#define TIMESYNC_PRECISE_NS	10000
 
 static uint64_t timesync_date_us;	/* CLOCK_REALTIME - MONOTONIC, us */
 
@@ -105,10 +107,10 @@ timesync_tsc2nsec(struct session *s, const uint8_t *p)
 }
 
 /*
- * Set aside the samples that lie off the line through their neighbours
- * (td_tsfilter_outliers(): rounds whose probes were all lopsided the same
- * way, which the agent cannot see), marking them in out[]; return how
- * many.  The floor, TIMESYNC_FLOOR_NS, is in the clock's units:
+ * Of the samples not set aside yet (out[] false), set aside those that lie
+ * off the line through their neighbours (td_tsfilter_outliers(): rounds
+ * whose probes were all lopsided the same way, which the agent cannot
+ * see), marking them in out[]; return how many.  The floor, TIMESYNC_FLOOR_NS, is in the clock's units:
  * x86-tsc offsets are cycles, converted with the agent's TSC2NSEC (sent
  * at the end, kept in checkpoints); without it nothing is set aside.
  */
@@ -117,28 +119,76 @@ timesync_outliers(struct session *s, bool *out)
 {
 	uint64_t *ts;
 	int64_t *off;
+	uint32_t *at;
+	bool *mark;
 	double floor = TIMESYNC_FLOOR_NS;
-	uint32_t i, n = s->nsamples, count;
+	uint32_t i, m, n = s->nsamples, count;
 
 	if (strcmp(s->hello.clock, "x86-tsc") == 0) {
 		if (s->tsc_mult == 0) {
 			log_info("%s: time sync: no TSC2NSEC from the agent, "
 			    "samples not checked against their neighbours",
 			    s->label);
-			memset(out, 0, n * sizeof *out);
 			return 0;
 		}
 		floor = floor * (double)(1ULL << s->tsc_shift) / s->tsc_mult;
 	}
+	/* the samples not set aside yet, side by side */
 	ts = xreallocarray(NULL, n, sizeof *ts);
 	off = xreallocarray(NULL, n, sizeof *off);
+	at = xreallocarray(NULL, n, sizeof *at);
+	mark = xcalloc(n, sizeof *mark);
+	for (i = m = 0; i < n; i++) {
+		if (out[i])
+			continue;
+		ts[m] = s->samples[i].ts;
+		off[m] = s->samples[i].offset;
+		at[m++] = i;
+	}
+	count = td_tsfilter_outliers(ts, off, m, floor, mark);
+	for (i = 0; i < m; i++)
+		if (mark[i])
+			out[at[i]] = true;
+	free(ts);
+	free(off);
+	free(at);
+	free(mark);
+	return count;
+}
+
+/*
+ * Set aside, marking them in out[], the samples whose bound is far wider
+ * than their neighbours' and whose offset disagrees with the precise ones
+ * (td_tsfilter_imprecise(): rounds made while the machine was saturated);
+ * return how many.  x86-tsc offsets are cycles: without the agent's
+ * TSC2NSEC nothing is set aside.
+ */
+static uint32_t
+timesync_imprecise(struct session *s, bool *out)
+{
+	uint64_t *ts, *bound;
+	int64_t *off;
+	double units = 1;
+	uint32_t i, n = s->nsamples, count;
+
+	if (strcmp(s->hello.clock, "x86-tsc") == 0) {
+		if (s->tsc_mult == 0)
+			return 0;
+		units = (double)(1ULL << s->tsc_shift) / s->tsc_mult;
+	}
+	ts = xreallocarray(NULL, n, sizeof *ts);
+	off = xreallocarray(NULL, n, sizeof *off);
+	bound = xreallocarray(NULL, n, sizeof *bound);
 	for (i = 0; i < n; i++) {
 		ts[i] = s->samples[i].ts;
 		off[i] = s->samples[i].offset;
+		bound[i] = s->samples[i].bound;
 	}
-	count = td_tsfilter_outliers(ts, off, n, floor, out);
+	count = td_tsfilter_imprecise(ts, off, bound, n, TIMESYNC_PRECISE_NS,
+	    units, out);
 	free(ts);
 	free(off);
+	free(bound);
 	return count;
 }
 
@@ -157,6 +207,7 @@ timesync_options(struct session *s)
 	uint64_t bound = 0;
 	double drift = 0;
 	uint32_t i, j, cpu, n = s->nsamples, step, kept, m, off_line;
+	uint32_t imprecise;
 	uint32_t *use;
 	bool *out;
 	bool ok;
@@ -171,8 +222,9 @@ timesync_options(struct session *s)
 		return 0;
 	}
 	out = xcalloc(n, sizeof *out);
+	imprecise = timesync_imprecise(s, out);
 	off_line = timesync_outliers(s, out);
-	m = n - off_line;
+	m = n - imprecise - off_line;
 	/*
 	 * The option holds every sample once per CPU: 16 + ncpus * (4 + 32 m)
 	 * bytes.  When that would pass the option cap, keep every k-th
@@ -249,9 +301,10 @@ timesync_options(struct session *s)
 	if (kept > 1 && last->ts > first->ts)
 		drift = td_tsfilter_diff(last->offset, first->offset) /
 		    (double)(last->ts - first->ts) * 1e6;
-	log_info("%s: time sync: %u samples (%u dropped, %u off the line), "
-	    "offset %" PRId64 " %s, drift %.3f ppm, error bound +-%" PRIu64
-	    " ns", s->label, m, s->samples_dropped, off_line, last->offset,
+	log_info("%s: time sync: %u samples (%u dropped, %u imprecise, %u "
+	    "off the line), offset %" PRId64 " %s, drift %.3f ppm, error "
+	    "bound +-%" PRIu64 " ns", s->label, m, s->samples_dropped,
+	    imprecise, off_line, last->offset,
 	    strcmp(s->hello.clock, "x86-tsc") == 0 ? "cycles" : "ns", drift,
 	    bound);
 	ret = 0;

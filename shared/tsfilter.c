@@ -1,6 +1,6 @@
 /*
- * tsfilter.c: time-sync samples that lie off their neighbours' line (see
- * tsfilter.h).
+ * tsfilter.c: time-sync samples that lie off their neighbours' line, or
+ * whose bounds are far wider than their neighbours' (see tsfilter.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -97,5 +97,87 @@ td_tsfilter_outliers(const uint64_t *ts, const int64_t *offset, uint32_t n,
 		memset(out, 0, n * sizeof *out);
 		return 0;
 	}
+	return count;
+}
+
+/* Whether sample i's bound is far wider than its neighbours'. */
+static bool
+tsfilter_is_imprecise(const uint64_t *bound, uint32_t n, uint32_t i,
+    uint64_t floor_ns)
+{
+	uint64_t best = UINT64_MAX, lim;
+	uint32_t j;
+	uint32_t lo = i > TD_TSFILTER_SIDE ? i - TD_TSFILTER_SIDE : 0;
+	uint32_t hi = n - i - 1 > TD_TSFILTER_SIDE ? i + TD_TSFILTER_SIDE :
+	    n - 1;
+
+	for (j = lo; j <= hi; j++)
+		if (j != i && bound[j] < best)
+			best = bound[j];
+	if (best == UINT64_MAX)
+		return false;	/* no neighbour */
+	if (best < floor_ns)
+		best = floor_ns;
+	lim = best > UINT64_MAX / TD_TSFILTER_IMPRECISE ? UINT64_MAX :
+	    best * TD_TSFILTER_IMPRECISE;
+	return bound[i] > lim;
+}
+
+uint32_t
+td_tsfilter_imprecise(const uint64_t *ts, const int64_t *offset,
+    const uint64_t *bound, uint32_t n, uint64_t floor_ns,
+    double units_per_ns, bool *out)
+{
+	bool *bad;
+	uint32_t i, count = 0;
+	int64_t p, q, j;
+	double want, tol, b;
+
+	if (n < 2)
+		return 0;
+	bad = calloc(n, sizeof *bad);
+	if (bad == NULL)
+		return 0;	/* keep them all */
+	for (i = 0; i < n; i++)
+		bad[i] = tsfilter_is_imprecise(bound, n, i, floor_ns);
+	for (i = 0; i < n; i++) {
+		if (!bad[i] || out[i])
+			continue;
+		/* the nearest precise samples: p before, q after */
+		for (p = (int64_t)i - 1; p >= 0 && bad[p]; p--)
+			;
+		for (q = (int64_t)i + 1; q < (int64_t)n && bad[q]; q++)
+			;
+		if (p < 0 && q >= (int64_t)n)
+			continue;	/* cannot be: the best is precise */
+		if (p < 0) {
+			/* none before: the two after (or the one) */
+			for (j = q + 1; j < (int64_t)n && bad[j]; j++)
+				;
+			p = q;
+			q = j < (int64_t)n ? j : q;
+		} else if (q >= (int64_t)n) {
+			/* none after: the two before (or the one) */
+			for (j = p - 1; j >= 0 && bad[j]; j--)
+				;
+			q = p;
+			p = j >= 0 ? j : p;
+		}
+		want = 0;	/* offset[i] - offset[p], if it agrees */
+		if (p != q && ts[q] != ts[p])
+			want = td_tsfilter_diff(offset[q], offset[p]) *
+			    (double)(int64_t)(ts[i] - ts[p]) /
+			    (double)(int64_t)(ts[q] - ts[p]);
+		b = (double)(bound[p] > bound[q] ? bound[p] : bound[q]);
+		if (b < (double)floor_ns)
+			b = (double)floor_ns;
+		tol = 4 * b * units_per_ns;
+		b = td_tsfilter_diff(offset[i], offset[p]) - want;
+		if (b > tol || b < -tol) {
+			out[i] = true;
+			count++;
+		}
+	}
+	free(bad);
 	return count;
 }

@@ -1,5 +1,6 @@
 /*
- * tsfilter.h: time-sync samples that lie off their neighbours' line.
+ * tsfilter.h: time-sync samples that lie off their neighbours' line, and
+ * samples far less precise than their neighbours.
  *
  * A sample pairs a trace-clock time with the offset of the reference clock
  * there.  Two clocks' offset changes along a line over seconds (their rates
@@ -35,6 +36,35 @@
  */
 uint32_t	td_tsfilter_outliers(const uint64_t *ts, const int64_t *offset,
 		    uint32_t n, double floor, bool *out);
+/*
+ * A sample whose error bound is more than this many times its most precise
+ * neighbour's (of up to TD_TSFILTER_SIDE on each side) is imprecise.
+ */
+#define TD_TSFILTER_IMPRECISE	8
+
+/*
+ * Mark in out[0..n) (without clearing it) the imprecise samples that
+ * disagree with the precise ones, and return how many were newly marked.
+ * A sample is imprecise when its error bound (bound[], ns) is above
+ * TD_TSFILTER_IMPRECISE x max(floor_ns, the smallest bound of up to
+ * TD_TSFILTER_SIDE neighbours on each side); it disagrees when its offset
+ * is further than 4 x max(floor_ns, their bounds) from what the nearest
+ * precise samples say there (the line through the one before and the one
+ * after, else through the two nearest, else the one there is).
+ * units_per_ns converts ns into the offsets' units (1, or cycles per ns
+ * for x86-tsc).
+ *
+ * trace-cmd interpolates between samples and extrapolates past the last
+ * two: one round made while the machine was saturated (a bound of 40 ms
+ * among 150 us ones, an offset 20 ms off) bends the line by its own error
+ * and, near an end, sends the extrapolation off by more; its neighbours
+ * carry the line better.  An imprecise sample that agrees with them costs
+ * nothing and is kept.  The sample with the smallest bound is never
+ * imprecise, so at least one stays.
+ */
+uint32_t	td_tsfilter_imprecise(const uint64_t *ts, const int64_t *offset,
+		    const uint64_t *bound, uint32_t n, uint64_t floor_ns,
+		    double units_per_ns, bool *out);
 /*
  * a - b as a double: exact where the difference fits in 64 bits (offsets
  * of any size, such as a guest's TSC's, a few apart), and no overflow where

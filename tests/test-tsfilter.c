@@ -7,13 +7,16 @@
  * row; x86-tsc-sized numbers (cycles since boot, offsets of 1e11) keep
  * their precision; too few samples, or too many off the line, set none
  * aside; offsets near the ends of int64 (a guest's TSC, or a hostile
- * peer's samples) neither lose precision nor overflow.
+ * peer's samples) neither lose precision nor overflow.  Samples whose
+ * bounds are far wider than their neighbours' are set aside, down to the
+ * floor, never the most precise one.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -126,6 +129,102 @@ test_huge_offsets(void **state)
 	(void)td_tsfilter_outliers(ts, off, N, 1000, out);
 }
 
+static uint64_t bnd[N];
+
+/* bounds of 150-230 us on the line of line() */
+static void
+bounds(void)
+{
+	int i;
+
+	for (i = 0; i < N; i++)
+		bnd[i] = 150000 + (uint64_t)(i % 5) * 20000;
+}
+
+static uint32_t
+imprecise(uint32_t n)
+{
+	memset(out, 0, sizeof out);
+	return td_tsfilter_imprecise(ts, off, bnd, n, 10000, 1, out);
+}
+
+static void
+test_imprecise(void **state)
+{
+	int i;
+
+	/* rounds made on a saturated machine: wide bounds, offsets off */
+	line(23000000000000ULL, -22700000, 0.05e-6);
+	bounds();
+	bnd[0] = 4700000;	/* the first round, 3 ms off */
+	off[0] += 3000000;
+	bnd[7] = 43000000;	/* 20 ms off */
+	off[7] += 20000000;
+	bnd[8] = 8000000;	/* and the next, 8 ms off the other way */
+	off[8] -= 8000000;
+	bnd[N - 1] = 2000000;	/* the last round, 1.5 ms off */
+	off[N - 1] -= 1500000;
+	bnd[20] = 1100000;	/* within 8 x 150 us: kept, though 1 ms off */
+	off[20] += 1000000;
+	bnd[30] = 15000000;	/* wide but on the line: kept */
+	off[30] += 300000;
+	assert_int_equal(imprecise(N), 4);
+	for (i = 0; i < N; i++)
+		assert_int_equal(out[i], i == 0 || i == 7 || i == 8 ||
+		    i == N - 1);
+	/* already set aside: not counted again */
+	memset(out, 0, sizeof out);
+	out[7] = true;
+	assert_int_equal(td_tsfilter_imprecise(ts, off, bnd, N, 10000, 1,
+	    out), 3);
+	/* x86-tsc: offsets in cycles, 2.4 per ns; 1.9 ms = 4.6e6 cycles */
+	line(55000000000000ULL, -202441541000LL, 0.15e-6);
+	bounds();
+	bnd[10] = 9000000;
+	off[10] += 4560000;
+	bnd[11] = 9000000;
+	off[11] += 1000000;	/* 0.4 ms: within 4 x 230 us */
+	memset(out, 0, sizeof out);
+	assert_int_equal(td_tsfilter_imprecise(ts, off, bnd, N, 10000, 2.4,
+	    out), 1);
+	assert_true(out[10]);
+}
+
+static void
+test_imprecise_few(void **state)
+{
+	/* the test run that failed under six busy loops: 'local' made three
+	   samples, the last two with wide bounds and offsets that moved by
+	   8 and 43 ms; trace-cmd extrapolated them 88 ms off */
+	ts[0] = 13014552409995ULL;
+	off[0] = -22698576;
+	bnd[0] = 163345;
+	ts[1] = 13015287959566ULL;
+	off[1] = -14809927;
+	bnd[1] = 8069027;
+	ts[2] = 13018597794056ULL;
+	off[2] = 20112265;
+	bnd[2] = 43134800;
+	assert_int_equal(imprecise(3), 2);
+	assert_false(out[0]);
+	/* the floor: a lucky 1 us round does not make 20 us ones imprecise */
+	bnd[0] = 20000;
+	bnd[1] = 1000;
+	bnd[2] = 30000;
+	off[0] = off[2] = 0;
+	off[1] = 5000000;
+	assert_int_equal(imprecise(3), 0);
+	/* one sample: nothing; huge bounds and offsets: no overflow */
+	assert_int_equal(imprecise(1), 0);
+	line(23000000000000ULL, 0, 0);
+	for (int i = 0; i < N; i++) {
+		bnd[i] = i == 30 ? 1 : UINT64_MAX - (uint64_t)i;
+		off[i] = i % 2 ? INT64_MAX - i : INT64_MIN + i;
+	}
+	(void)imprecise(N);
+	assert_false(out[30]);	/* the most precise stays */
+}
+
 int
 main(void)
 {
@@ -135,6 +234,8 @@ main(void)
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_too_few_or_too_many),
 		cmocka_unit_test(test_huge_offsets),
+		cmocka_unit_test(test_imprecise),
+		cmocka_unit_test(test_imprecise_few),
 	};
 
 	return cmocka_run_group_tests_name("tsfilter", tests, NULL, NULL);
