@@ -781,11 +781,22 @@ record_start(struct recorder *r)
 			log_warnx("time sync is off: %s", r->tsync_err);
 		/* the first probes go out on an empty queue: the headers
 		   first (they waited in it for the connection) */
-		if (r->tsync != NULL && (net_batch_end(r->net) == -1 ||
-		    net_flush_to(r->net, 0, RECORD_HEADERS_MS, r->err,
-		    sizeof r->err) == -1))
+		if (r->tsync != NULL && net_batch_end(r->net) == -1) {
+			snprintf(r->err, sizeof r->err, "cannot frame the "
+			    "headers");
 			return -1;
-		if (r->tsync != NULL)
+		}
+		/*
+		 * A listener lost now (killed, the link cut while megabytes
+		 * of headers go out) is lost like any later: the headers
+		 * stay in the stream until acknowledged, a thread
+		 * reconnects, the recording starts anyway.
+		 */
+		if (r->tsync != NULL && net_flush_to(r->net, 0,
+		    RECORD_HEADERS_MS, r->err, sizeof r->err) == -1 &&
+		    record_net_lost(r) == -1)
+			return -1;
+		if (r->tsync != NULL && r->net != NULL && net_up(r->net))
 			record_tsync(r, true);
 	}
 
@@ -821,8 +832,8 @@ record_start(struct recorder *r)
 	}
 	if (r->net != NULL) {
 		ev.data.u32 = RECORD_NET_ID;
-		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_fd(r->net),
-		    &ev) == -1)
+		if (net_up(r->net) && epoll_ctl(r->epfd, EPOLL_CTL_ADD,
+		    net_fd(r->net), &ev) == -1)
 			goto sys;
 		ev.data.u32 = RECORD_NET_EV;
 		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_event_fd(r->net),

@@ -10,6 +10,8 @@
 #      by a veth pair whose host end goes down, then up);
 #   4. the listener's disk full (a small tmpfs), then grown;
 #   6. the identity's --quota reached, then an old file removed.
+#   9. the listener killed while the agent's headers are on their way
+#      (a shaped veth link), before the first page.
 # With -o too, a listener gone for good and no spool (7), the local file
 # still loses nothing.  Without -o and without a spool, what the agent
 # cannot keep is counted per CPU, marked, logged, and adds up (8).
@@ -26,7 +28,7 @@ TLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
 NS=
 # TD_RESUME_PARTS="1 3" runs only those parts (while debugging)
 part() {
-	case " ${TD_RESUME_PARTS:-1 2 3 4 5 6 7 8} " in *" $1 "*) return 0 ;; esac
+	case " ${TD_RESUME_PARTS:-1 2 3 4 5 6 7 8 9} " in *" $1 "*) return 0 ;; esac
 	return 1
 }
 
@@ -146,14 +148,19 @@ cleanup_ns() {
 	fi
 }
 trap 'cleanup_ns; [ "${TD_KEEP_WORK:-0}" = 1 ] || rm -rf "$WORK"' EXIT
+# ns_up: the namespace $NSN, joined to this one by a veth pair: tdv$$
+# (10.77.0.1) here, tdp$$ (10.77.0.2) there
+ns_up() {
+	ip netns add "$NSN" 2>/dev/null &&
+	    ip link add tdv$$ type veth peer name tdp$$ &&
+	    ip link set tdp$$ netns "$NSN" &&
+	    ip addr add 10.77.0.1/24 dev tdv$$ && ip link set tdv$$ up &&
+	    ip -n "$NSN" addr add 10.77.0.2/24 dev tdp$$ &&
+	    ip -n "$NSN" link set tdp$$ up && ip -n "$NSN" link set lo up
+}
 if ! part 3; then
 	:
-elif ip netns add "$NSN" 2>/dev/null &&
-    ip link add tdv$$ type veth peer name tdp$$ &&
-    ip link set tdp$$ netns "$NSN" &&
-    ip addr add 10.77.0.1/24 dev tdv$$ && ip link set tdv$$ up &&
-    ip -n "$NSN" addr add 10.77.0.2/24 dev tdp$$ &&
-    ip -n "$NSN" link set tdp$$ up && ip -n "$NSN" link set lo up; then
+elif ns_up; then
 	OUT=$WORK/out3
 	start_listener "$WORK/l3.log" -d "$OUT" --bind 10.77.0.1 \
 	    --cert "$P/vlistener.pem" --key "$P/vlistener.key" \
@@ -310,6 +317,47 @@ check "kept + lost is the whole storm ($n + ${lost:-0} events for 1500000 blocks
     test $(( ${n:-0} + ${lost:-0} )) -gt 6000000 -a \
     $(( ${n:-0} + ${lost:-0} )) -lt 6002000
 stop_listener
+fi
+
+# 9. the listener killed while the agent's headers (kallsyms above all,
+# megabytes) are on their way, before a single page: a 1 Mbit/s link (tbf
+# on the agent's end) stretches them over seconds.  The recording starts
+# anyway, the agent reconnects and resumes from the listener's first
+# checkpoint (offset 0), and nothing is lost (tdagent used to exit 1 there,
+# -o or not)
+if ! part 9; then
+	:
+elif ns_up && ip netns exec "$NSN" tc qdisc add dev tdp$$ root tbf \
+    rate 1mbit burst 32kbit latency 5s; then
+	OUT=$WORK/out9
+	VTLS="--cert $P/vlistener.pem --key $P/vlistener.key --ca $P/ca.pem"
+	# shellcheck disable=SC2086 # the TLS flags are words
+	start_listener "$WORK/l9.log" -d "$OUT" --bind 10.77.0.1 $VTLS ||
+	    exit 99
+	NS="ip netns exec $NSN"
+	agent_bg headers 10.77.0.1
+	NS=
+	wait_session "$WORK/l9.log"
+	sleep 1
+	kill -9 "$LPID"
+	wait "$LPID" 2>/dev/null
+	ip netns exec "$NSN" tc qdisc del dev tdp$$ root
+	sleep 1
+	# shellcheck disable=SC2086
+	LPORT_FIXED=$LPORT start_listener "$WORK/l9b.log" -d "$OUT" \
+	    --bind 10.77.0.1 $VTLS || exit 99
+	unset LPORT_FIXED
+	check "headers: the listener was killed before the first page" \
+	    grep -q "recovered '.*' at offset [0-9]* (0 pages)" "$WORK/l9b.log"
+	wait_agent headers
+	check "headers: the agent went on recording" \
+	    grep -q "reconnecting, the recording goes on" \
+	    "$WORK/agent.headers.err"
+	same_events headers "$OUT"
+	stop_listener
+	cleanup_ns
+else
+	fail "cannot make a network namespace with a shaped veth pair"
 fi
 
 # 5. an agent that never comes back: kept as incomplete after the wait
