@@ -132,7 +132,7 @@ start_listener "$WORK/l2.log" --insecure -d "$WORK/out2" || exit 99
     -s 600 --reconnect-wait 1 2> "$WORK/both.err" &
 apid=$!
 # once its first time-sync sample arrived the agent records in its loop
-# (a listener lost before, during the headers' flush, ends it: exit 1)
+# (a listener lost during the headers' flush is e2e-resume's part 9)
 wait_until $((400 * SLOW)) grep -q "time sync round 1:" "$WORK/l2.log"
 kill -9 "$LPID"
 wait_until $((400 * SLOW)) grep -q "goes on into '$WORK/both.dat' only" \
