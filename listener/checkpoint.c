@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "cursor.h"
 #include "listener.h"
 #include "session.h"
 #include "tdfile.h"
@@ -134,54 +135,11 @@ checkpoint_write(struct session *s)
 	return 0;
 }
 
-/* A bounds-checked cursor over the state. */
-struct ck {
-	const uint8_t	*p;
-	size_t		 left;
-	bool		 bad;
-};
-
-static const uint8_t *
-ck_take(struct ck *c, size_t n)
-{
-	const uint8_t *at = c->p;
-
-	if (c->bad || n > c->left) {
-		c->bad = true;
-		return NULL;
-	}
-	c->p += n;
-	c->left -= n;
-	return at;
-}
-
-static uint64_t
-ck_u64(struct ck *c)
-{
-	const uint8_t *at = ck_take(c, 8);
-	uint64_t v = 0;
-
-	if (at != NULL)
-		memcpy(&v, at, 8);
-	return v;
-}
-
-static uint32_t
-ck_u32(struct ck *c)
-{
-	const uint8_t *at = ck_take(c, 4);
-	uint32_t v = 0;
-
-	if (at != NULL)
-		memcpy(&v, at, 4);
-	return v;
-}
-
 /* One frame of exactly n bytes at the cursor. */
 static int
-ck_frame(struct ck *c, size_t n, uint16_t type, struct td_frame *f)
+ck_frame(struct td_cur *c, size_t n, uint16_t type, struct td_frame *f)
 {
-	const uint8_t *at = ck_take(c, n);
+	const uint8_t *at = td_cur_take(c, n);
 
 	if (at == NULL || td_frame_parse(at, n, f) != 1 || f->total != n ||
 	    f->type != type)
@@ -197,11 +155,11 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 	struct td_frame f;
 	const struct td_file_params *fp;
 	struct td_hello h;
-	struct ck c;
+	struct td_cur c;
 	uint64_t elapsed;
 	uint32_t i, n, version;
 	char *path;
-	size_t pl = strlen(statepath);
+	size_t rest, pl = strlen(statepath);
 
 	if (pl < 7 || strcmp(statepath + pl - 6, ".state") != 0) {
 		snprintf(err, errlen, "not a state file");
@@ -214,40 +172,38 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 		td_buf_free(&b);
 		return -1;
 	}
-	c.p = b.data;
-	c.left = b.len;
-	c.bad = false;
-	if (ck_u32(&c) != CK_MAGIC)
+	td_cur_init(&c, b.data, b.len);
+	if (td_cur_u32(&c) != CK_MAGIC)
 		goto bad;
-	version = ck_u32(&c);
+	version = td_cur_u32(&c);
 	if (version != 1 && version != CK_VERSION)
 		goto bad;
-	n = ck_u32(&c);
-	if (c.bad || n > TD_MAX_HELLO + TD_FRAME_HEADER ||
+	n = td_cur_u32(&c);
+	if (td_cur_bad(&c) || n > TD_MAX_HELLO + TD_FRAME_HEADER ||
 	    ck_frame(&c, n, TD_MSG_HELLO, &f) == -1 ||
 	    td_msg_unpack_hello(&f, &h) == -1)
 		goto bad;
 	/* s->cpu has s->hello.ncpus entries: both change together */
 	s->hello = h;
-	s->session_id = ck_u64(&c);
-	s->rx_off = s->ack_off = ck_u64(&c);
-	s->bytes = ck_u64(&c);
-	s->pages = ck_u64(&c);
-	s->lost = ck_u64(&c);
-	elapsed = ck_u64(&c);
+	s->session_id = td_cur_u64(&c);
+	s->rx_off = s->ack_off = td_cur_u64(&c);
+	s->bytes = td_cur_u64(&c);
+	s->pages = td_cur_u64(&c);
+	s->lost = td_cur_u64(&c);
+	elapsed = td_cur_u64(&c);
 	clock_gettime(CLOCK_MONOTONIC, &s->start);
 	if (elapsed / 1000000000 < (uint64_t)s->start.tv_sec)
 		s->start.tv_sec -= (time_t)(elapsed / 1000000000);
 	free(s->cpu);
 	s->cpu = xcalloc(s->hello.ncpus, sizeof *s->cpu);
 	for (i = 0; i < s->hello.ncpus; i++) {
-		s->cpu[i].next_seq = ck_u64(&c);
-		s->cpu[i].events = ck_u64(&c);
-		s->cpu[i].missed_pages = ck_u64(&c);
+		s->cpu[i].next_seq = td_cur_u64(&c);
+		s->cpu[i].events = td_cur_u64(&c);
+		s->cpu[i].missed_pages = td_cur_u64(&c);
 	}
-	n = ck_u32(&c);
-	s->samples_dropped = ck_u32(&c);
-	if (c.bad || n > TD_MAX_TSYNC_SAMPLES || (size_t)n * CK_SAMPLE > c.left)
+	n = td_cur_u32(&c);
+	s->samples_dropped = td_cur_u32(&c);
+	if (td_cur_bad(&c) || n > TD_MAX_TSYNC_SAMPLES || (size_t)n * CK_SAMPLE > td_cur_left(&c))
 		goto bad;
 	free(s->samples);
 	s->samples = NULL;
@@ -263,15 +219,16 @@ checkpoint_read(struct session *s, const char *statepath, char *err,
 	}
 	s->tsc_mult = s->tsc_shift = 0;
 	if (version >= 2) {
-		s->tsc_mult = ck_u32(&c);
-		s->tsc_shift = ck_u32(&c);
-		if (c.bad || s->tsc_shift >= 64 ||
+		s->tsc_mult = td_cur_u32(&c);
+		s->tsc_shift = td_cur_u32(&c);
+		if (td_cur_bad(&c) || s->tsc_shift >= 64 ||
 		    (s->tsc_mult == 0 && s->tsc_shift != 0))
 			goto bad;
 	}
 	path = xstrdup(statepath);
 	path[pl - 6] = '\0';
-	s->file = td_file_restore(path, c.p, c.left);
+	rest = td_cur_left(&c);		/* the writer's own state */
+	s->file = td_file_restore(path, td_cur_take(&c, rest), rest);
 	if (s->file == NULL) {
 		snprintf(err, errlen, "cannot restore '%s': %s", path,
 		    errno == EINVAL ? "the checkpoint does not fit" :

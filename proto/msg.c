@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "cursor.h"
 #include "tdproto.h"
 #include "banned.h"
 
@@ -32,61 +33,6 @@ td_msg_info(uint16_t type)
 	return NULL;
 }
 
-/* A read cursor over one payload. */
-struct td_cur {
-	const uint8_t	*p;
-	size_t		 left;
-	bool		 bad;
-};
-
-static const uint8_t *
-cur_take(struct td_cur *c, size_t n)
-{
-	const uint8_t *p;
-
-	if (c->bad || n > c->left) {
-		c->bad = true;
-		return NULL;
-	}
-	p = c->p;
-	c->p += n;
-	c->left -= n;
-	return p;
-}
-
-static uint8_t
-cur_u8(struct td_cur *c)
-{
-	const uint8_t *p = cur_take(c, 1);
-
-	return p ? p[0] : 0;
-}
-
-static uint16_t
-cur_u16(struct td_cur *c)
-{
-	const uint8_t *p = cur_take(c, 2);
-
-	return p ? (uint16_t)(p[0] << 8 | p[1]) : 0;
-}
-
-static uint32_t
-cur_u32(struct td_cur *c)
-{
-	const uint8_t *p = cur_take(c, 4);
-
-	return p ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | p[3] : 0;
-}
-
-static uint64_t
-cur_u64(struct td_cur *c)
-{
-	uint64_t hi = cur_u32(c);
-
-	return hi << 32 | cur_u32(c);
-}
-
 /*
  * A string: be16 length then bytes, no NUL.  It must fit out (cap bytes
  * including the NUL we add) and hold only printable ASCII: nothing a peer
@@ -95,22 +41,22 @@ cur_u64(struct td_cur *c)
 static void
 cur_str(struct td_cur *c, char *out, size_t cap)
 {
-	uint16_t n = cur_u16(c);
+	uint16_t n = td_cur_be16(c);
 	const uint8_t *p;
 	size_t i;
 
 	out[0] = '\0';
-	if (c->bad)
+	if (td_cur_bad(c))
 		return;
 	if ((size_t)n >= cap) {
-		c->bad = true;
+		td_cur_fail(c);
 		return;
 	}
-	if ((p = cur_take(c, n)) == NULL)
+	if ((p = td_cur_take(c, n)) == NULL)
 		return;
 	for (i = 0; i < n; i++) {
 		if (p[i] < 0x20 || p[i] > 0x7e) {
-			c->bad = true;
+			td_cur_fail(c);
 			return;
 		}
 		out[i] = (char)p[i];
@@ -120,21 +66,22 @@ cur_str(struct td_cur *c, char *out, size_t cap)
 
 /* Finish a decode: every byte used, nothing out of bounds. */
 static int
-cur_end(struct td_cur *c)
+cur_end(const struct td_cur *c)
 {
-	if (c->bad || c->left != 0) {
+	if (td_cur_end(c) == -1) {
 		errno = EBADMSG;
 		return -1;
 	}
 	return 0;
 }
 
+/* A cursor over f's payload, bad from the start if f is not a type. */
 static void
 cur_init(struct td_cur *c, const struct td_frame *f, uint16_t type)
 {
-	c->p = f->payload;
-	c->left = f->len;
-	c->bad = f->type != type;
+	td_cur_init(c, f->payload, f->len);
+	if (f->type != type)
+		td_cur_fail(c);
 }
 
 static int
@@ -291,17 +238,17 @@ td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h)
 
 	cur_init(&c, f, TD_MSG_HELLO);
 	memset(h, 0, sizeof *h);
-	h->version_min = cur_u16(&c);
-	h->version_max = cur_u16(&c);
-	h->ncpus = cur_u32(&c);
-	h->page_size = cur_u32(&c);
-	h->long_size = cur_u8(&c);
-	h->commit_size = cur_u8(&c);
-	h->big_endian = cur_u8(&c);
-	h->file_version = cur_u8(&c);
-	h->recording_id = cur_u64(&c);
-	h->trace_id = cur_u64(&c);
-	h->flags = cur_u16(&c);
+	h->version_min = td_cur_be16(&c);
+	h->version_max = td_cur_be16(&c);
+	h->ncpus = td_cur_be32(&c);
+	h->page_size = td_cur_be32(&c);
+	h->long_size = td_cur_u8(&c);
+	h->commit_size = td_cur_u8(&c);
+	h->big_endian = td_cur_u8(&c);
+	h->file_version = td_cur_u8(&c);
+	h->recording_id = td_cur_be64(&c);
+	h->trace_id = td_cur_be64(&c);
+	h->flags = td_cur_be16(&c);
 	cur_str(&c, h->name, sizeof h->name);
 	cur_str(&c, h->clock, sizeof h->clock);
 	if (cur_end(&c) == -1)
@@ -347,12 +294,12 @@ td_msg_unpack_welcome(const struct td_frame *f, struct td_welcome *w)
 
 	cur_init(&c, f, TD_MSG_WELCOME);
 	memset(w, 0, sizeof *w);
-	w->version = cur_u16(&c);
-	w->flags = cur_u16(&c);
-	w->tsync_interval = cur_u32(&c);
-	w->session_id = cur_u64(&c);
-	w->resume_offset = cur_u64(&c);
-	w->idle_timeout = cur_u32(&c);
+	w->version = td_cur_be16(&c);
+	w->flags = td_cur_be16(&c);
+	w->tsync_interval = td_cur_be32(&c);
+	w->session_id = td_cur_be64(&c);
+	w->resume_offset = td_cur_be64(&c);
+	w->idle_timeout = td_cur_be32(&c);
 	cur_str(&c, w->identity, sizeof w->identity);
 	if (cur_end(&c) == -1)
 		return -1;
@@ -379,7 +326,7 @@ td_msg_unpack_section(const struct td_frame *f, uint16_t *id)
 	struct td_cur c;
 
 	cur_init(&c, f, TD_MSG_SECTION);
-	*id = cur_u16(&c);
+	*id = td_cur_be16(&c);
 	return cur_end(&c);
 }
 
@@ -421,9 +368,9 @@ td_msg_unpack_option(const struct td_frame *f, uint16_t *id,
 	struct td_cur c;
 
 	cur_init(&c, f, TD_MSG_OPTION);
-	*id = cur_u16(&c);
-	*n = c.left;
-	*p = cur_take(&c, c.left);
+	*id = td_cur_be16(&c);
+	*n = td_cur_left(&c);
+	*p = td_cur_take(&c, td_cur_left(&c));
 	return cur_end(&c);
 }
 
@@ -449,16 +396,16 @@ td_msg_unpack_pages(const struct td_frame *f, size_t page_size,
 	struct td_cur c;
 
 	cur_init(&c, f, TD_MSG_PAGES);
-	pg->cpu = cur_u32(&c);
-	pg->count = cur_u32(&c);
-	pg->first_seq = cur_u64(&c);
-	if (c.bad || page_size == 0 || pg->count == 0 ||
-	    c.left / page_size != pg->count || c.left % page_size != 0) {
+	pg->cpu = td_cur_be32(&c);
+	pg->count = td_cur_be32(&c);
+	pg->first_seq = td_cur_be64(&c);
+	if (td_cur_bad(&c) || page_size == 0 || pg->count == 0 ||
+	    td_cur_left(&c) / page_size != pg->count || td_cur_left(&c) % page_size != 0) {
 		errno = EBADMSG;
 		return -1;
 	}
-	pg->len = c.left;
-	pg->data = cur_take(&c, c.left);
+	pg->len = td_cur_left(&c);
+	pg->data = td_cur_take(&c, td_cur_left(&c));
 	return cur_end(&c);
 }
 
@@ -484,19 +431,19 @@ td_msg_unpack_pages_z(const struct td_frame *f, struct td_pages_z *pz)
 	uint16_t zero;
 
 	cur_init(&c, f, TD_MSG_PAGES_Z);
-	pz->cpu = cur_u32(&c);
-	pz->count = cur_u32(&c);
-	pz->first_seq = cur_u64(&c);
-	pz->codec = cur_u16(&c);
-	zero = cur_u16(&c);
-	if (c.bad || pz->count == 0 || pz->count > TD_CHUNK_PAGES ||
-	    zero != 0 || c.left == 0 ||
+	pz->cpu = td_cur_be32(&c);
+	pz->count = td_cur_be32(&c);
+	pz->first_seq = td_cur_be64(&c);
+	pz->codec = td_cur_be16(&c);
+	zero = td_cur_be16(&c);
+	if (td_cur_bad(&c) || pz->count == 0 || pz->count > TD_CHUNK_PAGES ||
+	    zero != 0 || td_cur_left(&c) == 0 ||
 	    (pz->codec != TD_WIRE_ZSTD && pz->codec != TD_WIRE_ZLIB)) {
 		errno = EBADMSG;
 		return -1;
 	}
-	pz->len = c.left;
-	pz->data = cur_take(&c, c.left);
+	pz->len = td_cur_left(&c);
+	pz->data = td_cur_take(&c, td_cur_left(&c));
 	return cur_end(&c);
 }
 
@@ -514,10 +461,10 @@ td_msg_unpack_pages_head(const uint8_t *p, size_t len, size_t page_size,
 	struct td_cur c;
 
 	cur_init(&c, &f, TD_MSG_PAGES);
-	pg->cpu = cur_u32(&c);
-	pg->count = cur_u32(&c);
-	pg->first_seq = cur_u64(&c);
-	if (c.bad || len < TD_PAGES_HEAD || page_size == 0 ||
+	pg->cpu = td_cur_be32(&c);
+	pg->count = td_cur_be32(&c);
+	pg->first_seq = td_cur_be64(&c);
+	if (td_cur_bad(&c) || len < TD_PAGES_HEAD || page_size == 0 ||
 	    pg->count == 0 || (len - TD_PAGES_HEAD) / page_size != pg->count ||
 	    (len - TD_PAGES_HEAD) % page_size != 0) {
 		errno = EBADMSG;
@@ -552,13 +499,13 @@ td_msg_unpack_end(const struct td_frame *f, struct td_end *e)
 	uint32_t i;
 
 	cur_init(&c, f, TD_MSG_END);
-	e->ncpus = cur_u32(&c);
+	e->ncpus = td_cur_be32(&c);
 	if (e->ncpus > TD_MAX_CPUS) {
 		errno = EBADMSG;
 		return -1;
 	}
 	for (i = 0; i < e->ncpus; i++)
-		e->pages[i] = cur_u64(&c);
+		e->pages[i] = td_cur_be64(&c);
 	return cur_end(&c);
 }
 
@@ -582,8 +529,8 @@ td_msg_unpack_done(const struct td_frame *f, struct td_done *d)
 	struct td_cur c;
 
 	cur_init(&c, f, TD_MSG_DONE);
-	d->file_size = cur_u64(&c);
-	d->flags = cur_u16(&c);
+	d->file_size = td_cur_be64(&c);
+	d->flags = td_cur_be16(&c);
 	cur_str(&c, d->path, sizeof d->path);
 	return cur_end(&c);
 }
@@ -612,7 +559,7 @@ td_msg_unpack_error(const struct td_frame *f, struct td_error *e)
 	struct td_cur c;
 
 	cur_init(&c, f, TD_MSG_ERROR);
-	e->code = cur_u32(&c);
+	e->code = td_cur_be32(&c);
 	cur_str(&c, e->text, sizeof e->text);
 	return cur_end(&c);
 }
@@ -634,8 +581,8 @@ td_msg_unpack_tsync_probe(const struct td_frame *f, struct td_tsync_probe *p)
 	struct td_cur c;
 
 	cur_init(&c, f, TD_MSG_TSYNC_PROBE);
-	p->round = cur_u32(&c);
-	p->seq = cur_u32(&c);
+	p->round = td_cur_be32(&c);
+	p->seq = td_cur_be32(&c);
 	p->ref_ns = 0;
 	return cur_end(&c);
 }
@@ -658,9 +605,9 @@ td_msg_unpack_tsync_reply(const struct td_frame *f, struct td_tsync_probe *p)
 	struct td_cur c;
 
 	cur_init(&c, f, TD_MSG_TSYNC_REPLY);
-	p->round = cur_u32(&c);
-	p->seq = cur_u32(&c);
-	p->ref_ns = cur_u64(&c);
+	p->round = td_cur_be32(&c);
+	p->seq = td_cur_be32(&c);
+	p->ref_ns = td_cur_be64(&c);
 	return cur_end(&c);
 }
 
@@ -684,14 +631,14 @@ td_msg_unpack_tsync_sample(const struct td_frame *f, struct td_tsync_sample *s)
 	struct td_cur c;
 
 	cur_init(&c, f, TD_MSG_TSYNC_SAMPLE);
-	s->round = cur_u32(&c);
-	s->probes = cur_u32(&c);
-	s->ts = cur_u64(&c);
-	s->offset = (int64_t)cur_u64(&c);
-	s->scaling = cur_u64(&c);
-	s->frac = cur_u32(&c);
-	s->bound = cur_u64(&c);
-	s->rtt = cur_u64(&c);
+	s->round = td_cur_be32(&c);
+	s->probes = td_cur_be32(&c);
+	s->ts = td_cur_be64(&c);
+	s->offset = (int64_t)td_cur_be64(&c);
+	s->scaling = td_cur_be64(&c);
+	s->frac = td_cur_be32(&c);
+	s->bound = td_cur_be64(&c);
+	s->rtt = td_cur_be64(&c);
 	if (cur_end(&c) == -1)
 		return -1;
 	if (s->scaling == 0 || s->frac > 63 || s->probes == 0) {
@@ -715,7 +662,7 @@ td_msg_unpack_ack(const struct td_frame *f, uint64_t *offset)
 	struct td_cur c;
 
 	cur_init(&c, f, TD_MSG_ACK);
-	*offset = cur_u64(&c);
+	*offset = td_cur_be64(&c);
 	return cur_end(&c);
 }
 

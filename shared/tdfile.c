@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "cursor.h"
 #include "tdlimits.h"
 #include "tdfile.h"
 #include "xmalloc.h"
@@ -1353,49 +1354,6 @@ td_file_checkpoint(struct td_file *f, struct td_buf *b)
 	return 0;
 }
 
-/* A bounds-checked reader of checkpoint state. */
-struct td_ck {
-	const uint8_t	*p;
-	size_t		 left;
-	bool		 bad;
-};
-
-static const void *
-td_ck_take(struct td_ck *c, size_t n)
-{
-	const void *at = c->p;
-
-	if (c->bad || n > c->left) {
-		c->bad = true;
-		return NULL;
-	}
-	c->p += n;
-	c->left -= n;
-	return at;
-}
-
-static uint64_t
-td_ck_u64(struct td_ck *c)
-{
-	const void *at = td_ck_take(c, 8);
-	uint64_t v = 0;
-
-	if (at != NULL)
-		memcpy(&v, at, 8);
-	return v;
-}
-
-static uint32_t
-td_ck_u32(struct td_ck *c)
-{
-	const void *at = td_ck_take(c, 4);
-	uint32_t v = 0;
-
-	if (at != NULL)
-		memcpy(&v, at, 4);
-	return v;
-}
-
 /*
  * Whether a checkpoint's open section (sid, f->sec_hdr, f->sec_len and
  * pending zstd content of len bytes) fits the rest of the state; opens it.
@@ -1481,7 +1439,7 @@ td_file_cut(int fd, uint64_t size)
 struct td_file *
 td_file_restore(const char *path, const void *state, size_t len)
 {
-	struct td_ck c = { state, len, false };
+	struct td_cur c;
 	struct td_file_params p;
 	struct td_file *f = NULL;
 	char clock[256];
@@ -1491,19 +1449,20 @@ td_file_restore(const char *path, const void *state, size_t len)
 	int i, e, fd;
 
 	memset(&p, 0, sizeof p);
-	if (td_ck_u32(&c) != TD_CK_MAGIC)
+	td_cur_init(&c, state, len);
+	if (td_cur_u32(&c) != TD_CK_MAGIC)
 		goto bad;
-	ckv = td_ck_u32(&c);
+	ckv = td_cur_u32(&c);
 	if (ckv < 1 || ckv > TD_CK_VERSION)
 		goto bad;
-	p.version = (int)td_ck_u32(&c);
-	p.codec = (enum td_codec_id)td_ck_u32(&c);
-	p.level = (int)td_ck_u32(&c);
-	p.page_size = td_ck_u32(&c);
-	p.long_size = (uint8_t)td_ck_u32(&c);
-	p.ncpus = (int)td_ck_u32(&c);
-	clen = td_ck_u32(&c);
-	if (c.bad || clen >= sizeof clock || (at = td_ck_take(&c, clen)) == NULL)
+	p.version = (int)td_cur_u32(&c);
+	p.codec = (enum td_codec_id)td_cur_u32(&c);
+	p.level = (int)td_cur_u32(&c);
+	p.page_size = td_cur_u32(&c);
+	p.long_size = (uint8_t)td_cur_u32(&c);
+	p.ncpus = (int)td_cur_u32(&c);
+	clen = td_cur_u32(&c);
+	if (td_cur_bad(&c) || clen >= sizeof clock || (at = td_cur_take(&c, clen)) == NULL)
 		goto bad;
 	memcpy(clock, at, clen);
 	clock[clen] = '\0';
@@ -1519,21 +1478,21 @@ td_file_restore(const char *path, const void *state, size_t len)
 		goto bad;
 	if ((f = td_file_alloc(path, &p)) == NULL)
 		goto bad;
-	f->off = td_ck_u64(&c);
-	f->opts_ptr_off = td_ck_u64(&c);
-	f->v6_next = (int)td_ck_u32(&c);
-	if ((at = td_ck_take(&c, sizeof f->sec_off)) == NULL)
+	f->off = td_cur_u64(&c);
+	f->opts_ptr_off = td_cur_u64(&c);
+	f->v6_next = (int)td_cur_u32(&c);
+	if ((at = td_cur_take(&c, sizeof f->sec_off)) == NULL)
 		goto bad;
 	memcpy(f->sec_off, at, sizeof f->sec_off);
-	n = td_ck_u64(&c);
+	n = td_cur_u64(&c);
 	opts = ckv >= 3 ? n : 0;
-	if (c.bad || n > TD_MAX_SECTION_SIZE ||
-	    (ckv >= 3 && n > TD_MAX_OPTIONS_TOTAL) || (ckv < 3 && (n > c.left ||
-	    (at = td_ck_take(&c, n)) == NULL ||
+	if (td_cur_bad(&c) || n > TD_MAX_SECTION_SIZE ||
+	    (ckv >= 3 && n > TD_MAX_OPTIONS_TOTAL) || (ckv < 3 && (n > td_cur_left(&c) ||
+	    (at = td_cur_take(&c, n)) == NULL ||
 	    td_buf_add(&f->options, at, n) == -1)))
 		goto bad;
-	n = td_ck_u64(&c);
-	if (c.bad || n > c.left || (at = td_ck_take(&c, n)) == NULL ||
+	n = td_cur_u64(&c);
+	if (td_cur_bad(&c) || n > td_cur_left(&c) || (at = td_cur_take(&c, n)) == NULL ||
 	    td_buf_add(&f->strings, at, n) == -1)
 		goto bad;
 	if (f->v6_next < 0 || f->v6_next > 6 || f->off < f->opts_ptr_off)
@@ -1545,32 +1504,32 @@ td_file_restore(const char *path, const void *state, size_t len)
 	for (i = 0; i < f->p.ncpus; i++) {
 		struct td_spool *s = &f->cpu[i];
 
-		s->pages = td_ck_u64(&c);
-		s->bytes = td_ck_u64(&c);
-		s->nchunks = td_ck_u32(&c);
-		if (c.bad || (!f->compress && s->bytes != s->pages *
+		s->pages = td_cur_u64(&c);
+		s->bytes = td_cur_u64(&c);
+		s->nchunks = td_cur_u32(&c);
+		if (td_cur_bad(&c) || (!f->compress && s->bytes != s->pages *
 		    f->p.page_size) || (f->compress && s->nchunks >
 		    s->pages) || s->pages > UINT64_MAX / chunk)
 			goto bad;
 	}
-	sid = ckv == 1 ? TD_CK_NO_SECTION : td_ck_u32(&c);
+	sid = ckv == 1 ? TD_CK_NO_SECTION : td_cur_u32(&c);
 	if (sid != TD_CK_NO_SECTION) {
-		f->sec_hdr = td_ck_u64(&c);
-		f->sec_len = td_ck_u64(&c);
-		clen = td_ck_u32(&c);
-		if (c.bad || td_file_restore_section(f, sid, clen) == -1 ||
-		    (at = td_ck_take(&c, clen)) == NULL ||
+		f->sec_hdr = td_cur_u64(&c);
+		f->sec_len = td_cur_u64(&c);
+		clen = td_cur_u32(&c);
+		if (td_cur_bad(&c) || td_file_restore_section(f, sid, clen) == -1 ||
+		    (at = td_cur_take(&c, clen)) == NULL ||
 		    td_buf_add(&f->sec_in, at, clen) == -1)
 			goto bad;
-	} else if (ckv != 1 && (td_ck_u64(&c) != 0 || td_ck_u64(&c) != 0 ||
-	    td_ck_u32(&c) != 0))
+	} else if (ckv != 1 && (td_cur_u64(&c) != 0 || td_cur_u64(&c) != 0 ||
+	    td_cur_u32(&c) != 0))
 		goto bad;
 	/* sections begin before the file's end; only an open v6 one at it */
 	for (i = 0; i < TD_NSECT; i++)
 		if (f->sec_off[i] > f->off || (f->sec_off[i] == f->off &&
 		    (f->sec_id != i || f->p.version != 6)))
 			goto bad;
-	if (c.bad || c.left != 0)
+	if (td_cur_bad(&c) || td_cur_left(&c) != 0)
 		goto bad;
 	f->fd = open(f->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (f->fd == -1 || td_file_cut(f->fd, f->off) == -1)

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "buf.h"
+#include "cursor.h"
 #include "size.h"
 #include "banned.h"
 
@@ -236,6 +237,52 @@ test_parse_size(void **state)
 	}
 }
 
+/* The reading side: bounds, stickiness, byte orders, the end. */
+static void
+test_cursor(void **state)
+{
+	static const uint8_t d[] = { 0x01, 0x02, 0x03, 0x04, 0x05, 0x06,
+	    0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f };
+	struct td_cur c;
+	uint32_t h32;
+	uint64_t h64;
+
+	td_cur_init(&c, d, sizeof d);
+	assert_int_equal(td_cur_u8(&c), 0x01);
+	assert_int_equal(td_cur_be16(&c), 0x0203);
+	assert_int_equal(td_cur_be32(&c), 0x04050607);
+	assert_true(td_cur_be64(&c) == 0x08090a0b0c0d0e0fULL);
+	assert_false(td_cur_bad(&c));
+	td_cur_init(&c, d, sizeof d);
+	assert_true(td_cur_take(&c, 7) == d);
+	assert_true(td_cur_be64(&c) == 0x08090a0b0c0d0e0fULL);
+	assert_int_equal(td_cur_end(&c), 0);
+	/* one byte too many: nothing taken, and bad from then on */
+	td_cur_init(&c, d, 3);
+	assert_int_equal(td_cur_be32(&c), 0);
+	assert_true(td_cur_bad(&c));
+	assert_int_equal(td_cur_left(&c), 3);
+	assert_null(td_cur_take(&c, 1));
+	assert_int_equal(td_cur_u8(&c), 0);
+	assert_int_equal(td_cur_end(&c), -1);
+	/* host order, as checkpoints are written */
+	td_cur_init(&c, d, sizeof d);
+	memcpy(&h32, d, 4);
+	memcpy(&h64, d + 4, 8);
+	assert_int_equal(td_cur_u32(&c), h32);
+	assert_true(td_cur_u64(&c) == h64);
+	/* bytes left over fail the end; a decoder's own check too */
+	assert_int_equal(td_cur_end(&c), -1);
+	assert_non_null(td_cur_take(&c, 3));
+	assert_int_equal(td_cur_end(&c), 0);
+	td_cur_fail(&c);
+	assert_int_equal(td_cur_end(&c), -1);
+	/* a huge length never wraps */
+	td_cur_init(&c, d, sizeof d);
+	assert_null(td_cur_take(&c, SIZE_MAX));
+	assert_true(td_cur_bad(&c));
+}
+
 int
 main(void)
 {
@@ -246,6 +293,7 @@ main(void)
 		cmocka_unit_test(test_integers_and_strings),
 		cmocka_unit_test(test_printf),
 		cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_cursor),
 	};
 
 	return cmocka_run_group_tests_name("buf", tests, NULL, NULL);
