@@ -362,6 +362,12 @@ net_raw(const struct net *n)
 	return stream_raw(n->s);
 }
 
+uint64_t
+net_framed(const struct net *n)
+{
+	return stream_framed(n->s);
+}
+
 /* The listener has everything before offset ack on its disk. */
 static int
 net_ack(struct net *n, const struct td_frame *f, char *err, size_t errlen)

@@ -104,6 +104,8 @@ bool		 net_relieved(const struct net *n);
 uint64_t	 net_sent(const struct net *n);
 /* Page bytes framed so far, before wire compression. */
 uint64_t	 net_raw(const struct net *n);
+/* Bytes of the frames that carry them, once each. */
+uint64_t	 net_framed(const struct net *n);
 /* Reconnections so far. */
 unsigned int	 net_reconnects(const struct net *n);
 

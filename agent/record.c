@@ -1002,10 +1002,13 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 		log_info("the listener wrote '%s' (%.1f MB sent%s)", path,
 		    net_sent(r->net) / 1e6, net_reconnects(r->net) ?
 		    ", resumed after lost connections" : "");
+		/* the pages' own ratio: the headers (megabytes of
+		   kallsyms), time sync and resends are in "sent" */
 		if (r->o->wire && net_raw(r->net) > 0)
-			log_info("wire compression: %.1f MB of pages, %.1f MB "
-			    "sent (%.3f)", net_raw(r->net) / 1e6,
-			    net_sent(r->net) / 1e6, (double)net_sent(r->net) /
+			log_info("wire compression: %.1f MB of pages in %.1f "
+			    "MB of frames (%.3f)", net_raw(r->net) / 1e6,
+			    net_framed(r->net) / 1e6,
+			    (double)net_framed(r->net) /
 			    (double)net_raw(r->net));
 		if (net_reconnects(r->net) > 0)
 			log_info("%u reconnections", net_reconnects(r->net));

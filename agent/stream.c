@@ -57,6 +57,7 @@ struct stream {
 	uint8_t		*zbuf;
 	size_t		 zcap;
 	uint64_t	 raw;		/* page bytes before compression */
+	uint64_t	 framed;	/* bytes of their PAGES(_Z) frames */
 	int		 bcpu;		/* -1: no batch open */
 	uint32_t	 bcount;
 	size_t		 bhead;
@@ -196,6 +197,12 @@ uint64_t
 stream_raw(const struct stream *s)
 {
 	return s->raw;
+}
+
+uint64_t
+stream_framed(const struct stream *s)
+{
+	return s->framed;
 }
 
 bool
@@ -413,6 +420,7 @@ stream_batch_end(struct stream *s)
 		if (td_msg_pack_pages_z(s->bq, &pz) == -1)
 			return -1;
 	}
+	s->framed += s->bq->len - s->bhead;
 	s->bcpu = -1;
 	stream_added(s);
 	return 0;

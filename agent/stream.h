@@ -90,5 +90,7 @@ bool		 stream_relieved(const struct stream *s);
 uint64_t	 stream_total_sent(const struct stream *s);
 /* Page bytes framed so far, before wire compression. */
 uint64_t	 stream_raw(const struct stream *s);
+/* Bytes of the frames that carry them (PAGES or PAGES_Z), once each. */
+uint64_t	 stream_framed(const struct stream *s);
 
 #endif

@@ -284,6 +284,8 @@ check_pages(int wire)
 	assert_int_equal(seq[1], 3);
 	/* a batch per CPU run; with wire compression at most 10 pages each */
 	assert_int_equal(frames, wire == 0 ? 3 : 3 + 2);
+	/* the frames that carried the pages, counted once: all of out */
+	assert_int_equal(stream_framed(s), out.len);
 	td_codec_free(c);
 	td_buf_free(&out);
 	stream_free(s);
