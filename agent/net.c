@@ -538,21 +538,12 @@ static int
 net_sink_write(void *arg, const void *p, size_t len)
 {
 	struct net *n = arg;
-	struct td_buf *q;
-	size_t k;
 
-	while (len != 0) {
-		k = len > TD_MAX_FRAME ? TD_MAX_FRAME : len;
-		if ((q = stream_frame(n->s)) == NULL ||
-		    td_msg_pack_section_data(q, p, k) == -1)
-			return -1;
-		p = (const uint8_t *)p + k;
-		len -= k;
-		stream_added(n->s);
-		/* big sections start going out while they are read */
-		if (net_up(n) && net_flush(n, n->nerr, sizeof n->nerr) == -1)
-			return 0;	/* the loop finds out and reconnects */
-	}
+	if (stream_section_data(n->s, p, len) == -1)
+		return -1;
+	/* big sections start going out while they are read */
+	if (net_up(n) && net_flush(n, n->nerr, sizeof n->nerr) == -1)
+		return 0;	/* the loop finds out and reconnects */
 	return 0;
 }
 
@@ -562,7 +553,8 @@ net_sink_end(void *arg)
 	struct net *n = arg;
 	struct td_buf *q;
 
-	if ((q = stream_frame(n->s)) == NULL ||
+	if (stream_section_flush(n->s) == -1 ||
+	    (q = stream_frame(n->s)) == NULL ||
 	    td_msg_pack_section_end(q) == -1)
 		return -1;
 	stream_added(n->s);

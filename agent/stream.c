@@ -62,6 +62,13 @@ struct stream {
 	uint32_t	 bcount;
 	size_t		 bhead;
 	uint32_t	 bmax;
+	/* the open section's bytes, compressed TD_SECTION_Z_RAW at a time
+	   (allocated while a section is written) */
+	struct td_codec	*sz;
+	uint8_t		*sstage;
+	size_t		 slen;
+	uint8_t		*szbuf;
+	size_t		 szcap;
 };
 
 /* Open the spool file (unnamed: nothing is left behind by a crash). */
@@ -144,6 +151,9 @@ stream_free(struct stream *s)
 	td_buf_free(&s->st);
 	td_codec_free(s->wz);
 	free(s->zbuf);
+	td_codec_free(s->sz);
+	free(s->sstage);
+	free(s->szbuf);
 	free(s->seq);
 	free((char *)(uintptr_t)s->spool_dir);
 	free(s);
@@ -424,6 +434,80 @@ stream_batch_end(struct stream *s)
 	s->bcpu = -1;
 	stream_added(s);
 	return 0;
+}
+
+/*
+ * Frame the staged section bytes: SECTION_DATA_Z, or SECTION_DATA when
+ * they do not compress (or no codec could be made).
+ */
+static int
+stream_section_piece(struct stream *s)
+{
+	struct td_section_z sz;
+	struct td_buf *q;
+	ssize_t z = -1;
+
+	if (s->slen == 0)
+		return 0;
+	if (s->sz != NULL)
+		z = td_codec_compress(s->sz, s->sstage, s->slen, s->szbuf,
+		    s->szcap);
+	if ((q = stream_frame(s)) == NULL)
+		return -1;
+	if (z > 0 && (size_t)z < s->slen) {
+		sz.codec = TD_WIRE_ZSTD;
+		sz.raw_len = (uint32_t)s->slen;
+		sz.data = s->szbuf;
+		sz.len = (size_t)z;
+		if (td_msg_pack_section_z(q, &sz) == -1)
+			return -1;
+	} else if (td_msg_pack_section_data(q, s->sstage, s->slen) == -1)
+		return -1;
+	s->slen = 0;
+	stream_added(s);
+	return 0;
+}
+
+int
+stream_section_data(struct stream *s, const void *p, size_t len)
+{
+	size_t k;
+
+	if (s->sstage == NULL) {
+		s->sstage = xmalloc(TD_SECTION_Z_RAW);
+		s->sz = td_codec_new(TD_CODEC_ZSTD, 0);
+		if (s->sz != NULL) {
+			s->szcap = td_codec_bound(s->sz, TD_SECTION_Z_RAW);
+			s->szbuf = xmalloc(s->szcap);
+		}
+	}
+	while (len > 0) {
+		k = TD_SECTION_Z_RAW - s->slen;
+		if (k > len)
+			k = len;
+		memcpy(s->sstage + s->slen, p, k);
+		s->slen += k;
+		p = (const uint8_t *)p + k;
+		len -= k;
+		if (s->slen == TD_SECTION_Z_RAW &&
+		    stream_section_piece(s) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+stream_section_flush(struct stream *s)
+{
+	int r = stream_section_piece(s);
+
+	td_codec_free(s->sz);
+	free(s->sstage);
+	free(s->szbuf);
+	s->sz = NULL;
+	s->sstage = s->szbuf = NULL;
+	s->slen = s->szcap = 0;
+	return r;
 }
 
 struct td_buf *

@@ -53,6 +53,15 @@ void		 stream_added(struct stream *s);
 /* Queue one page of a CPU into the open batch (a new one as needed). */
 int		 stream_page(struct stream *s, int cpu, const void *page,
 		    size_t len);
+/*
+ * Bytes of the open section: staged and framed TD_SECTION_Z_RAW at a time,
+ * as SECTION_DATA_Z (zstd) where that is smaller, else SECTION_DATA.
+ * stream_section_flush() frames the rest (before SECTION_END) and lets
+ * the staging memory go.
+ */
+int		 stream_section_data(struct stream *s, const void *p,
+		    size_t len);
+int		 stream_section_flush(struct stream *s);
 /* Close the open PAGES batch, if any. */
 int		 stream_batch_end(struct stream *s);
 /* Whether a PAGES batch is open. */

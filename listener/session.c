@@ -1153,6 +1153,48 @@ session_write_failed(struct session *s, const char *what, const char *why)
 	return -1;
 }
 
+/*
+ * SECTION_DATA_Z: a piece of the open section, decompressed to exactly the
+ * length it claims (at most TD_SECTION_Z_RAW).  One decompressor per codec
+ * and one buffer serve every session (one thread): a thousand agents
+ * sending their headers at once cost no more than one.
+ */
+static int
+session_section_z(struct session *s, const struct td_frame *f)
+{
+	static struct td_codec *dz[3];
+	static uint8_t *raw;
+	struct td_section_z sz;
+
+	if (td_msg_unpack_section_z(f, &sz) == -1) {
+		session_close(s, "malformed SECTION_DATA_Z");
+		return -1;
+	}
+	if (dz[sz.codec] == NULL && (dz[sz.codec] = td_codec_new(
+	    sz.codec == TD_WIRE_ZSTD ? TD_CODEC_ZSTD : TD_CODEC_ZLIB, 0)) ==
+	    NULL) {
+		session_close(s, "cannot start a decompressor");
+		return -1;
+	}
+	if (raw == NULL)
+		raw = xmalloc(TD_SECTION_Z_RAW);
+	if (td_codec_decompress(dz[sz.codec], sz.data, sz.len, raw,
+	    sz.raw_len) != (ssize_t)sz.raw_len) {
+		session_close(s, "SECTION_DATA_Z does not decompress to its "
+		    "length");
+		return -1;
+	}
+	if (td_file_section_write(s->file, raw, sz.raw_len) == -1) {
+		if (errno == EFBIG)	/* the cap, not a disk */
+			session_close(s, "section too big");
+		else
+			session_write_failed(s, "cannot write a section",
+			    "SECTION_DATA_Z outside a section");
+		return -1;
+	}
+	return 0;
+}
+
 /* One frame of a streaming session; -1 when it was closed or paused. */
 static int
 session_stream_frame(struct session *s, const struct td_frame *f)
@@ -1164,6 +1206,8 @@ session_stream_frame(struct session *s, const struct td_frame *f)
 	switch (f->type) {
 	case TD_MSG_PAGES_Z:
 		return session_pages_z(s, f);
+	case TD_MSG_SECTION_DATA_Z:
+		return session_section_z(s, f);
 	case TD_MSG_SECTION:
 		if (td_msg_unpack_section(f, &id) == -1) {
 			session_close(s, "bad or repeated SECTION");

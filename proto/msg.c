@@ -410,6 +410,43 @@ td_msg_unpack_pages(const struct td_frame *f, size_t page_size,
 }
 
 int
+td_msg_pack_section_z(struct td_buf *b, const struct td_section_z *sz)
+{
+	size_t at = msg_begin(b);
+	int ok = 0;
+
+	if (sz->raw_len == 0 || sz->raw_len > TD_SECTION_Z_RAW ||
+	    sz->len == 0 ||
+	    (sz->codec != TD_WIRE_ZSTD && sz->codec != TD_WIRE_ZLIB) ||
+	    put_u16(b, sz->codec) == -1 || put_u16(b, 0) == -1 ||
+	    put_u32(b, sz->raw_len) == -1 ||
+	    td_buf_add(b, sz->data, sz->len) == -1)
+		ok = -1;
+	return msg_end(b, at, TD_MSG_SECTION_DATA_Z, ok);
+}
+
+int
+td_msg_unpack_section_z(const struct td_frame *f, struct td_section_z *sz)
+{
+	struct td_cur c;
+	uint16_t zero;
+
+	cur_init(&c, f, TD_MSG_SECTION_DATA_Z);
+	sz->codec = td_cur_be16(&c);
+	zero = td_cur_be16(&c);
+	sz->raw_len = td_cur_be32(&c);
+	if (td_cur_bad(&c) || zero != 0 || sz->raw_len == 0 ||
+	    sz->raw_len > TD_SECTION_Z_RAW || td_cur_left(&c) == 0 ||
+	    (sz->codec != TD_WIRE_ZSTD && sz->codec != TD_WIRE_ZLIB)) {
+		errno = EBADMSG;
+		return -1;
+	}
+	sz->len = td_cur_left(&c);
+	sz->data = td_cur_take(&c, td_cur_left(&c));
+	return cur_end(&c);
+}
+
+int
 td_msg_pack_pages_z(struct td_buf *b, const struct td_pages_z *pz)
 {
 	size_t at = msg_begin(b);

@@ -26,7 +26,7 @@
 
 struct td_buf;
 
-#define TD_PROTO_VERSION	2
+#define TD_PROTO_VERSION	3
 #define TD_FRAME_HEADER		8
 
 /* Frame flags. */
@@ -52,7 +52,8 @@ struct td_buf;
 	X(TSYNC_SAMPLE,	13, 52,	52)					\
 	X(ACK,		14, 8,	8)					\
 	X(KEEPALIVE,	15, 0,	0)					\
-	X(PAGES_Z,	16, 21,	TD_MAX_FRAME)
+	X(PAGES_Z,	16, 21,	TD_MAX_FRAME)				\
+	X(SECTION_DATA_Z, 17, 9, 8 + TD_SECTION_Z_RAW + 4096)
 
 enum td_msg_type {
 #define TD_MSG_ENUM(n, v, lo, hi) TD_MSG_##n = v,
@@ -162,6 +163,18 @@ struct td_pages_z {
 	size_t		 len;
 };
 
+/*
+ * SECTION_DATA_Z: a piece of the open section, compressed by the agent: at
+ * most TD_SECTION_Z_RAW bytes once decompressed, exactly raw_len.
+ */
+#define TD_SECTION_Z_RAW	(256 * 1024)
+struct td_section_z {
+	uint16_t	 codec;		/* TD_WIRE_* */
+	uint32_t	 raw_len;	/* 1..TD_SECTION_Z_RAW */
+	const uint8_t	*data;		/* the compressed piece */
+	size_t		 len;
+};
+
 /* END: the agent's page count of every CPU, to check nothing is missing. */
 struct td_end {
 	uint32_t	 ncpus;
@@ -213,6 +226,9 @@ int	td_msg_pack_section(struct td_buf *b, uint16_t id);
 int	td_msg_unpack_section(const struct td_frame *f, uint16_t *id);
 int	td_msg_pack_section_data(struct td_buf *b, const void *p, size_t n);
 int	td_msg_pack_section_end(struct td_buf *b);
+int	td_msg_pack_section_z(struct td_buf *b, const struct td_section_z *sz);
+int	td_msg_unpack_section_z(const struct td_frame *f,
+	    struct td_section_z *sz);
 int	td_msg_pack_option(struct td_buf *b, uint16_t id, const void *p,
 	    size_t n);
 int	td_msg_unpack_option(const struct td_frame *f, uint16_t *id,

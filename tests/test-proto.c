@@ -343,6 +343,42 @@ test_other_messages(void **state)
 		pz.count = 0;
 		assert_int_equal(td_msg_pack_pages_z(&b, &pz), -1);
 	}
+	assert_true(TD_MSG_IN_STREAM(TD_MSG_SECTION_DATA_Z));
+	{
+		struct td_section_z sz = { .codec = TD_WIRE_ZSTD,
+		    .raw_len = 70000, .data = (const uint8_t *)"zz",
+		    .len = 2 }, sz2;
+
+		td_buf_reset(&b);
+		assert_int_equal(td_msg_pack_section_z(&b, &sz), 0);
+		assert_int_equal(b.len, TD_FRAME_HEADER + 8 + 2);
+		one_frame(&b, &f);
+		assert_int_equal(f.type, TD_MSG_SECTION_DATA_Z);
+		assert_int_equal(td_msg_unpack_section_z(&f, &sz2), 0);
+		assert_int_equal(sz2.codec, TD_WIRE_ZSTD);
+		assert_int_equal(sz2.raw_len, 70000);
+		assert_int_equal(sz2.len, 2);
+		assert_memory_equal(sz2.data, "zz", 2);
+		/* an unknown codec, reserved bits, no length, too long */
+		b.data[TD_FRAME_HEADER + 1] = 3;
+		assert_int_equal(td_msg_unpack_section_z(&f, &sz2), -1);
+		b.data[TD_FRAME_HEADER + 1] = TD_WIRE_ZLIB;
+		b.data[TD_FRAME_HEADER + 3] = 1;
+		assert_int_equal(td_msg_unpack_section_z(&f, &sz2), -1);
+		b.data[TD_FRAME_HEADER + 3] = 0;
+		memset(b.data + TD_FRAME_HEADER + 4, 0, 4);
+		assert_int_equal(td_msg_unpack_section_z(&f, &sz2), -1);
+		b.data[TD_FRAME_HEADER + 5] = 0x04;	/* 256 KiB: the most */
+		assert_int_equal(td_msg_unpack_section_z(&f, &sz2), 0);
+		assert_int_equal(sz2.raw_len, TD_SECTION_Z_RAW);
+		b.data[TD_FRAME_HEADER + 7] = 1;	/* one more */
+		assert_int_equal(td_msg_unpack_section_z(&f, &sz2), -1);
+		sz.raw_len = TD_SECTION_Z_RAW + 1;
+		assert_int_equal(td_msg_pack_section_z(&b, &sz), -1);
+		sz.raw_len = 1;
+		sz.len = 0;
+		assert_int_equal(td_msg_pack_section_z(&b, &sz), -1);
+	}
 	assert_int_equal(w2.tsync_interval, 500);
 	assert_string_equal(w2.identity, "web1");
 

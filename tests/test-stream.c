@@ -312,6 +312,76 @@ test_pages_zlib(void **state)
 	check_pages(TD_WIRE_ZLIB);
 }
 
+/*
+ * Section bytes: staged and framed 256 KiB at a time as SECTION_DATA_Z
+ * that decompresses to exactly them; what does not compress goes plain;
+ * an open PAGES batch is closed first.
+ */
+static void
+test_sections(void **state)
+{
+	static uint8_t text[600000], noise[5000], back[TD_SECTION_Z_RAW];
+	struct stream *s;
+	struct td_buf out;
+	struct td_frame f;
+	struct td_section_z sz;
+	struct td_codec *c;
+	uint8_t page[PAGE];
+	size_t i, off = 0, at = 0;
+	uint32_t x = 1;
+	int z = 0, plain = 0;
+
+	for (i = 0; i < sizeof text; i++)	/* kallsyms-like lines */
+		text[i] = i % 41 == 40 ? '\n' : "ffffffff8100 T sym_"[i % 19];
+	for (i = 0; i < sizeof noise; i++) {
+		x = x * 1103515245 + 12345;
+		noise[i] = (uint8_t)(x >> 16);
+	}
+	assert_non_null(s = stream_new(PAGE, 1, 0, NULL, 0));
+	assert_non_null(c = td_codec_new(TD_CODEC_ZSTD, 0));
+	td_buf_init(&out, 64u << 20);
+	memset(page, 'p', sizeof page);
+	assert_int_equal(stream_page(s, 0, page, PAGE), 0);
+	/* in uneven pieces, as meta.c reads them */
+	for (i = 0; i < sizeof text; i += 65536)
+		assert_int_equal(stream_section_data(s, text + i,
+		    sizeof text - i < 65536 ? sizeof text - i : 65536), 0);
+	assert_false(stream_batch_open(s));
+	assert_int_equal(stream_section_flush(s), 0);
+	assert_int_equal(stream_section_data(s, noise, sizeof noise), 0);
+	assert_int_equal(stream_section_flush(s), 0);
+	assert_int_equal(stream_section_flush(s), 0);	/* nothing: no frame */
+	take(s, &out, 4096, SIZE_MAX);
+	while (off < out.len) {
+		assert_int_equal(td_frame_parse(out.data + off, out.len - off,
+		    &f), 1);
+		off += f.total;
+		if (f.type == TD_MSG_PAGES)
+			continue;
+		if (f.type == TD_MSG_SECTION_DATA_Z) {
+			assert_int_equal(td_msg_unpack_section_z(&f, &sz), 0);
+			assert_int_equal(sz.codec, TD_WIRE_ZSTD);
+			assert_true(sz.len < sz.raw_len);
+			assert_int_equal(td_codec_decompress(c, sz.data, sz.len,
+			    back, sz.raw_len), (ssize_t)sz.raw_len);
+			assert_memory_equal(back, text + at, sz.raw_len);
+			at += sz.raw_len;
+			z++;
+		} else {
+			assert_int_equal(f.type, TD_MSG_SECTION_DATA);
+			assert_int_equal(f.len, sizeof noise);
+			assert_memory_equal(f.payload, noise, sizeof noise);
+			plain++;
+		}
+	}
+	assert_int_equal(at, sizeof text);
+	assert_int_equal(z, 3);		/* 256 KiB, 256 KiB, the rest */
+	assert_int_equal(plain, 1);
+	td_codec_free(c);
+	td_buf_free(&out);
+	stream_free(s);
+}
+
 int
 main(void)
 {
@@ -322,6 +392,7 @@ main(void)
 		cmocka_unit_test(test_pages),
 		cmocka_unit_test(test_pages_zstd),
 		cmocka_unit_test(test_pages_zlib),
+		cmocka_unit_test(test_sections),
 	};
 
 	return cmocka_run_group_tests_name("stream", tests, NULL, NULL);

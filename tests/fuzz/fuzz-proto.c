@@ -16,7 +16,7 @@
  *   - what unpacks packs again to the very same payload (the encoding is
  *     canonical), and the packed frame unpacks to the same fields.  This is
  *     checked for every message, HELLO, WELCOME, DONE, ERROR, ACK,
- *     KEEPALIVE and PAGES_Z included (TSYNC_PROBE and TSYNC_REPLY are
+ *     KEEPALIVE, PAGES_Z and SECTION_DATA_Z included (TSYNC_PROBE and TSYNC_REPLY are
  *     packed URGENT: payload only);
  *   - a HELLO or WELCOME that unpacks carries no flag but TD_HELLO_RESUME
  *     or TD_WELCOME_RESUMED, and the v2 fields (flags, resume offset, idle
@@ -205,6 +205,30 @@ check_pages_z(const struct td_frame *f, struct td_buf *b)
 	FUZZ_CHECK(pz2.cpu == pz.cpu && pz2.count == pz.count &&
 	    pz2.first_seq == pz.first_seq && pz2.codec == pz.codec &&
 	    pz2.len == pz.len && memcmp(pz2.data, pz.data, pz.len) == 0);
+}
+
+static void
+check_section_z(const struct td_frame *f, struct td_buf *b)
+{
+	struct td_section_z sz, sz2;
+	struct td_frame g;
+
+	if (td_msg_unpack_section_z(f, &sz) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(f->type == TD_MSG_SECTION_DATA_Z);
+	FUZZ_CHECK(sz.raw_len >= 1 && sz.raw_len <= TD_SECTION_Z_RAW);
+	FUZZ_CHECK(sz.codec == TD_WIRE_ZSTD || sz.codec == TD_WIRE_ZLIB);
+	FUZZ_CHECK(sz.data == f->payload + 8 && sz.len == f->len - 8 &&
+	    sz.len > 0);
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_section_z(b, &sz) == 0);
+	same_payload(b, f);
+	reparse(b, &g);
+	FUZZ_CHECK(td_msg_unpack_section_z(&g, &sz2) == 0);
+	FUZZ_CHECK(sz2.codec == sz.codec && sz2.raw_len == sz.raw_len &&
+	    sz2.len == sz.len && memcmp(sz2.data, sz.data, sz.len) == 0);
 }
 
 static void
@@ -404,6 +428,7 @@ check_frame(const uint8_t *p, const struct td_frame *f0, struct td_buf *b,
 	check_pages(&f, b, 0);
 	check_pages(&f, b, 1);
 	check_pages_z(&f, b);
+	check_section_z(&f, b);
 	check_end(&f, b);
 	check_done(&f, b);
 	check_error(&f, b);

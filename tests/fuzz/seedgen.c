@@ -471,6 +471,38 @@ stream_hello(struct td_buf *b, uint32_t ncpus, uint32_t page_size,
 		die("hello");
 }
 
+/* TD_WIRE_*: sections go as SECTION_DATA_Z pieces of that codec */
+static uint16_t section_z;
+
+/* One SECTION_DATA_Z piece of the codec section_z. */
+static void
+stream_section_z(struct td_buf *b, const void *p, size_t n)
+{
+	struct td_codec *c;
+	struct td_section_z sz;
+	uint8_t *z;
+	ssize_t len;
+	size_t cap;
+
+	c = td_codec_new(section_z == TD_WIRE_ZSTD ? TD_CODEC_ZSTD :
+	    TD_CODEC_ZLIB, 0);
+	if (c == NULL)
+		die("codec");
+	cap = td_codec_bound(c, n);
+	if ((z = malloc(cap)) == NULL)
+		die("malloc");
+	if ((len = td_codec_compress(c, p, n, z, cap)) <= 0)
+		die("compress");
+	sz.codec = section_z;
+	sz.raw_len = (uint32_t)n;
+	sz.data = z;
+	sz.len = (size_t)len;
+	if (td_msg_pack_section_z(b, &sz) == -1)
+		die("section data z");
+	free(z);
+	td_codec_free(c);
+}
+
 static void
 stream_section(struct td_buf *b, uint16_t id, const void *p, size_t n,
     size_t piece)
@@ -481,7 +513,9 @@ stream_section(struct td_buf *b, uint16_t id, const void *p, size_t n,
 		die("section");
 	while (n != 0) {
 		k = n < piece ? n : piece;
-		if (td_msg_pack_section_data(b, p, k) == -1)
+		if (section_z != 0 && k <= TD_SECTION_Z_RAW)
+			stream_section_z(b, p, k);
+		else if (td_msg_pack_section_data(b, p, k) == -1)
 			die("section data");
 		p = (const uint8_t *)p + k;
 		n -= k;
@@ -767,6 +801,12 @@ resume_seeds(const char *dir)
 	pages_z_seed(dir, "v2-pages-z-stored", 1, TD_WIRE_ZSTD);
 	pages_z_seed(dir, "v2-pages-z-recompressed", 2, TD_WIRE_ZSTD);
 	pages_z_seed(dir, "v2-pages-z-none", 0, TD_WIRE_ZLIB);
+	/* v3: the header sections as SECTION_DATA_Z pieces */
+	section_z = TD_WIRE_ZSTD;
+	pages_z_seed(dir, "v3-section-z-zstd", 1, TD_WIRE_ZSTD);
+	section_z = TD_WIRE_ZLIB;
+	pages_z_seed(dir, "v3-section-z-zlib", 3, TD_WIRE_ZLIB);
+	section_z = 0;
 	{
 		struct td_buf b;
 
