@@ -171,7 +171,7 @@ td_tsfilter_imprecise(const uint64_t *ts, const int64_t *offset,
 		b = (double)(bound[p] > bound[q] ? bound[p] : bound[q]);
 		if (b < (double)floor_ns)
 			b = (double)floor_ns;
-		tol = 4 * b * units_per_ns;
+		tol = b * units_per_ns;
 		b = td_tsfilter_diff(offset[i], offset[p]) - want;
 		if (b > tol || b < -tol) {
 			out[i] = true;

@@ -48,9 +48,10 @@ uint32_t	td_tsfilter_outliers(const uint64_t *ts, const int64_t *offset,
  * A sample is imprecise when its error bound (bound[], ns) is above
  * TD_TSFILTER_IMPRECISE x max(floor_ns, the smallest bound of up to
  * TD_TSFILTER_SIDE neighbours on each side); it disagrees when its offset
- * is further than 4 x max(floor_ns, their bounds) from what the nearest
+ * is further than max(floor_ns, their bounds) from what the nearest
  * precise samples say there (the line through the one before and the one
- * after, else through the two nearest, else the one there is).
+ * after, else through the two nearest, else the one there is): within
+ * that it cannot bend the line more than they already may.
  * units_per_ns converts ns into the offsets' units (1, or cycles per ns
  * for x86-tsc).
  *

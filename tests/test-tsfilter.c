@@ -167,7 +167,7 @@ test_imprecise(void **state)
 	bnd[20] = 1100000;	/* within 8 x 150 us: kept, though 1 ms off */
 	off[20] += 1000000;
 	bnd[30] = 15000000;	/* wide but on the line: kept */
-	off[30] += 300000;
+	off[30] += 100000;
 	assert_int_equal(imprecise(N), 4);
 	for (i = 0; i < N; i++)
 		assert_int_equal(out[i], i == 0 || i == 7 || i == 8 ||
@@ -183,7 +183,7 @@ test_imprecise(void **state)
 	bnd[10] = 9000000;
 	off[10] += 4560000;
 	bnd[11] = 9000000;
-	off[11] += 1000000;	/* 0.4 ms: within 4 x 230 us */
+	off[11] += 300000;	/* 125 us: within the neighbours' bounds */
 	memset(out, 0, sizeof out);
 	assert_int_equal(td_tsfilter_imprecise(ts, off, bnd, N, 10000, 2.4,
 	    out), 1);
