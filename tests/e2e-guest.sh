@@ -82,6 +82,7 @@ kernel_fetch() {
 	)
 	r=$?
 	rm -rf "$KCACHE/tmp"
+	[ $r = 0 ] || rm -rf "$KDIR"
 	return $r
 }
 
