@@ -192,10 +192,16 @@ qemu-system-x86_64 -accel tcg -m 256 -smp 2 -nographic -no-reboot \
     -device virtserialport,chardev=td0,name=org.tracedock.0 \
     < /dev/null > "$WORK/qemu.out" 2>&1 &
 QPID=$!
-# until QEMU ends: note when the listener opened the guest's recording
+# until QEMU ends: note when the guest's first byte reached the listener
+# (QEMU's connection is made at its start) and when the listener opened
+# the guest's recording
+t_first=""
 t_hello=""
 i=0
 while kill -0 $QPID 2>/dev/null && [ $i -lt $((1200 * SLOW)) ]; do
+	[ -z "$t_first" ] &&
+	    ss -tniH state established "( sport = :$LPORT )" 2>/dev/null |
+	    grep -q "bytes_received:[1-9]" && t_first=$(date +%s.%N)
 	[ -z "$t_hello" ] && sessions_opened "$WORK/l.log" 1 &&
 	    t_hello=$(date +%s.%N)
 	sleep 0.1
@@ -211,8 +217,14 @@ else
 	eq "QEMU ends by itself, exit 0" $? 0
 fi
 [ -s "$WORK/qemu.out" ] && sed 's/^/# qemu: /' "$WORK/qemu.out"
-echo "# QEMU start to the listener's recording of the guest (HELLO): $(echo "${t_hello:-$t_end} $t0" | awk '{ printf "%.1f", $1 - $2 }') s"
-echo "# QEMU start to its end: $(echo "$t_end $t0" | awk '{ printf "%.1f", $1 - $2 }') s"
+# since TIME: TIME (date +%s.%N, or empty: never) after QEMU started
+since() {
+	[ -n "$1" ] && echo "$1 $t0" | awk '{ printf "%.1f s", $1 - $2 }' ||
+	    echo "never"
+}
+echo "# QEMU start to the guest's first byte at the listener: $(since "$t_first")"
+echo "# to the listener's recording of it (HELLO): $(since "$t_hello")"
+echo "# to QEMU's end: $(since "$t_end")"
 
 con=$WORK/console.txt
 tr -d '\r' < "$WORK/console" > "$con"
