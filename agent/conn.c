@@ -37,6 +37,8 @@
  * agent's CPU on loopback as the encryption (bench/README.md, "Streaming").
  */
 #define CONN_TLS_WBUF	(256u * 1024)
+/* How often a device whose other side is away is looked at again. */
+#define CONN_AWAY_POLL_MS	100
 
 struct conn {
 	enum conn_kind	 kind;
@@ -46,6 +48,7 @@ struct conn {
 	bool		 refused;	/* a TLS alert: it will not take us */
 	bool		 blocking;
 	int		 ms;		/* the blocking calls' timeout */
+	int		 away_ms;	/* waited for a device's other side */
 };
 
 /* "what: strerror(errno)" into err. */
@@ -297,6 +300,7 @@ conn_set_blocking(struct conn *c, bool on, int ms)
 
 	c->blocking = on;
 	c->ms = ms;
+	c->away_ms = 0;
 	if (c->kind == CONN_SERIAL)
 		return;		/* stays non-blocking: conn_wait() waits */
 	fl = fcntl(c->fd, F_GETFL);
@@ -307,14 +311,24 @@ conn_set_blocking(struct conn *c, bool on, int ms)
 
 /*
  * A blocking call of a device found it not ready: wait for events up to
- * the timeout.  1 when it may go on; 0 when it must give up (not
- * blocking, or the time is out: errno EAGAIN).
+ * the timeout.  1 when it may go on (try the call again); 0 when it must
+ * give up (not blocking, or the time is out: errno EAGAIN, or ENOTCONN
+ * when the device's other side stayed away).
+ *
+ * A virtio-serial port whose host side is not connected (QEMU's chardev
+ * not connected yet, or dropped) polls POLLHUP at once, never POLLOUT,
+ * and its write(2) says EAGAIN: poll() cannot wait for the host, so the
+ * call is tried again every CONN_AWAY_POLL_MS until the timeout.  Taken
+ * as readiness, that POLLHUP made the TLS handshake spin on a whole CPU
+ * with no end (a guest whose listener had dropped QEMU's idle
+ * connection).  A device that fails for good (a pseudo-terminal whose
+ * other side closed: EIO) still says so at the next try.
  */
 static int
 conn_wait(struct conn *c, short events)
 {
 	struct pollfd pfd = { c->fd, events, 0 };
-	int r;
+	int r, ms;
 
 	if (c->kind != CONN_SERIAL || !c->blocking) {
 		errno = EAGAIN;
@@ -322,9 +336,19 @@ conn_wait(struct conn *c, short events)
 	}
 	while ((r = poll(&pfd, 1, c->ms)) == -1 && errno == EINTR)
 		;
-	if (r == 1)
+	if (r == 1 && (pfd.revents & (events | POLLERR | POLLNVAL)) != 0) {
+		c->away_ms = 0;
 		return 1;
-	errno = EAGAIN;
+	}
+	if (r == 1 && c->away_ms < c->ms) {
+		/* POLLHUP alone: the other side is away */
+		ms = c->ms - c->away_ms < CONN_AWAY_POLL_MS ?
+		    c->ms - c->away_ms : CONN_AWAY_POLL_MS;
+		poll(NULL, 0, ms);
+		c->away_ms += ms;
+		return 1;
+	}
+	errno = r == 1 ? ENOTCONN : EAGAIN;
 	return 0;
 }
 
@@ -393,8 +417,14 @@ conn_tls(struct conn *c, const struct conn_target *t, SSL_CTX *ctx,
 		ERR_clear_error();
 		if ((r = SSL_connect(c->ssl)) == 1)
 			break;
-		if ((want = conn_ssl_want(c, r)) != 0 && conn_wait(c, want))
-			continue;
+		if ((want = conn_ssl_want(c, r)) != 0) {
+			if (conn_wait(c, want))
+				continue;
+			snprintf(err, errlen, "TLS handshake with the listener "
+			    "failed: %s", errno == ENOTCONN ? "nobody at the "
+			    "other end of the device" : "timed out");
+			return -1;
+		}
 		td_tls_handshake_error(c->ssl, err, errlen,
 		    "TLS handshake with the listener failed");
 		/* a certificate refused stays refused */

@@ -12,6 +12,9 @@ if [ "$(id -u)" = 0 ]; then
 	TD_REQUIRE_TRACEFS=1
 	export TD_REQUIRE_TRACEFS
 fi
+# the guest kernel of tests/e2e-guest.sh, downloaded once for every build
+TD_GUEST_CACHE=$top/build/tests/guest-kernel
+export TD_GUEST_CACHE
 pass=0 fail=0 skip=0 rc=0
 
 # stage NAME BUILDDIR [CONFIGURE ARGS...]: build and run make check there
