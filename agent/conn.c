@@ -72,6 +72,22 @@ conn_kind_name(enum conn_kind kind)
 	}
 }
 
+void
+conn_target_describe(const struct conn_target *t, char *buf, size_t len)
+{
+	switch (t->kind) {
+	case CONN_VSOCK:
+		snprintf(buf, len, "vsock CID %u port %s", t->cid, t->port);
+		break;
+	case CONN_SERIAL:
+		snprintf(buf, len, "serial device '%s'", t->addr);
+		break;
+	default:
+		snprintf(buf, len, "'%s' port %s", t->addr, t->port);
+		break;
+	}
+}
+
 int
 conn_target_parse(const char *spec, const char *port,
     const char *server_name, bool tls, struct conn_target *t, char *err,

@@ -68,6 +68,12 @@ int		 conn_target_open(struct conn_target *t, char *err,
 void		 conn_target_close(struct conn_target *t);
 /* The transport's name ("TCP", "vsock", "serial"). */
 const char	*conn_kind_name(enum conn_kind kind);
+/*
+ * Where t leads, for messages: "'HOST' port P", "vsock CID C port P" or
+ * "serial device 'PATH'".
+ */
+void		 conn_target_describe(const struct conn_target *t, char *buf,
+		    size_t len);
 
 /*
  * The TLS client context of every connection: our certificate and key

@@ -49,6 +49,7 @@ struct net {
 	struct net_params np;
 	struct td_hello	 hello;
 	struct conn_target target;	/* where the listener is */
+	char		 where[4200];	/* net_where()'s text */
 	SSL_CTX		*ctx;		/* NULL: --insecure */
 	struct conn	*c;		/* NULL: down */
 	char		 identity[TD_MAX_NAME_LEN + 1];
@@ -287,6 +288,14 @@ const char *
 net_identity(const struct net *n)
 {
 	return n->identity;
+}
+
+/* Where the listener is, for messages (conn_target_describe()). */
+const char *
+net_where(struct net *n)
+{
+	conn_target_describe(&n->target, n->where, sizeof n->where);
+	return n->where;
 }
 
 bool

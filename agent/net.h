@@ -76,6 +76,8 @@ int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 void		 net_set_idle(struct net *n, void (*fn)(void *), void *arg);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);
+/* Where the listener is, for messages: "'HOST' port P" and the like. */
+const char	*net_where(struct net *n);
 /* A meta_sink that frames sections and options into the stream. */
 void		 net_meta_sink(struct net *n, struct meta_sink *s);
 /* Queue one page of a CPU. */

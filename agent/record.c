@@ -386,9 +386,8 @@ record_net_back(struct recorder *r)
 		return;
 	}
 	r->reconnecting = false;
-	log_info("reconnected to '%s' port %s: resuming (%" PRIu64
-	    " bytes not acknowledged)", r->o->host, r->o->port,
-	    net_unacked(r->net));
+	log_info("reconnected to %s: resuming (%" PRIu64 " bytes not "
+	    "acknowledged)", net_where(r->net), net_unacked(r->net));
 	memset(&ev, 0, sizeof ev);
 	ev.events = EPOLLIN;
 	ev.data.u32 = RECORD_NET_ID;
@@ -771,8 +770,8 @@ record_start(struct recorder *r)
 	if (r->net != NULL) {
 		if (net_start(r->net, r->err, sizeof r->err) == -1)
 			return -1;
-		log_info("connected to '%s' port %s as '%s'", r->o->host,
-		    r->o->port, net_identity(r->net));
+		log_info("connected to %s as '%s'", net_where(r->net),
+		    net_identity(r->net));
 		net_set_idle(r->net, record_tsync_idle, r);
 		if (net_tsync_interval(r->net) == TD_TSYNC_OFF) {
 			tsync_free(r->tsync);
