@@ -19,6 +19,7 @@
 struct listener_config {
 	const char		*port;
 	const char		*bind;		/* NULL: all addresses */
+	const char		*unix_path;	/* --unix: also this socket */
 	const char		*dir;		/* output directory */
 	const char		*cert;
 	const char		*key;

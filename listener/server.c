@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -31,6 +33,7 @@
 #define SERVER_MAX_LISTENERS	8
 
 static struct evconnlistener	*server_lev[SERVER_MAX_LISTENERS];
+static const char		*server_unix_path;	/* --unix */
 static int			 server_nlev;
 static struct event		*server_pause_ev;
 static struct listener_config	*server_cfg;
@@ -104,13 +107,24 @@ server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	char host[NI_MAXHOST], serv[NI_MAXSERV];
 	char peer[NI_MAXHOST + NI_MAXSERV + 4];
 
-	if (getnameinfo(sa, salen, host, sizeof host, serv, sizeof serv,
-	    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-		snprintf(host, sizeof host, "?");
-	snprintf(peer, sizeof peer, sa->sa_family == AF_INET6 ?
-	    "[%s]:%s" : "%s:%s", host, serv);
-	if (strncmp(host, "::ffff:", 7) == 0)
-		snprintf(peer, sizeof peer, "%s:%s", host + 7, serv);
+	if (sa->sa_family == AF_UNIX) {
+		struct ucred cr;
+		socklen_t crlen = sizeof cr;
+
+		/* a local process (QEMU): its pid stands for the port */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == 0)
+			snprintf(peer, sizeof peer, "unix:%ld", (long)cr.pid);
+		else
+			snprintf(peer, sizeof peer, "unix:?");
+	} else {
+		if (getnameinfo(sa, salen, host, sizeof host, serv,
+		    sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+			snprintf(host, sizeof host, "?");
+		snprintf(peer, sizeof peer, sa->sa_family == AF_INET6 ?
+		    "[%s]:%s" : "%s:%s", host, serv);
+		if (strncmp(host, "::ffff:", 7) == 0)
+			snprintf(peer, sizeof peer, "%s:%s", host + 7, serv);
+	}
 	if (server_nsessions >= server_cfg->max_sessions) {
 		admit_refused(ADMIT_R_SESSIONS, "refusing %s: %d sessions "
 		    "already", peer, server_nsessions);
@@ -153,6 +167,80 @@ server_tune_ctx(SSL_CTX *ctx)
 	if (ctx == NULL)
 		return;
 	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+}
+
+/*
+ * Listen on the Unix socket path too (--unix), mode 0660.  A socket file
+ * left by an earlier tdlisten is replaced; one another process still
+ * listens on, or a file that is not a socket, is not.
+ */
+static int
+server_listen_unix(struct event_base *base, const char *path)
+{
+	struct sockaddr_un sun;
+	struct evconnlistener *lev;
+	struct stat st;
+	mode_t mask;
+	int fd, probe, r;
+
+	if (server_nlev >= SERVER_MAX_LISTENERS) {
+		log_warnx("--unix '%s': too many listening sockets", path);
+		return -1;
+	}
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sun.sun_path) {
+		log_warnx("--unix '%s': longer than %zu bytes", path,
+		    sizeof sun.sun_path - 1);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			log_warnx("--unix '%s': exists and is not a socket",
+			    path);
+			return -1;
+		}
+		probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
+		    sizeof sun) == 0) {
+			close(probe);
+			log_warnx("--unix '%s': another process listens there",
+			    path);
+			return -1;
+		}
+		if (probe != -1)
+			close(probe);
+		unlink(path);	/* an earlier tdlisten's */
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd == -1) {
+		log_warn("--unix '%s'", path);
+		return -1;
+	}
+	mask = umask(0117);
+	r = bind(fd, (struct sockaddr *)&sun, sizeof sun);
+	umask(mask);
+	if (r == -1) {
+		log_warn("cannot listen on '%s'", path);
+		close(fd);
+		return -1;
+	}
+	lev = evconnlistener_new(base, server_accept_cb, NULL,
+	    LEV_OPT_CLOSE_ON_FREE, 512, fd);
+	if (lev == NULL) {
+		log_warn("cannot listen on '%s'", path);
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	evconnlistener_set_error_cb(lev, server_error_cb);
+	server_lev[server_nlev++] = lev;
+	server_unix_path = path;
+	log_info("listening on Unix socket '%s'%s", path, server_ctx ?
+	    " (TLS 1.3, client certificates required)" :
+	    " (INSECURE: no encryption, no authentication)");
+	return 0;
 }
 
 /* Listen on every address of cfg->bind (all when NULL) at cfg->port. */
@@ -215,6 +303,9 @@ server_start(struct event_base *base, struct listener_config *cfg,
 		    " (INSECURE: plain TCP, no authentication)");
 	}
 	freeaddrinfo(res);
+	if (server_nlev > 0 && cfg->unix_path != NULL &&
+	    server_listen_unix(base, cfg->unix_path) == -1)
+		return -1;
 	return server_nlev > 0 ? 0 : -1;
 }
 
@@ -277,6 +368,10 @@ server_shutdown(void)
 	for (i = 0; i < server_nlev; i++)
 		evconnlistener_free(server_lev[i]);
 	server_nlev = 0;
+	/* ours alone (after -u it may stay: the next tdlisten replaces it) */
+	if (server_unix_path != NULL)
+		unlink(server_unix_path);
+	server_unix_path = NULL;
 	if (server_pause_ev != NULL)
 		event_free(server_pause_ev);
 	server_pause_ev = NULL;

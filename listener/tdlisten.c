@@ -31,6 +31,7 @@
 
 enum {
 	OPT_CERT = 1000,
+	OPT_UNIX,
 	OPT_KEY,
 	OPT_CA,
 	OPT_CRL,
@@ -63,6 +64,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "file-version", required_argument, NULL, OPT_FILE_VERSION },
 	{ "compression", required_argument, NULL, OPT_COMPRESSION },
 	{ "bind", required_argument, NULL, OPT_BIND },
+	{ "unix", required_argument, NULL, OPT_UNIX },
 	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 	{ "tsync-interval", required_argument, NULL, OPT_TSYNC_INTERVAL },
 	{ "resume-wait", required_argument, NULL, OPT_RESUME_WAIT },
@@ -84,7 +86,7 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: tdlisten [-p PORT] [-d DIR] [--cert FILE --key FILE --ca FILE] [--crl FILE]\n"
-"                [--insecure] [--bind ADDR] [--file-version 6|7]\n"
+"                [--insecure] [--bind ADDR] [--unix PATH] [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
 "                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
 "                [--handshake-timeout S] [--max-handshakes N]\n"
@@ -105,6 +107,8 @@ usage(FILE *fp)
 "  --crl FILE         revoked agent certificates (tdcert revoke)\n"
 "  --insecure         plain TCP, no authentication (the agent needs it too)\n"
 "  --bind ADDR        listen on ADDR only (default: every address)\n"
+"  --unix PATH        also listen on the Unix socket PATH (mode 0660), for\n"
+"                     QEMU's chardev of a guest's virtio-serial port\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
 "  --max-sessions N   refuse connections past their TLS handshake beyond N\n"
@@ -226,6 +230,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			break;
 		case OPT_BIND:
 			c->bind = optarg;
+			break;
+		case OPT_UNIX:
+			c->unix_path = optarg;
 			break;
 		case OPT_MAX_SESSIONS:
 			n = strtol(optarg, &end, 10);
@@ -550,7 +557,9 @@ main(int argc, char **argv)
 	    event_get_version(), event_base_get_method(base),
 	    td_tls_version());
 	if (server_start(base, &cfg, ctx) == -1)
-		fatalx("cannot listen on port %s", cfg.port);
+		fatalx("cannot listen on port %s%s%s", cfg.port,
+		    cfg.unix_path ? " and " : "", cfg.unix_path ?
+		    cfg.unix_path : "");
 	for (i = 0; i < 3; i++) {
 		sigs[i] = evsignal_new(base, signos[i], tdlisten_signal_cb,
 		    base);

@@ -4,8 +4,9 @@
 # tdagent-static, a static tests/tdpoke and the guest's certificate; its
 # /init records tdpoke's getppid calls with tdagent-static over a
 # virtio-serial port, "-h serial:/dev/vportNpM", and powers the guest off.
-# QEMU carries the port to tdlisten's TCP port itself (a chardev socket),
-# so the listener sees one TCP connection with the guest's TLS in it.
+# QEMU carries the port to tdlisten's Unix socket (tdlisten --unix, QEMU a
+# client chardev with reconnect=1), so the listener sees one connection
+# from QEMU's process with the guest's TLS in it.
 #
 # Checked: the guest's tdagent-static runs (--version, with no /etc) and
 # exits 0, as /init reports on the serial console; the listener files the
@@ -178,30 +179,29 @@ chmod 755 "$R/init"
 # guest's tdagent says anything, so the handshake timeout must outlast the
 # boot on a busy machine (a dropped chardev stays down without
 # reconnect=N; with it QEMU dials again when the guest writes: README.md)
+SOCK=$WORK/guests.sock
 start_listener "$WORK/l.log" -d "$WORK/out" --cert "$P/listener.pem" \
-    --key "$P/listener.key" --ca "$P/ca.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --unix "$SOCK" \
     --handshake-timeout $((120 * SLOW)) --tsync-interval 250 || exit 99
+check "the listener listens on its Unix socket" \
+    grep -q "listening on Unix socket '$SOCK' (TLS 1.3" "$WORK/l.log"
+check "the socket is a socket, mode 0660" \
+    test -S "$SOCK" -a "$(stat -c %a "$SOCK")" = 660
 
 t0=$(date +%s.%N)
 qemu-system-x86_64 -accel tcg -m 256 -smp 2 -nographic -no-reboot \
     -bios $QBOOT -kernel "$KDIR/vmlinuz" -initrd "$WORK/initrd.gz" \
     -append "console=ttyS0 panic=-1 quiet loglevel=3 tdn=$N tdnr=$NR tdserver=listener" \
     -monitor none -serial "file:$WORK/console" \
-    -chardev socket,id=td0,host=127.0.0.1,port=$LPORT,reconnect=1 \
+    -chardev socket,id=td0,path="$SOCK",reconnect=1 \
     -device virtio-serial-pci,romfile= \
     -device virtserialport,chardev=td0,name=org.tracedock.0 \
     < /dev/null > "$WORK/qemu.out" 2>&1 &
 QPID=$!
-# until QEMU ends: note when the guest's first byte reached the listener
-# (QEMU's connection is made at its start) and when the listener opened
-# the guest's recording
-t_first=""
+# until QEMU ends: note when the listener opened the guest's recording
 t_hello=""
 i=0
 while kill -0 $QPID 2>/dev/null && [ $i -lt $((1200 * SLOW)) ]; do
-	[ -z "$t_first" ] &&
-	    ss -tniH state established "( sport = :$LPORT )" 2>/dev/null |
-	    grep -q "bytes_received:[1-9]" && t_first=$(date +%s.%N)
 	[ -z "$t_hello" ] && sessions_opened "$WORK/l.log" 1 &&
 	    t_hello=$(date +%s.%N)
 	sleep 0.1
@@ -222,8 +222,7 @@ since() {
 	[ -n "$1" ] && echo "$1 $t0" | awk '{ printf "%.1f s", $1 - $2 }' ||
 	    echo "never"
 }
-echo "# QEMU start to the guest's first byte at the listener: $(since "$t_first")"
-echo "# to the listener's recording of it (HELLO): $(since "$t_hello")"
+echo "# QEMU start to the listener's recording of the guest (HELLO): $(since "$t_hello")"
 echo "# to QEMU's end: $(since "$t_end")"
 
 con=$WORK/console.txt
@@ -248,6 +247,8 @@ check "the file is under the guest certificate's name ($rel)" \
     sh -c "test -f '$f' && test '$(dirname "$f")' = '$WORK/out/$GUEST'"
 check "the listener logged it under that name" \
     grep -q "session $GUEST (.*): wrote '$f'" "$WORK/l.log"
+check "over the Unix socket, from QEMU's process (unix:$QPID)" \
+    grep -q "session $GUEST (unix:$QPID): wrote '$f'" "$WORK/l.log"
 check "trace-cmd reads it cleanly" tc_clean "$f"
 # tdpoke: N getppid calls; nothing else in the guest makes one
 pids=$(awk -v nr="$NR" '/sys_enter:/ && $0 ~ "NR " nr " " { print $1 }' \
@@ -268,4 +269,5 @@ check "time sync ran over the port (TIME_SHIFT)" \
 sed -n "s/^.*session $GUEST (.*\(time sync: .*\)$/# \1/p" "$WORK/l.log"
 check "the listener survived" kill -0 "$LPID"
 stop_listener
+check "the stopped listener removed its socket" test ! -e "$SOCK"
 finish
