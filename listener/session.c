@@ -838,6 +838,8 @@ session_hello(struct session *s, const struct td_frame *f)
 
 static int	session_write_failed(struct session *, const char *,
 		    const char *);
+static int	session_section_write(struct session *, const void *,
+		    size_t, const char *);
 
 /* Pages could not be written: pause on a full disk, else close. */
 static int
@@ -947,16 +949,9 @@ session_bulk(struct session *s, struct evbuffer *in)
 				k = n;
 			if (k > s->bulk_left)
 				k = s->bulk_left;
-			if (td_file_section_write(s->file, evbuffer_pullup(in,
-			    k), k) == -1) {
-				if (errno == EFBIG)	/* the cap, not a disk */
-					session_close(s, "section too big");
-				else
-					session_write_failed(s, "cannot write "
-					    "a section", "SECTION_DATA outside "
-					    "a section");
+			if (session_section_write(s, evbuffer_pullup(in, k),
+			    k, "SECTION_DATA outside a section") == -1)
 				return -1;
-			}
 		}
 		evbuffer_drain(in, k);
 		s->bulk_left -= k;
@@ -1154,6 +1149,24 @@ session_write_failed(struct session *s, const char *what, const char *why)
 }
 
 /*
+ * Bytes of the open section (SECTION_DATA's or SECTION_DATA_Z's) to the
+ * writer; -1 when the session was closed (outside: the reason when no
+ * section is open) or paused.
+ */
+static int
+session_section_write(struct session *s, const void *p, size_t n,
+    const char *outside)
+{
+	if (td_file_section_write(s->file, p, n) == 0)
+		return 0;
+	if (errno == EFBIG)	/* the cap, not a disk */
+		session_close(s, "section too big");
+	else
+		session_write_failed(s, "cannot write a section", outside);
+	return -1;
+}
+
+/*
  * SECTION_DATA_Z: a piece of the open section, decompressed to exactly the
  * length it claims (at most TD_SECTION_Z_RAW).  One decompressor per codec
  * and one buffer serve every session (one thread): a thousand agents
@@ -1184,15 +1197,8 @@ session_section_z(struct session *s, const struct td_frame *f)
 		    "length");
 		return -1;
 	}
-	if (td_file_section_write(s->file, raw, sz.raw_len) == -1) {
-		if (errno == EFBIG)	/* the cap, not a disk */
-			session_close(s, "section too big");
-		else
-			session_write_failed(s, "cannot write a section",
-			    "SECTION_DATA_Z outside a section");
-		return -1;
-	}
-	return 0;
+	return session_section_write(s, raw, sz.raw_len,
+	    "SECTION_DATA_Z outside a section");
 }
 
 /* One frame of a streaming session; -1 when it was closed or paused. */

@@ -107,89 +107,68 @@ timesync_tsc2nsec(struct session *s, const uint8_t *p)
 }
 
 /*
- * Of the samples not set aside yet (out[] false), set aside those that lie
- * off the line through their neighbours (td_tsfilter_outliers(): rounds
- * whose probes were all lopsided the same way, which the agent cannot
- * see), marking them in out[]; return how many.  The floor, TIMESYNC_FLOOR_NS, is in the clock's units:
- * x86-tsc offsets are cycles, converted with the agent's TSC2NSEC (sent
- * at the end, kept in checkpoints); without it nothing is set aside.
+ * Set aside, marking them in out[], the samples trace-cmd should not draw
+ * its line through: first those whose bound is far wider than their
+ * neighbours' and whose offset disagrees with the precise ones
+ * (td_tsfilter_imprecise(): rounds made while the machine was
+ * saturated), then of the others those that lie off the line through
+ * their neighbours (td_tsfilter_outliers(): rounds whose probes were all
+ * lopsided the same way, which the agent cannot see).  The counts go to
+ * *imprecise and *off_line.  Offsets are in the clock's units: x86-tsc's
+ * are cycles, converted with the agent's TSC2NSEC (sent at the end, kept
+ * in checkpoints); without it nothing is set aside.
  */
-static uint32_t
-timesync_outliers(struct session *s, bool *out)
+static void
+timesync_set_aside(struct session *s, bool *out, uint32_t *imprecise,
+    uint32_t *off_line)
 {
-	uint64_t *ts;
+	uint64_t *ts, *bound;
 	int64_t *off;
 	uint32_t *at;
 	bool *mark;
-	double floor = TIMESYNC_FLOOR_NS;
-	uint32_t i, m, n = s->nsamples, count;
+	double units = 1;
+	uint32_t i, m, n = s->nsamples;
 
+	*imprecise = *off_line = 0;
 	if (strcmp(s->hello.clock, "x86-tsc") == 0) {
 		if (s->tsc_mult == 0) {
 			log_info("%s: time sync: no TSC2NSEC from the agent, "
 			    "samples not checked against their neighbours",
 			    s->label);
-			return 0;
+			return;
 		}
-		floor = floor * (double)(1ULL << s->tsc_shift) / s->tsc_mult;
-	}
-	/* the samples not set aside yet, side by side */
-	ts = xreallocarray(NULL, n, sizeof *ts);
-	off = xreallocarray(NULL, n, sizeof *off);
-	at = xreallocarray(NULL, n, sizeof *at);
-	mark = xcalloc(n, sizeof *mark);
-	for (i = m = 0; i < n; i++) {
-		if (out[i])
-			continue;
-		ts[m] = s->samples[i].ts;
-		off[m] = s->samples[i].offset;
-		at[m++] = i;
-	}
-	count = td_tsfilter_outliers(ts, off, m, floor, mark);
-	for (i = 0; i < m; i++)
-		if (mark[i])
-			out[at[i]] = true;
-	free(ts);
-	free(off);
-	free(at);
-	free(mark);
-	return count;
-}
-
-/*
- * Set aside, marking them in out[], the samples whose bound is far wider
- * than their neighbours' and whose offset disagrees with the precise ones
- * (td_tsfilter_imprecise(): rounds made while the machine was saturated);
- * return how many.  x86-tsc offsets are cycles: without the agent's
- * TSC2NSEC nothing is set aside.
- */
-static uint32_t
-timesync_imprecise(struct session *s, bool *out)
-{
-	uint64_t *ts, *bound;
-	int64_t *off;
-	double units = 1;
-	uint32_t i, n = s->nsamples, count;
-
-	if (strcmp(s->hello.clock, "x86-tsc") == 0) {
-		if (s->tsc_mult == 0)
-			return 0;
 		units = (double)(1ULL << s->tsc_shift) / s->tsc_mult;
 	}
 	ts = xreallocarray(NULL, n, sizeof *ts);
 	off = xreallocarray(NULL, n, sizeof *off);
 	bound = xreallocarray(NULL, n, sizeof *bound);
+	at = xreallocarray(NULL, n, sizeof *at);
+	mark = xcalloc(n, sizeof *mark);
 	for (i = 0; i < n; i++) {
 		ts[i] = s->samples[i].ts;
 		off[i] = s->samples[i].offset;
 		bound[i] = s->samples[i].bound;
 	}
-	count = td_tsfilter_imprecise(ts, off, bound, n, TIMESYNC_PRECISE_NS,
-	    units, out);
+	*imprecise = td_tsfilter_imprecise(ts, off, bound, n,
+	    TIMESYNC_PRECISE_NS, units, out);
+	/* the samples not set aside yet, side by side */
+	for (i = m = 0; i < n; i++) {
+		if (out[i])
+			continue;
+		ts[m] = ts[i];
+		off[m] = off[i];
+		at[m++] = i;
+	}
+	*off_line = td_tsfilter_outliers(ts, off, m, TIMESYNC_FLOOR_NS * units,
+	    mark);
+	for (i = 0; i < m; i++)
+		if (mark[i])
+			out[at[i]] = true;
 	free(ts);
 	free(off);
 	free(bound);
-	return count;
+	free(at);
+	free(mark);
 }
 
 /*
@@ -222,8 +201,7 @@ timesync_options(struct session *s)
 		return 0;
 	}
 	out = xcalloc(n, sizeof *out);
-	imprecise = timesync_imprecise(s, out);
-	off_line = timesync_outliers(s, out);
+	timesync_set_aside(s, out, &imprecise, &off_line);
 	m = n - imprecise - off_line;
 	/*
 	 * The option holds every sample once per CPU: 16 + ncpus * (4 + 32 m)

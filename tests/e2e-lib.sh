@@ -242,8 +242,8 @@ wait_until() {
 # moment lost the events of its first 100 ms (seen under load)
 recording() {
 	_rd=$TRACING/instances/tracedock-$1
-	[ "$(cat "$_rd/events/enable" 2>/dev/null)" != 0 ] &&
-	    [ -n "$(cat "$_rd/events/enable" 2>/dev/null)" ] &&
+	_re=$(cat "$_rd/events/enable" 2>/dev/null)
+	[ -n "$_re" ] && [ "$_re" != 0 ] &&
 	    [ "$(cat "$_rd/tracing_on" 2>/dev/null)" = 1 ]
 }
 
