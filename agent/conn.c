@@ -679,9 +679,13 @@ conn_read_frame(struct conn *c, struct td_frame *f, char *err,
 			    "the listener refused this agent");
 			return -1;
 		}
-		return conn_err(err, errlen, errno == EAGAIN ?
-		    "no answer from the listener" :
-		    "cannot read from the listener");
+		if (errno == EAGAIN) {
+			/* the wait of conn_set_blocking() is over */
+			snprintf(err, errlen, "no answer from the listener "
+			    "in time");
+			return -1;
+		}
+		return conn_err(err, errlen, "cannot read from the listener");
 	}
 }
 

@@ -85,6 +85,7 @@ struct recorder {
 	char			 tsync_err[512];	/* why tsync_new() failed */
 	uint32_t		 tsync_round;
 	uint32_t		 tsync_failed;
+	uint32_t		 tsync_samples;	/* rounds that made one */
 	double			 next_tsync;
 	uint32_t		 page_size;
 	int			 commit_size;
@@ -480,6 +481,7 @@ record_tsync(struct recorder *r, bool anchor)
 			log_debug("time sync: %s", err);
 		return;
 	}
+	r->tsync_samples++;
 	log_debug("time sync round %u: offset %" PRId64 " at %" PRIu64
 	    ", +-%" PRIu64 " ns (%u probes)", s.round, s.offset, s.ts,
 	    s.bound, s.probes);
@@ -1063,6 +1065,9 @@ record_summary(struct recorder *r, const struct meta_cpustat *st)
 	if (r->tsync_failed > 1)
 		log_warnx("time sync: %u of %u rounds failed", r->tsync_failed,
 		    r->tsync_round);
+	if (r->tsync != NULL)
+		log_debug("time sync: %u rounds, %u samples sent, %u failed",
+		    r->tsync_round, r->tsync_samples, r->tsync_failed);
 	if (r->left_unread != 0)
 		log_warnx("the listener was unreachable and the spool full at "
 		    "the end: what was still in the ring buffer is missing");

@@ -56,8 +56,11 @@ k=0
 started r0 -o "$WORK/r0.dat" -C mono || exit 99
 for c in $clocks; do
 	k=$((k + 1))
-	started "$c" -h 127.0.0.1 -p "$LPORT" --insecure --name "$c" -C "$c" ||
-	    exit 99
+	# mono with -v: its rounds, judged below
+	v=""
+	[ "$c" = mono ] && v=-v
+	started "$c" -h 127.0.0.1 -p "$LPORT" --insecure --name "$c" -C "$c" \
+	    $v || exit 99
 	started r$k -o "$WORK/r$k.dat" -C mono || exit 99
 done
 sleep 0.3
@@ -131,6 +134,14 @@ eq "the report of all the files has every occurrence of every agent" \
     "$(wc -l < "$WORK/merged.ts")" "$(( 2 * N * $(echo $clocks | wc -w) ))"
 sed -n "s/^.*'\([a-z0-9_-]*\)' .*time sync: /# \1: /p" "$WORK/l.log"
 
+# received NAME LOG: how many samples the listener received from NAME's
+# session: kept, dropped, imprecise and off the line
+received() {
+	sed -n "s/^.*'$1' .*time sync: \([0-9]*\) samples (\([0-9]*\) dropped, \([0-9]*\) imprecise, \([0-9]*\) off the line).*$/\1 \2 \3 \4/p
+	    s/^.*'$1' .*no time sync: the agent sent no usable sample (\([0-9]*\) dropped).*$/\1/p" \
+	    "$2" | awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s }'
+}
+
 # limits LOG ERR CLOCKS: each agent's and each pair's error (ERR, from
 # tsync-err.awk) within what the samples claim (LOG, the listener's).
 # Every sample claims an error bound, half its round trip, which holds by
@@ -195,7 +206,18 @@ grep "'mono' .*time sync round" "$WORK/l.log" |
     sed 's/.*offset \(-*[0-9]*\) .*+-\([0-9]*\) ns.*/\1 \2/' | tr -d - \
     > "$WORK/mono.off"
 n=$(wc -l < "$WORK/mono.off")
-check "mono: at least start, end and periodic samples ($n)" test "$n" -ge 3
+# rounds at the start, every 500 ms of the 1.5 s of pokes and at the end:
+# at least 3, however busy the machine (a round that meets only busy
+# moments makes no sample, so the samples are reported, not judged); and
+# every sample the agent sent is in the listener's account
+rounds=$(sed -n 's/^.*time sync: \([0-9]*\) rounds, .*$/\1/p' "$WORK/mono.err")
+sent=$(sed -n 's/^.*time sync: [0-9]* rounds, \([0-9]*\) samples sent.*$/\1/p' \
+    "$WORK/mono.err")
+echo "# mono: ${rounds:-?} rounds, ${sent:-?} samples sent, $n kept"
+check "mono: rounds at the start, periodically and at the end (${rounds:-none})" \
+    test "${rounds:-0}" -ge 3
+eq "mono: every sample sent reached the listener" "$(received mono "$WORK/l.log")" \
+    "${sent:-none}"
 awk '{ print "# mono sample: error " $1 " ns, bound " $2 " ns" }' \
     "$WORK/mono.off"
 check "mono: every sample's error within its bound" \
@@ -255,7 +277,7 @@ stop_listener
 # round are dropped, later rounds work, the recording ends normally
 start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" --tsync-interval 300 ||
     exit 99
-"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 6 \
+"$TDAGENT" -v -h 127.0.0.1 -p "$LPORT" --insecure -e sched -s 6 --name stall \
     2> "$WORK/stall.err" &
 apid=$!
 wait_recording "$apid"
@@ -267,10 +289,23 @@ sleep 3
 kill -CONT "$LPID"
 wait "$apid"
 eq "a stalled listener: the agent still exits 0" $? 0
-check "the stalled round is reported" grep -q "time sync:" "$WORK/stall.err"
-grep -q "time sync:" "$WORK/stall.err" || sed 's/^/# /' "$WORK/stall.err"
-check "later rounds made it into the file" \
-    grep -q "time sync: [0-9]* samples" "$WORK/l3.log"
+# the stalled round is reported (no answer in time); a round after it
+# went through: its replies matched its probes, whether it made a sample
+# or found only busy moments (a saturated machine); every sample the agent
+# sent reached the listener
+check "the stalled round is reported" grep -q "tdagent: time sync: " \
+    "$WORK/stall.err"
+grep -v "time sync round\|recording: \|sent [0-9]" "$WORK/stall.err" |
+    grep "time sync" | sed 's/^/# /'
+check "a later round went through" awk '
+    /time sync: no answer from the listener/ { failed = 1; next }
+    failed && (/time sync round [0-9]*: offset/ || /no sample in round/) {
+	ok = 1 }
+    END { exit !ok }' "$WORK/stall.err"
+sent=$(sed -n 's/^.*time sync: [0-9]* rounds, \([0-9]*\) samples sent.*$/\1/p' \
+    "$WORK/stall.err")
+eq "every sample sent after the stall made it into the file's account" \
+    "$(received stall "$WORK/l3.log")" "${sent:-none}"
 stop_listener
 
 # no sync wanted: the file completes without TIME_SHIFT, and says so
