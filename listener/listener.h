@@ -1,7 +1,10 @@
 /*
- * listener.h: tdlisten's configuration and the interfaces between its
- * modules (server: sockets and TLS; session: one agent's recording;
- * output: where files go).  Everything runs on one libevent loop.
+ * listener.h: tdlisten's configuration, and the small modules below the
+ * others: admit.c (the handshake budget), finished.c (recordings finished
+ * lately) and output.c (where files go).  The larger modules have their
+ * own headers: server.h, conn.h, session.h, recording.h, registry.h,
+ * checkpoint.h, timesync.h, sockio.h, budget.h.  Everything runs on one
+ * libevent loop.
  */
 #ifndef TD_LISTENER_H
 #define TD_LISTENER_H
@@ -49,8 +52,6 @@ struct listener_config {
 	struct td_codec		*codec_ctx;	/* shared by every session */
 };
 
-struct session;
-struct bufferevent;
 struct sockaddr;
 
 /*
@@ -89,43 +90,6 @@ void	admit_refused(enum admit_kind kind, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 /* Log what is counted, free the tables. */
 void	admit_free(void);
-
-/* server.c */
-int	server_start(struct event_base *base, struct listener_config *cfg,
-	    SSL_CTX *ctx);
-void	server_session_closed(struct session *s);
-/*
- * s (label) is through TLS: its handshake slot goes to the next, it takes
- * a session slot; -1 when none is free (refusal logged: close s quietly,
- * holding no slot).
- */
-int	server_handshake_done(struct session *s, const char *label);
-/* The context new sessions use. */
-SSL_CTX	*server_get_ctx(void);
-/* New sessions use ctx from now on (certificates reloaded). */
-void	server_set_ctx(SSL_CTX *ctx);
-int	server_sessions(void);
-void	server_shutdown(void);
-
-/* reader.c */
-/* Read what waits on bev's socket into its input, in large pieces. */
-bool	reader_big(void);
-void	reader_tls(SSL *ssl);
-void	reader_pump(struct bufferevent *bev, bool big, const char *label);
-/* Send now when bev's output is empty, else (and the rest) through bev. */
-void	reader_send(struct bufferevent *bev, const void *data, size_t len);
-
-/* session.c */
-struct session	*session_new(struct event_base *base,
-		    struct listener_config *cfg, int fd, SSL_CTX *ctx,
-		    const char *peer);
-void		 session_close(struct session *s, const char *why);
-const char	*session_peer(const struct session *s);
-void		 session_shutdown_all(void);
-void		 session_free_all(void);
-/* Take up the recordings a previous tdlisten left in cfg->dir. */
-void		 session_recover_all(struct event_base *base,
-		    struct listener_config *cfg);
 
 /* finished.c: recordings finished lately (DIR/.tdlisten-finished) */
 struct finished {

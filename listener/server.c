@@ -1,14 +1,10 @@
 /*
  * server.c: tdlisten's listening sockets.  Accepts connections and hands
- * each to a new session; when the process runs out of descriptors it pauses
- * accepting for a second instead of dying or spinning.
- *
- * A TLS connection first holds a handshake slot (admit.c), and a session
- * slot (--max-sessions) only once its certificate is checked, so that a
- * crowd of connections that never finish their handshake cannot take the
- * slots of agents.  A connection admit.c refuses is closed at once rather
- * than left in the listen queue: a queue that stops moving would keep
- * everyone out, the next agent from another address included.
+ * each to the accept callback (conn_accept()); when the process runs out
+ * of descriptors it pauses accepting for a second instead of dying or
+ * spinning.  A TCP port on every address of --bind, and with --unix a
+ * Unix socket that QEMU connects guests' virtio-serial ports to (its
+ * peers are named unix:PID).
  */
 #include <errno.h>
 #include <netdb.h>
@@ -27,6 +23,7 @@
 
 #include "listener.h"
 #include "log.h"
+#include "server.h"
 #include "tdlimits.h"
 #include "banned.h"
 
@@ -36,10 +33,9 @@ static struct evconnlistener	*server_lev[SERVER_MAX_LISTENERS];
 static const char		*server_unix_path;	/* --unix */
 static int			 server_nlev;
 static struct event		*server_pause_ev;
-static struct listener_config	*server_cfg;
-static SSL_CTX			*server_ctx;
-static struct event_base	*server_base;
-static int			 server_nsessions;
+static server_accept_fn		 server_accept_fn_cb;
+static void			*server_accept_arg;
+static bool			 server_tls;
 
 static void
 server_resume_cb(evutil_socket_t fd, short what, void *arg)
@@ -48,56 +44,6 @@ server_resume_cb(evutil_socket_t fd, short what, void *arg)
 
 	for (i = 0; i < server_nlev; i++)
 		evconnlistener_enable(server_lev[i]);
-}
-
-/* Start a session on fd, a connection from peer. */
-static struct session *
-server_start_session(int fd, const char *peer)
-{
-	int one = 1;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	evutil_make_socket_nonblocking(fd);
-	log_debug("connection from %s", peer);
-	return session_new(server_base, server_cfg, fd, server_ctx, peer);
-}
-
-/*
- * A TLS connection from peer: it gets a handshake slot, takes one from a
- * busier address, or is refused (admit.c).
- */
-static void
-server_admit(int fd, const struct sockaddr *sa, const char *peer)
-{
-	struct session *s;
-	void *victim;
-
-	switch (admit_check(sa, &victim)) {
-	case ADMIT_NO:
-		admit_refused(ADMIT_R_ADDRESS, "refusing %s: its address has %d "
-		    "connections in the handshake already "
-		    "(--max-handshakes-per-address)", peer,
-		    server_cfg->max_handshakes_addr);
-		close(fd);
-		return;
-	case ADMIT_FULL:
-		admit_refused(ADMIT_R_FULL, "refusing %s: %d connections in the "
-		    "handshake already, none from a busier address "
-		    "(--max-handshakes)", peer, admit_handshakes());
-		close(fd);
-		return;
-	case ADMIT_EVICT:
-		admit_refused(ADMIT_R_EVICTED, "session %s: closing: its "
-		    "handshake slot goes to %s, from a less busy address "
-		    "(--max-handshakes %d)", session_peer(victim), peer,
-		    server_cfg->max_handshakes);
-		session_close(victim, NULL);
-		break;
-	case ADMIT_YES:
-		break;
-	}
-	if ((s = server_start_session(fd, peer)) != NULL)
-		admit_add(sa, s);
 }
 
 static void
@@ -125,19 +71,10 @@ server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		if (strncmp(host, "::ffff:", 7) == 0)
 			snprintf(peer, sizeof peer, "%s:%s", host + 7, serv);
 	}
-	if (server_nsessions >= server_cfg->max_sessions) {
-		admit_refused(ADMIT_R_SESSIONS, "refusing %s: %d sessions "
-		    "already", peer, server_nsessions);
-		close(fd);
-		return;
-	}
-	if (server_ctx != NULL) {
-		server_admit(fd, sa, peer);
-		return;
-	}
-	/* plain TCP: no handshake, a session at once */
-	if (server_start_session(fd, peer) != NULL)
-		server_nsessions++;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof (int));
+	evutil_make_socket_nonblocking(fd);
+	log_debug("connection from %s", peer);
+	server_accept_fn_cb(fd, sa, peer, server_accept_arg);
 }
 
 static void
@@ -154,19 +91,6 @@ server_error_cb(struct evconnlistener *lev, void *arg)
 		return;
 	}
 	log_warnx("accept: %s", strerror(e));
-}
-
-/*
- * An idle session should cost little: OpenSSL may free a connection's
- * read and write buffers whenever they are empty.  How large the read
- * buffer is, is the reader's choice (reader_big(), per session).
- */
-static void
-server_tune_ctx(SSL_CTX *ctx)
-{
-	if (ctx == NULL)
-		return;
-	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 }
 
 /*
@@ -237,7 +161,7 @@ server_listen_unix(struct event_base *base, const char *path)
 	evconnlistener_set_error_cb(lev, server_error_cb);
 	server_lev[server_nlev++] = lev;
 	server_unix_path = path;
-	log_info("listening on Unix socket '%s'%s", path, server_ctx ?
+	log_info("listening on Unix socket '%s'%s", path, server_tls ?
 	    " (TLS 1.3, client certificates required)" :
 	    " (INSECURE: no encryption, no authentication)");
 	return 0;
@@ -245,20 +169,18 @@ server_listen_unix(struct event_base *base, const char *path)
 
 /* Listen on every address of cfg->bind (all when NULL) at cfg->port. */
 int
-server_start(struct event_base *base, struct listener_config *cfg,
-    SSL_CTX *ctx)
+server_start(struct event_base *base, const struct listener_config *cfg,
+    bool tls, server_accept_fn accept, void *arg)
 {
 	struct addrinfo hints, *res, *ai;
 	struct evconnlistener *lev;
 	char host[NI_MAXHOST];
 	int e, fd, one = 1;
 
-	server_base = base;
-	server_cfg = cfg;
-	server_ctx = ctx;
-	server_tune_ctx(ctx);
+	server_tls = tls;
+	server_accept_fn_cb = accept;
+	server_accept_arg = arg;
 	server_pause_ev = evtimer_new(base, server_resume_cb, NULL);
-	admit_init(base, cfg->max_handshakes, cfg->max_handshakes_addr);
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -299,7 +221,7 @@ server_start(struct event_base *base, struct listener_config *cfg,
 		evconnlistener_set_error_cb(lev, server_error_cb);
 		server_lev[server_nlev++] = lev;
 		log_info("listening on %s port %s%s", host, cfg->port,
-		    ctx ? " (TLS 1.3, client certificates required)" :
+		    server_tls ? " (TLS 1.3, client certificates required)" :
 		    " (INSECURE: plain TCP, no authentication)");
 	}
 	freeaddrinfo(res);
@@ -307,56 +229,6 @@ server_start(struct event_base *base, struct listener_config *cfg,
 	    server_listen_unix(base, cfg->unix_path) == -1)
 		return -1;
 	return server_nlev > 0 ? 0 : -1;
-}
-
-/* Replace the TLS context; open sessions keep theirs (OpenSSL counts). */
-void
-server_set_ctx(SSL_CTX *ctx)
-{
-	SSL_CTX *old = server_ctx;
-
-	server_ctx = ctx;
-	server_tune_ctx(ctx);
-	if (old != NULL)
-		SSL_CTX_free(old);
-}
-
-/* The context new sessions use. */
-SSL_CTX *
-server_get_ctx(void)
-{
-	return server_ctx;
-}
-
-/* A session went away: its handshake slot or its session slot is free. */
-void
-server_session_closed(struct session *s)
-{
-	if (admit_release(s))
-		return;
-	if (server_nsessions > 0)
-		server_nsessions--;
-}
-
-/* s is authenticated: from its handshake slot to a session slot. */
-int
-server_handshake_done(struct session *s, const char *label)
-{
-	admit_release(s);
-	if (server_nsessions >= server_cfg->max_sessions) {
-		admit_refused(ADMIT_R_SESSIONS, "%s: closing: %d sessions "
-		    "already (--max-sessions)", label, server_nsessions);
-		return -1;
-	}
-	server_nsessions++;
-	return 0;
-}
-
-/* How many sessions are open. */
-int
-server_sessions(void)
-{
-	return server_nsessions;
 }
 
 /* Stop listening. */

@@ -1,106 +1,106 @@
 /*
- * session.h: one agent's recording in tdlisten, shared by session.c (the
- * connection and the protocol) and checkpoint.c (its state on disk).
- * Nothing outside those two files looks inside.
+ * session.h: the tdproto conversation with one tdagent (docs/tdproto.md),
+ * the producer of its recording.
+ *
+ * A session turns the agent's byte stream into recording calls (HELLO
+ * opens or resumes a recording, sections, options, pages and samples go
+ * into it, END finishes it) and the listener's replies (WELCOME, ACK,
+ * TSYNC_REPLY, DONE) into an output buffer.  It knows no socket and no
+ * event loop: its connection (conn.c) hands it the bytes that arrived,
+ * sends what it wrote, and acts on its verdict.  Anything the agent sends
+ * that does not fit closes this session only, with a logged reason.
+ *
+ * The session owns its recording while it streams; when the connection
+ * goes, session_lost() lets the recording wait for a resume.  A later
+ * session of the same identity may take the recording over: the session
+ * that had it is then told through the gone callback of its session_new(),
+ * and is over (its connection should be dropped and the session freed).
+ * Loop thread only.
  */
 #ifndef TD_SESSION_H
 #define TD_SESSION_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
-#include "buf.h"
-#include "tdproto.h"
-
-struct budget_account;
-struct bufferevent;
-struct event;
-struct td_file;
-struct td_codec;
 struct listener_config;
+struct session;
+struct td_buf;
 
-enum session_state {
-	S_HANDSHAKE,
-	S_HELLO,
-	S_STREAM,
-	S_DONE,
-	S_CLOSING,	/* an ERROR is on its way out */
+/* Where the conversation stands. */
+enum session_phase {
+	SESSION_HELLO,		/* waiting for HELLO */
+	SESSION_STREAM,		/* a recording is open */
+	SESSION_DONE,		/* DONE is written: close once it is out */
+	SESSION_OVER,		/* closed (see the verdict) or taken over */
 };
 
-struct session_cpu {
-	uint64_t	next_seq;
-	uint64_t	events;
-	uint64_t	missed_pages;
+/* What the connection does after a call. */
+enum session_verdict {
+	SESSION_GO,		/* go on */
+	SESSION_CLOSE,		/* send session_error(), then close */
+	SESSION_QUIET,		/* close, with nothing to tell */
+	SESSION_PAUSE,		/* send session_error() (come back later),
+				   then session_lost(s, NULL) */
 };
 
-struct session {
-	struct listener_config	*cfg;
-	struct event_base	*base;
-	struct bufferevent	*bev;		/* NULL: detached */
-	bool			 counted;	/* holds a connection slot */
-	bool			 restore;	/* writer dropped: take it back
-						   from the checkpoint */
-	struct event		*wait;		/* detached: resume deadline */
-	struct event		*timer;
-	enum session_state	 state;
-	char			 peer[128];
-	char			 identity[TD_MAX_NAME_LEN + 1];
-	char			 label[TD_MAX_NAME_LEN * 2 + 160];
-	struct td_hello		 hello;
-	struct td_file		*file;
-	struct td_codec		*wire;		/* PAGES_Z decompression */
-	uint8_t			*zbuf;		/* TD_CHUNK_PAGES pages */
-	char			*path;
-	struct session_cpu	*cpu;
-	uint64_t		 bytes;
-	uint64_t		 pages;
-	uint64_t		 lost;		/* overrun + dropped (CPUSTAT) */
-	uint64_t		 rx_ns;		/* reference time of this read */
-	struct td_tsync_sample	*samples;
-	uint32_t		 nsamples;
-	uint32_t		 samples_dropped;
-	uint32_t		 tsc_mult;	/* TSC2NSEC, when the agent sent */
-	uint32_t		 tsc_shift;	/* it (x86-tsc) */
-	uint64_t		 session_id;
-	uint64_t		 rx_off;	/* recording bytes handled */
-	uint64_t		 ack_off;	/* checkpointed and acknowledged */
-	char			*state_path;	/* PATH.state */
-	struct timespec		 start;
-	struct td_buf		 out;
-	bool			 big_reads;	/* reader_tls() said so */
-	bool			 out_blocked;	/* replies unread: no reads */
-	struct budget_account	*acct;		/* memory and descriptors */
-	size_t			 ck_len;	/* bytes of the last state */
-	/* a SECTION_DATA or PAGES frame taken in as it arrives */
-	uint16_t		 bulk_type;	/* 0: none */
-	uint32_t		 bulk_cpu;
-	size_t			 bulk_left;	/* payload bytes still to come */
-	size_t			 bulk_total;	/* the whole frame's bytes */
-	struct session		*next;
-	struct session		*prev;
-};
-
-
-/* checkpoint.c */
-/* Write s's checkpoint (PATH.state); -1 with errno (EBUSY: a zlib
-   section is open, try later). */
-int	checkpoint_write(struct session *s);
-/* Take a session's writer and counters back from its checkpoint. */
-int	checkpoint_read(struct session *s, const char *statepath, char *err,
-	    size_t errlen);
-void	checkpoint_remove(struct session *s);
-
-/* timesync.c */
-/* Now in clock id, ns. */
-uint64_t timesync_now(clockid_t id);
-/* Answer a TSYNC_PROBE at once; -1 when s was closed. */
-int	timesync_probe(struct session *s, const struct td_frame *f);
-/* Keep a TSYNC_SAMPLE (absurd ones are counted); -1 when s was closed. */
-int	timesync_sample(struct session *s, const struct td_frame *f);
-/* The TSC2NSEC option's factors (x86-tsc), in the agent's byte order. */
-void	timesync_tsc2nsec(struct session *s, const uint8_t *p);
-/* TIME_SHIFT, DATE and the error-bound option into s's file; -1. */
-int	timesync_options(struct session *s);
+/*
+ * A session of an agent with identity (its verified certificate's name,
+ * or its address with --insecure) from peer.  gone(arg) is called when a
+ * later session takes its recording over.
+ */
+struct session	*session_new(const struct listener_config *cfg,
+		    const char *identity, const char *peer,
+		    void (*gone)(void *), void *arg);
+/* Free s; a recording it still owns waits for a resume (or closes). */
+void		 session_free(struct session *s);
+enum session_phase session_phase(const struct session *s);
+const char	*session_identity(const struct session *s);
+/* "session IDENTITY ['NAME'] (PEER)": what its log lines start with. */
+const char	*session_label(const struct session *s);
+/*
+ * The bytes session_input() needs at once to go on; *more: it also takes
+ * any bytes beyond them (a section's data, a piece at a time).
+ */
+size_t		 session_want(const struct session *s, bool *more);
+/*
+ * Take p[0..n) (n >= session_want()); rx_ns: the reference time this read
+ * began (time-sync replies carry it), conns: connections open now.
+ * Returns the bytes used (0: session_want() grew) and adds to *cost what
+ * they made the listener do (pages decompressed count whole), or -1 with
+ * a verdict in *v.
+ */
+ssize_t		 session_input(struct session *s, const uint8_t *p, size_t n,
+		    uint64_t rx_ns, int conns, size_t *cost,
+		    enum session_verdict *v);
+/*
+ * The replies written so far (the caller sends and resets them); *urgent
+ * when one must not wait for the loop's next turn (a time-sync reply).
+ */
+struct td_buf	*session_output(struct session *s, bool *urgent);
+/* The ERROR frame of the last CLOSE or PAUSE verdict. */
+const struct td_buf *session_error(const struct session *s);
+/*
+ * Memory held by the recording and extra (the connection's buffers) past
+ * a budget: the recording pauses (PAUSE), else GO.
+ */
+enum session_verdict session_account(struct session *s, uint64_t extra);
+/* Checkpoint and acknowledge what arrived (the connection's tick). */
+enum session_verdict session_tick(struct session *s);
+/*
+ * The connection went (why: for the log, NULL when a PAUSE's ERROR went
+ * out): a streaming recording waits for a resume; the session is over.
+ * Returns CLOSE when the recording could not wait (--resume-wait 0).
+ */
+enum session_verdict session_lost(struct session *s, const char *why);
+/* Close for a reason of the connection's (a timeout): the verdict. */
+enum session_verdict session_close(struct session *s, const char *why);
+/*
+ * tdlisten stops: a streaming recording is left on disk for the next
+ * tdlisten.  The verdict: CLOSE with an ERROR (come back later) to send,
+ * or QUIET (a paused session's ERROR is on its way already).
+ */
+enum session_verdict session_shutdown(struct session *s);
 
 #endif

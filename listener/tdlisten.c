@@ -20,9 +20,12 @@
 #include <event2/event.h>
 
 #include "budget.h"
+#include "conn.h"
 #include "listener.h"
 #include "crash.h"
 #include "log.h"
+#include "recording.h"
+#include "server.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "size.h"
@@ -53,7 +56,11 @@ enum {
 	OPT_VERSION,
 };
 
+/* Checkpoint and acknowledge at least this often (and expire). */
+#define TDLISTEN_TICK_MS	250
+
 static struct listener_config *tdlisten_cfg;
+static struct event *tdlisten_tick_ev;
 
 static const struct option tdlisten_longopts[] = {
 	{ "cert", required_argument, NULL, OPT_CERT },
@@ -368,14 +375,14 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 		 * After -u the key (root's, 0600) is out of reach: the CA and
 		 * the CRL, which are public, are what a revocation needs.
 		 */
-		ctx = td_tls_server_reload(server_get_ctx(), c->cert, c->key,
+		ctx = td_tls_server_reload(conn_get_ctx(), c->cert, c->key,
 		    c->ca, c->crl, &kept, err, sizeof err);
 		if (ctx == NULL) {
 			log_warnx("SIGHUP: keeping the old certificates: %s",
 			    err);
 			return;
 		}
-		server_set_ctx(ctx);
+		conn_set_ctx(ctx);
 		if (kept)
 			log_info("SIGHUP: CA%s reloaded for new sessions; "
 			    "certificate and key kept in memory (%s)",
@@ -386,15 +393,29 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	log_info("signal %d: shutting down (%d sessions open)", (int)sig,
-	    server_sessions());
+	    conn_sessions());
 	server_shutdown();
-	session_shutdown_all();
+	event_del(tdlisten_tick_ev);
+	conn_shutdown_all();
+	recording_leave_all();
 	{
 		/* a second for the agents' ERRORs to go out */
 		struct timeval tv = { 1, 0 };
 
-		event_base_loopexit(base, server_sessions() > 0 ? &tv : NULL);
+		event_base_loopexit(base, conn_sessions() > 0 ? &tv : NULL);
 	}
+}
+
+/*
+ * Every TDLISTEN_TICK_MS: every streaming session checkpoints and
+ * acknowledges what arrived since its last, and recordings whose agent did
+ * not come back within --resume-wait are ended.
+ */
+static void
+tdlisten_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	conn_tick();
+	recording_expire();
 }
 
 /*
@@ -556,7 +577,8 @@ main(int argc, char **argv)
 	log_info("tracedock %s, libevent %s (%s), %s", PACKAGE_VERSION,
 	    event_get_version(), event_base_get_method(base),
 	    td_tls_version());
-	if (server_start(base, &cfg, ctx) == -1)
+	conn_init(base, &cfg, ctx);
+	if (server_start(base, &cfg, ctx != NULL, conn_accept, NULL) == -1)
 		fatalx("cannot listen on port %s%s%s", cfg.port,
 		    cfg.unix_path ? " and " : "", cfg.unix_path ?
 		    cfg.unix_path : "");
@@ -570,15 +592,24 @@ main(int argc, char **argv)
 	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
 		fatal("cannot daemonize");
 	finished_load(cfg.dir);
-	session_recover_all(base, &cfg);
+	recording_recover_all(&cfg);
+	{
+		struct timeval tv = { 0, TDLISTEN_TICK_MS * 1000 };
+
+		tdlisten_tick_ev = event_new(base, -1, EV_PERSIST,
+		    tdlisten_tick_cb, NULL);
+		event_add(tdlisten_tick_ev, &tv);
+	}
 	event_base_dispatch(base);
-	session_free_all();
+	conn_free_all();
+	recording_leave_all();
+	event_free(tdlisten_tick_ev);
 	admit_free();
 	finished_free();
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	event_base_free(base);
-	server_set_ctx(NULL);
+	conn_set_ctx(NULL);
 	td_codec_free(cfg.codec_ctx);
 	log_info("stopped");
 	return 0;

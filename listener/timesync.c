@@ -1,9 +1,8 @@
 /*
- * timesync.c: the listener's side of time sync (docs/timesync.md): probes
- * answered in the reference clock (CLOCK_MONOTONIC), the samples an agent
- * sends, and at the end the options that put its file on the listener's
- * timeline (TIME_SHIFT, DATE, and our own with each sample's error bound).
+ * timesync.c: the listener's side of time sync for one recording (see
+ * timesync.h, docs/timesync.md).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,12 +11,11 @@
 #include <time.h>
 
 #include "buf.h"
-#include "listener.h"
-#include "log.h"
-#include "session.h"
+#include "cursor.h"
 #include "tdfile.h"
 #include "tdlimits.h"
 #include "tdproto.h"
+#include "timesync.h"
 #include "tsfilter.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -26,6 +24,17 @@
 #define TIMESYNC_FLOOR_NS	1000
 /* A bound within 8 x this of its neighbours' is never imprecise. */
 #define TIMESYNC_PRECISE_NS	10000
+/* A TSYNC_SAMPLE frame in a checkpoint of version 1 or 2. */
+#define TIMESYNC_CK_FRAME	(TD_FRAME_HEADER + 52)
+
+/* One recording's samples, in the order they came. */
+struct timesync {
+	struct td_tsync_sample	*samples;
+	uint32_t		 n;
+	uint32_t		 dropped;
+	uint32_t		 tsc_mult;	/* TSC2NSEC, when the agent sent */
+	uint32_t		 tsc_shift;	/* it (x86-tsc) */
+};
 
 static uint64_t timesync_date_us;	/* CLOCK_REALTIME - MONOTONIC, us */
 
@@ -38,72 +47,73 @@ timesync_now(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-/*
- * A probe is answered at once with the reference time (CLOCK_MONOTONIC)
- * taken when this read began, before any other frame of it was handled.
- * The reply is written right here, not at the next turn of the loop: the
- * callbacks of other sessions that the loop runs first (their pages to
- * decompress and write) would lengthen the way back of this probe only.
- */
-int
-timesync_probe(struct session *s, const struct td_frame *f)
+struct timesync *
+timesync_new(void)
 {
-	struct td_tsync_probe p;
-
-	if (td_msg_unpack_tsync_probe(f, &p) == -1) {
-		session_close(s, "malformed TSYNC_PROBE");
-		return -1;
-	}
-	p.ref_ns = s->rx_ns;
-	td_msg_pack_tsync_reply(&s->out, &p);
-	reader_send(s->bev, s->out.data, s->out.len);
-	td_buf_reset(&s->out);
-	return 0;
+	return xcalloc(1, sizeof (struct timesync));
 }
 
-/* Keep a sample; absurd ones are dropped and counted. */
-int
-timesync_sample(struct session *s, const struct td_frame *f)
-{
-	struct td_tsync_sample t;
-
-	if (td_msg_unpack_tsync_sample(f, &t) == -1) {
-		session_close(s, "malformed TSYNC_SAMPLE");
-		return -1;
-	}
-	if (t.bound > TD_MAX_TSYNC_BOUND || t.scaling != 1 || t.frac != 0 ||
-	    (s->nsamples > 0 && t.ts <= s->samples[s->nsamples - 1].ts) ||
-	    s->nsamples == TD_MAX_TSYNC_SAMPLES) {
-		s->samples_dropped++;
-		return 0;
-	}
-	if (s->nsamples % 64 == 0)
-		s->samples = xreallocarray(s->samples, s->nsamples + 64,
-		    sizeof *s->samples);
-	s->samples[s->nsamples++] = t;
-	log_debug("%s: time sync round %u: offset %" PRId64 " at %" PRIu64
-	    ", +-%" PRIu64 " ns, %u probes", s->label, t.round, t.offset,
-	    t.ts, t.bound, t.probes);
-	return 0;
-}
-
-/* TSC2NSEC {u32 mult, u32 shift, u64 offset}, in the agent's byte order. */
 void
-timesync_tsc2nsec(struct session *s, const uint8_t *p)
+timesync_free(struct timesync *t)
+{
+	if (t == NULL)
+		return;
+	free(t->samples);
+	free(t);
+}
+
+/* Append s, growing the array 64 samples at a time. */
+static void
+timesync_push(struct timesync *t, const struct td_tsync_sample *s)
+{
+	if (t->n % 64 == 0)
+		t->samples = xreallocarray(t->samples, t->n + 64,
+		    sizeof *t->samples);
+	t->samples[t->n++] = *s;
+}
+
+bool
+timesync_add(struct timesync *t, const struct td_tsync_sample *s)
+{
+	if (s->bound > TD_MAX_TSYNC_BOUND || s->scaling != 1 ||
+	    s->frac != 0 || (t->n > 0 && s->ts <= t->samples[t->n - 1].ts) ||
+	    t->n == TD_MAX_TSYNC_SAMPLES) {
+		t->dropped++;
+		return false;
+	}
+	timesync_push(t, s);
+	return true;
+}
+
+void
+timesync_tsc2nsec(struct timesync *t, const uint8_t *p, bool big_endian)
 {
 	uint32_t v[2];
 	int i;
 
 	for (i = 0; i < 2; i++, p += 4)
-		v[i] = s->hello.big_endian ?
+		v[i] = big_endian ?
 		    (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
 		    (uint32_t)p[2] << 8 | p[3] :
 		    (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 |
 		    (uint32_t)p[1] << 8 | p[0];
 	if (v[0] != 0 && v[1] < 64) {
-		s->tsc_mult = v[0];
-		s->tsc_shift = v[1];
+		t->tsc_mult = v[0];
+		t->tsc_shift = v[1];
 	}
+}
+
+uint32_t
+timesync_count(const struct timesync *t)
+{
+	return t->n;
+}
+
+uint64_t
+timesync_mem(const struct timesync *t)
+{
+	return sizeof *t + (uint64_t)(t->n + 63) / 64 * 64 *
+	    sizeof *t->samples;
 }
 
 /*
@@ -114,30 +124,28 @@ timesync_tsc2nsec(struct session *s, const uint8_t *p)
  * saturated), then of the others those that lie off the line through
  * their neighbours (td_tsfilter_outliers(): rounds whose probes were all
  * lopsided the same way, which the agent cannot see).  The counts go to
- * *imprecise and *off_line.  Offsets are in the clock's units: x86-tsc's
- * are cycles, converted with the agent's TSC2NSEC (sent at the end, kept
- * in checkpoints); without it nothing is set aside.
+ * rep.  Offsets are in the clock's units: x86-tsc's are cycles, converted
+ * with the agent's TSC2NSEC (sent at the end, kept in checkpoints);
+ * without it nothing is set aside.
  */
 static void
-timesync_set_aside(struct session *s, bool *out, uint32_t *imprecise,
-    uint32_t *off_line)
+timesync_set_aside(const struct timesync *t, bool tsc, bool *out,
+    struct timesync_report *rep)
 {
 	uint64_t *ts, *bound;
 	int64_t *off;
 	uint32_t *at;
 	bool *mark;
 	double units = 1;
-	uint32_t i, m, n = s->nsamples;
+	uint32_t i, m, n = t->n;
 
-	*imprecise = *off_line = 0;
-	if (strcmp(s->hello.clock, "x86-tsc") == 0) {
-		if (s->tsc_mult == 0) {
-			log_info("%s: time sync: no TSC2NSEC from the agent, "
-			    "samples not checked against their neighbours",
-			    s->label);
+	rep->imprecise = rep->off_line = 0;
+	if (tsc) {
+		if (t->tsc_mult == 0) {
+			rep->unchecked = true;
 			return;
 		}
-		units = (double)(1ULL << s->tsc_shift) / s->tsc_mult;
+		units = (double)(1ULL << t->tsc_shift) / t->tsc_mult;
 	}
 	ts = xreallocarray(NULL, n, sizeof *ts);
 	off = xreallocarray(NULL, n, sizeof *off);
@@ -145,11 +153,11 @@ timesync_set_aside(struct session *s, bool *out, uint32_t *imprecise,
 	at = xreallocarray(NULL, n, sizeof *at);
 	mark = xcalloc(n, sizeof *mark);
 	for (i = 0; i < n; i++) {
-		ts[i] = s->samples[i].ts;
-		off[i] = s->samples[i].offset;
-		bound[i] = s->samples[i].bound;
+		ts[i] = t->samples[i].ts;
+		off[i] = t->samples[i].offset;
+		bound[i] = t->samples[i].bound;
 	}
-	*imprecise = td_tsfilter_imprecise(ts, off, bound, n,
+	rep->imprecise = td_tsfilter_imprecise(ts, off, bound, n,
 	    TIMESYNC_PRECISE_NS, units, out);
 	/* the samples not set aside yet, side by side */
 	for (i = m = 0; i < n; i++) {
@@ -159,8 +167,8 @@ timesync_set_aside(struct session *s, bool *out, uint32_t *imprecise,
 		off[m] = off[i];
 		at[m++] = i;
 	}
-	*off_line = td_tsfilter_outliers(ts, off, m, TIMESYNC_FLOOR_NS * units,
-	    mark);
+	rep->off_line = td_tsfilter_outliers(ts, off, m,
+	    TIMESYNC_FLOOR_NS * units, mark);
 	for (i = 0; i < m; i++)
 		if (mark[i])
 			out[at[i]] = true;
@@ -179,30 +187,24 @@ timesync_set_aside(struct session *s, bool *out, uint32_t *imprecise,
  * our own option keeps each sample's error bound.
  */
 int
-timesync_options(struct session *s)
+timesync_options(struct timesync *t, struct td_file *f, uint64_t peer_id,
+    uint32_t ncpus, const char *clock, struct timesync_report *rep)
 {
 	struct td_buf b;
-	const struct td_tsync_sample *t, *first, *last;
-	uint64_t bound = 0;
-	double drift = 0;
-	uint32_t i, j, cpu, n = s->nsamples, step, kept, m, off_line;
-	uint32_t imprecise;
+	const struct td_tsync_sample *s, *first, *last;
+	uint32_t i, j, cpu, n = t->n, step, kept, m;
 	uint32_t *use;
 	bool *out;
 	bool ok;
 	int ret = -1;
 
-	if (s->cfg->tsync_interval == TD_TSYNC_OFF)
-		return 0;
-	if (n == 0) {
-		log_warnx("%s: no time sync: the agent sent no usable sample "
-		    "(%u dropped); the file keeps the agent's own clock",
-		    s->label, s->samples_dropped);
-		return 0;
-	}
+	memset(rep, 0, sizeof *rep);
+	rep->dropped = t->dropped;
+	if (n == 0)
+		return 1;
 	out = xcalloc(n, sizeof *out);
-	timesync_set_aside(s, out, &imprecise, &off_line);
-	m = n - imprecise - off_line;
+	timesync_set_aside(t, strcmp(clock, "x86-tsc") == 0, out, rep);
+	m = n - rep->imprecise - rep->off_line;
 	/*
 	 * The option holds every sample once per CPU: 16 + ncpus * (4 + 32 m)
 	 * bytes.  When that would pass the option cap, keep every k-th
@@ -210,7 +212,7 @@ timesync_options(struct session *s)
 	 * a long recording makes.
 	 */
 	step = 1;
-	while ((uint64_t)16 + (uint64_t)s->hello.ncpus * (4 + 32 *
+	while ((uint64_t)16 + (uint64_t)ncpus * (4 + 32 *
 	    (uint64_t)((m + step - 1) / step + 1)) > TD_MAX_OPTION_SIZE)
 		step++;
 	use = xcalloc(m, sizeof *use);
@@ -222,32 +224,32 @@ timesync_options(struct session *s)
 		j++;
 	}
 	td_buf_init(&b, TD_MAX_OPTION_SIZE);
-	ok = td_buf_add_u64(&b, s->session_id) == 0 &&
+	ok = td_buf_add_u64(&b, peer_id) == 0 &&
 	    td_buf_add_u32(&b, 1) == 0 &&
-	    td_buf_add_u32(&b, s->hello.ncpus) == 0;
-	for (cpu = 0; ok && cpu < s->hello.ncpus; cpu++) {
+	    td_buf_add_u32(&b, ncpus) == 0;
+	for (cpu = 0; ok && cpu < ncpus; cpu++) {
 		ok = td_buf_add_u32(&b, kept) == 0;
 		for (i = 0; ok && i < kept; i++)
-			ok = td_buf_add_u64(&b, s->samples[use[i]].ts) == 0;
+			ok = td_buf_add_u64(&b, t->samples[use[i]].ts) == 0;
 		for (i = 0; ok && i < kept; i++)
 			ok = td_buf_add_u64(&b,
-			    (uint64_t)s->samples[use[i]].offset) == 0;
+			    (uint64_t)t->samples[use[i]].offset) == 0;
 		for (i = 0; ok && i < kept; i++)
 			ok = td_buf_add_u64(&b,
-			    s->samples[use[i]].scaling) == 0;
+			    t->samples[use[i]].scaling) == 0;
 	}
-	for (cpu = 0; ok && cpu < s->hello.ncpus; cpu++)
+	for (cpu = 0; ok && cpu < ncpus; cpu++)
 		for (i = 0; ok && i < kept; i++)
-			ok = td_buf_add_u64(&b, s->samples[use[i]].frac) == 0;
-	if (!ok || td_file_add_option(s->file, TD_OPT_TIME_SHIFT, b.data,
-	    b.len) == -1)
+			ok = td_buf_add_u64(&b, t->samples[use[i]].frac) == 0;
+	if (!ok) {
+		errno = ENOBUFS;
 		goto out;
-	if (step > 1)
-		log_info("%s: time sync: %u of %u samples kept in TIME_SHIFT "
-		    "(option size cap)", s->label, kept, m);
+	}
+	if (td_file_add_option(f, TD_OPT_TIME_SHIFT, b.data, b.len) == -1)
+		goto out;
 	/*
 	 * One DATE for every file of this listener, taken once: files of
-	 * sessions that end at different times must not differ by the
+	 * recordings that end at different times must not differ by the
 	 * rounding of a microsecond.
 	 */
 	if (timesync_date_us == 0)
@@ -256,7 +258,7 @@ timesync_options(struct session *s)
 	td_buf_reset(&b);
 	td_buf_printf(&b, "0x%" PRIx64, timesync_date_us);
 	td_buf_add(&b, "", 1);
-	if (td_file_add_option(s->file, TD_OPT_DATE, b.data, b.len) == -1)
+	if (td_file_add_option(f, TD_OPT_DATE, b.data, b.len) == -1)
 		goto out;
 	td_buf_reset(&b);
 	td_buf_printf(&b, "tracedock tsync 1\nreference CLOCK_MONOTONIC\n"
@@ -264,31 +266,109 @@ timesync_options(struct session *s)
 	for (i = 0; i < n; i++) {
 		if (out[i])
 			continue;
-		t = &s->samples[i];
+		s = &t->samples[i];
 		td_buf_printf(&b, "%u %" PRIu64 " %" PRId64 " %" PRIu64 " %"
-		    PRIu64 " %u\n", t->round, t->ts, t->offset, t->bound,
-		    t->rtt, t->probes);
-		if (t->bound > bound)
-			bound = t->bound;
+		    PRIu64 " %u\n", s->round, s->ts, s->offset, s->bound,
+		    s->rtt, s->probes);
+		if (s->bound > rep->bound)
+			rep->bound = s->bound;
 	}
 	td_buf_add(&b, "", 1);
-	if (td_file_add_option(s->file, TD_OPT_TD_TSYNC, b.data, b.len) == -1)
+	if (td_file_add_option(f, TD_OPT_TD_TSYNC, b.data, b.len) == -1)
 		goto out;
-	first = &s->samples[use[0]];
-	last = &s->samples[use[kept - 1]];
+	first = &t->samples[use[0]];
+	last = &t->samples[use[kept - 1]];
 	if (kept > 1 && last->ts > first->ts)
-		drift = td_tsfilter_diff(last->offset, first->offset) /
-		    (double)(last->ts - first->ts) * 1e6;
-	log_info("%s: time sync: %u samples (%u dropped, %u imprecise, %u "
-	    "off the line), offset %" PRId64 " %s, drift %.3f ppm, error "
-	    "bound +-%" PRIu64 " ns", s->label, m, s->samples_dropped,
-	    imprecise, off_line, last->offset,
-	    strcmp(s->hello.clock, "x86-tsc") == 0 ? "cycles" : "ns", drift,
-	    bound);
+		rep->drift_ppm = td_tsfilter_diff(last->offset,
+		    first->offset) / (double)(last->ts - first->ts) * 1e6;
+	rep->kept = m;
+	rep->in_option = kept;
+	rep->offset = last->offset;
 	ret = 0;
 out:
 	td_buf_free(&b);
 	free(use);
 	free(out);
 	return ret;
+}
+
+int
+timesync_save(const struct timesync *t, struct td_buf *b)
+{
+	const struct td_tsync_sample *s;
+	uint32_t i;
+	int ok;
+
+	ok = td_buf_add_u32(b, t->n) == 0 &&
+	    td_buf_add_u32(b, t->dropped) == 0;
+	for (i = 0; ok && i < t->n; i++) {
+		s = &t->samples[i];
+		ok = td_buf_add_u32(b, s->round) == 0 &&
+		    td_buf_add_u32(b, s->probes) == 0 &&
+		    td_buf_add_u64(b, s->ts) == 0 &&
+		    td_buf_add_u64(b, (uint64_t)s->offset) == 0 &&
+		    td_buf_add_u64(b, s->scaling) == 0 &&
+		    td_buf_add_u32(b, s->frac) == 0 &&
+		    td_buf_add_u64(b, s->bound) == 0 &&
+		    td_buf_add_u64(b, s->rtt) == 0;
+	}
+	ok = ok && td_buf_add_u32(b, t->tsc_mult) == 0 &&
+	    td_buf_add_u32(b, t->tsc_shift) == 0;
+	return ok ? 0 : -1;
+}
+
+/* One sample of a checkpoint: a TSYNC_SAMPLE frame (versions 1, 2). */
+static int
+timesync_load_frame(struct td_cur *c, struct td_tsync_sample *s)
+{
+	const uint8_t *at = td_cur_take(c, TIMESYNC_CK_FRAME);
+	struct td_frame f;
+
+	if (at == NULL || td_frame_parse(at, TIMESYNC_CK_FRAME, &f) != 1 ||
+	    f.total != TIMESYNC_CK_FRAME || f.type != TD_MSG_TSYNC_SAMPLE ||
+	    td_msg_unpack_tsync_sample(&f, s) == -1)
+		return -1;
+	return 0;
+}
+
+int
+timesync_load(struct timesync *t, struct td_cur *c, uint32_t version)
+{
+	struct td_tsync_sample s;
+	size_t each = version < 3 ? TIMESYNC_CK_FRAME : 48;
+	uint32_t i, n;
+
+	free(t->samples);
+	memset(t, 0, sizeof *t);
+	n = td_cur_u32(c);
+	t->dropped = td_cur_u32(c);
+	if (td_cur_bad(c) || n > TD_MAX_TSYNC_SAMPLES ||
+	    (size_t)n * each > td_cur_left(c))
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (version < 3) {
+			if (timesync_load_frame(c, &s) == -1)
+				return -1;
+		} else {
+			s.round = td_cur_u32(c);
+			s.probes = td_cur_u32(c);
+			s.ts = td_cur_u64(c);
+			s.offset = (int64_t)td_cur_u64(c);
+			s.scaling = td_cur_u64(c);
+			s.frac = td_cur_u32(c);
+			s.bound = td_cur_u64(c);
+			s.rtt = td_cur_u64(c);
+			if (td_cur_bad(c))
+				return -1;
+		}
+		timesync_push(t, &s);
+	}
+	if (version >= 2) {
+		t->tsc_mult = td_cur_u32(c);
+		t->tsc_shift = td_cur_u32(c);
+		if (td_cur_bad(c) || t->tsc_shift >= 64 ||
+		    (t->tsc_mult == 0 && t->tsc_shift != 0))
+			return -1;
+	}
+	return 0;
 }

@@ -1,11 +1,12 @@
 /*
- * reader.c: a session's socket read in large pieces.
+ * sockio.c: the fast paths of a connection's socket, beside its
+ * bufferevent: reading in large pieces, and a reply sent at once.
  *
  * libevent 2.1 reads at most 4 KiB per readv() on a plain socket
  * (EVBUFFER_MAX_READ, whatever FIONREAD says: with the ioctl and an
  * epoll_wait, about 800 system calls per MB), and one TLS record per
  * wake-up (its 5-byte header, then the rest, and an epoll_wait: about 200
- * per MB).  reader_pump(), called first thing by the session's read
+ * per MB).  sockio_pump(), called first thing by the connection's read
  * callback, reads what else is waiting right away, 64 KiB per read(), into
  * the bufferevent's input, where the session takes it as if libevent had
  * read it; the bufferevent keeps everything else (the handshake, writes,
@@ -20,13 +21,13 @@
  * Large reads cost memory in every session that sends at the same moment
  * (a 64 KiB read buffer in OpenSSL, 64 KiB pieces in the input): 300 TLS
  * agents sending their metadata at once took tdlisten's peak from 42 to
- * 109 MB (bench/load.sh).  So they are for few sessions: with more than
- * READER_FEW open, a session made then reads 16 KiB at a time, one record
+ * 109 MB (bench/load.sh).  So they are for few connections: with more than
+ * SOCKIO_FEW open, a connection made then reads 16 KiB at a time, one record
  * per SSL_read, as libevent would (about a third more listener CPU per MB
  * for a fast agent, measured).  After
- * READER_BUDGET bytes it stops and has the read callback run again later
+ * SOCKIO_BUDGET bytes it stops and has the read callback run again later
  * (deferred), so that one busy agent does not hold up the others and a
- * session holds no more than that much unread.
+ * connection holds no more than that much unread.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -35,23 +36,25 @@
 #include <sys/uio.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "listener.h"
 #include "log.h"
+#include "sockio.h"
+#include "tdlimits.h"
 #include "banned.h"
 
-/* One read() asks for this much (a session made with few others). */
-#define READER_CHUNK	(64u * 1024)
-/* ... or this much (a session made with many). */
-#define READER_CHUNK_SMALL	(16u * 1024)
+/* One read() asks for this much (a connection made with few others). */
+#define SOCKIO_CHUNK	(64u * 1024)
+/* ... or this much (a connection made with many). */
+#define SOCKIO_CHUNK_SMALL	(16u * 1024)
 /* Sessions open at most for large reads. */
-#define READER_FEW	32
+#define SOCKIO_FEW	32
 /* One pump reads at most this much before it lets others run. */
-#define READER_BUDGET	(256u * 1024)
+#define SOCKIO_BUDGET	(256u * 1024)
 
 /*
  * Read into v[0..n) from ssl until it needs the socket (or the stream
@@ -60,7 +63,7 @@
  * its reason in why.
  */
 static size_t
-reader_ssl(SSL *ssl, struct evbuffer_iovec *v, int n, bool *failed,
+sockio_read_ssl(SSL *ssl, struct evbuffer_iovec *v, int n, bool *failed,
     char *why, size_t whylen)
 {
 	size_t got, total = 0, off;
@@ -93,7 +96,7 @@ reader_ssl(SSL *ssl, struct evbuffer_iovec *v, int n, bool *failed,
 
 /* Read into v[0..n) from a plain socket; set each iov_len, the total. */
 static size_t
-reader_plain(evutil_socket_t fd, struct evbuffer_iovec *v, int n)
+sockio_read_plain(evutil_socket_t fd, struct evbuffer_iovec *v, int n)
 {
 	size_t left, total;
 	ssize_t r;
@@ -112,31 +115,25 @@ reader_plain(evutil_socket_t fd, struct evbuffer_iovec *v, int n)
 	return total;
 }
 
-/* Whether a session made now reads in large pieces: few are open. */
 bool
-reader_big(void)
+sockio_big(int conns)
 {
-	return server_sessions() <= READER_FEW;
+	return conns <= SOCKIO_FEW;
 }
 
-/* A TLS session that reads in large pieces needs a read buffer as large. */
 void
-reader_tls(SSL *ssl)
+sockio_tls(SSL *ssl)
 {
 	SSL_set_default_read_buffer_len(ssl, TD_TLS_READ_AHEAD);
 }
 
-/*
- * Read what is waiting on bev's socket into its input buffer, in large
- * pieces when big (see above).  label names the session in a log line.
- */
 void
-reader_pump(struct bufferevent *bev, bool big, const char *label)
+sockio_pump(struct bufferevent *bev, bool big, const char *label)
 {
 	struct evbuffer *in = bufferevent_get_input(bev);
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 	struct evbuffer_iovec v[2];
-	size_t chunk = big ? READER_CHUNK : READER_CHUNK_SMALL;
+	size_t chunk = big ? SOCKIO_CHUNK : SOCKIO_CHUNK_SMALL;
 	bool failed = false;
 	size_t done = 0, got;
 	char why[256];
@@ -150,13 +147,13 @@ reader_pump(struct bufferevent *bev, bool big, const char *label)
 		SSL_set_read_ahead(ssl, 1);
 	else if (ssl == NULL)
 		evbuffer_unfreeze(in, 0);
-	while (done < READER_BUDGET && !failed) {
+	while (done < SOCKIO_BUDGET && !failed) {
 		if ((n = evbuffer_reserve_space(in, chunk, v, 2)) <= 0)
 			break;
 		if (ssl != NULL)
-			got = reader_ssl(ssl, v, n, &failed, why, sizeof why);
+			got = sockio_read_ssl(ssl, v, n, &failed, why, sizeof why);
 		else
-			got = reader_plain(bufferevent_getfd(bev), v, n);
+			got = sockio_read_plain(bufferevent_getfd(bev), v, n);
 		evbuffer_commit_space(in, v, n);
 		done += got;
 		if (got < chunk)
@@ -171,7 +168,7 @@ reader_pump(struct bufferevent *bev, bool big, const char *label)
 		log_warnx("%s: TLS error: %s", label, why);
 		bufferevent_trigger_event(bev, BEV_EVENT_ERROR |
 		    BEV_EVENT_READING, BEV_TRIG_DEFER_CALLBACKS);
-	} else if (done >= READER_BUDGET) {
+	} else if (done >= SOCKIO_BUDGET) {
 		/* more may be waiting: come back once the others had a turn */
 		bufferevent_trigger(bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
 		    BEV_TRIG_DEFER_CALLBACKS);
@@ -188,10 +185,10 @@ reader_pump(struct bufferevent *bev, bool big, const char *label)
  * empty: it keeps no state of a write between its writes but a retry,
  * which an empty output cannot have.  Should OpenSSL want the write
  * retried (a full socket buffer), the bufferevent retries it with the same
- * bytes from its output (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, session_new()).
+ * bytes from its output (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, conn.c).
  */
 void
-reader_send(struct bufferevent *bev, const void *data, size_t len)
+sockio_send(struct bufferevent *bev, const void *data, size_t len)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 	size_t done = 0;

@@ -1,0 +1,750 @@
+/*
+ * conn.c: one agent's connection to tdlisten (see conn.h).
+ *
+ *	C_HANDSHAKE	TLS handshake running, in a handshake slot (admit.c);
+ *			a deadline covers the handshake and the HELLO
+ *	C_OPEN		through TLS (plain: at once), in a session slot: the
+ *			session reads and writes
+ *	C_PAUSING	an ERROR (come back later) goes out; then the
+ *			recording waits for the agent to resume
+ *	C_CLOSING	an ERROR goes out; then the connection is freed (at
+ *			most two seconds later)
+ *
+ * A TLS connection first holds a handshake slot, and a session slot
+ * (--max-sessions) only once its certificate is checked, so that a crowd
+ * of connections that never finish their handshake cannot take the slots
+ * of agents.  A connection admit.c refuses is closed at once rather than
+ * left in the listen queue: a queue that stops moving would keep everyone
+ * out, the next agent from another address included.
+ *
+ * Back-pressure: a session that holds more than its memory budget pauses
+ * (its agent comes back later, from the last checkpoint); one whose agent
+ * does not read its replies (more than TD_MAX_UNSENT unsent) is not read
+ * either until they go, and let go after the idle timeout.  A frame still
+ * arriving counts at its full size once its header is in.  A session gets
+ * TD_SESSION_TURN bytes of work per turn of the loop, then the others go.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+
+#include "buf.h"
+#include "conn.h"
+#include "listener.h"
+#include "log.h"
+#include "session.h"
+#include "sockio.h"
+#include "tdlimits.h"
+#include "timesync.h"
+#include "tls.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+enum conn_state {
+	C_HANDSHAKE,
+	C_OPEN,
+	C_PAUSING,
+	C_CLOSING,
+};
+
+/* One accepted connection. */
+struct conn {
+	struct bufferevent	*bev;
+	struct session		*s;		/* NULL in the handshake */
+	enum conn_state		 state;
+	bool			 counted;	/* holds a slot */
+	bool			 big;		/* sockio_big() said so */
+	bool			 out_blocked;	/* replies unread: no reads */
+	struct event		*timer;		/* deadline, or closing */
+	char			 peer[128];
+	char			 label[TD_MAX_NAME_LEN * 2 + 160];	/* no session yet */
+	struct conn		*next;
+	struct conn		*prev;
+};
+
+static struct conn			*conn_list;
+static struct event_base		*conn_base;
+static const struct listener_config	*conn_cfg;
+static SSL_CTX				*conn_ctx;
+static int				 conn_nsessions;
+
+static void	conn_read_cb(struct bufferevent *, void *);
+static void	conn_write_cb(struct bufferevent *, void *);
+static void	conn_event_cb(struct bufferevent *, short, void *);
+static void	conn_verdict(struct conn *, enum session_verdict);
+
+static const char *
+conn_label(const struct conn *c)
+{
+	return c->s != NULL ? session_label(c->s) : c->label;
+}
+
+/* Its handshake slot or its session slot is free again. */
+static void
+conn_release(struct conn *c)
+{
+	if (!c->counted)
+		return;
+	c->counted = false;
+	if (admit_release(c))
+		return;
+	if (conn_nsessions > 0)
+		conn_nsessions--;
+}
+
+static void
+conn_free(struct conn *c)
+{
+	if (c->timer != NULL)
+		event_free(c->timer);
+	if (c->bev != NULL)
+		bufferevent_free(c->bev);
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		conn_list = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	conn_release(c);
+	session_free(c->s);
+	free(c);
+}
+
+/*
+ * Whether all that was written went out.  A write callback does not say
+ * so by itself: libevent runs it deferred after every drain of the output,
+ * and one for an earlier frame may come after the last was queued.
+ */
+static bool
+conn_sent_all(struct bufferevent *bev)
+{
+	return evbuffer_get_length(bufferevent_get_output(bev)) == 0;
+}
+
+/* The ERROR went out (or could not): now the connection can go. */
+static void
+conn_closing_write_cb(struct bufferevent *bev, void *arg)
+{
+	if (conn_sent_all(bev))
+		conn_free(arg);
+}
+
+static void
+conn_closing_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	conn_free(arg);
+}
+
+static void
+conn_closing_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	conn_free(arg);
+}
+
+/* Flush what is written, then free c (at most two seconds from now). */
+static void
+conn_closing(struct conn *c)
+{
+	struct timeval tv = { 2, 0 };
+
+	c->state = C_CLOSING;
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_setcb(c->bev, NULL, conn_closing_write_cb,
+	    conn_closing_event_cb, c);
+	if (c->timer != NULL)
+		event_free(c->timer);
+	c->timer = evtimer_new(conn_base, conn_closing_timer_cb, c);
+	evtimer_add(c->timer, &tv);
+}
+
+/* Send the session's ERROR, then go. */
+static void
+conn_close_telling(struct conn *c)
+{
+	const struct td_buf *e = session_error(c->s);
+
+	conn_closing(c);
+	bufferevent_write(c->bev, e->data, e->len);
+}
+
+/* The connection went: the session lets its recording wait, or closes. */
+static void
+conn_lost(struct conn *c, const char *why)
+{
+	conn_verdict(c, session_lost(c->s, why));
+}
+
+/* The ERROR RETRY of a pause went out: now let go of the connection. */
+static void
+conn_pause_write_cb(struct bufferevent *bev, void *arg)
+{
+	if (conn_sent_all(bev))
+		conn_lost(arg, NULL);
+}
+
+static void
+conn_pause_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	conn_lost(arg, NULL);
+}
+
+/* Tell the agent to come back later, then let the recording wait. */
+static void
+conn_pause(struct conn *c)
+{
+	struct timeval tv = { 5, 0 };
+	const struct td_buf *e = session_error(c->s);
+
+	c->state = C_PAUSING;
+	c->out_blocked = false;
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_setcb(c->bev, NULL, conn_pause_write_cb,
+	    conn_pause_event_cb, c);
+	bufferevent_set_timeouts(c->bev, NULL, &tv);
+	bufferevent_write(c->bev, e->data, e->len);
+}
+
+/* Act on what the session said. */
+static void
+conn_verdict(struct conn *c, enum session_verdict v)
+{
+	switch (v) {
+	case SESSION_GO:
+		break;
+	case SESSION_CLOSE:
+		conn_close_telling(c);
+		break;
+	case SESSION_QUIET:
+		conn_free(c);
+		break;
+	case SESSION_PAUSE:
+		conn_pause(c);
+		break;
+	}
+}
+
+/* Send what the session wrote; a time-sync reply at once. */
+static void
+conn_flush(struct conn *c)
+{
+	struct td_buf *out;
+	bool urgent;
+
+	out = session_output(c->s, &urgent);
+	if (out->len == 0)
+		return;
+	if (urgent)
+		sockio_send(c->bev, out->data, out->len);
+	else
+		bufferevent_write(c->bev, out->data, out->len);
+	td_buf_reset(out);
+}
+
+/* Arm the idle timeout of a streaming session. */
+static void
+conn_idle(struct conn *c)
+{
+	struct timeval tv = { conn_cfg->idle_timeout, 0 };
+
+	bufferevent_set_timeouts(c->bev, conn_cfg->idle_timeout > 0 ? &tv :
+	    NULL, NULL);
+}
+
+/* What a connection holds besides its session's recording. */
+static uint64_t
+conn_held(const struct conn *c, size_t coming)
+{
+	return sizeof *c + coming +
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) +
+	    evbuffer_get_length(bufferevent_get_input(c->bev));
+}
+
+/*
+ * Whether a streaming session must stop for now: over a memory budget (it
+ * is paused: its agent comes back later, from the last checkpoint, and
+ * what it held is given back), or with more than TD_MAX_UNSENT of replies
+ * its agent does not read (reading stops until they go; an agent that
+ * never reads is let go after the idle timeout).  Nobody else notices.
+ * coming: bytes of a frame on its way that the session waits for.
+ */
+static bool
+conn_hold_back(struct conn *c, size_t coming)
+{
+	struct timeval tv = { conn_cfg->idle_timeout, 0 };
+	enum session_verdict v;
+
+	if (c->state != C_OPEN || session_phase(c->s) != SESSION_STREAM)
+		return false;
+	if ((v = session_account(c->s, conn_held(c, coming))) != SESSION_GO) {
+		conn_verdict(c, v);
+		return true;
+	}
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) <=
+	    TD_MAX_UNSENT)
+		return false;
+	if (!c->out_blocked) {
+		log_debug("%s: %zu bytes of replies unread: not reading "
+		    "(%zu bytes received wait)", conn_label(c),
+		    evbuffer_get_length(bufferevent_get_output(c->bev)),
+		    evbuffer_get_length(bufferevent_get_input(c->bev)));
+		c->out_blocked = true;
+		bufferevent_disable(c->bev, EV_READ);
+		bufferevent_setwatermark(c->bev, EV_WRITE, TD_MAX_UNSENT / 2,
+		    0);
+		bufferevent_set_timeouts(c->bev, NULL,
+		    conn_cfg->idle_timeout > 0 ? &tv : NULL);
+	}
+	return true;
+}
+
+/* HELLO is done: the deadline is over, an idle agent is a lost one. */
+static void
+conn_streaming(struct conn *c)
+{
+	conn_idle(c);
+	if (c->timer != NULL) {
+		event_free(c->timer);
+		c->timer = NULL;
+	}
+}
+
+static void
+conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	enum session_verdict v;
+	enum session_phase was;
+	uint64_t rx_ns;
+	size_t len, want, n, k, turn = 0;
+	ssize_t used;
+	bool more;
+
+	if (c->s == NULL)
+		return;
+	/* the reference time of this read, for time-sync replies */
+	rx_ns = timesync_now(CLOCK_MONOTONIC);
+	if (conn_hold_back(c, 0))
+		return;
+	/* the rest of what waits, at once (unless enough waits already: a
+	   session that stops for its replies must not gather input) */
+	if (evbuffer_get_length(in) < TD_TLS_READ_AHEAD)
+		sockio_pump(bev, c->big, conn_label(c));
+	for (;;) {
+		len = evbuffer_get_length(in);
+		want = session_want(c->s, &more);
+		if (conn_hold_back(c, len < want ? want - len : 0))
+			return;		/* paused, or waits to write */
+		if (turn >= TD_SESSION_TURN) {
+			/* the others' turn: this session's next comes later */
+			bufferevent_trigger(bev, EV_READ,
+			    BEV_TRIG_IGNORE_WATERMARKS |
+			    BEV_TRIG_DEFER_CALLBACKS);
+			return;
+		}
+		if (len < want || len == 0) {
+			/* wake up only when it is all in */
+			bufferevent_setwatermark(bev, EV_READ, want, 0);
+			return;
+		}
+		bufferevent_setwatermark(bev, EV_READ, 0, 0);
+		n = want;
+		if (more) {
+			/* what is contiguous, so that nothing is copied */
+			k = evbuffer_get_contiguous_space(in);
+			n = k == 0 || k > len ? len : k < want ? want : k;
+		}
+		was = session_phase(c->s);
+		used = session_input(c->s, evbuffer_pullup(in, n), n, rx_ns,
+		    conn_nsessions, &turn, &v);
+		conn_flush(c);
+		if (used == -1) {
+			conn_verdict(c, v);
+			return;		/* c may be gone */
+		}
+		evbuffer_drain(in, (size_t)used);
+		if (was == SESSION_HELLO &&
+		    session_phase(c->s) != SESSION_HELLO)
+			conn_streaming(c);
+		if (session_phase(c->s) == SESSION_DONE)
+			return;
+	}
+}
+
+static void
+conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	/* the agent read its replies: read it again */
+	if (c->out_blocked && evbuffer_get_length(bufferevent_get_output(bev))
+	    <= TD_MAX_UNSENT / 2) {
+		c->out_blocked = false;
+		bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+		conn_idle(c);
+		bufferevent_enable(bev, EV_READ);
+		if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+			conn_read_cb(bev, c);
+		return;
+	}
+	/* DONE is out: the agent closes, or we do */
+	if (c->s != NULL && session_phase(c->s) == SESSION_DONE &&
+	    conn_sent_all(bev))
+		conn_lost(c, NULL);
+}
+
+/* A connection closed in its handshake: a refusal, counted. */
+static void
+conn_refuse(struct conn *c, const char *why)
+{
+	admit_refused(ADMIT_R_FAILED, "%s: closing: %s", conn_label(c), why);
+	conn_free(c);
+}
+
+/* A session's recording was taken over by a later one: c goes. */
+static void
+conn_gone_cb(void *arg)
+{
+	struct conn *c = arg;
+
+	conn_free(c);
+}
+
+/*
+ * Through TLS: the verified certificate names the agent; its handshake
+ * slot goes to the next, it takes a session slot (when one is free and
+ * its identity does not hold too many waiting for their HELLO already).
+ */
+static void
+conn_handshake_done(struct conn *c)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+	char identity[TD_MAX_NAME_LEN + 1];
+	struct conn *t;
+	int waiting = 0;
+
+	if (td_tls_peer_identity(ssl, identity, sizeof identity) == -1) {
+		conn_refuse(c, "no verified client certificate, or its name "
+		    "is longer than 64 bytes once escaped");
+		return;
+	}
+	snprintf(c->label, sizeof c->label, "session %s (%s)", identity,
+	    c->peer);
+	for (t = conn_list; t != NULL; t = t->next)
+		if (t->s != NULL && session_phase(t->s) == SESSION_HELLO &&
+		    strcmp(session_identity(t->s), identity) == 0)
+			waiting++;
+	if (waiting >= conn_cfg->max_per_identity) {
+		admit_refused(ADMIT_R_IDENTITY, "%s: closing: %d connections "
+		    "of '%s' wait for their HELLO already "
+		    "(--max-per-identity)", c->label,
+		    conn_cfg->max_per_identity, identity);
+		conn_free(c);
+		return;
+	}
+	admit_release(c);
+	if (conn_nsessions >= conn_cfg->max_sessions) {
+		admit_refused(ADMIT_R_SESSIONS, "%s: closing: %d sessions "
+		    "already (--max-sessions)", c->label, conn_nsessions);
+		c->counted = false;
+		conn_free(c);
+		return;
+	}
+	conn_nsessions++;
+	log_debug("%s: TLS handshake done (%s)", c->label,
+	    SSL_get_version(ssl));
+	c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb, c);
+	c->state = C_OPEN;
+}
+
+/* Words for a connection's error event. */
+static void
+conn_error_words(struct conn *c, char *msg, size_t len)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+	unsigned long e = bufferevent_get_openssl_error(c->bev);
+	char reason[256];
+
+	if (c->state == C_HANDSHAKE && ssl != NULL &&
+	    SSL_get_verify_result(ssl) != X509_V_OK)
+		td_tls_handshake_error(ssl, msg, len, "TLS handshake refused");
+	else if (e != 0) {
+		ERR_error_string_n(e, reason, sizeof reason);
+		snprintf(msg, len, "%s: %s", c->state == C_HANDSHAKE ?
+		    "TLS handshake refused" : "TLS error", reason);
+	} else
+		snprintf(msg, len, "connection error: %s",
+		    strerror(EVUTIL_SOCKET_ERROR()));
+}
+
+static void
+conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	char msg[512];
+
+	if (what & BEV_EVENT_CONNECTED) {
+		conn_handshake_done(c);
+		return;
+	}
+	if (c->s == NULL) {
+		if (what & BEV_EVENT_TIMEOUT)
+			conn_refuse(c, "handshake timed out");
+		else if (what & BEV_EVENT_EOF)
+			conn_refuse(c, "connection closed before the end of "
+			    "the recording");
+		else {
+			conn_error_words(c, msg, sizeof msg);
+			conn_refuse(c, msg);
+		}
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT) {
+		if (session_phase(c->s) == SESSION_HELLO) {
+			conn_verdict(c, session_close(c->s,
+			    "no HELLO in time"));
+			return;
+		}
+		if (session_phase(c->s) != SESSION_STREAM) {
+			conn_lost(c, NULL);
+			return;
+		}
+		if (what & BEV_EVENT_WRITING)
+			snprintf(msg, sizeof msg, "the agent has not read the "
+			    "listener's replies for %d s",
+			    conn_cfg->idle_timeout);
+		else
+			snprintf(msg, sizeof msg, "no data for %d s",
+			    conn_cfg->idle_timeout);
+		conn_lost(c, msg);
+		return;
+	}
+	if (what & BEV_EVENT_EOF) {
+		conn_lost(c, "connection closed before the end of the "
+		    "recording");
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
+		conn_error_words(c, msg, sizeof msg);
+		conn_lost(c, msg);
+	}
+}
+
+/* Handshake and HELLO must be over within the timeout, however sent. */
+static void
+conn_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->s == NULL)
+		conn_refuse(c, "handshake timed out");
+	else
+		conn_verdict(c, session_close(c->s, "no HELLO in time"));
+}
+
+/* A connection on fd from peer: its bufferevent, timers, session. */
+static struct conn *
+conn_new(int fd, const char *peer)
+{
+	char identity[TD_MAX_NAME_LEN + 1];
+	struct timeval tv;
+	struct conn *c;
+	SSL *ssl;
+
+	c = xcalloc(1, sizeof *c);
+	c->counted = true;
+	snprintf(c->peer, sizeof c->peer, "%s", peer);
+	snprintf(c->label, sizeof c->label, "session %s", peer);
+	c->big = sockio_big(conn_nsessions);
+	if (conn_ctx != NULL) {
+		if ((ssl = SSL_new(conn_ctx)) == NULL) {
+			close(fd);
+			free(c);
+			return NULL;
+		}
+		SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+		if (c->big)
+			sockio_tls(ssl);
+		c->bev = bufferevent_openssl_socket_new(conn_base, fd, ssl,
+		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+		if (c->bev != NULL)
+			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+		c->state = C_HANDSHAKE;
+	} else {
+		c->bev = bufferevent_socket_new(conn_base, fd,
+		    BEV_OPT_CLOSE_ON_FREE);
+		c->state = C_OPEN;
+	}
+	if (c->bev == NULL) {
+		close(fd);
+		free(c);
+		return NULL;
+	}
+	if (conn_ctx == NULL) {
+		/* the address is the identity; its port is not part of it */
+		snprintf(identity, sizeof identity, "%s", peer);
+		if (strrchr(identity, ':') != NULL)
+			*strrchr(identity, ':') = '\0';
+		output_sanitize(identity);
+		c->s = session_new(conn_cfg, identity, peer, conn_gone_cb, c);
+	}
+	c->next = conn_list;
+	if (conn_list != NULL)
+		conn_list->prev = c;
+	conn_list = c;
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
+	    c);
+	tv.tv_sec = conn_cfg->handshake_timeout;
+	tv.tv_usec = 0;
+	bufferevent_set_timeouts(c->bev, &tv, NULL);
+	/* and a deadline: a peer trickling bytes cannot stretch it */
+	c->timer = evtimer_new(conn_base, conn_deadline_cb, c);
+	evtimer_add(c->timer, &tv);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	return c;
+}
+
+void
+conn_init(struct event_base *base, const struct listener_config *cfg,
+    SSL_CTX *ctx)
+{
+	conn_base = base;
+	conn_cfg = cfg;
+	conn_set_ctx(ctx);
+	admit_init(base, cfg->max_handshakes, cfg->max_handshakes_addr);
+}
+
+void
+conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
+{
+	struct conn *c;
+	void *victim;
+
+	if (conn_nsessions >= conn_cfg->max_sessions) {
+		admit_refused(ADMIT_R_SESSIONS, "refusing %s: %d sessions "
+		    "already", peer, conn_nsessions);
+		close(fd);
+		return;
+	}
+	if (conn_ctx == NULL) {
+		/* plain TCP: no handshake, a session at once */
+		if (conn_new(fd, peer) != NULL)
+			conn_nsessions++;
+		return;
+	}
+	/* TLS: a handshake slot, one taken from a busier address, or none */
+	switch (admit_check(sa, &victim)) {
+	case ADMIT_NO:
+		admit_refused(ADMIT_R_ADDRESS, "refusing %s: its address has "
+		    "%d connections in the handshake already "
+		    "(--max-handshakes-per-address)", peer,
+		    conn_cfg->max_handshakes_addr);
+		close(fd);
+		return;
+	case ADMIT_FULL:
+		admit_refused(ADMIT_R_FULL, "refusing %s: %d connections in "
+		    "the handshake already, none from a busier address "
+		    "(--max-handshakes)", peer, admit_handshakes());
+		close(fd);
+		return;
+	case ADMIT_EVICT:
+		admit_refused(ADMIT_R_EVICTED, "session %s: closing: its "
+		    "handshake slot goes to %s, from a less busy address "
+		    "(--max-handshakes %d)", ((struct conn *)victim)->peer,
+		    peer, conn_cfg->max_handshakes);
+		conn_free(victim);
+		break;
+	case ADMIT_YES:
+		break;
+	}
+	if ((c = conn_new(fd, peer)) != NULL)
+		admit_add(sa, c);
+}
+
+/*
+ * An idle connection should cost little: OpenSSL may free its read and
+ * write buffers whenever they are empty.  How large the read buffer is,
+ * is sockio's choice (sockio_big(), per connection).
+ */
+void
+conn_set_ctx(SSL_CTX *ctx)
+{
+	SSL_CTX *old = conn_ctx;
+
+	conn_ctx = ctx;
+	if (ctx != NULL)
+		SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	if (old != NULL && old != ctx)
+		SSL_CTX_free(old);	/* open connections keep theirs */
+}
+
+SSL_CTX *
+conn_get_ctx(void)
+{
+	return conn_ctx;
+}
+
+int
+conn_sessions(void)
+{
+	return conn_nsessions;
+}
+
+void
+conn_tick(void)
+{
+	struct conn *c, *next;
+	enum session_verdict v;
+
+	for (c = conn_list; c != NULL; c = next) {
+		next = c->next;
+		if (c->state != C_OPEN || c->s == NULL ||
+		    session_phase(c->s) != SESSION_STREAM)
+			continue;
+		v = session_tick(c->s);
+		if (v == SESSION_GO)
+			conn_flush(c);		/* the ACK */
+		else
+			conn_verdict(c, v);	/* c may be gone */
+	}
+}
+
+void
+conn_shutdown_all(void)
+{
+	struct conn *c, *next;
+	enum session_verdict v;
+
+	for (c = conn_list; c != NULL; c = next) {
+		next = c->next;
+		if (c->state == C_CLOSING)
+			continue;
+		if (c->s == NULL) {
+			conn_refuse(c, "tdlisten is shutting down");
+			continue;
+		}
+		v = session_shutdown(c->s);
+		if (v == SESSION_CLOSE)
+			conn_close_telling(c);
+		else if (c->state == C_PAUSING)
+			conn_closing(c);	/* its ERROR goes out */
+		else
+			conn_free(c);
+	}
+}
+
+void
+conn_free_all(void)
+{
+	while (conn_list != NULL)
+		conn_free(conn_list);
+}

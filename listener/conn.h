@@ -1,0 +1,50 @@
+/*
+ * conn.h: tdlisten's connections from agents: admission (a handshake slot,
+ * then a session slot), the bufferevent (TLS or plain) with its timers and
+ * watermarks, and the session (session.h) that speaks tdproto over it.
+ *
+ * A connection owns its bufferevent, its timers and its session;
+ * conn_free() (static) is the only function that frees one.  It reads
+ * what arrives into its session and sends what the session writes; the
+ * session's verdict says when to close, pause or let the recording wait.
+ * Loop thread only.
+ */
+#ifndef TD_CONN_H
+#define TD_CONN_H
+
+#include <stdbool.h>
+
+#include <openssl/ssl.h>
+
+struct event_base;
+struct listener_config;
+struct sockaddr;
+
+/* Start: connections use base, cfg and ctx (NULL: plain TCP). */
+void	conn_init(struct event_base *base, const struct listener_config *cfg,
+	    SSL_CTX *ctx);
+/*
+ * An accepted socket fd from sa (peer: its printable name): admitted to
+ * a handshake slot (TLS) or a session slot, or closed (the refusal is
+ * logged at a bounded rate).  The server's accept callback.
+ */
+void	conn_accept(int fd, const struct sockaddr *sa, const char *peer,
+	    void *arg);
+/* New connections use ctx from now on (certificates reloaded). */
+void	conn_set_ctx(SSL_CTX *ctx);
+/* The context new connections use. */
+SSL_CTX	*conn_get_ctx(void);
+/* Connections through their handshake (session slots taken). */
+int	conn_sessions(void);
+/* Every streaming session checkpoints and acknowledges what arrived. */
+void	conn_tick(void);
+/*
+ * tdlisten stops: every agent is told to come back later (its recording
+ * is left on disk for the next tdlisten); the ERRORs go out while the loop
+ * runs its last second.
+ */
+void	conn_shutdown_all(void);
+/* After the loop: free what is left. */
+void	conn_free_all(void);
+
+#endif

@@ -1,0 +1,994 @@
+/*
+ * recording.c: one recording on the collection box (see recording.h).
+ *
+ * The life of a recording: recording_open() claims its file name, opens
+ * the writer and writes the first checkpoint (from then on it survives a
+ * crash of tdlisten); sections, options, pages and samples come in; a
+ * checkpoint (PATH.state, checkpoint.c) is taken every few MB or 250 ms
+ * and acknowledged by the producer; recording_finish() writes the
+ * time-sync options and puts the file in place.  Disk, quota, descriptor
+ * or memory trouble rewinds it to its last checkpoint (the writer is
+ * dropped; the producer comes back later and resends from there); a lost
+ * producer leaves it waiting --resume-wait seconds; a recording nobody
+ * finishes is kept as NAME.incomplete.dat when enough of it arrived to be
+ * read.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "budget.h"
+#include "checkpoint.h"
+#include "compress.h"
+#include "listener.h"
+#include "log.h"
+#include "page.h"
+#include "recording.h"
+#include "registry.h"
+#include "tdfile.h"
+#include "tdproto.h"
+#include "timesync.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+/* One recording. */
+struct recording {
+	const struct listener_config *cfg;
+	struct recording_params	 p;
+	char			 label[TD_MAX_NAME_LEN * 2 + 160];
+	struct td_file		*file;		/* NULL: rewound (or closed) */
+	char			*path;
+	char			*state_path;	/* PATH.state */
+	struct recording_cpu	*cpu;		/* p.ncpus */
+	struct timesync		*ts;
+	struct budget_account	*acct;		/* memory and descriptors */
+	struct registry_entry	*reg;		/* NULL once finished */
+	struct td_codec		*wire;		/* chunks' decompression */
+	uint8_t			*zbuf;		/* TD_CHUNK_PAGES pages */
+	uint64_t		 trace_id;
+	uint64_t		 position;	/* the producer's */
+	uint64_t		 acked;		/* ... at the last checkpoint */
+	uint64_t		 bytes;
+	uint64_t		 pages;
+	uint64_t		 lost;		/* overrun + dropped (CPUSTAT) */
+	struct timespec		 start;
+	size_t			 ck_len;	/* bytes of the last state */
+	bool			 rewound;	/* take the writer back from the
+						   checkpoint */
+	bool			 finished;
+	void			(*taken)(void *);
+	void			*owner;		/* NULL: waits for a resume */
+	enum recording_fault	 fault;
+	char			 why[600];
+};
+
+static double
+recording_elapsed(const struct recording *r)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - r->start.tv_sec) +
+	    (now.tv_nsec - r->start.tv_nsec) / 1e9;
+}
+
+static uint64_t
+recording_now_ms(void)
+{
+	return timesync_now(CLOCK_MONOTONIC) / 1000000;
+}
+
+/* Fail an action: -1, with whose fault and why. */
+static int
+recording_fail(struct recording *r, enum recording_fault fault,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int
+recording_fail(struct recording *r, enum recording_fault fault,
+    const char *fmt, ...)
+{
+	va_list ap;
+	int e = errno;
+
+	r->fault = fault;
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof r->why, fmt, ap);
+	va_end(ap);
+	errno = e;
+	return -1;
+}
+
+/*
+ * Errors that a later try can get past: the disk or the quota is full, or
+ * the process is out of descriptors (another recording must not end for
+ * it: this one pauses and its producer comes back).
+ */
+static bool
+recording_no_room(int e)
+{
+	return e == ENOSPC || e == EDQUOT || e == EFBIG || e == EMFILE ||
+	    e == ENFILE;
+}
+
+/*
+ * A write failed: no room (room, with errno's reason kept) pauses, any
+ * other reason (input) closes.
+ */
+static int
+recording_write_failed(struct recording *r, const char *room,
+    const char *input)
+{
+	if (recording_no_room(errno))
+		return recording_fail(r, REC_ROOM, "%s", room);
+	return recording_fail(r, REC_INPUT, "%s", input);
+}
+
+/* The writer's descriptors: its file, its spools, a checkpoint. */
+static int
+recording_fds(const struct recording_params *p)
+{
+	return 2 + (p->ncpus < TD_WRITER_SPOOL_FDS ? (int)p->ncpus :
+	    TD_WRITER_SPOOL_FDS);
+}
+
+static struct recording *
+recording_alloc(const struct listener_config *cfg, const char *label)
+{
+	struct recording *r = xcalloc(1, sizeof *r);
+
+	r->cfg = cfg;
+	r->ts = timesync_new();
+	snprintf(r->label, sizeof r->label, "%s", label);
+	return r;
+}
+
+/* Free r, keeping whatever its files hold on disk. */
+static void
+recording_free(struct recording *r)
+{
+	registry_remove(r->reg);
+	budget_close(r->acct);
+	td_file_release(r->file);
+	td_codec_free(r->wire);
+	free(r->zbuf);
+	timesync_free(r->ts);
+	free(r->cpu);
+	free(r->path);
+	free(r->state_path);
+	free(r);
+}
+
+/* What a checkpoint of r holds. */
+static void
+recording_state(struct recording *r, struct checkpoint *ck)
+{
+	memset(ck, 0, sizeof *ck);
+	ck->params = r->p;
+	ck->trace_id = r->trace_id;
+	ck->position = r->position;
+	ck->bytes = r->bytes;
+	ck->pages = r->pages;
+	ck->lost = r->lost;
+	ck->elapsed_ns = (uint64_t)(recording_elapsed(r) * 1e9);
+	ck->cpu = r->cpu;
+	ck->ts = r->ts;
+	ck->file = r->file;
+}
+
+/* Write r's checkpoint: 0, or -1 with errno (EBUSY: later). */
+static int
+recording_write_state(struct recording *r)
+{
+	struct checkpoint ck;
+
+	recording_state(r, &ck);
+	return checkpoint_write(r->state_path, &ck, &r->ck_len);
+}
+
+/*
+ * Take r back to its checkpoint at statepath: parameters (the identity
+ * stays), counters, samples and the writer.  -1 with err.
+ */
+static int
+recording_read_state(struct recording *r, const char *statepath, char *err,
+    size_t errlen)
+{
+	struct checkpoint ck;
+	uint64_t s;
+
+	memset(&ck, 0, sizeof ck);
+	ck.ts = timesync_new();
+	if (checkpoint_read(statepath, &ck, r->cfg != NULL ?
+	    r->cfg->codec_ctx : NULL, err, errlen) == -1) {
+		timesync_free(ck.ts);
+		return -1;
+	}
+	snprintf(ck.params.identity, sizeof ck.params.identity, "%s",
+	    r->p.identity);
+	r->p = ck.params;
+	r->trace_id = ck.trace_id;
+	r->position = r->acked = ck.position;
+	r->bytes = ck.bytes;
+	r->pages = ck.pages;
+	r->lost = ck.lost;
+	clock_gettime(CLOCK_MONOTONIC, &r->start);
+	s = ck.elapsed_ns / 1000000000;
+	if (s < (uint64_t)r->start.tv_sec)
+		r->start.tv_sec -= (time_t)s;
+	free(r->cpu);
+	r->cpu = ck.cpu;
+	timesync_free(r->ts);
+	r->ts = ck.ts;
+	td_file_release(r->file);
+	r->file = ck.file;
+	if (r->path == NULL) {
+		r->path = xstrdup(statepath);
+		r->path[strlen(r->path) - 6] = '\0';	/* ".state" */
+	}
+	if (r->state_path == NULL)
+		r->state_path = xstrdup(statepath);
+	return 0;
+}
+
+struct recording *
+recording_open(const struct listener_config *cfg,
+    const struct recording_params *p, const char *label,
+    void (*taken)(void *), void *arg, int conns, char *err, size_t errlen,
+    enum recording_fault *fault)
+{
+	struct td_file_params fp;
+	struct recording *r;
+	char *msg = NULL, *part;
+	int e;
+
+	r = recording_alloc(cfg, label);
+	r->p = *p;
+	r->acct = budget_open(p->identity);
+	if (!budget_fds(r->acct, recording_fds(p), conns)) {
+		snprintf(err, errlen, "the listener is out of file "
+		    "descriptors: come back later");
+		*fault = REC_ROOM;
+		goto out_free;
+	}
+	if (output_path(cfg, p->identity, p->name, &r->path, &msg) == -1) {
+		snprintf(err, errlen, "%s", msg);
+		free(msg);
+		*fault = REC_FAIL;
+		goto out_free;
+	}
+	memset(&fp, 0, sizeof fp);
+	fp.version = cfg->file_version;
+	fp.codec = cfg->codec;
+	fp.page_size = p->page_size;
+	fp.long_size = p->long_size;
+	fp.ncpus = (int)p->ncpus;
+	fp.clock = p->clock;
+	fp.codec_ctx = cfg->codec_ctx;
+	fp.mode = cfg->file_mode;
+	fp.chunk_mem = TD_WRITER_CHUNK_MEM;
+	fp.spool_fds = TD_WRITER_SPOOL_FDS;
+	r->file = td_file_create(r->path, &fp);
+	if (r->file == NULL) {
+		e = errno;
+		snprintf(err, errlen, "cannot create '%s': %s", r->path,
+		    strerror(e));
+		xasprintf(&part, "%s.part", r->path);
+		unlink(part);		/* output_path()'s placeholder */
+		free(part);
+		*fault = recording_no_room(e) ? REC_ROOM : REC_FAIL;
+		goto out_free;
+	}
+	r->cpu = xcalloc(p->ncpus, sizeof *r->cpu);
+	clock_gettime(CLOCK_MONOTONIC, &r->start);
+	if (getrandom(&r->trace_id, sizeof r->trace_id, 0) == -1)
+		r->trace_id = (uint64_t)time(NULL);
+	/* the first checkpoint: from now on the recording survives us */
+	xasprintf(&r->state_path, "%s.state", r->path);
+	if (recording_write_state(r) == -1) {
+		e = errno;
+		snprintf(err, errlen, "cannot write '%s': %s", r->state_path,
+		    strerror(e));
+		*fault = recording_no_room(e) ? REC_ROOM : REC_FAIL;
+		td_file_abort(r->file);
+		r->file = NULL;
+		checkpoint_remove(r->state_path);
+		goto out_free;
+	}
+	r->reg = registry_add(r, p->identity, p->recording_id, r->trace_id);
+	r->taken = taken;
+	r->owner = arg;
+	log_info("%s: recording %u CPUs, %u-byte pages, clock %s, into '%s'",
+	    r->label, p->ncpus, p->page_size, p->clock, r->path);
+	return r;
+out_free:
+	recording_free(r);
+	return NULL;
+}
+
+bool
+recording_owned(const struct recording *r)
+{
+	return r->owner != NULL;
+}
+
+int
+recording_attach(struct recording *r, const char *label,
+    void (*taken)(void *), void *arg, char *err, size_t errlen)
+{
+	if (r->owner != NULL && r->taken != NULL)
+		r->taken(r->owner);	/* it lets go; it may rewind r */
+	r->owner = NULL;
+	if (r->rewound) {
+		if (recording_read_state(r, r->state_path, err,
+		    errlen) == -1) {
+			log_warnx("%s: closing: %s", r->label, err);
+			recording_close(r);
+			return -1;
+		}
+		r->rewound = false;
+	}
+	registry_set_deadline(r->reg, 0);
+	r->taken = taken;
+	r->owner = arg;
+	snprintf(r->label, sizeof r->label, "%s", label);
+	return 0;
+}
+
+void
+recording_detach(struct recording *r, const char *why)
+{
+	char acct[160];
+
+	r->owner = NULL;
+	r->taken = NULL;
+	if (why != NULL)
+		log_warnx("%s: %s; the recording waits %d s for the agent to "
+		    "resume", r->label, why, r->cfg->resume_wait);
+	if (r->file != NULL && !r->rewound && recording_write_state(r) == 0)
+		r->acked = r->position;
+	recording_account(r, 0, acct, sizeof acct);
+	registry_set_deadline(r->reg, recording_now_ms() +
+	    (uint64_t)r->cfg->resume_wait * 1000);
+}
+
+const char *
+recording_label(const struct recording *r)
+{
+	return r->label;
+}
+
+const struct recording_params *
+recording_params(const struct recording *r)
+{
+	return &r->p;
+}
+
+uint64_t
+recording_trace_id(const struct recording *r)
+{
+	return r->trace_id;
+}
+
+uint64_t
+recording_position(const struct recording *r)
+{
+	return r->position;
+}
+
+uint64_t
+recording_acked(const struct recording *r)
+{
+	return r->acked;
+}
+
+void
+recording_advance(struct recording *r, uint64_t n)
+{
+	r->position += n;
+}
+
+void
+recording_received(struct recording *r, uint64_t n)
+{
+	r->bytes += n;
+}
+
+uint64_t
+recording_pages(const struct recording *r)
+{
+	return r->pages;
+}
+
+const char *
+recording_why(const struct recording *r)
+{
+	return r->why;
+}
+
+enum recording_fault
+recording_fault(const struct recording *r)
+{
+	return r->fault;
+}
+
+int
+recording_section_begin(struct recording *r, uint16_t id)
+{
+	if (td_file_section_begin(r->file, id) == -1)
+		return recording_write_failed(r, "cannot write a section",
+		    "bad or repeated SECTION");
+	return 0;
+}
+
+int
+recording_section_write(struct recording *r, const void *p, size_t n)
+{
+	if (td_file_section_write(r->file, p, n) == 0)
+		return 0;
+	if (errno == EFBIG)	/* the cap, not a disk */
+		return recording_fail(r, REC_INPUT, "section too big");
+	return recording_write_failed(r, "cannot write a section",
+	    "section data outside a section");
+}
+
+/*
+ * One decompressor per codec and one buffer serve every recording (one
+ * thread): a thousand agents sending their headers at once cost no more
+ * than one.
+ */
+int
+recording_section_z(struct recording *r, uint8_t codec, const void *p,
+    size_t n, size_t raw_len)
+{
+	static struct td_codec *dz[3];
+	static uint8_t *raw;
+
+	if (codec >= 3 || raw_len > TD_SECTION_Z_RAW)
+		return recording_fail(r, REC_INPUT, "bad compressed section");
+	if (dz[codec] == NULL && (dz[codec] = td_codec_new(
+	    codec == TD_WIRE_ZSTD ? TD_CODEC_ZSTD : TD_CODEC_ZLIB, 0)) == NULL)
+		return recording_fail(r, REC_FAIL, "cannot start a "
+		    "decompressor");
+	if (raw == NULL)
+		raw = xmalloc(TD_SECTION_Z_RAW);
+	if (td_codec_decompress(dz[codec], p, n, raw, raw_len) !=
+	    (ssize_t)raw_len)
+		return recording_fail(r, REC_INPUT, "SECTION_DATA_Z does not "
+		    "decompress to its length");
+	return recording_section_write(r, raw, raw_len);
+}
+
+int
+recording_section_end(struct recording *r)
+{
+	if (td_file_section_end(r->file) == -1)
+		return recording_write_failed(r, "cannot write a section",
+		    "SECTION_END outside a section");
+	return 0;
+}
+
+/* The number after key in a CPUSTAT text (bounded, not NUL-trusting). */
+static uint64_t
+recording_stat(const uint8_t *p, size_t n, const char *key)
+{
+	char text[1024], *at;
+	size_t k = n < sizeof text - 1 ? n : sizeof text - 1;
+
+	memcpy(text, p, k);
+	text[k] = '\0';
+	if ((at = strstr(text, key)) == NULL)
+		return 0;
+	if (at != text && at[-1] != '\n')
+		return 0;
+	return strtoull(at + strlen(key), NULL, 10);
+}
+
+int
+recording_option(struct recording *r, uint16_t id, const void *p, size_t n)
+{
+	if (id == TD_OPT_TIME_SHIFT || id == TD_OPT_DATE ||
+	    id == TD_OPT_TD_TSYNC) {
+		log_debug("%s: dropped option %u from the agent: the listener "
+		    "writes it", r->label, (unsigned)id);
+		return 0;
+	}
+	if (td_file_add_option(r->file, id, p, n) == -1)
+		return recording_fail(r, REC_INPUT, errno == EFBIG ?
+		    "options over the listener's limit (TD_MAX_OPTIONS_TOTAL)" :
+		    "bad OPTION");
+	if (id == TD_OPT_CPUSTAT)
+		r->lost += recording_stat(p, n, "overrun: ") +
+		    recording_stat(p, n, "dropped events: ");
+	if (id == TD_OPT_TSC2NSEC && n >= 8)
+		timesync_tsc2nsec(r->ts, p, r->p.big_endian);
+	return 0;
+}
+
+/* cpu is declared and first_seq is its next page. */
+static int
+recording_check_seq(struct recording *r, uint32_t cpu, uint64_t first_seq)
+{
+	if (cpu >= r->p.ncpus)
+		return recording_fail(r, REC_INPUT, "pages for CPU %u, but %u "
+		    "CPUs were declared", cpu, r->p.ncpus);
+	if (first_seq != r->cpu[cpu].next_seq)
+		return recording_fail(r, REC_INPUT, "CPU %u: page %" PRIu64
+		    " where %" PRIu64 " was due", cpu, first_seq,
+		    r->cpu[cpu].next_seq);
+	return 0;
+}
+
+int
+recording_pages_begin(struct recording *r, uint32_t cpu, uint64_t first_seq)
+{
+	return recording_check_seq(r, cpu, first_seq);
+}
+
+/* Pages could not be written: pause on a full disk, else close. */
+static int
+recording_pages_failed(struct recording *r)
+{
+	char msg[600];
+
+	snprintf(msg, sizeof msg, "cannot write '%s': %s", r->path,
+	    strerror(errno));
+	return recording_write_failed(r, "cannot write pages", msg);
+}
+
+/* Count what a page holds and hand it to the writer (unless stored). */
+static int
+recording_count(struct recording *r, uint32_t cpu, const uint8_t *page,
+    bool write)
+{
+	struct recording_cpu *c = &r->cpu[cpu];
+	struct td_page_info info;
+
+	if (td_page_parse(page, r->p.page_size, r->p.commit_size,
+	    &info) == 0) {
+		c->events += info.events;
+		if (info.missed)
+			c->missed_pages++;
+	}
+	if (write && td_file_cpu_page(r->file, (int)cpu, page,
+	    r->p.page_size) == -1)
+		return recording_pages_failed(r);
+	return 0;
+}
+
+int
+recording_page(struct recording *r, uint32_t cpu, const void *page)
+{
+	if (cpu >= r->p.ncpus)
+		return recording_fail(r, REC_INPUT, "pages for CPU %u, but %u "
+		    "CPUs were declared", cpu, r->p.ncpus);
+	if (recording_count(r, cpu, page, true) == -1)
+		return -1;
+	r->cpu[cpu].next_seq++;
+	r->pages++;
+	return 0;
+}
+
+int
+recording_chunk(struct recording *r, uint32_t cpu, uint64_t first_seq,
+    uint8_t codec, const void *p, size_t n, uint32_t count)
+{
+	enum td_codec_id id;
+	size_t want;
+	uint32_t i;
+	bool same;
+
+	if (recording_check_seq(r, cpu, first_seq) == -1)
+		return -1;
+	if (count == 0 || count > TD_CHUNK_PAGES)
+		return recording_fail(r, REC_INPUT, "bad compressed pages");
+	id = codec == TD_WIRE_ZSTD ? TD_CODEC_ZSTD : TD_CODEC_ZLIB;
+	if (r->wire != NULL && td_codec_id(r->wire) != id) {
+		td_codec_free(r->wire);
+		r->wire = NULL;
+	}
+	if (r->wire == NULL && (r->wire = td_codec_new(id, 0)) == NULL)
+		return recording_fail(r, REC_FAIL, "cannot start a "
+		    "decompressor");
+	if (r->zbuf == NULL)
+		r->zbuf = xmalloc((size_t)TD_CHUNK_PAGES * r->p.page_size);
+	want = (size_t)count * r->p.page_size;
+	if (td_codec_decompress(r->wire, p, n, r->zbuf, want) !=
+	    (ssize_t)want)
+		return recording_fail(r, REC_INPUT, "PAGES_Z does not "
+		    "decompress to its pages");
+	same = td_file_chunk_codec(r->file) == id;
+	for (i = 0; i < count; i++)
+		if (recording_count(r, cpu, r->zbuf +
+		    (size_t)i * r->p.page_size, !same) == -1)
+			return -1;
+	if (same && td_file_cpu_chunk(r->file, (int)cpu, p, n, count) == -1)
+		return recording_pages_failed(r);
+	r->cpu[cpu].next_seq += count;
+	r->pages += count;
+	return 0;
+}
+
+void
+recording_sample(struct recording *r, const struct td_tsync_sample *s)
+{
+	if (!timesync_add(r->ts, s))
+		return;
+	log_debug("%s: time sync round %u: offset %" PRId64 " at %" PRIu64
+	    ", +-%" PRIu64 " ns, %u probes", r->label, s->round, s->offset,
+	    s->ts, s->bound, s->probes);
+}
+
+/* TIME_SHIFT, DATE and the error-bound option, and the log line. */
+static int
+recording_timesync(struct recording *r)
+{
+	struct timesync_report rep;
+	int ret;
+
+	if (r->cfg->tsync_interval == TD_TSYNC_OFF)
+		return 0;
+	ret = timesync_options(r->ts, r->file, r->trace_id, r->p.ncpus,
+	    r->p.clock, &rep);
+	if (ret == -1)
+		return -1;
+	if (rep.unchecked)
+		log_info("%s: time sync: no TSC2NSEC from the agent, samples "
+		    "not checked against their neighbours", r->label);
+	if (ret == 1) {
+		log_warnx("%s: no time sync: the agent sent no usable sample "
+		    "(%u dropped); the file keeps the agent's own clock",
+		    r->label, rep.dropped);
+		return 0;
+	}
+	if (rep.in_option < rep.kept)
+		log_info("%s: time sync: %u of %u samples kept in TIME_SHIFT "
+		    "(option size cap)", r->label, rep.in_option, rep.kept);
+	log_info("%s: time sync: %u samples (%u dropped, %u imprecise, %u "
+	    "off the line), offset %" PRId64 " %s, drift %.3f ppm, error "
+	    "bound +-%" PRIu64 " ns", r->label, rep.kept, rep.dropped,
+	    rep.imprecise, rep.off_line, rep.offset,
+	    strcmp(r->p.clock, "x86-tsc") == 0 ? "cycles" : "ns",
+	    rep.drift_ppm, rep.bound);
+	return 0;
+}
+
+int
+recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
+    struct finished *d)
+{
+	size_t dl = strlen(r->cfg->dir);
+	uint32_t i;
+
+	for (i = 0; i < ncpus && i < r->p.ncpus; i++)
+		if (pages[i] != r->cpu[i].next_seq)
+			return recording_fail(r, REC_INPUT, "CPU %u: the agent "
+			    "sent %" PRIu64 " pages, %" PRIu64 " arrived", i,
+			    pages[i], r->cpu[i].next_seq);
+	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
+		if (!td_file_has_section(r->file, i))
+			return recording_fail(r, REC_INPUT, "END before "
+			    "section %u", i);
+	if (recording_timesync(r) == -1)
+		return recording_fail(r, REC_FAIL, "cannot write the "
+		    "time-sync options");
+	if (td_file_finish(r->file) == -1) {
+		if (recording_no_room(errno))
+			return recording_fail(r, REC_ROOM, "cannot finish the "
+			    "file");
+		return recording_fail(r, REC_FAIL, "cannot finish '%s': %s",
+		    r->path, strerror(errno));
+	}
+	checkpoint_remove(r->state_path);
+	r->finished = true;
+	memset(d, 0, sizeof *d);
+	snprintf(d->identity, sizeof d->identity, "%s", r->p.identity);
+	d->recording_id = r->p.recording_id;
+	d->end_off = r->position;
+	d->size = td_file_size(r->file);
+	snprintf(d->path, sizeof d->path, "%s", r->path + dl +
+	    (r->path[dl] == '/'));
+	/* done: nobody resumes it now, a late producer is told DONE */
+	registry_remove(r->reg);
+	r->reg = NULL;
+	registry_finished(d);
+	log_info("%s: wrote '%s' (%" PRIu64 " bytes)", r->label, r->path,
+	    d->size);
+	return 0;
+}
+
+int
+recording_checkpoint(struct recording *r, uint64_t *acked)
+{
+	char msg[600];
+
+	*acked = r->acked;
+	if (r->file == NULL || r->finished || r->rewound ||
+	    r->position == r->acked)
+		return 0;
+	/* state writes stay within TD_CK_AMPLIFY x what arrived */
+	if ((r->position - r->acked) * TD_CK_AMPLIFY < r->ck_len)
+		return 0;
+	if (r->cfg->quota > 0 &&
+	    output_usage(r->cfg->dir, r->p.identity) > r->cfg->quota) {
+		errno = EDQUOT;
+		return recording_fail(r, REC_ROOM, "over the --quota of this "
+		    "identity");
+	}
+	if (recording_write_state(r) == -1) {
+		if (errno == EBUSY)
+			return 0;	/* a zlib section is open: later */
+		if (recording_no_room(errno))
+			return recording_fail(r, REC_ROOM, "cannot write the "
+			    "checkpoint");
+		snprintf(msg, sizeof msg, "cannot write '%s': %s",
+		    r->state_path, strerror(errno));
+		return recording_fail(r, REC_FAIL, "%s", msg);
+	}
+	r->acked = r->position;
+	*acked = r->acked;
+	return 0;
+}
+
+void
+recording_rewind(struct recording *r, const char *what, int errnum)
+{
+	/* "over the --quota ...", "over the memory budget ...": no strerror */
+	bool over = what != NULL && strncmp(what, "over ", 5) == 0;
+
+	if (what != NULL)
+		log_warnx("%s: %s%s%s; the recording pauses, the agent keeps "
+		    "its data and resumes when there is room", r->label, what,
+		    over ? "" : ": ", over ? "" : strerror(errnum));
+	td_file_release(r->file);
+	r->file = NULL;
+	r->rewound = true;
+	r->position = r->acked;
+	free(r->zbuf);
+	r->zbuf = NULL;
+}
+
+bool
+recording_rewound(const struct recording *r)
+{
+	return r->rewound;
+}
+
+/*
+ * What a recording makes the listener hold: its writer's buffers and
+ * options, decompressed pages, time-sync samples.
+ */
+static uint64_t
+recording_held(const struct recording *r)
+{
+	uint64_t n = sizeof *r + (uint64_t)r->p.ncpus * sizeof *r->cpu +
+	    timesync_mem(r->ts);
+
+	if (r->file != NULL)
+		n += td_file_mem(r->file);
+	if (r->zbuf != NULL)
+		n += (uint64_t)TD_CHUNK_PAGES * r->p.page_size;
+	return n;
+}
+
+int
+recording_account(struct recording *r, uint64_t extra, char *why,
+    size_t whylen)
+{
+	enum budget_over o;
+
+	if (r->acct == NULL)
+		return 0;
+	o = budget_set(r->acct, recording_held(r) + extra);
+	if (o == BUDGET_OK)
+		return 0;
+	snprintf(why, whylen, "over %s", budget_over_name(o));
+	return -1;
+}
+
+/*
+ * Keep what a broken recording delivered if it is a readable trace: every
+ * section up to PRINTK is there.  It is finished (with empty command lines
+ * if they never came) and renamed to NAME.incomplete.dat.
+ */
+static void
+recording_keep_partial(struct recording *r)
+{
+	static const enum td_opt need[] = { TD_OPT_HEADER_INFO,
+	    TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS, TD_OPT_KALLSYMS,
+	    TD_OPT_PRINTK };
+	char *inc, *dot, *final;
+	uint64_t zero = 0;
+	size_t i;
+
+	td_file_section_cancel(r->file);	/* fails if none is open */
+	for (i = 0; i < sizeof need / sizeof *need; i++)
+		if (!td_file_has_section(r->file, need[i]))
+			goto out_drop;
+	if (!td_file_has_section(r->file, TD_OPT_CMDLINES) &&
+	    td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
+	    sizeof zero) == -1)
+		goto out_drop;
+	if (td_file_finish(r->file) == -1)
+		goto out_drop;
+	inc = xstrdup(r->path);
+	if ((dot = strrchr(inc, '.')) != NULL)
+		*dot = '\0';
+	xasprintf(&final, "%s.incomplete.dat", inc);
+	if (rename(r->path, final) == 0)
+		log_warnx("%s: kept what was received as '%s'", r->label,
+		    final);
+	free(final);
+	free(inc);
+	return;
+out_drop:
+	td_file_abort(r->file);
+	log_warnx("%s: too little was received to keep a file", r->label);
+}
+
+/* Events and marked pages of every CPU. */
+static uint64_t
+recording_events(const struct recording *r, uint64_t *marked)
+{
+	uint64_t n = 0;
+	uint32_t i;
+
+	*marked = 0;
+	for (i = 0; r->cpu != NULL && i < r->p.ncpus; i++) {
+		n += r->cpu[i].events;
+		*marked += r->cpu[i].missed_pages;
+	}
+	return n;
+}
+
+void
+recording_close(struct recording *r)
+{
+	uint64_t events, marked;
+	char err[600];
+
+	if (r->rewound && !r->finished) {
+		/* what the checkpoint holds is what can be kept */
+		if (recording_read_state(r, r->state_path, err,
+		    sizeof err) == -1)
+			log_warnx("%s: %s", r->label, err);
+		r->rewound = false;
+	}
+	if (r->file != NULL) {
+		if (!r->finished)
+			recording_keep_partial(r);
+		td_file_free(r->file);
+		r->file = NULL;
+	}
+	if (!r->finished)
+		checkpoint_remove(r->state_path);
+	events = recording_events(r, &marked);
+	log_info("%s: %s after %.2f s: %u CPUs, %" PRIu64 " pages, %" PRIu64
+	    " bytes, %" PRIu64 " events, %" PRIu64 " lost (%" PRIu64
+	    " pages marked)", r->label, r->finished ? "done" : "ended early",
+	    recording_elapsed(r), r->p.ncpus, r->pages, r->bytes, events,
+	    r->lost, marked);
+	recording_free(r);
+}
+
+void
+recording_leave(struct recording *r)
+{
+	if (r->file != NULL && !r->rewound && !r->finished &&
+	    recording_write_state(r) == -1 && errno != EBUSY)
+		log_warnx("%s: cannot write '%s': %s", r->label,
+		    r->state_path, strerror(errno));
+	if (!r->finished)
+		log_info("%s: left '%s' to be resumed", r->label, r->path);
+	recording_free(r);
+}
+
+void
+recording_expire(void)
+{
+	struct recording *r;
+
+	while ((r = registry_expired(recording_now_ms())) != NULL) {
+		log_warnx("%s: closing: the agent did not come back to resume",
+		    r->label);
+		recording_close(r);
+	}
+}
+
+void
+recording_leave_all(void)
+{
+	struct recording *r;
+
+	while ((r = registry_any()) != NULL)
+		recording_leave(r);
+}
+
+/* Take up one recording left by an earlier tdlisten. */
+static void
+recording_recover(const struct listener_config *cfg, const char *identity,
+    const char *statepath)
+{
+	struct recording *r;
+	char err[600], name[TD_MAX_NAME_LEN + 1];
+
+	r = recording_alloc(cfg, "recovered");
+	snprintf(r->p.identity, sizeof r->p.identity, "%s", identity);
+	if (recording_read_state(r, statepath, err, sizeof err) == -1) {
+		log_warnx("cannot recover a recording: %s; its files stay",
+		    err);
+		recording_free(r);
+		return;
+	}
+	if (r->p.name[0] != '\0') {
+		snprintf(name, sizeof name, "%s", r->p.name);
+		output_sanitize(name);
+		snprintf(r->label, sizeof r->label, "session %s '%s'",
+		    identity, name);
+	} else
+		snprintf(r->label, sizeof r->label, "session %s", identity);
+	r->acct = budget_open(identity);
+	/* it exists already: recovered even past the budget (uncounted) */
+	if (!budget_fds(r->acct, recording_fds(&r->p), 0))
+		log_warnx("%s: recovered beyond the descriptor budget",
+		    r->label);
+	recording_account(r, 0, err, sizeof err);
+	r->reg = registry_add(r, identity, r->p.recording_id, r->trace_id);
+	registry_set_deadline(r->reg, recording_now_ms() +
+	    (uint64_t)cfg->resume_wait * 1000);
+	log_info("%s: recovered '%s' at offset %" PRIu64 " (%" PRIu64
+	    " pages); waiting %d s for the agent to resume", r->label, r->path,
+	    r->position, r->pages, cfg->resume_wait);
+}
+
+/*
+ * At start: every DIR/IDENTITY/NAME.dat.state is a recording an earlier
+ * tdlisten had not finished.  Each is restored to its checkpoint and waits
+ * for its producer; if none comes, it is kept as incomplete.
+ */
+void
+recording_recover_all(const struct listener_config *cfg)
+{
+	DIR *top, *host;
+	struct dirent *d, *e;
+	char *hostdir, *path;
+	size_t n;
+
+	if ((top = opendir(cfg->dir)) == NULL)
+		return;
+	while ((d = readdir(top)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		xasprintf(&hostdir, "%s/%s", cfg->dir, d->d_name);
+		if ((host = opendir(hostdir)) == NULL) {
+			free(hostdir);
+			continue;
+		}
+		while ((e = readdir(host)) != NULL) {
+			n = strlen(e->d_name);
+			xasprintf(&path, "%s/%s", hostdir, e->d_name);
+			if (n > 14 && strcmp(e->d_name + n - 14,
+			    ".dat.state.tmp") == 0)
+				unlink(path);	/* a checkpoint cut short */
+			else if (n > 10 && strcmp(e->d_name + n - 10,
+			    ".dat.state") == 0) {
+				if (cfg->resume_wait > 0)
+					recording_recover(cfg, d->d_name,
+					    path);
+				else
+					log_warnx("'%s': not recovered "
+					    "(--resume-wait 0)", path);
+			}
+			free(path);
+		}
+		closedir(host);
+		free(hostdir);
+	}
+	closedir(top);
+}
