@@ -220,18 +220,22 @@ checkpoint_read(const char *state_path, struct checkpoint *ck,
 	uint32_t i, version;
 	char *path;
 	size_t rest, pl = strlen(state_path);
+	int e;
 
 	ck->cpu = NULL;
 	ck->file = NULL;
 	if (pl < 7 || strcmp(state_path + pl - 6, ".state") != 0) {
 		snprintf(err, errlen, "not a state file");
+		errno = EINVAL;
 		return -1;
 	}
 	td_buf_init(&b, CK_MAX);
 	if (td_buf_read_file(&b, state_path) == -1) {
+		e = errno;
 		snprintf(err, errlen, "cannot read '%s': %s", state_path,
-		    strerror(errno));
+		    strerror(e));
 		td_buf_free(&b);
+		errno = e;
 		return -1;
 	}
 	td_cur_init(&c, b.data, b.len);
@@ -263,13 +267,15 @@ checkpoint_read(const char *state_path, struct checkpoint *ck,
 	rest = td_cur_left(&c);		/* the writer's own state */
 	ck->file = td_file_restore(path, td_cur_take(&c, rest), rest);
 	if (ck->file == NULL) {
+		e = errno;
 		snprintf(err, errlen, "cannot restore '%s': %s", path,
-		    errno == EINVAL ? "the checkpoint does not fit" :
-		    strerror(errno));
+		    e == EINVAL ? "the checkpoint does not fit" :
+		    strerror(e));
 		free(path);
 		free(ck->cpu);
 		ck->cpu = NULL;
 		td_buf_free(&b);
+		errno = e;
 		return -1;
 	}
 	free(path);
@@ -294,6 +300,7 @@ bad:
 	free(ck->cpu);
 	ck->cpu = NULL;
 	td_buf_free(&b);
+	errno = EBADMSG;
 	return -1;
 }
 

@@ -45,8 +45,9 @@ int	checkpoint_write(const char *state_path, const struct checkpoint *ck,
 /*
  * Read state_path into ck: params (but identity), counters, ck->cpu
  * (allocated), ck->ts (given, filled) and ck->file (restored, using the
- * shared codec context when not NULL).  -1 with err: nothing allocated is
- * left in ck but what ck->ts holds.
+ * shared codec context when not NULL).  -1 with err and errno (EBADMSG:
+ * damaged; EMFILE, ENOMEM ...: a later try may work): nothing allocated
+ * is left in ck but what ck->ts holds.
  */
 int	checkpoint_read(const char *state_path, struct checkpoint *ck,
 	    struct td_codec *shared, char *err, size_t errlen);

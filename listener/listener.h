@@ -108,7 +108,8 @@ void		 finished_free(void);
 /* output.c */
 /*
  * Directory and file name for a new recording (its PATH.part made, with
- * c's modes); caller frees.
+ * c's modes); caller frees.  -1 with *err (caller frees) and errno
+ * (ENOSPC, EMFILE ...: another try later may work).
  */
 int	output_path(const struct listener_config *c, const char *identity,
 	    const char *name, char **path, char **err);

@@ -86,10 +86,11 @@ output_path(const struct listener_config *c, const char *identity,
 	struct stat st;
 	struct timespec ts;
 	struct tm tm;
-	int i;
+	int i, e;
 
 	if (!output_identity_ok(identity)) {
 		xasprintf(err, "no usable identity '%s'", identity);
+		errno = EINVAL;
 		return -1;
 	}
 	if (name != NULL && name[0] != '\0') {
@@ -101,40 +102,48 @@ output_path(const struct listener_config *c, const char *identity,
 	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
 	xasprintf(&hostdir, "%s/%s", c->dir, identity);
 	if (output_hostdir(c, hostdir) == -1) {
-		xasprintf(err, "cannot create '%s': %s", hostdir,
-		    strerror(errno));
+		e = errno;
+		xasprintf(err, "cannot create '%s': %s", hostdir, strerror(e));
 		free(hostdir);
 		free(suffix);
+		errno = e;
 		return -1;
 	}
 	for (i = 0; i < 1000; i++) {
-		char n[16] = "";
+		char n[16] = "", *part;
+		int fd;
 
 		if (i > 0)
 			snprintf(n, sizeof n, ".%d", i);
 		xasprintf(&p, "%s/%s%s%s%s.dat", hostdir, stamp, n,
 		    suffix ? "-" : "", suffix ? suffix : "");
-		/* claim the name: a placeholder no other session takes */
-		{
-			char *part;
-			int fd;
-
-			xasprintf(&part, "%s.part", p);
-			fd = open(part, O_WRONLY | O_CREAT | O_EXCL |
-			    O_NOFOLLOW | O_CLOEXEC, c->file_mode);
-			if (fd != -1 && lstat(p, &st) == -1 &&
-			    errno == ENOENT) {
-				close(fd);
-				free(part);
-				break;
-			}
-			if (fd != -1) {
-				/* X.dat exists: give the placeholder back */
-				close(fd);
-				unlink(part);
-			}
+		/* claim the name: a placeholder no other recording takes */
+		xasprintf(&part, "%s.part", p);
+		fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, c->file_mode);
+		if (fd == -1 && errno != EEXIST) {
+			/* no room, no descriptor: no other name helps */
+			e = errno;
+			xasprintf(err, "cannot create '%s': %s", part,
+			    strerror(e));
 			free(part);
+			free(p);
+			free(hostdir);
+			free(suffix);
+			errno = e;
+			return -1;
 		}
+		if (fd != -1 && lstat(p, &st) == -1 && errno == ENOENT) {
+			close(fd);
+			free(part);
+			break;
+		}
+		if (fd != -1) {
+			/* X.dat exists: give the placeholder back */
+			close(fd);
+			unlink(part);
+		}
+		free(part);
 		free(p);
 		p = NULL;
 	}
@@ -143,6 +152,7 @@ output_path(const struct listener_config *c, const char *identity,
 	if (p == NULL) {
 		xasprintf(err, "no free file name in '%s/%s'", c->dir,
 		    identity);
+		errno = EEXIST;
 		return -1;
 	}
 	*path = p;

@@ -258,9 +258,9 @@ recording_open(const struct listener_config *cfg,
 		goto out_free;
 	}
 	if (output_path(cfg, p->identity, p->name, &r->path, &msg) == -1) {
+		*fault = recording_no_room(errno) ? REC_ROOM : REC_FAIL;
 		snprintf(err, errlen, "%s", msg);
 		free(msg);
-		*fault = REC_FAIL;
 		goto out_free;
 	}
 	memset(&fp, 0, sizeof fp);
@@ -328,6 +328,13 @@ recording_attach(struct recording *r, const char *label,
 	if (r->rewound) {
 		if (recording_read_state(r, r->state_path, err,
 		    errlen) == -1) {
+			if (recording_no_room(errno) || errno == ENOMEM) {
+				/* out of descriptors: it waits on */
+				registry_set_deadline(r->reg,
+				    recording_now_ms() +
+				    (uint64_t)r->cfg->resume_wait * 1000);
+				return 1;
+			}
 			log_warnx("%s: closing: %s", r->label, err);
 			recording_close(r);
 			return -1;

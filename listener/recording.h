@@ -6,8 +6,9 @@
  * event counts, its loss ledger, its time-sync samples, its checkpoint
  * (PATH.state), its memory account and its place in the registry.  A
  * producer (session.c speaks tdproto for tdagent; others may speak other
- * protocols) finds one in the registry (registry.h) or opens one with struct recording_params, hands it sections,
- * options, pages and samples, and finishes it, or lets it go.
+ * protocols) finds one in the registry (registry.h) or opens one with
+ * struct recording_params, hands it sections, options, pages and
+ * samples, and finishes it, or lets it go.
  *
  * Ownership: the producer that opened or attached a recording is its
  * owner; recording_detach() leaves it ownerless for --resume-wait
@@ -79,7 +80,9 @@ bool		 recording_owned(const struct recording *r);
 /*
  * arg takes r over under label: a previous owner's taken(arg) is called
  * first, the resume deadline stops, and a writer dropped by a pause or a
- * cut comes back from the checkpoint (-1 when it cannot: r is closed).
+ * cut comes back from the checkpoint.  0; 1 when that cannot be now
+ * (errno: out of descriptors or memory; r waits on, ownerless); -1 when
+ * it cannot be at all (r is closed).  err says why.
  */
 int		 recording_attach(struct recording *r, const char *label,
 		    void (*taken)(void *), void *arg, char *err,

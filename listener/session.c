@@ -152,13 +152,17 @@ session_set_label(struct session *s, const char *name)
  * finished or kept as incomplete at once.
  */
 static enum session_verdict
-session_end_with(struct session *s, uint32_t code, const char *why)
+session_end_with(struct session *s, uint32_t code, const char *reason)
 {
-	bool tell = why != NULL && s->phase != SESSION_DONE &&
+	bool tell = reason != NULL && s->phase != SESSION_DONE &&
 	    s->phase != SESSION_OVER;
+	char why[700];
 
-	if (why != NULL)
+	/* reason may be the recording's own words, gone with it */
+	if (reason != NULL) {
+		snprintf(why, sizeof why, "%s", reason);
 		log_warnx("%s: closing: %s", s->label, why);
+	}
 	if (s->rec != NULL) {
 		recording_close(s->rec);
 		s->rec = NULL;
@@ -190,6 +194,18 @@ session_failed(struct session *s)
 	return session_close(s, recording_why(s->rec));
 }
 
+/* What the agent hears when there is no room now (errnum). */
+static const char *
+session_tell(int errnum)
+{
+	if (errnum == EMFILE || errnum == ENFILE)
+		return "the listener is out of file descriptors: come back "
+		    "later";
+	if (errnum == ENOMEM)
+		return "the listener's memory budget is spent: come back later";
+	return "the listener's disk is full: come back later";
+}
+
 /*
  * No room for the recording now (disk, quota, descriptors, memory: what,
  * errnum): it goes back to its last checkpoint and the agent is told to
@@ -204,16 +220,8 @@ session_pause(struct session *s, const char *what, int errnum)
 	bool quota = strncmp(what, "over ", 5) == 0;
 	const char *tell;
 
-	if (errnum == EMFILE || errnum == ENFILE)
-		tell = "the listener is out of file descriptors: come back "
-		    "later";
-	else if (errnum == ENOMEM)
-		tell = "the listener's memory budget is spent: come back later";
-	else if (errnum == EDQUOT && quota)
-		tell = "this identity is over the listener's quota: come back "
-		    "later";
-	else
-		tell = "the listener's disk is full: come back later";
+	tell = errnum == EDQUOT && quota ? "this identity is over the "
+	    "listener's quota: come back later" : session_tell(errnum);
 	s->bulk_type = 0;
 	if (s->cfg->resume_wait == 0) {
 		/* nothing can wait for room: what is safe is kept */
@@ -312,6 +320,7 @@ session_resume(struct session *s, const struct td_hello *h)
 	struct recording *t;
 	struct td_done d;
 	char err[600], label[sizeof s->label];
+	int ret;
 
 	t = registry_find(s->identity, h->recording_id);
 	if (t == NULL) {
@@ -343,9 +352,13 @@ session_resume(struct session *s, const struct td_hello *h)
 		    recording_label(t), s->peer);
 	snprintf(label, sizeof label, "%s", s->label);
 	session_set_label(s, p->name);
-	if (recording_attach(t, s->label, session_taken_cb, s, err,
-	    sizeof err) == -1) {
+	ret = recording_attach(t, s->label, session_taken_cb, s, err,
+	    sizeof err);
+	if (ret != 0) {
 		snprintf(s->label, sizeof s->label, "%s", label);
+		if (ret == 1)
+			return session_end_with(s, TD_ERR_RETRY,
+			    session_tell(errno));
 		return session_close(s, "the recording cannot be resumed");
 	}
 	s->rec = t;
