@@ -11,10 +11,15 @@
  * of it.  When the budget is full a newcomer takes the slot of the oldest
  * handshake of the address holding the most, if that address holds more
  * than the newcomer's and more than one: a crowd from a few addresses
- * cannot keep anyone else out, it needs about as many addresses as there
- * are slots, while agents from many addresses, one connection each, are
- * never cut off in mid-handshake for one another.  Otherwise the newcomer
- * is refused (its agent comes back later).
+ * cannot keep anyone else out.  A crowd from as many addresses as there
+ * are slots, one connection each, is met by age instead: the newcomer
+ * takes the slot of the oldest handshake if that one has run for
+ * TD_ADMIT_MIN_AGE_MS (tdlisten's; a TLS handshake takes milliseconds on a network
+ * and one round trip more across the world), so such a crowd keeps an
+ * agent out only by opening --max-handshakes connections in every such
+ * interval, while honest agents arriving together are never cut off in
+ * mid-handshake for one another.  Otherwise the newcomer is refused (its
+ * agent comes back later).
  *
  * Refusals come at the rate a peer chooses, so they are not logged one a
  * line: the first TD_ADMIT_LOG_BURST of each TD_ADMIT_LOG_INTERVAL are,
@@ -25,6 +30,7 @@
  */
 #include <stdarg.h>
 #include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +54,7 @@ struct admit_slot {
 	struct admit_key key;
 	void		*owner;
 	uint64_t	 seq;		/* order of arrival */
+	uint64_t	 since_ms;	/* monotonic */
 };
 
 /* How many slots one address holds, and since when. */
@@ -64,6 +71,7 @@ static int			 admit_naddrs;
 static int			 admit_max;
 static int			 admit_per_addr;
 static uint64_t			 admit_seq;
+static uint64_t			 admit_min_age_ms;
 
 static struct event		*admit_log_ev;
 static int			 admit_logged;	/* lines this interval */
@@ -101,6 +109,15 @@ admit_key_of(const struct sockaddr *sa, struct admit_key *k)
 	}
 }
 
+static uint64_t
+admit_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* The entry of the address k, NULL when it holds no slot. */
 static struct admit_addr *
 admit_addr_find(const struct admit_key *k)
@@ -113,11 +130,16 @@ admit_addr_find(const struct admit_key *k)
 	return NULL;
 }
 
-/* Set the budget: max handshakes at once, per_addr of them per address. */
+/*
+ * Set the budget: max handshakes at once, per_addr of them per address;
+ * when full, one min_age_ms old gives its slot to a newcomer.
+ */
 void
-admit_init(struct event_base *base, int max, int per_addr)
+admit_init(struct event_base *base, int max, int per_addr,
+    uint64_t min_age_ms)
 {
 	admit_max = max;
+	admit_min_age_ms = min_age_ms;
 	admit_per_addr = per_addr;
 	admit_slots = xcalloc(max, sizeof *admit_slots);
 	admit_addrs = xcalloc(max, sizeof *admit_addrs);
@@ -134,6 +156,7 @@ enum admit_verdict
 admit_check(const struct sockaddr *sa, void **victim)
 {
 	struct admit_addr *a, *most = NULL;
+	struct admit_slot *old;
 	struct admit_key k;
 	int i, mine;
 
@@ -151,13 +174,22 @@ admit_check(const struct sockaddr *sa, void **victim)
 		    (a->n == most->n && a->oldest < most->oldest))
 			most = a;
 	}
-	if (most == NULL || most->n < 2 || most->n <= mine)
-		return ADMIT_FULL;
-	for (i = 0; i < admit_nslots; i++)
-		if (admit_slots[i].seq == most->oldest) {
-			*victim = admit_slots[i].owner;
-			return ADMIT_EVICT;
-		}
+	if (most != NULL && most->n >= 2 && most->n > mine) {
+		for (i = 0; i < admit_nslots; i++)
+			if (admit_slots[i].seq == most->oldest) {
+				*victim = admit_slots[i].owner;
+				return ADMIT_EVICT;
+			}
+	}
+	/* one each from many addresses: the oldest, if it is slow */
+	for (i = 0, old = NULL; i < admit_nslots; i++)
+		if (old == NULL || admit_slots[i].seq < old->seq)
+			old = &admit_slots[i];
+	if (old != NULL && admit_now_ms() - old->since_ms >=
+	    admit_min_age_ms) {
+		*victim = old->owner;
+		return ADMIT_EVICT;
+	}
 	return ADMIT_FULL;
 }
 
@@ -174,6 +206,7 @@ admit_add(const struct sockaddr *sa, void *owner)
 	admit_key_of(sa, &sl->key);
 	sl->owner = owner;
 	sl->seq = admit_seq++;
+	sl->since_ms = admit_now_ms();
 	if ((a = admit_addr_find(&sl->key)) == NULL) {
 		a = &admit_addrs[admit_naddrs++];
 		a->key = sl->key;

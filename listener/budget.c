@@ -16,6 +16,7 @@
 struct budget_pool {
 	char			 identity[TD_MAX_NAME_LEN + 1];
 	uint64_t		 held;
+	int			 fds;		/* reserved */
 	int			 refs;
 	struct budget_pool	*next;
 };
@@ -28,7 +29,8 @@ struct budget_account {
 };
 
 static struct budget_caps budget_caps = {
-	TD_SESSION_MEM, TD_IDENTITY_MEM, TD_LISTENER_MEM, 1024, TD_FD_RESERVE
+	TD_SESSION_MEM, TD_IDENTITY_MEM, TD_LISTENER_MEM, 1024, TD_FD_RESERVE,
+	0
 };
 static struct budget_pool *budget_pools;
 static uint64_t budget_total;
@@ -78,6 +80,7 @@ budget_close(struct budget_account *a)
 		return;
 	budget_set(a, 0);
 	budget_fd_total -= a->fds;
+	a->pool->fds -= a->fds;
 	if (--a->pool->refs == 0) {
 		for (pp = &budget_pools; *pp != a->pool; pp = &(*pp)->next)
 			;
@@ -117,16 +120,20 @@ budget_over_name(enum budget_over o)
 	}
 }
 
-bool
+enum budget_over
 budget_fds(struct budget_account *a, int n, int conns)
 {
 	int others = budget_fd_total - a->fds;
+	int mine = a->pool->fds - a->fds;
 
+	if (budget_caps.identity_fds > 0 && mine + n > budget_caps.identity_fds)
+		return BUDGET_IDENTITY;
 	if (others + n + conns + budget_caps.fd_reserve > budget_caps.fds)
-		return false;
+		return BUDGET_TOTAL;
 	budget_fd_total = others + n;
+	a->pool->fds = mine + n;
 	a->fds = n;
-	return true;
+	return BUDGET_OK;
 }
 
 uint64_t

@@ -11,7 +11,9 @@
  *
  * Descriptors: a recording reserves, at HELLO, the descriptors its writer
  * may keep open; a reservation is refused when, with the connections and
- * the listener's own reserve, it would pass the process's limit.
+ * the listener's own reserve, it would pass the process's limit, or when
+ * its identity's reservations would pass their share (recordings that wait
+ * for a resume keep theirs: one identity must not hold them all).
  *
  * Pure bookkeeping: no I/O, nothing here logs; one event loop calls it.
  */
@@ -28,6 +30,8 @@ struct budget_caps {
 	uint64_t	 total;		/* bytes, all sessions */
 	int		 fds;		/* descriptors the process may open */
 	int		 fd_reserve;	/* of those, kept for the listener */
+	int		 identity_fds;	/* of those, one identity's share of
+					   reservations (0: no share) */
 };
 
 enum budget_over {
@@ -51,10 +55,11 @@ enum budget_over budget_set(struct budget_account *a, uint64_t held);
 const char	*budget_over_name(enum budget_over o);
 /*
  * Reserve n descriptors for a's recording while conns connections are
- * open; false (nothing reserved) when that would pass the limit.  A second
+ * open: BUDGET_OK, or (nothing reserved) BUDGET_IDENTITY when that would
+ * pass its identity's share, BUDGET_TOTAL the process's limit.  A second
  * call replaces the first reservation.
  */
-bool		 budget_fds(struct budget_account *a, int n, int conns);
+enum budget_over budget_fds(struct budget_account *a, int n, int conns);
 /* Totals, for tests and the log. */
 uint64_t	 budget_held(void);
 uint64_t	 budget_identity_held(const char *identity);

@@ -364,8 +364,9 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			n = k == 0 || k > len ? len : k < want ? want : k;
 		}
 		was = session_phase(c->s);
+		/* the descriptors of every connection, handshakes too */
 		used = session_input(c->s, evbuffer_pullup(in, n), n, rx_ns,
-		    conn_nsessions, &turn, &v);
+		    conn_nsessions + admit_handshakes(), &turn, &v);
 		conn_flush(c);
 		if (used == -1) {
 			conn_verdict(c, v);
@@ -620,7 +621,8 @@ conn_init(struct event_base *base, const struct listener_config *cfg,
 	conn_base = base;
 	conn_cfg = cfg;
 	conn_set_ctx(ctx);
-	admit_init(base, cfg->max_handshakes, cfg->max_handshakes_addr);
+	admit_init(base, cfg->max_handshakes, cfg->max_handshakes_addr,
+	    TD_ADMIT_MIN_AGE_MS);
 }
 
 void

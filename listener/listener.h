@@ -75,8 +75,12 @@ enum admit_kind {
 	ADMIT_R_FAILED,		/* timed out, TLS error, went away */
 	ADMIT_R_NKINDS
 };
-/* max slots, per_addr of them per address (an IPv6 /64). */
-void	admit_init(struct event_base *base, int max, int per_addr);
+/*
+ * max slots, per_addr of them per address (an IPv6 /64); when full, a
+ * handshake min_age_ms old gives its slot to a newcomer.
+ */
+void	admit_init(struct event_base *base, int max, int per_addr,
+	    uint64_t min_age_ms);
 /* May a connection from sa have a slot (EVICT: once *victim is closed)? */
 enum admit_verdict admit_check(const struct sockaddr *sa, void **victim);
 /* owner, from sa, takes a slot: only after YES, or EVICT and the close. */

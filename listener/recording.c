@@ -251,7 +251,15 @@ recording_open(const struct listener_config *cfg,
 	r = recording_alloc(cfg, label);
 	r->p = *p;
 	r->acct = budget_open(p->identity);
-	if (!budget_fds(r->acct, recording_fds(p), conns)) {
+	switch (budget_fds(r->acct, recording_fds(p), conns)) {
+	case BUDGET_OK:
+		break;
+	case BUDGET_IDENTITY:
+		snprintf(err, errlen, "'%s' holds its share of the listener's "
+		    "file descriptors: come back later", p->identity);
+		*fault = REC_ROOM;
+		goto out_free;
+	default:
 		snprintf(err, errlen, "the listener is out of file "
 		    "descriptors: come back later");
 		*fault = REC_ROOM;
@@ -942,7 +950,7 @@ recording_recover(const struct listener_config *cfg, const char *identity,
 		snprintf(r->label, sizeof r->label, "session %s", identity);
 	r->acct = budget_open(identity);
 	/* it exists already: recovered even past the budget (uncounted) */
-	if (!budget_fds(r->acct, recording_fds(&r->p), 0))
+	if (budget_fds(r->acct, recording_fds(&r->p), 0) != BUDGET_OK)
 		log_warnx("%s: recovered beyond the descriptor budget",
 		    r->label);
 	recording_account(r, 0, err, sizeof err);

@@ -428,7 +428,7 @@ static void
 tdlisten_raise_nofile(const struct listener_config *c)
 {
 	struct budget_caps caps = { TD_SESSION_MEM, TD_IDENTITY_MEM,
-	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE };
+	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE, 0 };
 	struct rlimit rl;
 	rlim_t want = (rlim_t)c->max_sessions * 4 + 64;
 
@@ -440,6 +440,8 @@ tdlisten_raise_nofile(const struct listener_config *c)
 			getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	caps.fds = rl.rlim_cur > INT_MAX ? INT_MAX : (int)rl.rlim_cur;
+	/* no identity reserves more than a quarter of what recordings get */
+	caps.identity_fds = (caps.fds - caps.fd_reserve) / TD_FD_SHARE;
 	budget_init(&caps);
 	if (rl.rlim_cur < want)
 		log_warnx("open files limit %llu: %d sessions of 2-CPU agents "

@@ -105,6 +105,12 @@
  */
 #define TD_FD_RESERVE		32
 /*
+ * One identity's recordings reserve at most 1/TD_FD_SHARE of the rest:
+ * recordings that wait for a resume keep their descriptors, and a
+ * compromised agent must not keep every other one from starting.
+ */
+#define TD_FD_SHARE		4
+/*
  * A checkpoint rewrites the session's state file: one is taken only when
  * the bytes received since the last are at least 1/TD_CK_AMPLIFY of the
  * state's size, so that state writes stay within TD_CK_AMPLIFY times what
@@ -119,6 +125,8 @@
  * admission tables are searched in order, so they stay small.
  */
 #define TD_MAX_HANDSHAKES	4096
+/* A handshake this old (ms) gives its slot to a newcomer when full. */
+#define TD_ADMIT_MIN_AGE_MS	1000
 /* Refusals logged one a line per interval (s); the rest in one line. */
 #define TD_ADMIT_LOG_BURST	5
 #define TD_ADMIT_LOG_INTERVAL	10

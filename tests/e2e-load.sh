@@ -25,6 +25,9 @@ start_listener "$WORK/l.log" -d "$OUT" --cert "$P/listener.pem" \
     --handshake-timeout $((10 * SLOW)) --max-handshakes-per-address 64 ||
     exit 99
 
+# tdload gives up after 300 s without a word from the listener (a
+# listener under valgrind on a saturated machine takes its time, but goes
+# on answering)
 # a real recording to replay on every connection, of a fixed workload so
 # that a busy machine does not make it bigger: about 40,000 events
 "$TDAGENT" -q -o "$WORK/src.dat" -e sched -e raw_syscalls -F -b 4096 -- \

@@ -28,6 +28,10 @@
  * WELCOME, so that all N are open at once whatever the timing (the idle
  * ones then wait SECONDS more).
  *
+ * --timeout SECONDS (default 600) gives up once the listener has sent
+ * nothing on any connection for that long: a slow listener is waited for,
+ * a stuck one is not.
+ *
  * Output: one line per connection, "ok I NAME KIND PATH SIZE SECONDS" or
  * "not ok I NAME KIND: REASON", then a summary, including the most
  * connections that were open at once.  Exit 0 when every connection got
@@ -103,6 +107,7 @@ static struct addrinfo	*load_ai;
 static struct conn	*load_conns;
 static int		 load_n, load_idle, load_ramp = 64;
 static double		 load_quiet = 5, load_rate, load_timeout = 600;
+static struct event	*load_deadline_ev;	/* --timeout of silence */
 static const char	*load_prefix = "load";
 static bool		 load_quiet_out, load_together;
 
@@ -132,6 +137,7 @@ load_since(const struct timespec *t)
 
 static void load_start_more(void);
 static void load_release(void);
+static void load_progress(void);
 
 /* A connection ends, well or not; start the next ones. */
 static void
@@ -419,6 +425,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			conn_fail(c, "the listener sent a bad frame");
 			return;
 		}
+		load_progress();
 		switch (f.type) {
 		case TD_MSG_WELCOME:
 			if (c->state != C_CONNECTING) {
@@ -549,6 +556,12 @@ load_start_more(void)
 		conn_start(&load_conns[load_next++]);
 }
 
+/*
+ * --timeout SECONDS without a word from the listener on any connection:
+ * every connection without its DONE fails.  A slow listener (valgrind, a
+ * saturated machine) that goes on answering is waited for; a stuck one is
+ * not.
+ */
 static void
 load_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -559,10 +572,20 @@ load_deadline_cb(evutil_socket_t fd, short what, void *arg)
 			load_conns[i].state = C_FAILED;
 		if (load_conns[i].state != C_OK &&
 		    load_conns[i].state != C_FAILED)
-			conn_fail(&load_conns[i], "no DONE after %.0f s",
-			    load_timeout);
+			conn_fail(&load_conns[i], "no DONE: nothing from the "
+			    "listener for %.0f s", load_timeout);
 	}
 	event_base_loopexit(load_base, NULL);
+}
+
+/* The listener said something: the deadline starts again. */
+static void
+load_progress(void)
+{
+	struct timeval tv = { (time_t)load_timeout, 0 };
+
+	if (load_deadline_ev != NULL)
+		evtimer_add(load_deadline_ev, &tv);
 }
 
 struct load_cpu {
@@ -830,6 +853,7 @@ main(int argc, char **argv)
 	tv.tv_sec = (time_t)load_timeout;
 	tv.tv_usec = 0;
 	deadline = evtimer_new(load_base, load_deadline_cb, NULL);
+	load_deadline_ev = deadline;
 	evtimer_add(deadline, &tv);
 	load_start_more();
 	event_base_dispatch(load_base);
@@ -851,6 +875,7 @@ main(int argc, char **argv)
 	    "at once; %.1f MB sent in %.2f s\n", load_n, ok, load_n - ok,
 	    load_peak, load_sent / 1e6, load_since(&t0));
 	fflush(stdout);
+	load_deadline_ev = NULL;
 	event_free(deadline);
 	event_base_free(load_base);
 	if (load_ctx != NULL)

@@ -70,7 +70,7 @@ test_per_address(void **state)
 	struct event_base *base = event_base_new();
 	void *victim;
 
-	admit_init(base, 8, 2);
+	admit_init(base, 8, 2, UINT64_MAX);
 	add("192.0.2.1", 0);
 	add("192.0.2.1", 1);
 	assert_int_equal(check("192.0.2.1", &victim), ADMIT_NO);
@@ -101,7 +101,7 @@ test_budget_full(void **state)
 	int i;
 
 	/* 6 slots, 4 per address: a holds 4 (owners 0-3), b 2 (4-5) */
-	admit_init(base, 6, 4);
+	admit_init(base, 6, 4, UINT64_MAX);
 	for (i = 0; i < 4; i++)
 		add("10.0.0.1", i);
 	add("10.0.0.2", 4);
@@ -140,7 +140,7 @@ test_one_each(void **state)
 	int i;
 
 	/* agents from many addresses, one each: none cuts another off */
-	admit_init(base, 4, 4);
+	admit_init(base, 4, 4, UINT64_MAX);
 	for (i = 0; i < 4; i++) {
 		snprintf(addr, sizeof addr, "10.0.1.%d", i + 1);
 		add(addr, i);
@@ -168,6 +168,43 @@ test_one_each(void **state)
 	event_base_free(base);
 }
 
+static void
+test_oldest_goes(void **state)
+{
+	struct event_base *base = event_base_new();
+	char addr[32];
+	void *victim;
+	int i;
+
+	/*
+	 * a crowd from as many addresses as there are slots, one each,
+	 * whose handshakes are old enough (here at once: 0 ms): a newcomer
+	 * takes the oldest's slot, from any address
+	 */
+	admit_init(base, 4, 4, 0);
+	for (i = 0; i < 4; i++) {
+		snprintf(addr, sizeof addr, "10.0.2.%d", i + 1);
+		add(addr, i);
+	}
+	assert_int_equal(check("10.0.2.9", &victim), ADMIT_EVICT);
+	assert_ptr_equal(victim, &owners[0]);
+	assert_true(admit_release(&owners[0]));
+	add("10.0.2.9", 4);
+	assert_int_equal(check("10.0.2.10", &victim), ADMIT_EVICT);
+	assert_ptr_equal(victim, &owners[1]);
+	/* an address at its own limit is still refused */
+	admit_free();
+	event_base_free(base);
+	base = event_base_new();
+	admit_init(base, 4, 1, 0);
+	add("10.0.3.1", 20);
+	assert_int_equal(check("10.0.3.1", &victim), ADMIT_NO);
+	for (i = 0; i < 64; i++)
+		admit_release(&owners[i]);
+	admit_free();
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -175,6 +212,7 @@ main(void)
 		cmocka_unit_test(test_per_address),
 		cmocka_unit_test(test_budget_full),
 		cmocka_unit_test(test_one_each),
+		cmocka_unit_test(test_oldest_goes),
 	};
 
 	log_init("test-admit", -1, 0);
