@@ -650,8 +650,8 @@ net_flush(struct net *n, char *err, size_t errlen)
 int
 net_flush_to(struct net *n, size_t limit, int ms, char *err, size_t errlen)
 {
-	struct pollfd pfd;
 	uint64_t end = net_now_ms() + (uint64_t)ms, now;
+	int ev;
 
 	while (net_pending(n) > limit) {
 		if (net_flush(n, err, errlen) == -1)
@@ -660,12 +660,10 @@ net_flush_to(struct net *n, size_t limit, int ms, char *err, size_t errlen)
 			break;
 		if ((now = net_now_ms()) >= end)
 			break;
-		pfd.fd = conn_fd(n->c);
-		pfd.events = POLLOUT | POLLIN;
-		if (poll(&pfd, 1, (int)(end - now)) == 0)
+		if ((ev = conn_poll(n->c, POLLOUT | POLLIN,
+		    (int)(end - now))) <= 0)
 			break;
-		if ((pfd.revents & POLLIN) && net_readable(n, err,
-		    errlen) == -1)
+		if ((ev & POLLIN) && net_readable(n, err, errlen) == -1)
 			return -1;
 	}
 	return 0;
@@ -962,8 +960,8 @@ net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 			net_down(n);
 			continue;
 		}
-		if (net_wait(conn_fd(n->c), POLLIN | (net_want_write(n) ? POLLOUT :
-		    0), left) <= 0)
+		if (conn_poll(n->c, POLLIN | (net_want_write(n) ? POLLOUT : 0),
+		    left) <= 0)
 			continue;
 		if (net_readable(n, err, errlen) == -1 && !n->done) {
 			if (n->fatal)
