@@ -1,28 +1,25 @@
 /*
  * net.c: the agent side of the tracedock protocol over TLS (or plain TCP
  * with --insecure): the session with the listener (HELLO, resume, ACKs,
- * time sync) and reconnecting.  The recording's bytes, kept until the
- * listener acknowledges them, are stream.c's; one connection's bytes, and
- * every socket and TLS call, are conn.c's.
+ * time sync) over one connection after another.  The recording's bytes,
+ * kept until the listener acknowledges them, are stream.c's; one
+ * connection's bytes, and every socket and TLS call, are conn.c's; the
+ * thread that dials again is reconnect.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "conn.h"
 #include "meta.h"
 #include "net.h"
+#include "reconnect.h"
 #include "stream.h"
 #include "tdlimits.h"
 #include "tsync.h"
@@ -41,9 +38,6 @@
 
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
-/* Reconnection backoff. */
-#define NET_BACKOFF_MIN_MS	100
-#define NET_BACKOFF_MAX_MS	5000
 
 struct net {
 	struct net_params np;
@@ -67,18 +61,10 @@ struct net {
 	void		*idle_arg;
 
 	/* reconnecting */
-	pthread_t	 thr;
-	bool		 thr_on;
-	atomic_bool	 thr_stop;	/* set by the loop, read by the thread */
-	int		 evfd;
-	int		 stopfd;	/* wakes the thread's backoff */
-	struct conn	*nc;		/* the thread's result */
-	struct td_welcome nw;
-	int		 nstatus;	/* 0 up, -1 fatal */
-	uint64_t	 delay;		/* backoff, ms */
+	struct reconnect *rc;
 	bool		 retry_later;	/* ERROR RETRY: wait before trying */
 	uint64_t	 up_since_ms;
-	char		 nerr[512];
+	char		 nerr[512];	/* why no attempt could start */
 	unsigned int	 reconnects;
 };
 
@@ -194,6 +180,14 @@ fail:
 	return -1;
 }
 
+/* What the reconnection thread calls: net_open() with RESUME. */
+static int
+net_dial_cb(void *arg, struct conn **c, struct td_welcome *w, bool *fatal,
+    char *err, size_t errlen)
+{
+	return net_open(arg, true, c, w, fatal, err, errlen);
+}
+
 /*
  * The recording's stream, its TLS context (the key is read here, once)
  * and its spool file, opened now: all of it before the recorder drops
@@ -208,8 +202,6 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 
 	n = xcalloc(1, sizeof *n);
 	n->target.devfd = -1;
-	n->evfd = -1;
-	n->stopfd = -1;
 	n->np = *np;
 	n->np.host = xstrdup(np->host);
 	n->np.port = xstrdup(np->port);
@@ -229,11 +221,8 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 		net_err(err, errlen, "cannot start the wire codec");
 		goto fail;
 	}
-	if ((n->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1 ||
-	    (n->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1) {
-		net_err(err, errlen, "eventfd");
+	if ((n->rc = reconnect_new(net_dial_cb, n, err, errlen)) == NULL)
 		goto fail;
-	}
 	if (!np->insecure) {
 		n->ctx = conn_ctx_new(np->cert, np->key, np->ca, err, errlen);
 		if (n->ctx == NULL)
@@ -319,7 +308,7 @@ net_fd(const struct net *n)
 int
 net_event_fd(const struct net *n)
 {
-	return n->evfd;
+	return reconnect_fd(n->rc);
 }
 
 unsigned int
@@ -772,69 +761,16 @@ net_keepalive(struct net *n, char *err, size_t errlen)
 
 /* ---- reconnecting ------------------------------------------------------ */
 
-/* Sleep about n->delay ms (50% to 150%: jitter), then double it. */
+/* Start a reconnection attempt unless one runs or it is pointless. */
 static void
-net_backoff(struct net *n)
+net_reconnect(struct net *n)
 {
-	uint64_t wait;
-	unsigned int r;
-
-	if (getrandom(&r, sizeof r, 0) != sizeof r)
-		r = (unsigned int)net_now_ms();
-	wait = n->delay / 2 + r % (n->delay + 1);
-	if (!n->thr_stop) {
-		struct pollfd pfd = { n->stopfd, POLLIN, 0 };
-
-		poll(&pfd, 1, (int)wait);
-	}
-	n->delay = n->delay * 2 > NET_BACKOFF_MAX_MS ? NET_BACKOFF_MAX_MS :
-	    n->delay * 2;
-}
-
-static void *
-net_thread(void *arg)
-{
-	struct net *n = arg;
-	uint64_t one = 1;
-	bool fatal;
-
-	/* told to come back later: not at once */
-	if (n->retry_later)
-		net_backoff(n);
-	for (;;) {
-		if (n->thr_stop) {
-			n->nstatus = -1;
-			break;
-		}
-		if (net_open(n, true, &n->nc, &n->nw, &fatal, n->nerr,
-		    sizeof n->nerr) == 0) {
-			n->nstatus = 0;
-			break;
-		}
-		if (fatal) {
-			n->nstatus = -1;
-			break;
-		}
-		net_backoff(n);
-	}
-	if (write(n->evfd, &one, sizeof one) != sizeof one)
-		n->nstatus = -1;
-	return NULL;
-}
-
-static void
-net_thread_start(struct net *n)
-{
-	if (n->thr_on || n->fatal)
+	if (n->fatal || reconnect_running(n->rc))
 		return;
-	n->thr_stop = false;
 	n->nerr[0] = '\0';
-	if (pthread_create(&n->thr, NULL, net_thread, n) != 0) {
+	if (reconnect_start(n->rc, n->retry_later, n->nerr,
+	    sizeof n->nerr) == -1)
 		n->fatal = true;
-		snprintf(n->nerr, sizeof n->nerr, "cannot start a thread");
-		return;
-	}
-	n->thr_on = true;
 }
 
 /* The connection broke: what was sent and not acknowledged goes again. */
@@ -842,46 +778,43 @@ void
 net_down(struct net *n)
 {
 	/* a connection that lived a while starts the backoff afresh */
-	if (n->delay == 0 || net_now_ms() - n->up_since_ms > 10000)
-		n->delay = NET_BACKOFF_MIN_MS;
+	if (net_now_ms() - n->up_since_ms > 10000)
+		reconnect_reset(n->rc);
 	conn_close(n->c, false);
 	n->c = NULL;
 	stream_rewind(n->s);
-	net_thread_start(n);
+	net_reconnect(n);
 }
 
 int
 net_reconnected(struct net *n, char *err, size_t errlen)
 {
-	uint64_t v, lo, hi;
+	struct td_welcome w;
+	struct conn *c;
+	uint64_t lo, hi;
 
-	if (!n->thr_on) {
+	if (!reconnect_running(n->rc)) {
 		snprintf(err, errlen, "%s", n->nerr[0] ? n->nerr :
 		    "not reconnecting");
 		return -1;
 	}
-	if (read(n->evfd, &v, sizeof v) != sizeof v)
+	if (!reconnect_over(n->rc))
 		return -1;	/* not yet */
-	pthread_join(n->thr, NULL);
-	n->thr_on = false;
-	if (n->nstatus == -1) {
-		snprintf(err, errlen, "%s", n->nerr);
+	if (reconnect_take(n->rc, &c, &w, err, errlen) == -1) {
 		n->fatal = true;
 		return -1;
 	}
-	if (stream_resume(n->s, n->nw.resume_offset, &lo, &hi) == -1) {
+	if (stream_resume(n->s, w.resume_offset, &lo, &hi) == -1) {
 		snprintf(err, errlen, "the listener wants the recording from "
 		    "byte %" PRIu64 ", this agent holds %" PRIu64 " to %" PRIu64,
-		    n->nw.resume_offset, lo, hi);
-		conn_close(n->nc, false);
-		n->nc = NULL;
+		    w.resume_offset, lo, hi);
+		conn_close(c, false);
 		n->fatal = true;
 		return -1;
 	}
-	n->c = n->nc;
-	n->nc = NULL;
-	n->tsync_interval = n->nw.tsync_interval;
-	n->idle_timeout = n->nw.idle_timeout;
+	n->c = c;
+	n->tsync_interval = w.tsync_interval;
+	n->idle_timeout = w.idle_timeout;
 	n->reconnects++;
 	n->retry_later = false;
 	conn_set_blocking(n->c, false, n->np.timeout * 1000);
@@ -891,18 +824,6 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 }
 
 /* ---- the end ------------------------------------------------------------ */
-
-/* Wait for fd to be ready for events, at most ms; 0 on timeout. */
-static int
-net_wait(int fd, short events, int ms)
-{
-	struct pollfd pfd = { fd, events, 0 };
-	int r;
-
-	while ((r = poll(&pfd, 1, ms)) == -1 && errno == EINTR)
-		;
-	return r;
-}
 
 /*
  * Send, read ACKs and reconnect as needed until DONE came (room false) or
@@ -942,8 +863,8 @@ net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 		}
 		left = (int)((uint64_t)wait * 1000 - down_ms);
 		if (!net_up(n)) {
-			net_thread_start(n);
-			if (net_wait(n->evfd, POLLIN, left) == 1 &&
+			net_reconnect(n);
+			if (reconnect_wait(n->rc, left) &&
 			    net_reconnected(n, err, errlen) == -1 && !n->fatal)
 				net_down(n);
 			continue;
@@ -1017,13 +938,8 @@ net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
 void
 net_stop(struct net *n)
 {
-	uint64_t one = 1;
-
-	if (n == NULL || !n->thr_on)
-		return;
-	n->thr_stop = true;
-	if (write(n->stopfd, &one, sizeof one) != sizeof one)
-		return;
+	if (n != NULL)
+		reconnect_stop(n->rc);
 }
 
 /* Close the connection and free everything. */
@@ -1032,18 +948,10 @@ net_close(struct net *n)
 {
 	if (n == NULL)
 		return;
-	if (n->thr_on) {
-		net_stop(n);
-		pthread_join(n->thr, NULL);
-		conn_close(n->nc, false);
-	}
+	reconnect_free(n->rc);
 	conn_close(n->c, true);
 	conn_target_close(&n->target);
 	conn_ctx_free(n->ctx);
-	if (n->evfd != -1)
-		close(n->evfd);
-	if (n->stopfd != -1)
-		close(n->stopfd);
 	stream_free(n->s);
 	free((char *)(uintptr_t)n->np.host);
 	free((char *)(uintptr_t)n->np.port);

@@ -8,10 +8,11 @@
  * a spool file (--spool DIR, at most --spool-max bytes), then the caller
  * is told to stop reading the rings (net_congested()), so the kernel counts
  * what is lost.  When the connection breaks, net_down() starts a thread
- * that dials again with exponential backoff and jitter and resumes the
- * recording (HELLO with TD_HELLO_RESUME); the listener's WELCOME says from
- * which offset to send again.  net_event_fd() becomes readable when that
- * thread is done, and net_reconnected() takes its result.
+ * (reconnect.c) that dials again with exponential backoff and jitter and
+ * resumes the recording (HELLO with TD_HELLO_RESUME); the listener's
+ * WELCOME says from which offset to send again.  net_event_fd() becomes
+ * readable when that thread is done, and net_reconnected() takes its
+ * result.
  *
  * net_start() (the first connection) and net_finish() block with
  * timeouts; in between the socket is non-blocking and the recording loop
