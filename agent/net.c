@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "buf.h"
@@ -25,16 +24,6 @@
 #include "tsync.h"
 #include "xmalloc.h"
 #include "banned.h"
-
-/* Longest a time-sync round may hold up the recording loop. */
-#define NET_TSYNC_MAX_MS	200
-/*
- * In a round, the rings are read at most this often: reading them after
- * every reply spoiled the probes that followed (on loopback, samples off by
- * +-1 us instead of ~0.1, half of the rounds without a sample), and a
- * quiet round is over in a few ms anyway.
- */
-#define NET_TSYNC_IDLE_MS	5
 
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
@@ -55,10 +44,6 @@ struct net {
 
 	struct stream	*s;		/* the recording's bytes */
 	uint64_t	 last_send_ms;
-
-	/* called between time-sync probes */
-	void		(*idle)(void *);
-	void		*idle_arg;
 
 	/* reconnecting */
 	struct reconnect *rc;
@@ -264,14 +249,6 @@ net_tsync_interval(const struct net *n)
 	return n->tsync_interval;
 }
 
-/* What a time-sync round calls between probes (net.h). */
-void
-net_set_idle(struct net *n, void (*fn)(void *), void *arg)
-{
-	n->idle = fn;
-	n->idle_arg = arg;
-}
-
 /* The listener's name for this agent. */
 const char *
 net_identity(const struct net *n)
@@ -384,39 +361,21 @@ net_ack(struct net *n, const struct td_frame *f, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- time-sync probes ------------------------------------------------- */
+
 /*
- * Probes go out on an empty queue, one at a time, so nothing waits in front
- * of them: marker 's' in the trace clock, PROBE, the listener stamps its
- * reference clock on receipt and answers, marker 'r'.  tsync_pick() makes
- * the sample of the probe with the shortest round trip after each batch of
- * nprobes, or asks for another batch (at most TSYNC_BATCHES, or
- * TSYNC_ANCHOR_BATCHES for the first and the last round) when the round met
- * a busy moment; an anchor round pauses 2 to 9 ms first, as other agents
- * that stopped at the same time may be in their last rounds too.
- * Probes are not part of
- * the recording's stream; the sample is.
+ * Before a round: everything queued goes out first, waiting up to ms (the
+ * probes must not wait behind data), then each call blocks for at most ms.
  */
 int
-net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
-    uint32_t nprobes, bool anchor, struct td_tsync_sample *sample, char *err,
-    size_t errlen)
+net_tsync_begin(struct net *n, int ms, char *err, size_t errlen)
 {
-	struct td_tsync_probe p, q;
-	struct td_frame f;
-	struct td_buf b;
-	uint64_t *ref, *ts_s, *ts_r;
-	uint32_t i, max, bad = 0;
-	uint64_t start_ms, idle_ms;
-	struct td_buf *q_;
-	bool fatal, last;
-	int ret = -1, picked;
-
 	if (!net_up(n)) {
 		snprintf(err, errlen, "no connection");
 		return -1;
 	}
 	if (stream_batch_end(n->s) == -1 ||
-	    net_flush_to(n, 0, NET_TSYNC_MAX_MS, err, errlen) == -1)
+	    net_flush_to(n, 0, ms, err, errlen) == -1)
 		return -1;
 	if (net_pending(n) != 0) {
 		/* probes must not wait behind data: another time */
@@ -424,100 +383,81 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 		    net_pending(n));
 		return -1;
 	}
-	start_ms = idle_ms = net_now_ms();
-	max = nprobes * (anchor ? TSYNC_ANCHOR_BATCHES : TSYNC_BATCHES);
-	ref = xcalloc(max, sizeof *ref);
-	ts_s = xcalloc(max, sizeof *ts_s);
-	ts_r = xcalloc(max, sizeof *ts_r);
-	td_buf_init(&b, 64);
-	conn_set_blocking(n->c, true, NET_TSYNC_MAX_MS);
-	for (i = 0; i < max; i++) {
-		p.round = round;
-		p.seq = i;
-		td_buf_reset(&b);
-		td_msg_pack_tsync_probe(&b, &p);
-		if (tsync_mark(t, round, i, 's') == -1) {
-			snprintf(err, errlen, "cannot write a sync marker: %s",
-			    strerror(errno));
-			goto out;
-		}
-		if (conn_write_all(n->c, b.data, b.len, NULL) == -1) {
-			net_err(err, errlen, "lost the listener");
-			goto out;
-		}
-		/* replies of earlier probes that timed out are skipped */
-		for (;;) {
-			if (net_expect(n, n->c, TD_MSG_TSYNC_REPLY, &f, &fatal,
-			    err, errlen) == -1) {
-				n->fatal = fatal;
-				goto out;
-			}
-			if (td_msg_unpack_tsync_reply(&f, &q) == 0 &&
-			    q.round == round && q.seq == i)
-				break;
-			bad++;		/* dropped and counted */
-			conn_consume(n->c, &f);
-		}
-		tsync_mark(t, round, i, 'r');
-		ref[i] = q.ref_ns;
-		conn_consume(n->c, &f);
-		/* between probes (outside their round trips): the rings */
-		if (n->idle != NULL &&
-		    net_now_ms() - idle_ms >= NET_TSYNC_IDLE_MS) {
-			n->idle(n->idle_arg);
-			idle_ms = net_now_ms();
-		}
-		/* a slow link gets fewer probes, not a long pause */
-		last = i + 1 == max ||
-		    net_now_ms() - start_ms > NET_TSYNC_MAX_MS;
-		if ((i + 1) % nprobes != 0 && !last)
-			continue;
-		/* a batch is done; a round that met a busy moment goes on */
-		if (tsync_collect(t, round, ts_s, ts_r, i + 1) == -1) {
-			snprintf(err, errlen, "cannot read the sync markers "
-			    "back");
-			goto out;
-		}
-		picked = tsync_pick(t, round, ref, ts_s, ts_r, i + 1, last,
-		    anchor, sample);
-		if (picked == -1) {
-			snprintf(err, errlen, "no usable probe in round %u (%u "
-			    "bad replies)", round, bad);
-			goto out;
-		}
-		if (picked == 2) {
-			snprintf(err, errlen, "no sample in round %u: its "
-			    "probes met a busy moment", round);
-			ret = 1;
-			goto out;
-		}
-		if (picked == 0)
-			break;
-		if (anchor) {
-			/* out of step with whatever kept the other side busy */
-			struct timespec pause = { 0, 2000000 };
-			uint32_t r = 0;
+	conn_set_blocking(n->c, true, ms);
+	return 0;
+}
 
-			if (getrandom(&r, sizeof r, 0) == sizeof r)
-				pause.tv_nsec += (long)(r % 8) * 1000000;
-			nanosleep(&pause, NULL);
+/*
+ * One probe, its round trip between two markers in the trace clock: 's',
+ * PROBE, the listener stamps its reference clock on receipt and answers,
+ * 'r'.  Replies of earlier probes that timed out are skipped and counted.
+ */
+int
+net_tsync_probe(struct net *n, struct tsync *t, uint32_t round, uint32_t seq,
+    uint64_t *ref_ns, uint32_t *bad, char *err, size_t errlen)
+{
+	struct td_tsync_probe p, q;
+	struct td_frame f;
+	struct td_buf b;
+	bool fatal;
+	int ret = -1;
+
+	p.round = round;
+	p.seq = seq;
+	td_buf_init(&b, 64);
+	td_msg_pack_tsync_probe(&b, &p);
+	if (tsync_mark(t, round, seq, 's') == -1) {
+		snprintf(err, errlen, "cannot write a sync marker: %s",
+		    strerror(errno));
+		goto out_free_buf;
+	}
+	if (conn_write_all(n->c, b.data, b.len, NULL) == -1) {
+		net_err(err, errlen, "lost the listener");
+		goto out_free_buf;
+	}
+	/* replies of earlier probes that timed out are skipped */
+	for (;;) {
+		if (net_expect(n, n->c, TD_MSG_TSYNC_REPLY, &f, &fatal,
+		    err, errlen) == -1) {
+			n->fatal = fatal;
+			goto out_free_buf;
 		}
+		if (td_msg_unpack_tsync_reply(&f, &q) == 0 &&
+		    q.round == round && q.seq == seq)
+			break;
+		(*bad)++;	/* dropped and counted */
+		conn_consume(n->c, &f);
 	}
-	if ((q_ = stream_frame(n->s)) == NULL ||
-	    td_msg_pack_tsync_sample(q_, sample) == -1) {
-		snprintf(err, errlen, "cannot frame a sync sample");
-		goto out;
-	}
+	tsync_mark(t, round, seq, 'r');
+	*ref_ns = q.ref_ns;
+	conn_consume(n->c, &f);
 	ret = 0;
-out:
-	if (net_up(n))
-		conn_set_blocking(n->c, false, n->np.timeout * 1000);
+out_free_buf:
 	td_buf_free(&b);
-	free(ref);
-	free(ts_s);
-	free(ts_r);
 	return ret;
 }
+
+/* Queue a round's sample: it is part of the recording, the probes not. */
+int
+net_tsync_sample(struct net *n, const struct td_tsync_sample *sample)
+{
+	struct td_buf *q;
+
+	if ((q = stream_frame(n->s)) == NULL ||
+	    td_msg_pack_tsync_sample(q, sample) == -1)
+		return -1;
+	return 0;
+}
+
+/* After a round: a connection still up stops blocking. */
+void
+net_tsync_end(struct net *n)
+{
+	if (net_up(n))
+		conn_set_blocking(n->c, false, n->np.timeout * 1000);
+}
+
+/* ---- the meta sink ------------------------------------------------------ */
 
 static int
 net_sink_begin(void *arg, enum td_opt id)

@@ -57,24 +57,24 @@ int		 net_start(struct net *n, char *err, size_t errlen);
 /* The listener's wish: ms between time-sync rounds, TD_TSYNC_OFF. */
 uint32_t	 net_tsync_interval(const struct net *n);
 /*
- * One time-sync round of batches of nprobes probes, blocking for at most a
- * few milliseconds once the queue is out (an anchor round, the first or the
- * last of a recording, some more): fills sample (tsync_pick()) and queues
- * it for the listener.  Returns 0; 1 with err when the round made no
- * sample (not a failure); or -1 with err (the connection may then be down:
- * see net_up()).
+ * The time-sync round's exchanges (tsyncround.c).  net_tsync_begin(): the
+ * queue goes out, waiting up to ms, and the connection blocks for at most
+ * ms per call; -1 with err when it is down, lost or still busy.
+ * net_tsync_probe(): one probe and its reply between markers 's' and 'r'
+ * of t (*ref_ns: the listener's time; earlier replies skipped, counted in
+ * *bad); -1 with err (the connection may then be down).
+ * net_tsync_sample(): queue the round's sample into the stream.
+ * net_tsync_end(): the connection, if up, stops blocking.
  */
 struct tsync;
-int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
-		    uint32_t nprobes, bool anchor,
-		    struct td_tsync_sample *sample, char *err, size_t errlen);
-/*
- * What a time-sync round calls between replies, every few ms: the
- * recorder's rings go on into the queue (net_page() only; the round sends
- * them after its sample), so a round of many probes does not stop the
- * recording.
- */
-void		 net_set_idle(struct net *n, void (*fn)(void *), void *arg);
+int		 net_tsync_begin(struct net *n, int ms, char *err,
+		    size_t errlen);
+int		 net_tsync_probe(struct net *n, struct tsync *t,
+		    uint32_t round, uint32_t seq, uint64_t *ref_ns,
+		    uint32_t *bad, char *err, size_t errlen);
+int		 net_tsync_sample(struct net *n,
+		    const struct td_tsync_sample *sample);
+void		 net_tsync_end(struct net *n);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);
 /* Where the listener is, for messages: "'HOST' port P" and the like. */

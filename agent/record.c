@@ -39,6 +39,7 @@
 #include "ring.h"
 #include "tdfile.h"
 #include "tsync.h"
+#include "tsyncround.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -463,8 +464,9 @@ record_tsync(struct recorder *r, bool anchor)
 
 	if (r->tsync == NULL || r->net == NULL || !net_up(r->net))
 		return;
-	ret = net_tsync_round(r->net, r->tsync, r->tsync_round++,
-	    RECORD_TSYNC_PROBES, anchor, &s, err, sizeof err);
+	ret = tsyncround_run(r->net, r->tsync, r->tsync_round++,
+	    RECORD_TSYNC_PROBES, anchor, record_tsync_idle, r, &s, err,
+	    sizeof err);
 	if (ret == 1) {
 		log_debug("time sync: %s", err);
 		return;
@@ -774,7 +776,6 @@ record_start(struct recorder *r)
 			return -1;
 		log_info("connected to %s as '%s'", net_where(r->net),
 		    net_identity(r->net));
-		net_set_idle(r->net, record_tsync_idle, r);
 		if (net_tsync_interval(r->net) == TD_TSYNC_OFF) {
 			tsync_free(r->tsync);
 			r->tsync = NULL;
