@@ -541,3 +541,36 @@ stream_page(struct stream *s, int cpu, const void *page, size_t len)
 	s->seq[cpu]++;
 	return 0;
 }
+
+/* Frame a chunk compressed elsewhere as one PAGES_Z (stream.h). */
+int
+stream_chunk(struct stream *s, int cpu, enum td_codec_id codec,
+    const void *z, size_t zlen, uint32_t npages)
+{
+	struct td_pages_z pz;
+	struct td_buf *q;
+	size_t at;
+
+	if ((uint32_t)cpu >= s->ncpus || npages == 0 ||
+	    npages > TD_CHUNK_PAGES || zlen == 0 ||
+	    (codec != TD_CODEC_ZSTD && codec != TD_CODEC_ZLIB)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((q = stream_frame(s)) == NULL)
+		return -1;
+	pz.cpu = (uint32_t)cpu;
+	pz.count = npages;
+	pz.first_seq = s->seq[cpu];
+	pz.codec = codec == TD_CODEC_ZSTD ? TD_WIRE_ZSTD : TD_WIRE_ZLIB;
+	pz.data = z;
+	pz.len = zlen;
+	at = q->len;
+	if (td_msg_pack_pages_z(q, &pz) == -1)
+		return -1;
+	s->seq[cpu] += npages;
+	s->raw += (uint64_t)npages * s->page_size;
+	s->framed += q->len - at;
+	stream_added(s);
+	return 0;
+}
