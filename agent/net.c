@@ -476,11 +476,12 @@ static int
 net_sink_write(void *arg, const void *p, size_t len)
 {
 	struct net *n = arg;
+	char err[512];
 
 	if (stream_section_data(n->s, p, len) == -1)
 		return -1;
 	/* big sections start going out while they are read */
-	if (net_up(n) && net_flush(n, n->nerr, sizeof n->nerr) == -1)
+	if (net_up(n) && net_flush(n, err, sizeof err) == -1)
 		return 0;	/* the loop finds out and reconnects */
 	return 0;
 }
@@ -512,7 +513,32 @@ net_sink_option(void *arg, enum td_opt id, const void *p, size_t len)
 	return 0;
 }
 
-/* Frame metadata into the stream. */
+static int
+net_sink_page(void *arg, int cpu, const void *p, size_t len)
+{
+	struct net *n = arg;
+
+	return stream_page(n->s, cpu, p, len);
+}
+
+static int
+net_sink_chunk(void *arg, int cpu, enum td_codec_id codec, const void *z,
+    size_t zlen, uint32_t npages)
+{
+	struct net *n = arg;
+
+	return stream_chunk(n->s, cpu, codec, z, zlen, npages);
+}
+
+static int
+net_sink_batch_end(void *arg)
+{
+	struct net *n = arg;
+
+	return stream_batch_end(n->s);
+}
+
+/* Frame everything recorded into the stream. */
 void
 net_meta_sink(struct net *n, struct meta_sink *s)
 {
@@ -520,6 +546,9 @@ net_meta_sink(struct net *n, struct meta_sink *s)
 	s->write = net_sink_write;
 	s->end = net_sink_end;
 	s->option = net_sink_option;
+	s->page = net_sink_page;
+	s->chunk = net_sink_chunk;
+	s->batch_end = net_sink_batch_end;
 	s->arg = n;
 }
 
@@ -528,13 +557,6 @@ int
 net_batch_end(struct net *n)
 {
 	return stream_batch_end(n->s);
-}
-
-/* Queue one page. */
-int
-net_page(struct net *n, int cpu, const void *page, size_t len)
-{
-	return stream_page(n->s, cpu, page, len);
 }
 
 /* ---- the connection --------------------------------------------------- */

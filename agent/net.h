@@ -79,10 +79,11 @@ void		 net_tsync_end(struct net *n);
 const char	*net_identity(const struct net *n);
 /* Where the listener is, for messages: "'HOST' port P" and the like. */
 const char	*net_where(struct net *n);
-/* A meta_sink that frames sections and options into the stream. */
+/*
+ * A meta_sink that frames everything recorded into the stream: sections,
+ * options, pages (batched per CPU), chunks compressed elsewhere.
+ */
 void		 net_meta_sink(struct net *n, struct meta_sink *s);
-/* Queue one page of a CPU. */
-int		 net_page(struct net *n, int cpu, const void *page, size_t len);
 /* Close the current PAGES batch (end of a burst). */
 int		 net_batch_end(struct net *n);
 

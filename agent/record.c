@@ -77,9 +77,8 @@ struct recorder {
 	struct td_file		*file;
 	struct net		*net;
 	struct net		*net_gone;	/* given up, closed at the end */
-	struct meta_sink	 sink;		/* where metadata goes */
-	struct meta_sink	 fsink;
-	struct meta_sink	 nsink;
+	struct meta_sink	 sink;		/* where everything goes */
+	struct meta_tee		*sinks;		/* the file, the network */
 	bool			 paused;	/* rings wait for the network */
 	uint64_t		 trace_id;
 	struct tsync		*tsync;		/* NULL: no time sync */
@@ -132,8 +131,8 @@ static int record_net_end(struct recorder *, bool);
 static int record_net_full(struct recorder *);
 
 /*
- * Hand one page to the writer and the network and count what it holds;
- * info->data_len is 0 if the page could not be parsed.
+ * Hand one page to the sinks (the writer, the network or both) and count
+ * what it holds; info->data_len is 0 if the page could not be parsed.
  */
 static int
 record_page(struct recorder *r, struct record_cpu *c, const void *page,
@@ -152,17 +151,9 @@ record_page(struct recorder *r, struct record_cpu *c, const void *page,
 		info.data_len = 0;
 	*info_out = info;
 	c->pages++;
-	if (r->file != NULL &&
-	    td_file_cpu_page(r->file, ring_cpu(c->ring), page, n) == -1) {
-		snprintf(r->err, sizeof r->err, "cannot write '%s': %s",
-		    r->o->output, strerror(errno));
-		r->failed = true;
-		return -1;
-	}
-	if (r->net != NULL &&
-	    net_page(r->net, ring_cpu(c->ring), page, n) == -1) {
-		snprintf(r->err, sizeof r->err, "cannot queue pages: %s",
-		    strerror(errno));
+	if (r->sink.page(r->sink.arg, ring_cpu(c->ring), page, n) == -1) {
+		snprintf(r->err, sizeof r->err, "%s: %s",
+		    meta_tee_what(r->sinks), strerror(errno));
 		r->failed = true;
 		return -1;
 	}
@@ -246,47 +237,6 @@ record_drain(struct recorder *r, struct record_cpu *c, enum record_drain how)
 	return 0;
 }
 
-/* Metadata to both the file and the network. */
-static int
-record_tee_begin(void *arg, enum td_opt id)
-{
-	struct recorder *r = arg;
-
-	if (r->fsink.begin(r->fsink.arg, id) == -1)
-		return -1;
-	return r->nsink.begin(r->nsink.arg, id);
-}
-
-static int
-record_tee_write(void *arg, const void *p, size_t n)
-{
-	struct recorder *r = arg;
-
-	if (r->fsink.write(r->fsink.arg, p, n) == -1)
-		return -1;
-	return r->nsink.write(r->nsink.arg, p, n);
-}
-
-static int
-record_tee_end(void *arg)
-{
-	struct recorder *r = arg;
-
-	if (r->fsink.end(r->fsink.arg) == -1)
-		return -1;
-	return r->nsink.end(r->nsink.arg);
-}
-
-static int
-record_tee_option(void *arg, enum td_opt id, const void *p, size_t n)
-{
-	struct recorder *r = arg;
-
-	if (r->fsink.option(r->fsink.arg, id, p, n) == -1)
-		return -1;
-	return r->nsink.option(r->nsink.arg, id, p, n);
-}
-
 /* Let the rings be read again, or not. */
 static void
 record_pause(struct recorder *r, bool pause)
@@ -368,7 +318,7 @@ record_net_end(struct recorder *r, bool for_good)
 	/* time sync needs the listener */
 	tsync_free(r->tsync);
 	r->tsync = NULL;
-	r->sink = r->fsink;
+	meta_tee_drop(r->sinks, r->net_gone);
 	record_pause(r, false);
 	return 0;
 }
@@ -613,6 +563,7 @@ record_spool_usable(const char *dir)
 static int
 record_net_new(struct recorder *r)
 {
+	struct meta_sink ns;
 	struct net_params np;
 	struct td_hello h;
 	uint16_t one = 1;
@@ -654,8 +605,8 @@ record_net_new(struct recorder *r)
 	r->net = net_new(&np, &h, r->err, sizeof r->err);
 	if (r->net == NULL)
 		return -1;
-	net_meta_sink(r->net, &r->nsink);
-	r->sink = r->nsink;
+	net_meta_sink(r->net, &ns);
+	meta_tee_add(r->sinks, &ns, "cannot queue pages");
 	return 0;
 }
 
@@ -669,6 +620,8 @@ static int
 record_setup(struct recorder *r)
 {
 	struct td_file_params fp;
+	struct meta_sink fs;
+	char what[4200];
 	int i;
 
 	r->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
@@ -697,6 +650,8 @@ record_setup(struct recorder *r)
 	}
 	r->page = xmalloc(r->page_size);
 	r->cpu = xcalloc(r->ncpus, sizeof *r->cpu);
+	r->sinks = meta_tee_new();
+	meta_sink_tee(&r->sink, r->sinks);
 
 	if (getrandom(&r->trace_id, sizeof r->trace_id, 0) !=
 	    sizeof r->trace_id)
@@ -718,18 +673,12 @@ record_setup(struct recorder *r)
 			    "%s", r->o->output, strerror(errno));
 			return -1;
 		}
-		meta_sink_file(&r->fsink, r->file);
-		r->sink = r->fsink;
+		meta_sink_file(&fs, r->file);
+		snprintf(what, sizeof what, "cannot write '%s'", r->o->output);
+		meta_tee_add(r->sinks, &fs, what);
 	}
 	if (r->o->host != NULL && record_net_new(r) == -1)
 		return -1;
-	if (r->file != NULL && r->net != NULL) {
-		r->sink.begin = record_tee_begin;
-		r->sink.write = record_tee_write;
-		r->sink.end = record_tee_end;
-		r->sink.option = record_tee_option;
-		r->sink.arg = r;
-	}
 	/* into the stream's queue (and its spool): sent once connected */
 	if (meta_write_headers(r->in, &r->sink, r->err, sizeof r->err) == -1)
 		return -1;
@@ -921,8 +870,8 @@ record_loop(struct recorder *r)
 				record_status(r, false);
 			} else if (!r->paused)
 				record_drain(r, &r->cpu[id], DRAIN_WAKE);
-			if (r->net != NULL && !r->failed)
-				net_batch_end(r->net);
+			if (!r->failed)
+				r->sink.batch_end(r->sink.arg);
 		}
 		if (!r->failed)
 			record_net_pump(r);
@@ -1089,6 +1038,7 @@ record_free(struct recorder *r)
 		td_file_free(r->file);
 	net_close(r->net);
 	net_close(r->net_gone);
+	meta_tee_free(r->sinks);
 	tsync_free(r->tsync);
 	if (r->epfd > 0)
 		close(r->epfd);
@@ -1115,6 +1065,8 @@ record_release(void *arg)
 {
 	struct recorder *r = arg;
 
+	if (r->net != NULL)
+		meta_tee_drop(r->sinks, r->net);
 	net_close(r->net);
 	r->net = NULL;
 	free(r->page);
