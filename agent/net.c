@@ -28,6 +28,7 @@
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
 
+/* The session: the stream, the connection of the moment, reconnecting. */
 struct net {
 	struct net_params np;
 	struct td_hello	 hello;
@@ -264,36 +265,42 @@ net_where(struct net *n)
 	return n->where;
 }
 
+/* Whether a connection is up. */
 bool
 net_up(const struct net *n)
 {
 	return n->c != NULL;
 }
 
+/* Whether the listener is lost for good. */
 bool
 net_fatal(const struct net *n)
 {
 	return n->fatal;
 }
 
+/* The connection's descriptor, for the recorder's epoll set; -1 down. */
 int
 net_fd(const struct net *n)
 {
 	return n->c != NULL ? conn_fd(n->c) : -1;
 }
 
+/* Readable when a reconnection attempt is over. */
 int
 net_event_fd(const struct net *n)
 {
 	return reconnect_fd(n->rc);
 }
 
+/* Connections resumed so far. */
 unsigned int
 net_reconnects(const struct net *n)
 {
 	return n->reconnects;
 }
 
+/* Whether there is something to send and a connection to send it. */
 bool
 net_want_write(const struct net *n)
 {
@@ -301,42 +308,49 @@ net_want_write(const struct net *n)
 	    conn_wpending(n->c) != 0);
 }
 
+/* Bytes not sent yet: the stream's and TLS records not handed over. */
 size_t
 net_pending(const struct net *n)
 {
 	return stream_pending(n->s) + conn_wpending(n->c);
 }
 
+/* Bytes the listener has not acknowledged. */
 uint64_t
 net_unacked(const struct net *n)
 {
 	return stream_unacked(n->s);
 }
 
+/* Whether the stream is full: the rings must wait. */
 bool
 net_congested(const struct net *n)
 {
 	return stream_congested(n->s);
 }
 
+/* Whether the stream is below its low watermark again. */
 bool
 net_relieved(const struct net *n)
 {
 	return stream_relieved(n->s);
 }
 
+/* Bytes handed to connections, resends included. */
 uint64_t
 net_sent(const struct net *n)
 {
 	return stream_total_sent(n->s);
 }
 
+/* Page bytes framed, before wire compression. */
 uint64_t
 net_raw(const struct net *n)
 {
 	return stream_raw(n->s);
 }
 
+/* Bytes of the frames that carried the pages. */
 uint64_t
 net_framed(const struct net *n)
 {
@@ -748,6 +762,7 @@ net_down(struct net *n)
 	net_reconnect(n);
 }
 
+/* Take the result of a reconnection attempt (net.h). */
 int
 net_reconnected(struct net *n, char *err, size_t errlen)
 {
@@ -869,6 +884,7 @@ net_make_room(struct net *n, int wait, char *err, size_t errlen)
 	return net_serve(n, true, wait, err, errlen);
 }
 
+/* END, then everything sent until the listener's DONE (net.h). */
 int
 net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
     char *path, size_t pathlen, char *err, size_t errlen)

@@ -32,6 +32,7 @@
 struct net;
 struct meta_sink;
 
+/* Where the listener is, how to authenticate, where to spool. */
 struct net_params {
 	const char	*host;		/* HOST, vsock:CID or serial:PATH */
 	const char	*port;
