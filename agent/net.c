@@ -453,13 +453,16 @@ out_free_buf:
 
 /* Queue a round's sample: it is part of the recording, the probes not. */
 int
-net_tsync_sample(struct net *n, const struct td_tsync_sample *sample)
+net_tsync_sample(struct net *n, const struct td_tsync_sample *sample,
+    char *err, size_t errlen)
 {
 	struct td_buf *q;
 
 	if ((q = stream_frame(n->s)) == NULL ||
-	    td_msg_pack_tsync_sample(q, sample) == -1)
+	    td_msg_pack_tsync_sample(q, sample) == -1) {
+		snprintf(err, errlen, "cannot frame a sync sample");
 		return -1;
+	}
 	return 0;
 }
 

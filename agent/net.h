@@ -64,7 +64,7 @@ uint32_t	 net_tsync_interval(const struct net *n);
  * net_tsync_probe(): one probe and its reply between markers 's' and 'r'
  * of t (*ref_ns: the listener's time; earlier replies skipped, counted in
  * *bad); -1 with err (the connection may then be down).
- * net_tsync_sample(): queue the round's sample into the stream.
+ * net_tsync_sample(): queue the round's sample into the stream (-1, err).
  * net_tsync_end(): the connection, if up, stops blocking.
  */
 struct tsync;
@@ -74,7 +74,8 @@ int		 net_tsync_probe(struct net *n, struct tsync *t,
 		    uint32_t round, uint32_t seq, uint64_t *ref_ns,
 		    uint32_t *bad, char *err, size_t errlen);
 int		 net_tsync_sample(struct net *n,
-		    const struct td_tsync_sample *sample);
+		    const struct td_tsync_sample *sample, char *err,
+		    size_t errlen);
 void		 net_tsync_end(struct net *n);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);

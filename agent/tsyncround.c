@@ -105,10 +105,8 @@ tsyncround_run(struct net *n, struct tsync *t, uint32_t round,
 			nanosleep(&pause, NULL);
 		}
 	}
-	if (net_tsync_sample(n, sample) == -1) {
-		snprintf(err, errlen, "cannot frame a sync sample");
+	if (net_tsync_sample(n, sample, err, errlen) == -1)
 		goto out_free;
-	}
 	ret = 0;
 out_free:
 	net_tsync_end(n);
