@@ -11,11 +11,13 @@
 #include "compress.h"
 #include "tdlimits.h"
 
+/* One -e argument, with the -f filter that follows it. */
 struct agent_event {
 	const char	*spec;		/* "SYSTEM", "SYSTEM:EVENT" or "all" */
 	const char	*filter;	/* -f after it, or NULL */
 };
 
+/* Everything the command line says. */
 struct agent_opts {
 	const char		*output;	/* -o FILE, or NULL */
 	const char		*host;		/* -h HOST, or NULL */

@@ -40,6 +40,7 @@
 /* How often a device whose other side is away is looked at again. */
 #define CONN_AWAY_POLL_MS	100
 
+/* One connection: its descriptor, its TLS session and what it read. */
 struct conn {
 	enum conn_kind	 kind;
 	int		 fd;
@@ -59,6 +60,7 @@ conn_err(char *err, size_t errlen, const char *what)
 	return -1;
 }
 
+/* The transport's name, for messages. */
 const char *
 conn_kind_name(enum conn_kind kind)
 {
@@ -72,6 +74,7 @@ conn_kind_name(enum conn_kind kind)
 	}
 }
 
+/* Where t leads, for messages (conn.h). */
 void
 conn_target_describe(const struct conn_target *t, char *buf, size_t len)
 {
@@ -88,6 +91,7 @@ conn_target_describe(const struct conn_target *t, char *buf, size_t len)
 	}
 }
 
+/* Parse -h, -p and --server-name into a target (conn.h). */
 int
 conn_target_parse(const char *spec, const char *port,
     const char *server_name, bool tls, struct conn_target *t, char *err,
@@ -149,6 +153,7 @@ conn_target_parse(const char *spec, const char *port,
 	return 0;
 }
 
+/* The client context of every connection (shared/tls.c). */
 SSL_CTX *
 conn_ctx_new(const char *cert, const char *key, const char *ca, char *err,
     size_t errlen)
@@ -156,6 +161,7 @@ conn_ctx_new(const char *cert, const char *key, const char *ca, char *err,
 	return td_tls_client_ctx(cert, key, ca, err, errlen);
 }
 
+/* Free a context of conn_ctx_new(); NULL is fine. */
 void
 conn_ctx_free(SSL_CTX *ctx)
 {
@@ -261,6 +267,7 @@ conn_dial_vsock(const struct conn_target *t, int timeout, char *err,
 	return -1;
 }
 
+/* Open a serial target's device while still root (conn.h). */
 int
 conn_target_open(struct conn_target *t, char *err, size_t errlen)
 {
@@ -285,6 +292,7 @@ conn_target_open(struct conn_target *t, char *err, size_t errlen)
 	return 0;
 }
 
+/* Close what conn_target_open() opened. */
 void
 conn_target_close(struct conn_target *t)
 {
@@ -308,6 +316,7 @@ conn_dial_serial(const struct conn_target *t, char *err, size_t errlen)
 	return fd;
 }
 
+/* Blocking with timeouts of ms, or not (conn.h). */
 void
 conn_set_blocking(struct conn *c, bool on, int ms)
 {
@@ -366,6 +375,20 @@ conn_wait(struct conn *c, short events)
 	}
 	errno = r == 1 ? ENOTCONN : EAGAIN;
 	return 0;
+}
+
+/* Wait for the connection's descriptor (conn.h). */
+int
+conn_poll(struct conn *c, short events, int ms)
+{
+	struct pollfd pfd = { c->fd, events, 0 };
+	int r;
+
+	while ((r = poll(&pfd, 1, ms)) == -1 && errno == EINTR)
+		;
+	if (r <= 0)
+		return r;
+	return pfd.revents;
 }
 
 /* What an SSL call that failed with ret wants: POLLIN, POLLOUT or 0. */
@@ -454,6 +477,7 @@ conn_tls(struct conn *c, const struct conn_target *t, SSL_CTX *ctx,
 	return 0;
 }
 
+/* Dial t's transport and authenticate (conn.h). */
 struct conn *
 conn_open(const struct conn_target *t, SSL_CTX *ctx, int timeout,
     int user_timeout_ms, bool *fatal, char *err, size_t errlen)
@@ -492,12 +516,14 @@ conn_open(const struct conn_target *t, SSL_CTX *ctx, int timeout,
 	return c;
 }
 
+/* The descriptor to poll. */
 int
 conn_fd(const struct conn *c)
 {
 	return c->fd;
 }
 
+/* Whether the listener refused this agent with a TLS alert. */
 bool
 conn_refused(const struct conn *c)
 {
@@ -526,6 +552,7 @@ conn_wflush(struct conn *c)
 	return BIO_should_retry(b) ? 1 : -1;
 }
 
+/* Write what the connection takes now (conn.h). */
 ssize_t
 conn_write_some(struct conn *c, const void *p, size_t len)
 {
@@ -618,6 +645,7 @@ conn_read_some(struct conn *c, void *p, size_t cap)
 	return -1;
 }
 
+/* Read what is there into the connection's input (conn.h). */
 ssize_t
 conn_fill(struct conn *c)
 {
@@ -634,6 +662,7 @@ conn_fill(struct conn *c)
 	return r;
 }
 
+/* The first whole frame of the input, if there is one. */
 int
 conn_frame(struct conn *c, struct td_frame *f)
 {
@@ -689,6 +718,7 @@ conn_read_frame(struct conn *c, struct td_frame *f, char *err,
 	}
 }
 
+/* Drop frame f from the front of the input. */
 void
 conn_consume(struct conn *c, const struct td_frame *f)
 {
@@ -696,6 +726,7 @@ conn_consume(struct conn *c, const struct td_frame *f)
 	c->in.len -= f->total;
 }
 
+/* Close (politely: TLS close_notify first) and free; NULL is fine. */
 void
 conn_close(struct conn *c, bool polite)
 {

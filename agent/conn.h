@@ -2,10 +2,11 @@
  * conn.h: one connection of the agent to the listener, whatever carries
  * it.
  *
- * Every socket, device and TLS call of the agent is here: net.c speaks the
- * protocol over a struct conn and never touches its descriptor's bytes.  A
- * connection is made over one of three transports, chosen by the
- * listener's address (conn_target_parse()):
+ * Every socket, device and TLS call of the agent is here, and every wait
+ * on a connection (conn_poll()): net.c speaks the protocol over a struct
+ * conn and never touches its descriptor, which only the recorder's epoll
+ * set holds besides (net_fd()).  A connection is made over one of three
+ * transports, chosen by the listener's address (conn_target_parse()):
  *
  *	HOST		TCP to HOST (a name, an address, "[v6]") and port
  *	vsock:CID	an AF_VSOCK stream to the host context CID and port
@@ -98,6 +99,12 @@ void		 conn_close(struct conn *c, bool polite);
 
 /* The descriptor to poll. */
 int		 conn_fd(const struct conn *c);
+/*
+ * Wait up to ms for the descriptor to be ready for events (POLLIN,
+ * POLLOUT): the events that came (POLLHUP and POLLERR too), 0 when the
+ * time is out, -1 with errno.
+ */
+int		 conn_poll(struct conn *c, short events, int ms);
 /* Blocking, with send and receive timeouts of ms, or not. */
 void		 conn_set_blocking(struct conn *c, bool on, int ms);
 /* Whether the listener refused this agent with a TLS alert. */

@@ -30,6 +30,7 @@ struct instance_kept {
 	int			 fd;
 };
 
+/* tdagent's own ftrace instance and the descriptors kept open in it. */
 struct instance {
 	struct tracefs_instance	*ti;
 	char			*clock;

@@ -20,6 +20,17 @@
 #include "xmalloc.h"
 #include "banned.h"
 
+/* At most this many sinks in a tee: the file and the network. */
+#define META_TEE_MAX	4
+
+/* Sinks fed as one (meta.h). */
+struct meta_tee {
+	struct meta_sink	 to[META_TEE_MAX];
+	char			*what[META_TEE_MAX];
+	int			 n;
+	int			 failed;	/* index, or -1 */
+};
+
 static int
 meta_file_begin(void *arg, enum td_opt id)
 {
@@ -44,6 +55,30 @@ meta_file_option(void *arg, enum td_opt id, const void *p, size_t n)
 	return td_file_add_option(arg, id, p, n);
 }
 
+static int
+meta_file_page(void *arg, int cpu, const void *p, size_t n)
+{
+	return td_file_cpu_page(arg, cpu, p, n);
+}
+
+static int
+meta_file_chunk(void *arg, int cpu, enum td_codec_id codec, const void *z,
+    size_t zlen, uint32_t npages)
+{
+	if (codec != td_file_chunk_codec(arg)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return td_file_cpu_chunk(arg, cpu, z, zlen, npages);
+}
+
+/* The writer gathers chunks by size, not by burst. */
+static int
+meta_file_batch_end(void *arg)
+{
+	return 0;
+}
+
 /* Point a sink at a trace.dat writer. */
 void
 meta_sink_file(struct meta_sink *s, struct td_file *f)
@@ -52,7 +87,182 @@ meta_sink_file(struct meta_sink *s, struct td_file *f)
 	s->write = meta_file_write;
 	s->end = meta_file_end;
 	s->option = meta_file_option;
+	s->page = meta_file_page;
+	s->chunk = meta_file_chunk;
+	s->batch_end = meta_file_batch_end;
 	s->arg = f;
+}
+
+/* An empty tee. */
+struct meta_tee *
+meta_tee_new(void)
+{
+	struct meta_tee *t = xcalloc(1, sizeof *t);
+
+	t->failed = -1;
+	return t;
+}
+
+/* Feed s too (a tee holds at most META_TEE_MAX: more is a bug). */
+void
+meta_tee_add(struct meta_tee *t, const struct meta_sink *s, const char *what)
+{
+	if (t->n == META_TEE_MAX)
+		abort();
+	t->to[t->n] = *s;
+	t->what[t->n] = xstrdup(what);
+	t->n++;
+}
+
+/* Stop feeding the sink of arg. */
+void
+meta_tee_drop(struct meta_tee *t, void *arg)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++) {
+		if (t->to[i].arg != arg)
+			continue;
+		free(t->what[i]);
+		memmove(&t->to[i], &t->to[i + 1], (t->n - i - 1) *
+		    sizeof t->to[0]);
+		memmove(&t->what[i], &t->what[i + 1], (t->n - i - 1) *
+		    sizeof t->what[0]);
+		t->n--;
+		t->failed = -1;
+		return;
+	}
+}
+
+/* The name of the sink that failed last. */
+const char *
+meta_tee_what(const struct meta_tee *t)
+{
+	return t->failed == -1 ? "" : t->what[t->failed];
+}
+
+/* Free a tee (not its sinks); NULL is fine. */
+void
+meta_tee_free(struct meta_tee *t)
+{
+	int i;
+
+	if (t == NULL)
+		return;
+	for (i = 0; i < t->n; i++)
+		free(t->what[i]);
+	free(t);
+}
+
+/*
+ * Each action of the tee goes to every sink in turn and stops at the first
+ * that fails (errno is its own), remembered for meta_tee_what().
+ */
+static int
+meta_tee_fail(struct meta_tee *t, int i)
+{
+	t->failed = i;
+	return -1;
+}
+
+static int
+meta_tee_begin(void *arg, enum td_opt id)
+{
+	struct meta_tee *t = arg;
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->to[i].begin(t->to[i].arg, id) == -1)
+			return meta_tee_fail(t, i);
+	return 0;
+}
+
+static int
+meta_tee_write(void *arg, const void *p, size_t n)
+{
+	struct meta_tee *t = arg;
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->to[i].write(t->to[i].arg, p, n) == -1)
+			return meta_tee_fail(t, i);
+	return 0;
+}
+
+static int
+meta_tee_end(void *arg)
+{
+	struct meta_tee *t = arg;
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->to[i].end(t->to[i].arg) == -1)
+			return meta_tee_fail(t, i);
+	return 0;
+}
+
+static int
+meta_tee_option(void *arg, enum td_opt id, const void *p, size_t n)
+{
+	struct meta_tee *t = arg;
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->to[i].option(t->to[i].arg, id, p, n) == -1)
+			return meta_tee_fail(t, i);
+	return 0;
+}
+
+static int
+meta_tee_page(void *arg, int cpu, const void *p, size_t n)
+{
+	struct meta_tee *t = arg;
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->to[i].page(t->to[i].arg, cpu, p, n) == -1)
+			return meta_tee_fail(t, i);
+	return 0;
+}
+
+static int
+meta_tee_chunk(void *arg, int cpu, enum td_codec_id codec, const void *z,
+    size_t zlen, uint32_t npages)
+{
+	struct meta_tee *t = arg;
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->to[i].chunk(t->to[i].arg, cpu, codec, z,
+		    zlen, npages) == -1)
+			return meta_tee_fail(t, i);
+	return 0;
+}
+
+static int
+meta_tee_batch_end(void *arg)
+{
+	struct meta_tee *t = arg;
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->to[i].batch_end(t->to[i].arg) == -1)
+			return meta_tee_fail(t, i);
+	return 0;
+}
+
+/* Point a sink at a tee. */
+void
+meta_sink_tee(struct meta_sink *s, struct meta_tee *t)
+{
+	s->begin = meta_tee_begin;
+	s->write = meta_tee_write;
+	s->end = meta_tee_end;
+	s->option = meta_tee_option;
+	s->page = meta_tee_page;
+	s->chunk = meta_tee_chunk;
+	s->batch_end = meta_tee_batch_end;
+	s->arg = t;
 }
 
 static int

@@ -1,11 +1,14 @@
 /*
- * meta.h: collect the header sections and options of a recording.
+ * meta.h: collect the header sections and options of a recording, and the
+ * one interface everything recorded goes through (struct meta_sink).
  *
  * The content of every section is produced in trace.dat's own layout (the
- * same bytes in v6 and v7) and handed to a meta_sink, which frames it: the
- * local file writer today, the network sender tomorrow.  Sections are
- * streamed in pieces, so kallsyms (megabytes) never sits in memory whole.
- * Returns 0 or -1 with a message in err; never logs.
+ * same bytes in v6 and v7) and handed to a meta_sink, which frames it; so
+ * are the pages.  Sinks: the trace.dat writer (meta_sink_file(), -o), the
+ * network stream (net_meta_sink(), -h), and a tee that feeds several as
+ * one (meta_sink_tee(), -o and -h together).  Sections are streamed in
+ * pieces, so kallsyms (megabytes) never sits in memory whole.  Returns 0 or
+ * -1 with a message in err; never logs.  For the recorder's thread.
  */
 #ifndef TD_META_H
 #define TD_META_H
@@ -16,12 +19,24 @@
 #include "tdfile.h"
 
 struct instance;
+struct meta_tee;
 
+/*
+ * Where a recording goes: header sections streamed in pieces (begin, write
+ * them, end), options, and the pages of each CPU, one at a time (page, n <=
+ * the page size, zero-padded) or npages compressed elsewhere as one block
+ * of codec (chunk); batch_end says a burst of pages is over (what was
+ * gathered may go).  Each returns 0 or -1 with errno.
+ */
 struct meta_sink {
 	int	(*begin)(void *arg, enum td_opt id);
 	int	(*write)(void *arg, const void *p, size_t n);
 	int	(*end)(void *arg);
 	int	(*option)(void *arg, enum td_opt id, const void *p, size_t n);
+	int	(*page)(void *arg, int cpu, const void *p, size_t n);
+	int	(*chunk)(void *arg, int cpu, enum td_codec_id codec,
+		    const void *z, size_t zlen, uint32_t npages);
+	int	(*batch_end)(void *arg);
 	void	*arg;
 };
 
@@ -34,8 +49,23 @@ struct meta_cpustat {
 	uint64_t	read;
 };
 
-/* A sink that writes into a td_file. */
+/* A sink that writes into a td_file (a chunk: of the file's codec only). */
 void	meta_sink_file(struct meta_sink *s, struct td_file *f);
+/*
+ * A tee: the sinks added to it fed as one, in the order added; an action
+ * stops at the first sink that fails, and meta_tee_what() then names it.
+ */
+struct meta_tee	*meta_tee_new(void);
+/* Feed s too; what names it in messages ("cannot write 'PATH'"). */
+void	meta_tee_add(struct meta_tee *t, const struct meta_sink *s,
+	    const char *what);
+/* Stop feeding the sink whose arg is arg (a network given up). */
+void	meta_tee_drop(struct meta_tee *t, void *arg);
+/* The name of the sink that failed last, "" if none did. */
+const char *meta_tee_what(const struct meta_tee *t);
+/* A sink that feeds every sink of t. */
+void	meta_sink_tee(struct meta_sink *s, struct meta_tee *t);
+void	meta_tee_free(struct meta_tee *t);
 /* Sub-buffer size and commit field size from events/header_page. */
 int	meta_geometry(uint32_t *page_size, int *commit_size, char *err,
 	    size_t errlen);

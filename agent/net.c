@@ -1,50 +1,34 @@
 /*
  * net.c: the agent side of the tracedock protocol over TLS (or plain TCP
  * with --insecure): the session with the listener (HELLO, resume, ACKs,
- * time sync) and reconnecting.  The recording's bytes, kept until the
- * listener acknowledges them, are stream.c's; one connection's bytes, and
- * every socket and TLS call, are conn.c's.
+ * time sync) over one connection after another.  The recording's bytes,
+ * kept until the listener acknowledges them, are stream.c's; one
+ * connection's bytes, and every socket and TLS call, are conn.c's; the
+ * thread that dials again is reconnect.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
-#include <sys/eventfd.h>
-#include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "conn.h"
 #include "meta.h"
 #include "net.h"
+#include "reconnect.h"
 #include "stream.h"
 #include "tdlimits.h"
 #include "tsync.h"
 #include "xmalloc.h"
 #include "banned.h"
 
-/* Longest a time-sync round may hold up the recording loop. */
-#define NET_TSYNC_MAX_MS	200
-/*
- * In a round, the rings are read at most this often: reading them after
- * every reply spoiled the probes that followed (on loopback, samples off by
- * +-1 us instead of ~0.1, half of the rounds without a sample), and a
- * quiet round is over in a few ms anyway.
- */
-#define NET_TSYNC_IDLE_MS	5
-
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
-/* Reconnection backoff. */
-#define NET_BACKOFF_MIN_MS	100
-#define NET_BACKOFF_MAX_MS	5000
 
+/* The session: the stream, the connection of the moment, reconnecting. */
 struct net {
 	struct net_params np;
 	struct td_hello	 hello;
@@ -62,23 +46,11 @@ struct net {
 	struct stream	*s;		/* the recording's bytes */
 	uint64_t	 last_send_ms;
 
-	/* called between time-sync probes */
-	void		(*idle)(void *);
-	void		*idle_arg;
-
 	/* reconnecting */
-	pthread_t	 thr;
-	bool		 thr_on;
-	atomic_bool	 thr_stop;	/* set by the loop, read by the thread */
-	int		 evfd;
-	int		 stopfd;	/* wakes the thread's backoff */
-	struct conn	*nc;		/* the thread's result */
-	struct td_welcome nw;
-	int		 nstatus;	/* 0 up, -1 fatal */
-	uint64_t	 delay;		/* backoff, ms */
+	struct reconnect *rc;
 	bool		 retry_later;	/* ERROR RETRY: wait before trying */
 	uint64_t	 up_since_ms;
-	char		 nerr[512];
+	char		 nerr[512];	/* why no attempt could start */
 	unsigned int	 reconnects;
 };
 
@@ -194,6 +166,14 @@ fail:
 	return -1;
 }
 
+/* What the reconnection thread calls: net_open() with RESUME. */
+static int
+net_dial_cb(void *arg, struct conn **c, struct td_welcome *w, bool *fatal,
+    char *err, size_t errlen)
+{
+	return net_open(arg, true, c, w, fatal, err, errlen);
+}
+
 /*
  * The recording's stream, its TLS context (the key is read here, once)
  * and its spool file, opened now: all of it before the recorder drops
@@ -208,8 +188,6 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 
 	n = xcalloc(1, sizeof *n);
 	n->target.devfd = -1;
-	n->evfd = -1;
-	n->stopfd = -1;
 	n->np = *np;
 	n->np.host = xstrdup(np->host);
 	n->np.port = xstrdup(np->port);
@@ -229,11 +207,8 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 		net_err(err, errlen, "cannot start the wire codec");
 		goto fail;
 	}
-	if ((n->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1 ||
-	    (n->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1) {
-		net_err(err, errlen, "eventfd");
+	if ((n->rc = reconnect_new(net_dial_cb, n, err, errlen)) == NULL)
 		goto fail;
-	}
 	if (!np->insecure) {
 		n->ctx = conn_ctx_new(np->cert, np->key, np->ca, err, errlen);
 		if (n->ctx == NULL)
@@ -275,14 +250,6 @@ net_tsync_interval(const struct net *n)
 	return n->tsync_interval;
 }
 
-/* What a time-sync round calls between probes (net.h). */
-void
-net_set_idle(struct net *n, void (*fn)(void *), void *arg)
-{
-	n->idle = fn;
-	n->idle_arg = arg;
-}
-
 /* The listener's name for this agent. */
 const char *
 net_identity(const struct net *n)
@@ -298,36 +265,42 @@ net_where(struct net *n)
 	return n->where;
 }
 
+/* Whether a connection is up. */
 bool
 net_up(const struct net *n)
 {
 	return n->c != NULL;
 }
 
+/* Whether the listener is lost for good. */
 bool
 net_fatal(const struct net *n)
 {
 	return n->fatal;
 }
 
+/* The connection's descriptor, for the recorder's epoll set; -1 down. */
 int
 net_fd(const struct net *n)
 {
 	return n->c != NULL ? conn_fd(n->c) : -1;
 }
 
+/* Readable when a reconnection attempt is over. */
 int
 net_event_fd(const struct net *n)
 {
-	return n->evfd;
+	return reconnect_fd(n->rc);
 }
 
+/* Connections resumed so far. */
 unsigned int
 net_reconnects(const struct net *n)
 {
 	return n->reconnects;
 }
 
+/* Whether there is something to send and a connection to send it. */
 bool
 net_want_write(const struct net *n)
 {
@@ -335,42 +308,49 @@ net_want_write(const struct net *n)
 	    conn_wpending(n->c) != 0);
 }
 
+/* Bytes not sent yet: the stream's and TLS records not handed over. */
 size_t
 net_pending(const struct net *n)
 {
 	return stream_pending(n->s) + conn_wpending(n->c);
 }
 
+/* Bytes the listener has not acknowledged. */
 uint64_t
 net_unacked(const struct net *n)
 {
 	return stream_unacked(n->s);
 }
 
+/* Whether the stream is full: the rings must wait. */
 bool
 net_congested(const struct net *n)
 {
 	return stream_congested(n->s);
 }
 
+/* Whether the stream is below its low watermark again. */
 bool
 net_relieved(const struct net *n)
 {
 	return stream_relieved(n->s);
 }
 
+/* Bytes handed to connections, resends included. */
 uint64_t
 net_sent(const struct net *n)
 {
 	return stream_total_sent(n->s);
 }
 
+/* Page bytes framed, before wire compression. */
 uint64_t
 net_raw(const struct net *n)
 {
 	return stream_raw(n->s);
 }
 
+/* Bytes of the frames that carried the pages. */
 uint64_t
 net_framed(const struct net *n)
 {
@@ -395,39 +375,21 @@ net_ack(struct net *n, const struct td_frame *f, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- time-sync probes ------------------------------------------------- */
+
 /*
- * Probes go out on an empty queue, one at a time, so nothing waits in front
- * of them: marker 's' in the trace clock, PROBE, the listener stamps its
- * reference clock on receipt and answers, marker 'r'.  tsync_pick() makes
- * the sample of the probe with the shortest round trip after each batch of
- * nprobes, or asks for another batch (at most TSYNC_BATCHES, or
- * TSYNC_ANCHOR_BATCHES for the first and the last round) when the round met
- * a busy moment; an anchor round pauses 2 to 9 ms first, as other agents
- * that stopped at the same time may be in their last rounds too.
- * Probes are not part of
- * the recording's stream; the sample is.
+ * Before a round: everything queued goes out first, waiting up to ms (the
+ * probes must not wait behind data), then each call blocks for at most ms.
  */
 int
-net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
-    uint32_t nprobes, bool anchor, struct td_tsync_sample *sample, char *err,
-    size_t errlen)
+net_tsync_begin(struct net *n, int ms, char *err, size_t errlen)
 {
-	struct td_tsync_probe p, q;
-	struct td_frame f;
-	struct td_buf b;
-	uint64_t *ref, *ts_s, *ts_r;
-	uint32_t i, max, bad = 0;
-	uint64_t start_ms, idle_ms;
-	struct td_buf *q_;
-	bool fatal, last;
-	int ret = -1, picked;
-
 	if (!net_up(n)) {
 		snprintf(err, errlen, "no connection");
 		return -1;
 	}
 	if (stream_batch_end(n->s) == -1 ||
-	    net_flush_to(n, 0, NET_TSYNC_MAX_MS, err, errlen) == -1)
+	    net_flush_to(n, 0, ms, err, errlen) == -1)
 		return -1;
 	if (net_pending(n) != 0) {
 		/* probes must not wait behind data: another time */
@@ -435,100 +397,84 @@ net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
 		    net_pending(n));
 		return -1;
 	}
-	start_ms = idle_ms = net_now_ms();
-	max = nprobes * (anchor ? TSYNC_ANCHOR_BATCHES : TSYNC_BATCHES);
-	ref = xcalloc(max, sizeof *ref);
-	ts_s = xcalloc(max, sizeof *ts_s);
-	ts_r = xcalloc(max, sizeof *ts_r);
-	td_buf_init(&b, 64);
-	conn_set_blocking(n->c, true, NET_TSYNC_MAX_MS);
-	for (i = 0; i < max; i++) {
-		p.round = round;
-		p.seq = i;
-		td_buf_reset(&b);
-		td_msg_pack_tsync_probe(&b, &p);
-		if (tsync_mark(t, round, i, 's') == -1) {
-			snprintf(err, errlen, "cannot write a sync marker: %s",
-			    strerror(errno));
-			goto out;
-		}
-		if (conn_write_all(n->c, b.data, b.len, NULL) == -1) {
-			net_err(err, errlen, "lost the listener");
-			goto out;
-		}
-		/* replies of earlier probes that timed out are skipped */
-		for (;;) {
-			if (net_expect(n, n->c, TD_MSG_TSYNC_REPLY, &f, &fatal,
-			    err, errlen) == -1) {
-				n->fatal = fatal;
-				goto out;
-			}
-			if (td_msg_unpack_tsync_reply(&f, &q) == 0 &&
-			    q.round == round && q.seq == i)
-				break;
-			bad++;		/* dropped and counted */
-			conn_consume(n->c, &f);
-		}
-		tsync_mark(t, round, i, 'r');
-		ref[i] = q.ref_ns;
-		conn_consume(n->c, &f);
-		/* between probes (outside their round trips): the rings */
-		if (n->idle != NULL &&
-		    net_now_ms() - idle_ms >= NET_TSYNC_IDLE_MS) {
-			n->idle(n->idle_arg);
-			idle_ms = net_now_ms();
-		}
-		/* a slow link gets fewer probes, not a long pause */
-		last = i + 1 == max ||
-		    net_now_ms() - start_ms > NET_TSYNC_MAX_MS;
-		if ((i + 1) % nprobes != 0 && !last)
-			continue;
-		/* a batch is done; a round that met a busy moment goes on */
-		if (tsync_collect(t, round, ts_s, ts_r, i + 1) == -1) {
-			snprintf(err, errlen, "cannot read the sync markers "
-			    "back");
-			goto out;
-		}
-		picked = tsync_pick(t, round, ref, ts_s, ts_r, i + 1, last,
-		    anchor, sample);
-		if (picked == -1) {
-			snprintf(err, errlen, "no usable probe in round %u (%u "
-			    "bad replies)", round, bad);
-			goto out;
-		}
-		if (picked == 2) {
-			snprintf(err, errlen, "no sample in round %u: its "
-			    "probes met a busy moment", round);
-			ret = 1;
-			goto out;
-		}
-		if (picked == 0)
-			break;
-		if (anchor) {
-			/* out of step with whatever kept the other side busy */
-			struct timespec pause = { 0, 2000000 };
-			uint32_t r = 0;
+	conn_set_blocking(n->c, true, ms);
+	return 0;
+}
 
-			if (getrandom(&r, sizeof r, 0) == sizeof r)
-				pause.tv_nsec += (long)(r % 8) * 1000000;
-			nanosleep(&pause, NULL);
+/*
+ * One probe, its round trip between two markers in the trace clock: 's',
+ * PROBE, the listener stamps its reference clock on receipt and answers,
+ * 'r'.  Replies of earlier probes that timed out are skipped and counted.
+ */
+int
+net_tsync_probe(struct net *n, struct tsync *t, uint32_t round, uint32_t seq,
+    uint64_t *ref_ns, uint32_t *bad, char *err, size_t errlen)
+{
+	struct td_tsync_probe p, q;
+	struct td_frame f;
+	struct td_buf b;
+	bool fatal;
+	int ret = -1;
+
+	p.round = round;
+	p.seq = seq;
+	td_buf_init(&b, 64);
+	td_msg_pack_tsync_probe(&b, &p);
+	if (tsync_mark(t, round, seq, 's') == -1) {
+		snprintf(err, errlen, "cannot write a sync marker: %s",
+		    strerror(errno));
+		goto out_free_buf;
+	}
+	if (conn_write_all(n->c, b.data, b.len, NULL) == -1) {
+		net_err(err, errlen, "lost the listener");
+		goto out_free_buf;
+	}
+	/* replies of earlier probes that timed out are skipped */
+	for (;;) {
+		if (net_expect(n, n->c, TD_MSG_TSYNC_REPLY, &f, &fatal,
+		    err, errlen) == -1) {
+			n->fatal = fatal;
+			goto out_free_buf;
 		}
+		if (td_msg_unpack_tsync_reply(&f, &q) == 0 &&
+		    q.round == round && q.seq == seq)
+			break;
+		(*bad)++;	/* dropped and counted */
+		conn_consume(n->c, &f);
 	}
-	if ((q_ = stream_frame(n->s)) == NULL ||
-	    td_msg_pack_tsync_sample(q_, sample) == -1) {
-		snprintf(err, errlen, "cannot frame a sync sample");
-		goto out;
-	}
+	tsync_mark(t, round, seq, 'r');
+	*ref_ns = q.ref_ns;
+	conn_consume(n->c, &f);
 	ret = 0;
-out:
-	if (net_up(n))
-		conn_set_blocking(n->c, false, n->np.timeout * 1000);
+out_free_buf:
 	td_buf_free(&b);
-	free(ref);
-	free(ts_s);
-	free(ts_r);
 	return ret;
 }
+
+/* Queue a round's sample: it is part of the recording, the probes not. */
+int
+net_tsync_sample(struct net *n, const struct td_tsync_sample *sample,
+    char *err, size_t errlen)
+{
+	struct td_buf *q;
+
+	if ((q = stream_frame(n->s)) == NULL ||
+	    td_msg_pack_tsync_sample(q, sample) == -1) {
+		snprintf(err, errlen, "cannot frame a sync sample");
+		return -1;
+	}
+	return 0;
+}
+
+/* After a round: a connection still up stops blocking. */
+void
+net_tsync_end(struct net *n)
+{
+	if (net_up(n))
+		conn_set_blocking(n->c, false, n->np.timeout * 1000);
+}
+
+/* ---- the meta sink ------------------------------------------------------ */
 
 static int
 net_sink_begin(void *arg, enum td_opt id)
@@ -547,11 +493,12 @@ static int
 net_sink_write(void *arg, const void *p, size_t len)
 {
 	struct net *n = arg;
+	char err[512];
 
 	if (stream_section_data(n->s, p, len) == -1)
 		return -1;
 	/* big sections start going out while they are read */
-	if (net_up(n) && net_flush(n, n->nerr, sizeof n->nerr) == -1)
+	if (net_up(n) && net_flush(n, err, sizeof err) == -1)
 		return 0;	/* the loop finds out and reconnects */
 	return 0;
 }
@@ -583,7 +530,32 @@ net_sink_option(void *arg, enum td_opt id, const void *p, size_t len)
 	return 0;
 }
 
-/* Frame metadata into the stream. */
+static int
+net_sink_page(void *arg, int cpu, const void *p, size_t len)
+{
+	struct net *n = arg;
+
+	return stream_page(n->s, cpu, p, len);
+}
+
+static int
+net_sink_chunk(void *arg, int cpu, enum td_codec_id codec, const void *z,
+    size_t zlen, uint32_t npages)
+{
+	struct net *n = arg;
+
+	return stream_chunk(n->s, cpu, codec, z, zlen, npages);
+}
+
+static int
+net_sink_batch_end(void *arg)
+{
+	struct net *n = arg;
+
+	return stream_batch_end(n->s);
+}
+
+/* Frame everything recorded into the stream. */
 void
 net_meta_sink(struct net *n, struct meta_sink *s)
 {
@@ -591,6 +563,9 @@ net_meta_sink(struct net *n, struct meta_sink *s)
 	s->write = net_sink_write;
 	s->end = net_sink_end;
 	s->option = net_sink_option;
+	s->page = net_sink_page;
+	s->chunk = net_sink_chunk;
+	s->batch_end = net_sink_batch_end;
 	s->arg = n;
 }
 
@@ -599,13 +574,6 @@ int
 net_batch_end(struct net *n)
 {
 	return stream_batch_end(n->s);
-}
-
-/* Queue one page. */
-int
-net_page(struct net *n, int cpu, const void *page, size_t len)
-{
-	return stream_page(n->s, cpu, page, len);
 }
 
 /* ---- the connection --------------------------------------------------- */
@@ -650,8 +618,8 @@ net_flush(struct net *n, char *err, size_t errlen)
 int
 net_flush_to(struct net *n, size_t limit, int ms, char *err, size_t errlen)
 {
-	struct pollfd pfd;
 	uint64_t end = net_now_ms() + (uint64_t)ms, now;
+	int ev;
 
 	while (net_pending(n) > limit) {
 		if (net_flush(n, err, errlen) == -1)
@@ -660,12 +628,10 @@ net_flush_to(struct net *n, size_t limit, int ms, char *err, size_t errlen)
 			break;
 		if ((now = net_now_ms()) >= end)
 			break;
-		pfd.fd = conn_fd(n->c);
-		pfd.events = POLLOUT | POLLIN;
-		if (poll(&pfd, 1, (int)(end - now)) == 0)
+		if ((ev = conn_poll(n->c, POLLOUT | POLLIN,
+		    (int)(end - now))) <= 0)
 			break;
-		if ((pfd.revents & POLLIN) && net_readable(n, err,
-		    errlen) == -1)
+		if ((ev & POLLIN) && net_readable(n, err, errlen) == -1)
 			return -1;
 	}
 	return 0;
@@ -774,69 +740,16 @@ net_keepalive(struct net *n, char *err, size_t errlen)
 
 /* ---- reconnecting ------------------------------------------------------ */
 
-/* Sleep about n->delay ms (50% to 150%: jitter), then double it. */
+/* Start a reconnection attempt unless one runs or it is pointless. */
 static void
-net_backoff(struct net *n)
+net_reconnect(struct net *n)
 {
-	uint64_t wait;
-	unsigned int r;
-
-	if (getrandom(&r, sizeof r, 0) != sizeof r)
-		r = (unsigned int)net_now_ms();
-	wait = n->delay / 2 + r % (n->delay + 1);
-	if (!n->thr_stop) {
-		struct pollfd pfd = { n->stopfd, POLLIN, 0 };
-
-		poll(&pfd, 1, (int)wait);
-	}
-	n->delay = n->delay * 2 > NET_BACKOFF_MAX_MS ? NET_BACKOFF_MAX_MS :
-	    n->delay * 2;
-}
-
-static void *
-net_thread(void *arg)
-{
-	struct net *n = arg;
-	uint64_t one = 1;
-	bool fatal;
-
-	/* told to come back later: not at once */
-	if (n->retry_later)
-		net_backoff(n);
-	for (;;) {
-		if (n->thr_stop) {
-			n->nstatus = -1;
-			break;
-		}
-		if (net_open(n, true, &n->nc, &n->nw, &fatal, n->nerr,
-		    sizeof n->nerr) == 0) {
-			n->nstatus = 0;
-			break;
-		}
-		if (fatal) {
-			n->nstatus = -1;
-			break;
-		}
-		net_backoff(n);
-	}
-	if (write(n->evfd, &one, sizeof one) != sizeof one)
-		n->nstatus = -1;
-	return NULL;
-}
-
-static void
-net_thread_start(struct net *n)
-{
-	if (n->thr_on || n->fatal)
+	if (n->fatal || reconnect_running(n->rc))
 		return;
-	n->thr_stop = false;
 	n->nerr[0] = '\0';
-	if (pthread_create(&n->thr, NULL, net_thread, n) != 0) {
+	if (reconnect_start(n->rc, n->retry_later, n->nerr,
+	    sizeof n->nerr) == -1)
 		n->fatal = true;
-		snprintf(n->nerr, sizeof n->nerr, "cannot start a thread");
-		return;
-	}
-	n->thr_on = true;
 }
 
 /* The connection broke: what was sent and not acknowledged goes again. */
@@ -844,46 +757,44 @@ void
 net_down(struct net *n)
 {
 	/* a connection that lived a while starts the backoff afresh */
-	if (n->delay == 0 || net_now_ms() - n->up_since_ms > 10000)
-		n->delay = NET_BACKOFF_MIN_MS;
+	if (net_now_ms() - n->up_since_ms > 10000)
+		reconnect_reset(n->rc);
 	conn_close(n->c, false);
 	n->c = NULL;
 	stream_rewind(n->s);
-	net_thread_start(n);
+	net_reconnect(n);
 }
 
+/* Take the result of a reconnection attempt (net.h). */
 int
 net_reconnected(struct net *n, char *err, size_t errlen)
 {
-	uint64_t v, lo, hi;
+	struct td_welcome w;
+	struct conn *c;
+	uint64_t lo, hi;
 
-	if (!n->thr_on) {
+	if (!reconnect_running(n->rc)) {
 		snprintf(err, errlen, "%s", n->nerr[0] ? n->nerr :
 		    "not reconnecting");
 		return -1;
 	}
-	if (read(n->evfd, &v, sizeof v) != sizeof v)
+	if (!reconnect_over(n->rc))
 		return -1;	/* not yet */
-	pthread_join(n->thr, NULL);
-	n->thr_on = false;
-	if (n->nstatus == -1) {
-		snprintf(err, errlen, "%s", n->nerr);
+	if (reconnect_take(n->rc, &c, &w, err, errlen) == -1) {
 		n->fatal = true;
 		return -1;
 	}
-	if (stream_resume(n->s, n->nw.resume_offset, &lo, &hi) == -1) {
+	if (stream_resume(n->s, w.resume_offset, &lo, &hi) == -1) {
 		snprintf(err, errlen, "the listener wants the recording from "
 		    "byte %" PRIu64 ", this agent holds %" PRIu64 " to %" PRIu64,
-		    n->nw.resume_offset, lo, hi);
-		conn_close(n->nc, false);
-		n->nc = NULL;
+		    w.resume_offset, lo, hi);
+		conn_close(c, false);
 		n->fatal = true;
 		return -1;
 	}
-	n->c = n->nc;
-	n->nc = NULL;
-	n->tsync_interval = n->nw.tsync_interval;
-	n->idle_timeout = n->nw.idle_timeout;
+	n->c = c;
+	n->tsync_interval = w.tsync_interval;
+	n->idle_timeout = w.idle_timeout;
 	n->reconnects++;
 	n->retry_later = false;
 	conn_set_blocking(n->c, false, n->np.timeout * 1000);
@@ -893,18 +804,6 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 }
 
 /* ---- the end ------------------------------------------------------------ */
-
-/* Wait for fd to be ready for events, at most ms; 0 on timeout. */
-static int
-net_wait(int fd, short events, int ms)
-{
-	struct pollfd pfd = { fd, events, 0 };
-	int r;
-
-	while ((r = poll(&pfd, 1, ms)) == -1 && errno == EINTR)
-		;
-	return r;
-}
 
 /*
  * Send, read ACKs and reconnect as needed until DONE came (room false) or
@@ -944,8 +843,8 @@ net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 		}
 		left = (int)((uint64_t)wait * 1000 - down_ms);
 		if (!net_up(n)) {
-			net_thread_start(n);
-			if (net_wait(n->evfd, POLLIN, left) == 1 &&
+			net_reconnect(n);
+			if (reconnect_wait(n->rc, left) &&
 			    net_reconnected(n, err, errlen) == -1 && !n->fatal)
 				net_down(n);
 			continue;
@@ -962,8 +861,8 @@ net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 			net_down(n);
 			continue;
 		}
-		if (net_wait(conn_fd(n->c), POLLIN | (net_want_write(n) ? POLLOUT :
-		    0), left) <= 0)
+		if (conn_poll(n->c, POLLIN | (net_want_write(n) ? POLLOUT : 0),
+		    left) <= 0)
 			continue;
 		if (net_readable(n, err, errlen) == -1 && !n->done) {
 			if (n->fatal)
@@ -988,6 +887,7 @@ net_make_room(struct net *n, int wait, char *err, size_t errlen)
 	return net_serve(n, true, wait, err, errlen);
 }
 
+/* END, then everything sent until the listener's DONE (net.h). */
 int
 net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
     char *path, size_t pathlen, char *err, size_t errlen)
@@ -1019,13 +919,8 @@ net_finish(struct net *n, const uint64_t *pages, int ncpus, int wait,
 void
 net_stop(struct net *n)
 {
-	uint64_t one = 1;
-
-	if (n == NULL || !n->thr_on)
-		return;
-	n->thr_stop = true;
-	if (write(n->stopfd, &one, sizeof one) != sizeof one)
-		return;
+	if (n != NULL)
+		reconnect_stop(n->rc);
 }
 
 /* Close the connection and free everything. */
@@ -1034,18 +929,10 @@ net_close(struct net *n)
 {
 	if (n == NULL)
 		return;
-	if (n->thr_on) {
-		net_stop(n);
-		pthread_join(n->thr, NULL);
-		conn_close(n->nc, false);
-	}
+	reconnect_free(n->rc);
 	conn_close(n->c, true);
 	conn_target_close(&n->target);
 	conn_ctx_free(n->ctx);
-	if (n->evfd != -1)
-		close(n->evfd);
-	if (n->stopfd != -1)
-		close(n->stopfd);
 	stream_free(n->s);
 	free((char *)(uintptr_t)n->np.host);
 	free((char *)(uintptr_t)n->np.port);

@@ -8,10 +8,11 @@
  * a spool file (--spool DIR, at most --spool-max bytes), then the caller
  * is told to stop reading the rings (net_congested()), so the kernel counts
  * what is lost.  When the connection breaks, net_down() starts a thread
- * that dials again with exponential backoff and jitter and resumes the
- * recording (HELLO with TD_HELLO_RESUME); the listener's WELCOME says from
- * which offset to send again.  net_event_fd() becomes readable when that
- * thread is done, and net_reconnected() takes its result.
+ * (reconnect.c) that dials again with exponential backoff and jitter and
+ * resumes the recording (HELLO with TD_HELLO_RESUME); the listener's
+ * WELCOME says from which offset to send again.  net_event_fd() becomes
+ * readable when that thread is done, and net_reconnected() takes its
+ * result.
  *
  * net_start() (the first connection) and net_finish() block with
  * timeouts; in between the socket is non-blocking and the recording loop
@@ -31,6 +32,7 @@
 struct net;
 struct meta_sink;
 
+/* Where the listener is, how to authenticate, where to spool. */
 struct net_params {
 	const char	*host;		/* HOST, vsock:CID or serial:PATH */
 	const char	*port;
@@ -56,32 +58,34 @@ int		 net_start(struct net *n, char *err, size_t errlen);
 /* The listener's wish: ms between time-sync rounds, TD_TSYNC_OFF. */
 uint32_t	 net_tsync_interval(const struct net *n);
 /*
- * One time-sync round of batches of nprobes probes, blocking for at most a
- * few milliseconds once the queue is out (an anchor round, the first or the
- * last of a recording, some more): fills sample (tsync_pick()) and queues
- * it for the listener.  Returns 0; 1 with err when the round made no
- * sample (not a failure); or -1 with err (the connection may then be down:
- * see net_up()).
+ * The time-sync round's exchanges (tsyncround.c).  net_tsync_begin(): the
+ * queue goes out, waiting up to ms, and the connection blocks for at most
+ * ms per call; -1 with err when it is down, lost or still busy.
+ * net_tsync_probe(): one probe and its reply between markers 's' and 'r'
+ * of t (*ref_ns: the listener's time; earlier replies skipped, counted in
+ * *bad); -1 with err (the connection may then be down).
+ * net_tsync_sample(): queue the round's sample into the stream (-1, err).
+ * net_tsync_end(): the connection, if up, stops blocking.
  */
 struct tsync;
-int		 net_tsync_round(struct net *n, struct tsync *t, uint32_t round,
-		    uint32_t nprobes, bool anchor,
-		    struct td_tsync_sample *sample, char *err, size_t errlen);
-/*
- * What a time-sync round calls between replies, every few ms: the
- * recorder's rings go on into the queue (net_page() only; the round sends
- * them after its sample), so a round of many probes does not stop the
- * recording.
- */
-void		 net_set_idle(struct net *n, void (*fn)(void *), void *arg);
+int		 net_tsync_begin(struct net *n, int ms, char *err,
+		    size_t errlen);
+int		 net_tsync_probe(struct net *n, struct tsync *t,
+		    uint32_t round, uint32_t seq, uint64_t *ref_ns,
+		    uint32_t *bad, char *err, size_t errlen);
+int		 net_tsync_sample(struct net *n,
+		    const struct td_tsync_sample *sample, char *err,
+		    size_t errlen);
+void		 net_tsync_end(struct net *n);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);
 /* Where the listener is, for messages: "'HOST' port P" and the like. */
 const char	*net_where(struct net *n);
-/* A meta_sink that frames sections and options into the stream. */
+/*
+ * A meta_sink that frames everything recorded into the stream: sections,
+ * options, pages (batched per CPU), chunks compressed elsewhere.
+ */
 void		 net_meta_sink(struct net *n, struct meta_sink *s);
-/* Queue one page of a CPU. */
-int		 net_page(struct net *n, int cpu, const void *page, size_t len);
 /* Close the current PAGES batch (end of a burst). */
 int		 net_batch_end(struct net *n);
 

@@ -40,6 +40,7 @@ enum priv_type {
 	PRIV_FILE = 'f',
 };
 
+/* One message between the privileged parent and the recorder. */
 struct priv_msg {
 	int32_t		type;		/* enum priv_type */
 	int32_t		value;

@@ -1,18 +1,19 @@
 /*
- * record.c: the local recording loop of tdagent.
+ * record.c: one recording of tdagent, from set-up to finish (see
+ * record.h; the pieces share recorder.h).
  *
- * One thread, one epoll set: the per-CPU trace_pipe_raw readers, a
- * signalfd (SIGINT, SIGTERM, SIGHUP, SIGCHLD) and a 100 ms timer.  A CPU is
- * read when the kernel says its buffer reached the instance's buffer_percent
- * watermark; reading stops at the first page that is not full, so the
- * reader never chases the writer page by page.  The timer drains every CPU
- * completely, partial pages included, so quiet CPUs still reach the file.
- * Pages go to the trace.dat writer as they come: memory use does not grow
- * with the length of the recording.
+ * Set-up happens as root (the instance, the output file, the stream with
+ * its TLS context and spool, the headers into the sink, the per-CPU
+ * readers); then, unprivileged, the connection and one thread with one
+ * epoll set: the per-CPU trace_pipe_raw readers (drain.c), a signalfd
+ * (SIGINT, SIGTERM, SIGHUP, SIGCHLD), the privileged parent's socket, the
+ * connection and its reconnection eventfd (uplink.c) and a 100 ms timer
+ * (quiet CPUs, keepalives, time-sync rounds, progress).  At the end the
+ * rings are drained whole, the last sections and options written, the
+ * file finished and the network's DONE awaited.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -21,7 +22,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -32,91 +32,24 @@
 #include "instance.h"
 #include "log.h"
 #include "meta.h"
-#include "net.h"
-#include "page.h"
 #include "priv.h"
 #include "record.h"
+#include "recorder.h"
 #include "ring.h"
 #include "tdfile.h"
 #include "tsync.h"
 #include "xmalloc.h"
 #include "banned.h"
 
+/* The timer: quiet CPUs drained, keepalives, time sync, progress. */
 #define RECORD_TICK_MS		100
-#define RECORD_BURST_PAGES	256
-#define RECORD_STATUS_AFTER_S	3.0
+/* See record_setup(). */
 #define RECORD_BUFFER_PERCENT	10
-#define RECORD_NET_ID		(UINT32_MAX - 2)
-#define RECORD_NET_EV		(UINT32_MAX - 3)
-/* The final drain sends as it reads once this much waits. */
-#define RECORD_NET_FINAL	(8u * 1024 * 1024)
-#define RECORD_NET_FINAL_LOW	(4u * 1024 * 1024)
-#define RECORD_TSYNC_PROBES	64
+/* epoll id of the privileged parent's socket. */
 #define RECORD_PRIV_ID		(UINT32_MAX - 4)
-/* At most this long for the headers to go out before the first probes. */
-#define RECORD_HEADERS_MS	10000
 
-enum record_drain {
-	DRAIN_WAKE,	/* the kernel says a CPU has pages */
-	DRAIN_TICK,	/* the timer: quiet CPUs too */
-	DRAIN_FINAL	/* the end: everything */
-};
-
-struct record_cpu {
-	struct ring	*ring;
-	uint64_t	 pages;
-	uint64_t	 events;
-	uint64_t	 missed_pages;	/* pages flagged "events lost before" */
-	uint64_t	 missed_events;	/* counts the kernel stored */
-};
-
-struct recorder {
-	const struct agent_opts	*o;
-	struct instance		*in;
-	struct td_file		*file;
-	struct net		*net;
-	struct net		*net_gone;	/* given up, closed at the end */
-	struct meta_sink	 sink;		/* where metadata goes */
-	struct meta_sink	 fsink;
-	struct meta_sink	 nsink;
-	bool			 paused;	/* rings wait for the network */
-	uint64_t		 trace_id;
-	struct tsync		*tsync;		/* NULL: no time sync */
-	char			 tsync_err[512];	/* why tsync_new() failed */
-	uint32_t		 tsync_round;
-	uint32_t		 tsync_failed;
-	uint32_t		 tsync_samples;	/* rounds that made one */
-	double			 next_tsync;
-	uint32_t		 page_size;
-	int			 commit_size;
-	int			 ncpus;
-	struct record_cpu	*cpu;
-	uint8_t			*page;
-	int			 epfd;
-	int			 sigfd;
-	int			 timerfd;
-	pid_t			 child;		/* the command, while it runs */
-	int			 child_status;
-	int			 go_fd;
-	int			 priv_fd;	/* to the privileged parent */
-	bool			 tsc_have;	/* x86-tsc factors, no tsync */
-	uint32_t		 tsc_mult;
-	uint32_t		 tsc_shift;
-	bool			 stop;
-	int			 stop_sig;
-	bool			 failed;
-	bool			 status_shown;
-	bool			 reconnecting;
-	bool			 final;		/* the last drain */
-	bool			 in_round;	/* between time-sync probes */
-	bool			 final_slow;	/* it stopped sending */
-	uint64_t		 left_unread;	/* final drain stopped: full */
-	double			 next_status;	/* elapsed time of the next line */
-	struct timespec		 start;
-	char			 err[2048];
-};
-
-static double
+/* Seconds since tracing started. */
+double
 record_elapsed(const struct recorder *r)
 {
 	struct timespec now;
@@ -124,406 +57,6 @@ record_elapsed(const struct recorder *r)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (now.tv_sec - r->start.tv_sec) +
 	    (now.tv_nsec - r->start.tv_nsec) / 1e9;
-}
-
-static int record_net_lost(struct recorder *);
-static int record_net_end(struct recorder *, bool);
-static int record_net_full(struct recorder *);
-
-/*
- * Hand one page to the writer and the network and count what it holds;
- * info->data_len is 0 if the page could not be parsed.
- */
-static int
-record_page(struct recorder *r, struct record_cpu *c, const void *page,
-    size_t n, struct td_page_info *info_out)
-{
-	struct td_page_info info;
-
-	if (td_page_parse(page, r->page_size, r->commit_size, &info) == 0) {
-		c->events += info.events;
-		if (info.missed) {
-			c->missed_pages++;
-			if (info.missed_stored)
-				c->missed_events += info.missed_count;
-		}
-	} else
-		info.data_len = 0;
-	*info_out = info;
-	c->pages++;
-	if (r->file != NULL &&
-	    td_file_cpu_page(r->file, ring_cpu(c->ring), page, n) == -1) {
-		snprintf(r->err, sizeof r->err, "cannot write '%s': %s",
-		    r->o->output, strerror(errno));
-		r->failed = true;
-		return -1;
-	}
-	if (r->net != NULL &&
-	    net_page(r->net, ring_cpu(c->ring), page, n) == -1) {
-		snprintf(r->err, sizeof r->err, "cannot queue pages: %s",
-		    strerror(errno));
-		r->failed = true;
-		return -1;
-	}
-	/*
-	 * The final drain reads whole rings without going back to the loop:
-	 * keep the queue bounded by sending as it fills.
-	 */
-	if (r->final && !r->final_slow && r->net != NULL && net_up(r->net) &&
-	    net_pending(r->net) > RECORD_NET_FINAL) {
-		if (net_batch_end(r->net) == -1 || net_flush_to(r->net,
-		    RECORD_NET_FINAL_LOW, 100, r->err, sizeof r->err) == -1)
-			return record_net_lost(r);
-		/* a link this slow gets the rest from the spool later */
-		if (net_pending(r->net) > RECORD_NET_FINAL)
-			r->final_slow = true;
-	}
-	return 0;
-}
-
-/*
- * Read pages of one CPU: first the pages the kernel has finished, in
- * batches where the reader batches, then the page being written, one at a
- * time.  At the end (DRAIN_FINAL), read until the ring is empty.  At a
- * wake-up (DRAIN_WAKE) a batching reader leaves the page being written
- * alone; otherwise stop at the first page that is not nearly full: that is
- * the page the kernel is writing, and reading on would chase the writer one
- * event at a time.  The timer (DRAIN_TICK) takes that page too, so quiet
- * CPUs reach the file.  A burst limit keeps one busy CPU from starving the
- * others.
- */
-static int
-record_drain(struct recorder *r, struct record_cpu *c, enum record_drain how)
-{
-	struct td_page_info info;
-	size_t cap = r->page_size - 8 - r->commit_size, off;
-	bool final = how == DRAIN_FINAL;
-	const void *pages;
-	ssize_t n;
-	int i = 0;
-
-	while (final || i < RECORD_BURST_PAGES) {
-		if (r->net != NULL && net_congested(r->net) &&
-		    (r->in_round || record_net_full(r) == 1)) {
-			/* nowhere left to keep pages: the rest stays (in
-			   the loop, until the network takes some; at the
-			   end, tracing is off and the rest waits for it) */
-			if (final && !r->in_round && net_make_room(r->net,
-			    r->o->reconnect_wait, r->err, sizeof r->err) == 0)
-				continue;
-			if (final)
-				r->left_unread++;
-			return 0;
-		}
-		if ((n = ring_read_whole(c->ring, &pages)) > 0) {
-			for (off = 0; off < (size_t)n; off += r->page_size)
-				if (record_page(r, c, (const uint8_t *)pages +
-				    off, r->page_size, &info) == -1)
-					return -1;
-			i += n / r->page_size;
-			continue;
-		}
-		if (n == 0 && how == DRAIN_WAKE && ring_batched(c->ring))
-			return 0;
-		if (n == 0)
-			n = ring_read(c->ring, r->page);
-		if (n == 0)
-			return 0;
-		if (n < 0) {
-			snprintf(r->err, sizeof r->err, "cannot read CPU %d "
-			    "ring buffer: %s", ring_cpu(c->ring),
-			    strerror(errno));
-			r->failed = true;
-			return -1;
-		}
-		if (record_page(r, c, r->page, n, &info) == -1)
-			return -1;
-		if (!final && info.data_len < cap * 3 / 4)
-			return 0;
-		i++;
-	}
-	return 0;
-}
-
-/* Metadata to both the file and the network. */
-static int
-record_tee_begin(void *arg, enum td_opt id)
-{
-	struct recorder *r = arg;
-
-	if (r->fsink.begin(r->fsink.arg, id) == -1)
-		return -1;
-	return r->nsink.begin(r->nsink.arg, id);
-}
-
-static int
-record_tee_write(void *arg, const void *p, size_t n)
-{
-	struct recorder *r = arg;
-
-	if (r->fsink.write(r->fsink.arg, p, n) == -1)
-		return -1;
-	return r->nsink.write(r->nsink.arg, p, n);
-}
-
-static int
-record_tee_end(void *arg)
-{
-	struct recorder *r = arg;
-
-	if (r->fsink.end(r->fsink.arg) == -1)
-		return -1;
-	return r->nsink.end(r->nsink.arg);
-}
-
-static int
-record_tee_option(void *arg, enum td_opt id, const void *p, size_t n)
-{
-	struct recorder *r = arg;
-
-	if (r->fsink.option(r->fsink.arg, id, p, n) == -1)
-		return -1;
-	return r->nsink.option(r->nsink.arg, id, p, n);
-}
-
-/* Let the rings be read again, or not. */
-static void
-record_pause(struct recorder *r, bool pause)
-{
-	struct epoll_event ev;
-	int i;
-
-	if (pause == r->paused)
-		return;
-	r->paused = pause;
-	log_debug("%s reading the rings: %" PRIu64 " bytes not acknowledged",
-	    pause ? "pause" : "resume", r->net ? net_unacked(r->net) : 0);
-	for (i = 0; i < r->ncpus; i++) {
-		if (r->cpu[i].ring == NULL)
-			continue;
-		memset(&ev, 0, sizeof ev);
-		ev.events = pause ? 0 : EPOLLIN;
-		ev.data.u32 = i;
-		epoll_ctl(r->epfd, EPOLL_CTL_MOD, ring_fd(r->cpu[i].ring), &ev);
-	}
-}
-
-/*
- * The connection broke.  Unless the listener refused for good, the
- * recording goes on into memory and the spool while a thread reconnects.
- * For good: with a local file the recording goes on into it alone; without
- * one there is nowhere left to put the data.
- */
-static int
-record_net_lost(struct recorder *r)
-{
-	return record_net_end(r, false);
-}
-
-/*
- * The stream's memory and spool are full.  Without a local file the rings
- * wait (1: stop reading).  With one, the local file must not lose what the
- * network cannot take: the network goes (0: read on).
- */
-static int
-record_net_full(struct recorder *r)
-{
-	if (r->file == NULL)
-		return 1;
-	snprintf(r->err, sizeof r->err, "the listener cannot keep up and "
-	    "the spool is full");
-	record_net_end(r, true);
-	return 0;
-}
-
-static int
-record_net_end(struct recorder *r, bool for_good)
-{
-	if (net_up(r->net))
-		epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_fd(r->net), NULL);
-	if (!for_good && !net_fatal(r->net)) {
-		if (!r->reconnecting)
-			log_warnx("%s; reconnecting, the recording goes on",
-			    r->err);
-		r->err[0] = '\0';
-		r->reconnecting = true;
-		net_down(r->net);
-		if (!net_fatal(r->net))
-			return 0;
-	}
-	if (r->file == NULL) {
-		r->failed = true;
-		return -1;
-	}
-	log_warnx("%s; the recording goes on into '%s' only", r->err,
-	    r->o->output);
-	r->err[0] = '\0';
-	epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_event_fd(r->net), NULL);
-	/* a connection attempt may take seconds to give up: not now */
-	net_stop(r->net);
-	r->net_gone = r->net;
-	r->net = NULL;
-	r->reconnecting = false;
-	/* time sync needs the listener */
-	tsync_free(r->tsync);
-	r->tsync = NULL;
-	r->sink = r->fsink;
-	record_pause(r, false);
-	return 0;
-}
-
-/* The reconnection thread is done. */
-static void
-record_net_back(struct recorder *r)
-{
-	struct epoll_event ev;
-
-	if (r->net == NULL)
-		return;
-	if (net_reconnected(r->net, r->err, sizeof r->err) == -1) {
-		if (r->err[0] == '\0')
-			return;		/* not yet */
-		record_net_lost(r);
-		return;
-	}
-	r->reconnecting = false;
-	log_info("reconnected to %s: resuming (%" PRIu64 " bytes not "
-	    "acknowledged)", net_where(r->net), net_unacked(r->net));
-	memset(&ev, 0, sizeof ev);
-	ev.events = EPOLLIN;
-	ev.data.u32 = RECORD_NET_ID;
-	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_fd(r->net), &ev) == -1) {
-		snprintf(r->err, sizeof r->err, "epoll: %s", strerror(errno));
-		record_net_lost(r);
-	}
-}
-
-/*
- * Send what the network takes, and pause or resume the ring readers around
- * the stream's memory watermarks: when memory and spool are full the
- * kernel ring absorbs the difference (its overruns are counted and marked)
- * instead of the agent's memory.
- */
-static int
-record_net_pump(struct recorder *r)
-{
-	struct epoll_event ev;
-
-	if (r->net == NULL)
-		return 0;
-	if (net_up(r->net) && net_flush(r->net, r->err, sizeof r->err) == -1)
-		return record_net_lost(r);
-	if (r->net == NULL)
-		return 0;
-	if (!r->paused && net_congested(r->net) && record_net_full(r) == 0)
-		return 0;
-	record_pause(r, r->paused ? !net_relieved(r->net) :
-	    net_congested(r->net));
-	if (!net_up(r->net))
-		return 0;
-	memset(&ev, 0, sizeof ev);
-	ev.events = EPOLLIN | (net_want_write(r->net) ? EPOLLOUT : 0);
-	ev.data.u32 = RECORD_NET_ID;
-	epoll_ctl(r->epfd, EPOLL_CTL_MOD, net_fd(r->net), &ev);
-	return 0;
-}
-
-/*
- * Between the probes of a time-sync round: the finished pages of every CPU
- * go into the queue, so the rings do not fill while the round waits for
- * replies (64 and more round trips).  Nothing here sends or may close the
- * connection: with the queue congested, the pages wait for the loop.
- */
-static void
-record_tsync_idle(void *arg)
-{
-	struct recorder *r = arg;
-	int i;
-
-	if (r->final || r->paused || r->failed)
-		return;
-	r->in_round = true;
-	for (i = 0; i < r->ncpus; i++)
-		if (r->cpu[i].ring != NULL &&
-		    record_drain(r, &r->cpu[i], DRAIN_WAKE) == -1)
-			break;
-	r->in_round = false;
-}
-
-/*
- * One time-sync round; a failed round is counted, not fatal.  The rounds
- * before and after the events are anchors (more probes, see tsync_pick()).
- */
-static void
-record_tsync(struct recorder *r, bool anchor)
-{
-	struct td_tsync_sample s;
-	char err[512];
-	int ret;
-
-	if (r->tsync == NULL || r->net == NULL || !net_up(r->net))
-		return;
-	ret = net_tsync_round(r->net, r->tsync, r->tsync_round++,
-	    RECORD_TSYNC_PROBES, anchor, &s, err, sizeof err);
-	if (ret == 1) {
-		log_debug("time sync: %s", err);
-		return;
-	}
-	if (ret == -1) {
-		if (!net_up(r->net) || net_fatal(r->net)) {
-			snprintf(r->err, sizeof r->err, "%s", err);
-			record_net_lost(r);
-			return;
-		}
-		if (r->tsync_failed++ == 0)
-			log_warnx("time sync: %s", err);
-		else
-			log_debug("time sync: %s", err);
-		return;
-	}
-	r->tsync_samples++;
-	log_debug("time sync round %u: offset %" PRId64 " at %" PRIu64
-	    ", +-%" PRIu64 " ns (%u probes)", s.round, s.offset, s.ts,
-	    s.bound, s.probes);
-}
-
-/*
- * Progress for long recordings: on a terminal a line that rewrites itself,
- * otherwise (a log) a full line every ten seconds.
- */
-static void
-record_status(struct recorder *r, bool final)
-{
-	uint64_t pages = 0, events = 0, marked = 0;
-	double t = record_elapsed(r);
-	bool tty = isatty(STDERR_FILENO);
-	int i;
-
-	if (r->o->verbosity < 0)
-		return;
-	if (!final && t < RECORD_STATUS_AFTER_S)
-		return;
-	if (final && (!r->status_shown || !tty))
-		return;
-	if (!tty && !final) {
-		if (t < r->next_status)
-			return;
-		r->next_status = t + 10;
-	}
-	for (i = 0; i < r->ncpus; i++) {
-		pages += r->cpu[i].pages;
-		events += r->cpu[i].events;
-		marked += r->cpu[i].missed_pages;
-	}
-	fprintf(stderr, "%stdagent: %.1f s, %" PRIu64 " events, %.1f MB, "
-	    "%" PRIu64 " pages with lost events", tty ? "\r" : "", t, events,
-	    pages * (double)r->page_size / 1e6, marked);
-	if (r->net != NULL)
-		fprintf(stderr, ", %.1f MB sent, %.1f MB/s%s", net_sent(r->net) /
-		    1e6, t > 0 ? net_sent(r->net) / 1e6 / t : 0.0,
-		    r->reconnecting ? ", reconnecting" : "");
-	fprintf(stderr, "%s", final || !tty ? "\n" : "   ");
-	r->status_shown = true;
 }
 
 /* Handle one signal from the signalfd. */
@@ -590,73 +123,6 @@ record_spawn(struct recorder *r)
 	return 0;
 }
 
-/* Whether an unnamed spool file can be made in dir. */
-static int
-record_spool_usable(const char *dir)
-{
-	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-	if (fd == -1 && (errno == EOPNOTSUPP || errno == EISDIR)) {
-		if (access(dir, W_OK | X_OK) == -1)
-			return -1;
-		return 0;
-	}
-	if (fd == -1)
-		return -1;
-	close(fd);
-	return 0;
-}
-
-/* The stream to the listener, not connected yet (record_start()). */
-static int
-record_net_new(struct recorder *r)
-{
-	struct net_params np;
-	struct td_hello h;
-	uint16_t one = 1;
-
-	memset(&h, 0, sizeof h);
-	h.version_min = h.version_max = TD_PROTO_VERSION;
-	h.ncpus = r->ncpus;
-	h.page_size = r->page_size;
-	h.long_size = sizeof(long);
-	h.commit_size = r->commit_size;
-	h.big_endian = *(uint8_t *)&one == 1 ? 0 : 1;
-	h.recording_id = r->trace_id ^ 0x5a5a5a5a5a5a5a5aULL;
-	h.trace_id = r->trace_id;
-	snprintf(h.name, sizeof h.name, "%s", r->o->name ? r->o->name : "");
-	snprintf(h.clock, sizeof h.clock, "%s", instance_clock(r->in));
-	memset(&np, 0, sizeof np);
-	np.host = r->o->host;
-	np.port = r->o->port;
-	np.cert = r->o->cert;
-	np.key = r->o->key;
-	np.ca = r->o->ca;
-	np.server_name = r->o->server_name;
-	np.insecure = r->o->insecure;
-	np.timeout = 10;
-	np.spool_dir = r->o->spool_dir;
-	np.spool_max = r->o->spool_max;
-	if (np.spool_max > 0 && record_spool_usable(np.spool_dir) == -1) {
-		if (r->o->spool_given) {
-			snprintf(r->err, sizeof r->err, "cannot spool in '%s': "
-			    "%s", np.spool_dir, strerror(errno));
-			return -1;
-		}
-		log_warnx("cannot spool in '%s' (%s): what the listener has "
-		    "not taken stays in 16 MiB of memory", np.spool_dir,
-		    strerror(errno));
-		np.spool_max = 0;
-	}
-	np.wire = r->o->wire;
-	r->net = net_new(&np, &h, r->err, sizeof r->err);
-	if (r->net == NULL)
-		return -1;
-	net_meta_sink(r->net, &r->nsink);
-	r->sink = r->nsink;
-	return 0;
-}
-
 /*
  * Everything that needs root, before the recorder drops it (privsep): the
  * instance's settings, the output file, the stream with its TLS context
@@ -667,6 +133,8 @@ static int
 record_setup(struct recorder *r)
 {
 	struct td_file_params fp;
+	struct meta_sink fs;
+	char what[4200];
 	int i;
 
 	r->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
@@ -695,6 +163,8 @@ record_setup(struct recorder *r)
 	}
 	r->page = xmalloc(r->page_size);
 	r->cpu = xcalloc(r->ncpus, sizeof *r->cpu);
+	r->sinks = meta_tee_new();
+	meta_sink_tee(&r->sink, r->sinks);
 
 	if (getrandom(&r->trace_id, sizeof r->trace_id, 0) !=
 	    sizeof r->trace_id)
@@ -716,18 +186,12 @@ record_setup(struct recorder *r)
 			    "%s", r->o->output, strerror(errno));
 			return -1;
 		}
-		meta_sink_file(&r->fsink, r->file);
-		r->sink = r->fsink;
+		meta_sink_file(&fs, r->file);
+		snprintf(what, sizeof what, "cannot write '%s'", r->o->output);
+		meta_tee_add(r->sinks, &fs, what);
 	}
-	if (r->o->host != NULL && record_net_new(r) == -1)
+	if (r->o->host != NULL && uplink_new(r) == -1)
 		return -1;
-	if (r->file != NULL && r->net != NULL) {
-		r->sink.begin = record_tee_begin;
-		r->sink.write = record_tee_write;
-		r->sink.end = record_tee_end;
-		r->sink.option = record_tee_option;
-		r->sink.arg = r;
-	}
 	/* into the stream's queue (and its spool): sent once connected */
 	if (meta_write_headers(r->in, &r->sink, r->err, sizeof r->err) == -1)
 		return -1;
@@ -769,37 +233,8 @@ record_start(struct recorder *r)
 	sigset_t set;
 	int i;
 
-	if (r->net != NULL) {
-		if (net_start(r->net, r->err, sizeof r->err) == -1)
-			return -1;
-		log_info("connected to %s as '%s'", net_where(r->net),
-		    net_identity(r->net));
-		net_set_idle(r->net, record_tsync_idle, r);
-		if (net_tsync_interval(r->net) == TD_TSYNC_OFF) {
-			tsync_free(r->tsync);
-			r->tsync = NULL;
-		} else if (r->tsync == NULL)
-			log_warnx("time sync is off: %s", r->tsync_err);
-		/* the first probes go out on an empty queue: the headers
-		   first (they waited in it for the connection) */
-		if (r->tsync != NULL && net_batch_end(r->net) == -1) {
-			snprintf(r->err, sizeof r->err, "cannot frame the "
-			    "headers");
-			return -1;
-		}
-		/*
-		 * A listener lost now (killed, the link cut while megabytes
-		 * of headers go out) is lost like any later: the headers
-		 * stay in the stream until acknowledged, a thread
-		 * reconnects, the recording starts anyway.
-		 */
-		if (r->tsync != NULL && net_flush_to(r->net, 0,
-		    RECORD_HEADERS_MS, r->err, sizeof r->err) == -1 &&
-		    record_net_lost(r) == -1)
-			return -1;
-		if (r->tsync != NULL && r->net != NULL && net_up(r->net))
-			record_tsync(r, true);
-	}
+	if (uplink_start(r) == -1)
+		return -1;
 
 	if ((r->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		goto sys;
@@ -831,16 +266,8 @@ record_start(struct recorder *r)
 		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->priv_fd, &ev) == -1)
 			goto sys;
 	}
-	if (r->net != NULL) {
-		ev.data.u32 = RECORD_NET_ID;
-		if (net_up(r->net) && epoll_ctl(r->epfd, EPOLL_CTL_ADD,
-		    net_fd(r->net), &ev) == -1)
-			goto sys;
-		ev.data.u32 = RECORD_NET_EV;
-		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_event_fd(r->net),
-		    &ev) == -1)
-			goto sys;
-	}
+	if (uplink_watch(r) == -1)
+		goto sys;
 	for (i = 0; i < r->ncpus; i++) {
 		if (r->cpu[i].ring == NULL)
 			continue;
@@ -885,46 +312,32 @@ record_loop(struct recorder *r)
 				record_signal(r);
 			else if (id == RECORD_PRIV_ID)
 				record_priv(r);
-			else if (id == RECORD_NET_ID) {
-				if (r->net != NULL && net_up(r->net) &&
-				    (evs[i].events &
-				    (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
-				    net_readable(r->net, r->err,
-				    sizeof r->err) == -1)
-					record_net_lost(r);
-			} else if (id == RECORD_NET_EV)
-				record_net_back(r);
+			else if (id == RECORD_NET_ID)
+				uplink_readable(r, evs[i].events);
+			else if (id == RECORD_NET_EV)
+				uplink_back(r);
 			else if (id == UINT32_MAX - 1) {
 				while (read(r->timerfd, &ticks,
 				    sizeof ticks) > 0)
 					;
 				for (int c = 0; c < r->ncpus && !r->paused; c++)
 					if (r->cpu[c].ring != NULL &&
-					    record_drain(r, &r->cpu[c],
+					    drain_cpu(r, &r->cpu[c],
 					    DRAIN_TICK) == -1)
 						break;
 				if (r->o->seconds > 0 &&
 				    record_elapsed(r) >= r->o->seconds)
 					r->stop = true;
-				if (r->net != NULL && net_keepalive(r->net,
-				    r->err, sizeof r->err) == -1)
-					record_net_lost(r);
-				if (r->tsync != NULL && r->net != NULL &&
-				    net_up(r->net) &&
-				    net_tsync_interval(r->net) > 0 &&
-				    record_elapsed(r) >= r->next_tsync) {
-					record_tsync(r, false);
-					r->next_tsync = record_elapsed(r) +
-					    net_tsync_interval(r->net) / 1e3;
-				}
-				record_status(r, false);
+				uplink_tick(r);
+				tsyncsched_tick(r);
+				summary_status(r, false);
 			} else if (!r->paused)
-				record_drain(r, &r->cpu[id], DRAIN_WAKE);
-			if (r->net != NULL && !r->failed)
-				net_batch_end(r->net);
+				drain_cpu(r, &r->cpu[id], DRAIN_WAKE);
+			if (!r->failed)
+				r->sink.batch_end(r->sink.arg);
 		}
 		if (!r->failed)
-			record_net_pump(r);
+			uplink_pump(r);
 	}
 }
 
@@ -938,7 +351,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 	r->final = true;
 	for (i = 0; i < r->ncpus; i++)
 		if (r->cpu[i].ring != NULL &&
-		    record_drain(r, &r->cpu[i], DRAIN_FINAL) == -1)
+		    drain_cpu(r, &r->cpu[i], DRAIN_FINAL) == -1)
 			return -1;
 	if (strcmp(instance_clock(r->in), "x86-tsc") == 0) {
 		struct { uint32_t mult, shift; uint64_t offset; } t2n = { 0 };
@@ -961,7 +374,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 			return -1;
 		}
 	}
-	record_tsync(r, true);
+	tsyncsched_round(r, true);
 	if (meta_write_cmdlines(r->in, &r->sink, r->err, sizeof r->err) == -1 ||
 	    meta_write_options(r->in, &r->sink, r->trace_id, r->err,
 	    sizeof r->err) == -1 ||
@@ -980,101 +393,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 		    "privileged parent is gone", r->o->output);
 		return -1;
 	}
-	if (r->net != NULL) {
-		uint64_t *pages = xcalloc(r->ncpus, sizeof *pages);
-		char path[512];
-
-		for (i = 0; i < r->ncpus; i++)
-			pages[i] = r->cpu[i].pages;
-		if (!net_up(r->net) && r->o->reconnect_wait > 0)
-			log_info("waiting up to %d s for the listener to take "
-			    "the rest of the recording", r->o->reconnect_wait);
-		i = net_finish(r->net, pages, r->ncpus, r->o->reconnect_wait,
-		    path, sizeof path, r->err, sizeof r->err);
-		free(pages);
-		if (i == -1 && r->file != NULL) {
-			log_warnx("%s; the recording is complete in '%s' only",
-			    r->err, r->o->output);
-			r->err[0] = '\0';
-			return 0;
-		}
-		if (i == -1)
-			return -1;
-		log_info("the listener wrote '%s' (%.1f MB sent%s)", path,
-		    net_sent(r->net) / 1e6, net_reconnects(r->net) ?
-		    ", resumed after lost connections" : "");
-		/* the pages' own ratio: the headers (megabytes of
-		   kallsyms), time sync and resends are in "sent" */
-		if (r->o->wire && net_raw(r->net) > 0)
-			log_info("wire compression: %.1f MB of pages in %.1f "
-			    "MB of frames (%.3f)", net_raw(r->net) / 1e6,
-			    net_framed(r->net) / 1e6,
-			    (double)net_framed(r->net) /
-			    (double)net_raw(r->net));
-		if (net_reconnects(r->net) > 0)
-			log_info("%u reconnections", net_reconnects(r->net));
-	}
-	return 0;
-}
-
-/* The one-line summary: events and bytes per CPU, and what was lost. */
-static void
-record_summary(struct recorder *r, const struct meta_cpustat *st)
-{
-	char line[4096], where[600];
-	size_t len = 0;
-	uint64_t overrun = 0, dropped = 0, events = 0, marked = 0;
-	int i;
-
-	for (i = 0; i < r->ncpus; i++) {
-		struct record_cpu *c = &r->cpu[i];
-
-		overrun += st[i].overrun;
-		dropped += st[i].dropped;
-		events += c->events;
-		marked += c->missed_pages;
-		if (c->pages == 0 || len >= sizeof line)
-			continue;
-		len += snprintf(line + len, sizeof line - len,
-		    "%scpu%d %" PRIu64 " events %.1f MB", len ? ", " : "", i,
-		    c->events, c->pages * (double)r->page_size / 1e6);
-	}
-	if (len == 0)
-		snprintf(line, sizeof line, "no events");
-	record_status(r, true);
-	if (r->file != NULL)
-		snprintf(where, sizeof where, " in '%s' (%.1f MB)",
-		    r->o->output, td_file_size(r->file) / 1e6);
-	else
-		snprintf(where, sizeof where, " sent to '%s'", r->o->host);
-	log_info("%.2f s: %s; lost %" PRIu64 " (overrun %" PRIu64
-	    ", dropped %" PRIu64 ", %" PRIu64 " pages marked); %" PRIu64
-	    " events%s", record_elapsed(r), line, overrun + dropped, overrun,
-	    dropped, marked, events, where);
-	{
-		struct rusage ru;
-
-		if (getrusage(RUSAGE_SELF, &ru) == 0)
-			log_debug("cpu %.3f s (user %.3f, system %.3f), "
-			    "max rss %ld KiB", ru.ru_utime.tv_sec +
-			    ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
-			    ru.ru_stime.tv_usec / 1e6, ru.ru_utime.tv_sec +
-			    ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec +
-			    ru.ru_stime.tv_usec / 1e6, ru.ru_maxrss);
-	}
-	if (r->tsync_failed > 1)
-		log_warnx("time sync: %u of %u rounds failed", r->tsync_failed,
-		    r->tsync_round);
-	if (r->tsync != NULL)
-		log_debug("time sync: %u rounds, %u samples sent, %u failed",
-		    r->tsync_round, r->tsync_samples, r->tsync_failed);
-	if (r->left_unread != 0)
-		log_warnx("the listener was unreachable and the spool full at "
-		    "the end: what was still in the ring buffer is missing");
-	if (overrun + dropped != 0)
-		log_warnx("the ring buffer lost %" PRIu64 " events: a larger "
-		    "buffer (-b) or fewer events (-e, -f) avoid it; the "
-		    "losses are marked in the file", overrun + dropped);
+	return uplink_finish(r);
 }
 
 static void
@@ -1086,8 +405,8 @@ record_free(struct recorder *r)
 		ring_close(r->cpu[i].ring);
 	if (r->file != NULL)
 		td_file_free(r->file);
-	net_close(r->net);
-	net_close(r->net_gone);
+	uplink_free(r);
+	meta_tee_free(r->sinks);
 	tsync_free(r->tsync);
 	if (r->epfd > 0)
 		close(r->epfd);
@@ -1114,8 +433,7 @@ record_release(void *arg)
 {
 	struct recorder *r = arg;
 
-	net_close(r->net);
-	r->net = NULL;
+	uplink_free(r);
 	free(r->page);
 	r->page = NULL;
 	malloc_trim(0);
@@ -1197,7 +515,7 @@ record_run(struct instance *in, const struct agent_opts *o)
 	st = xcalloc(r.ncpus, sizeof *st);
 	if (record_finish(&r, st) == -1)
 		goto fail;
-	record_summary(&r, st);
+	summary_log(&r, st);
 	ret = 0;
 	if (r.child > 0) {
 		/* stopped by a signal or -s: the command goes too (with

@@ -24,6 +24,7 @@
 
 #define RING_BATCH	16
 
+/* One CPU's trace_pipe_raw reader, with its splice pipe when it batches. */
 struct ring {
 	int			 cpu;
 	int			 fd;

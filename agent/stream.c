@@ -35,6 +35,7 @@
 _Static_assert(STREAM_MEM_MAX - STREAM_REFILL >= 2 * TD_MAX_FRAME,
     "q must hold two frames unacknowledged");
 
+/* One recording's stream: memory, spool file, the open batch and section. */
 struct stream {
 	struct td_buf	 q;
 	uint64_t	 qbase;		/* offset of q.data[0] */
@@ -95,6 +96,7 @@ stream_spool_open(struct stream *s)
 	return s->sfd == -1 ? -1 : 0;
 }
 
+/* A stream, its spool not opened yet (stream.h). */
 struct stream *
 stream_new(size_t page_size, uint32_t ncpus, int wire, const char *spool_dir,
     uint64_t spool_max)
@@ -140,6 +142,7 @@ fail:
 	return NULL;
 }
 
+/* Free a stream and close its spool; NULL is fine. */
 void
 stream_free(struct stream *s)
 {
@@ -166,6 +169,7 @@ stream_limit(const struct stream *s)
 	return s->bcpu != -1 && s->bq == &s->q ? s->bhead : s->q.len;
 }
 
+/* Bytes not sent yet, in memory and in the spool. */
 size_t
 stream_pending(const struct stream *s)
 {
@@ -173,6 +177,7 @@ stream_pending(const struct stream *s)
 	    s->st.len;
 }
 
+/* Bytes not acknowledged yet, in memory and in the spool. */
 uint64_t
 stream_unacked(const struct stream *s)
 {
@@ -185,36 +190,42 @@ stream_memory(const struct stream *s)
 	return (s->q.len - s->qdrop) + s->st.len;
 }
 
+/* Whether memory is over its high watermark. */
 bool
 stream_congested(const struct stream *s)
 {
 	return stream_memory(s) > STREAM_MEM_HIGH;
 }
 
+/* Whether memory is under its low watermark. */
 bool
 stream_relieved(const struct stream *s)
 {
 	return stream_memory(s) < STREAM_MEM_LOW;
 }
 
+/* Bytes handed to connections, resends included. */
 uint64_t
 stream_total_sent(const struct stream *s)
 {
 	return s->sent;
 }
 
+/* Page bytes framed, before wire compression. */
 uint64_t
 stream_raw(const struct stream *s)
 {
 	return s->raw;
 }
 
+/* Bytes of the frames that carried pages. */
 uint64_t
 stream_framed(const struct stream *s)
 {
 	return s->framed;
 }
 
+/* Whether a PAGES batch is open. */
 bool
 stream_batch_open(const struct stream *s)
 {
@@ -264,6 +275,7 @@ stream_start_spooling(struct stream *s)
 	s->bq = &s->st;
 }
 
+/* A frame was appended: spool what memory cannot hold. */
 void
 stream_added(struct stream *s)
 {
@@ -326,6 +338,7 @@ stream_refill(struct stream *s)
 	s->spooling = false;
 }
 
+/* What can be sent now (stream.h). */
 size_t
 stream_sendable(struct stream *s, const uint8_t **p)
 {
@@ -337,12 +350,14 @@ stream_sendable(struct stream *s, const uint8_t **p)
 	return limit > s->qoff ? limit - s->qoff : 0;
 }
 
+/* Whether memory holds something to send. */
 bool
 stream_can_send(const struct stream *s)
 {
 	return stream_limit(s) > s->qoff;
 }
 
+/* n bytes of what stream_sendable() offered went out. */
 void
 stream_sent(struct stream *s, size_t n)
 {
@@ -350,6 +365,7 @@ stream_sent(struct stream *s, size_t n)
 	s->sent += n;
 }
 
+/* The listener has everything before off. */
 int
 stream_ack(struct stream *s, uint64_t off)
 {
@@ -364,12 +380,14 @@ stream_ack(struct stream *s, uint64_t off)
 	return 0;
 }
 
+/* A connection broke: what it did not acknowledge goes again. */
 void
 stream_rewind(struct stream *s)
 {
 	s->qoff = s->qdrop;
 }
 
+/* A new connection resumes at off (stream.h). */
 int
 stream_resume(struct stream *s, uint64_t off, uint64_t *lo, uint64_t *hi)
 {
@@ -468,6 +486,7 @@ stream_section_piece(struct stream *s)
 	return 0;
 }
 
+/* Bytes of the open section, staged and framed in pieces. */
 int
 stream_section_data(struct stream *s, const void *p, size_t len)
 {
@@ -496,6 +515,7 @@ stream_section_data(struct stream *s, const void *p, size_t len)
 	return 0;
 }
 
+/* Frame the rest of the open section and free its staging. */
 int
 stream_section_flush(struct stream *s)
 {
@@ -510,6 +530,7 @@ stream_section_flush(struct stream *s)
 	return r;
 }
 
+/* Where the next whole frame goes, the open batch closed first. */
 struct td_buf *
 stream_frame(struct stream *s)
 {
@@ -518,6 +539,7 @@ stream_frame(struct stream *s)
 	return s->bq;
 }
 
+/* Queue one page of a CPU into the open batch. */
 int
 stream_page(struct stream *s, int cpu, const void *page, size_t len)
 {
@@ -539,5 +561,38 @@ stream_page(struct stream *s, int cpu, const void *page, size_t len)
 		return -1;
 	s->bcount++;
 	s->seq[cpu]++;
+	return 0;
+}
+
+/* Frame a chunk compressed elsewhere as one PAGES_Z (stream.h). */
+int
+stream_chunk(struct stream *s, int cpu, enum td_codec_id codec,
+    const void *z, size_t zlen, uint32_t npages)
+{
+	struct td_pages_z pz;
+	struct td_buf *q;
+	size_t at;
+
+	if ((uint32_t)cpu >= s->ncpus || npages == 0 ||
+	    npages > TD_CHUNK_PAGES || zlen == 0 ||
+	    (codec != TD_CODEC_ZSTD && codec != TD_CODEC_ZLIB)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((q = stream_frame(s)) == NULL)
+		return -1;
+	pz.cpu = (uint32_t)cpu;
+	pz.count = npages;
+	pz.first_seq = s->seq[cpu];
+	pz.codec = codec == TD_CODEC_ZSTD ? TD_WIRE_ZSTD : TD_WIRE_ZLIB;
+	pz.data = z;
+	pz.len = zlen;
+	at = q->len;
+	if (td_msg_pack_pages_z(q, &pz) == -1)
+		return -1;
+	s->seq[cpu] += npages;
+	s->raw += (uint64_t)npages * s->page_size;
+	s->framed += q->len - at;
+	stream_added(s);
 	return 0;
 }

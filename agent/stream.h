@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "compress.h"
+
 struct stream;
 struct td_buf;
 
@@ -53,6 +55,16 @@ void		 stream_added(struct stream *s);
 /* Queue one page of a CPU into the open batch (a new one as needed). */
 int		 stream_page(struct stream *s, int cpu, const void *page,
 		    size_t len);
+/*
+ * Queue npages pages of a CPU that come compressed already as one block of
+ * codec (TD_CODEC_ZSTD or TD_CODEC_ZLIB, whatever the stream's own wire
+ * compression): one PAGES_Z frame, the pages numbered on from the CPU's
+ * last.  The caller has checked that z decompresses to npages pages;
+ * -1 with errno (EINVAL: not a chunk that can travel).
+ */
+int		 stream_chunk(struct stream *s, int cpu,
+		    enum td_codec_id codec, const void *z, size_t zlen,
+		    uint32_t npages);
 /*
  * Bytes of the open section: staged and framed TD_SECTION_Z_RAW at a time,
  * as SECTION_DATA_Z (zstd) where that is smaller, else SECTION_DATA.

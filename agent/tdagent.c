@@ -383,6 +383,7 @@ tdagent_configure(struct instance *in, struct agent_opts *o)
 	return 0;
 }
 
+/* tdagent: parse the command line, make the instance, record. */
 int
 main(int argc, char **argv)
 {

@@ -28,6 +28,7 @@
 /* Markers on each side of the x86-tsc calibration; the tightest is used. */
 #define TSYNC_CAL_MARKS		5
 
+/* The sync instance, its readers and the clock's conversion factors. */
 struct tsync {
 	struct instance		*in;
 	struct tep_handle	*tep;
@@ -254,6 +255,7 @@ tsync_mark(struct tsync *t, uint32_t round, uint32_t seq, char kind)
 	return write(t->marker_fd, m, n) == n ? 0 : -1;
 }
 
+/* What tsync_collect() looks for while it walks a page. */
 struct tsync_walk {
 	uint32_t	 round;
 	uint32_t	 n;

@@ -313,6 +313,89 @@ test_pages_zlib(void **state)
 }
 
 /*
+ * A chunk compressed elsewhere travels as it is, one PAGES_Z between the
+ * pages around it, numbered on with them; what cannot travel is refused.
+ */
+static void
+test_chunk(void **state)
+{
+	struct stream *s;
+	struct td_buf out;
+	struct td_frame f;
+	struct td_pages pg;
+	struct td_pages_z pz;
+	struct td_codec *c;
+	uint8_t page[PAGE], raw[3 * PAGE], back[3 * PAGE], *z;
+	size_t off = 0, zcap;
+	ssize_t zlen;
+	int i;
+
+	(void)state;
+	assert_non_null(s = stream_new(PAGE, 2, 0, NULL, 0));
+	assert_non_null(c = td_codec_new(TD_CODEC_ZSTD, 0));
+	zcap = td_codec_bound(c, sizeof raw);
+	assert_non_null(z = malloc(zcap));
+	for (i = 0; i < 3; i++)
+		memset(raw + (size_t)i * PAGE, 'c' + i, PAGE);
+	zlen = td_codec_compress(c, raw, sizeof raw, z, zcap);
+	assert_true(zlen > 0);
+	td_buf_init(&out, 1u << 20);
+	memset(page, 'a', sizeof page);
+	assert_int_equal(stream_page(s, 0, page, PAGE), 0);
+	assert_int_equal(stream_page(s, 0, page, PAGE), 0);
+	assert_int_equal(stream_chunk(s, 0, TD_CODEC_ZSTD, z, (size_t)zlen, 3),
+	    0);
+	assert_false(stream_batch_open(s));
+	assert_int_equal(stream_page(s, 0, page, PAGE), 0);
+	assert_int_equal(stream_batch_end(s), 0);
+	/* what cannot travel: no codec, no such CPU, no or too many pages */
+	errno = 0;
+	assert_int_equal(stream_chunk(s, 0, TD_CODEC_NONE, z, (size_t)zlen,
+	    3), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(stream_chunk(s, 2, TD_CODEC_ZSTD, z, (size_t)zlen,
+	    3), -1);
+	assert_int_equal(stream_chunk(s, 0, TD_CODEC_ZSTD, z, (size_t)zlen,
+	    0), -1);
+	assert_int_equal(stream_chunk(s, 0, TD_CODEC_ZSTD, z, (size_t)zlen,
+	    TD_CHUNK_PAGES + 1), -1);
+	take(s, &out, 1000, SIZE_MAX);
+
+	assert_int_equal(td_frame_parse(out.data, out.len, &f), 1);
+	assert_int_equal(f.type, TD_MSG_PAGES);
+	assert_int_equal(td_msg_unpack_pages(&f, PAGE, &pg), 0);
+	assert_int_equal(pg.first_seq, 0);
+	assert_int_equal(pg.count, 2);
+	off += f.total;
+	assert_int_equal(td_frame_parse(out.data + off, out.len - off, &f), 1);
+	assert_int_equal(f.type, TD_MSG_PAGES_Z);
+	assert_int_equal(td_msg_unpack_pages_z(&f, &pz), 0);
+	assert_int_equal(pz.cpu, 0);
+	assert_int_equal(pz.first_seq, 2);
+	assert_int_equal(pz.count, 3);
+	assert_int_equal(pz.codec, TD_WIRE_ZSTD);
+	assert_int_equal(pz.len, (size_t)zlen);
+	assert_memory_equal(pz.data, z, (size_t)zlen);
+	assert_int_equal(td_codec_decompress(c, pz.data, pz.len, back,
+	    sizeof back), (ssize_t)sizeof back);
+	assert_memory_equal(back, raw, sizeof raw);
+	off += f.total;
+	assert_int_equal(td_frame_parse(out.data + off, out.len - off, &f), 1);
+	assert_int_equal(f.type, TD_MSG_PAGES);
+	assert_int_equal(td_msg_unpack_pages(&f, PAGE, &pg), 0);
+	assert_int_equal(pg.first_seq, 5);
+	assert_int_equal(pg.count, 1);
+	off += f.total;
+	assert_int_equal(off, out.len);
+	assert_int_equal(stream_raw(s), 6u * PAGE);
+	assert_int_equal(stream_framed(s), out.len);
+	free(z);
+	td_codec_free(c);
+	td_buf_free(&out);
+	stream_free(s);
+}
+
+/*
  * Section bytes: staged and framed 256 KiB at a time as SECTION_DATA_Z
  * that decompresses to exactly them; what does not compress goes plain;
  * an open PAGES batch is closed first.
@@ -392,6 +475,7 @@ main(void)
 		cmocka_unit_test(test_pages),
 		cmocka_unit_test(test_pages_zstd),
 		cmocka_unit_test(test_pages_zlib),
+		cmocka_unit_test(test_chunk),
 		cmocka_unit_test(test_sections),
 	};
 

@@ -1,0 +1,119 @@
+/*
+ * summary.c: what the recorder tells the user about a recording (see
+ * recorder.h): a progress line while it runs, the one-line summary at the
+ * end with what was lost and why.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "net.h"
+#include "recorder.h"
+#include "tdfile.h"
+#include "banned.h"
+
+/* The progress line starts after this many seconds. */
+#define SUMMARY_STATUS_AFTER_S	3.0
+
+/*
+ * Progress for long recordings: on a terminal a line that rewrites itself,
+ * otherwise (a log) a full line every ten seconds.
+ */
+void
+summary_status(struct recorder *r, bool final)
+{
+	uint64_t pages = 0, events = 0, marked = 0;
+	double t = record_elapsed(r);
+	bool tty = isatty(STDERR_FILENO);
+	int i;
+
+	if (r->o->verbosity < 0)
+		return;
+	if (!final && t < SUMMARY_STATUS_AFTER_S)
+		return;
+	if (final && (!r->status_shown || !tty))
+		return;
+	if (!tty && !final) {
+		if (t < r->next_status)
+			return;
+		r->next_status = t + 10;
+	}
+	for (i = 0; i < r->ncpus; i++) {
+		pages += r->cpu[i].pages;
+		events += r->cpu[i].events;
+		marked += r->cpu[i].missed_pages;
+	}
+	fprintf(stderr, "%stdagent: %.1f s, %" PRIu64 " events, %.1f MB, "
+	    "%" PRIu64 " pages with lost events", tty ? "\r" : "", t, events,
+	    pages * (double)r->page_size / 1e6, marked);
+	if (r->net != NULL)
+		fprintf(stderr, ", %.1f MB sent, %.1f MB/s%s", net_sent(r->net) /
+		    1e6, t > 0 ? net_sent(r->net) / 1e6 / t : 0.0,
+		    r->reconnecting ? ", reconnecting" : "");
+	fprintf(stderr, "%s", final || !tty ? "\n" : "   ");
+	r->status_shown = true;
+}
+
+/* The one-line summary: events and bytes per CPU, and what was lost. */
+void
+summary_log(struct recorder *r, const struct meta_cpustat *st)
+{
+	char line[4096], where[600];
+	size_t len = 0;
+	uint64_t overrun = 0, dropped = 0, events = 0, marked = 0;
+	int i;
+
+	for (i = 0; i < r->ncpus; i++) {
+		struct record_cpu *c = &r->cpu[i];
+
+		overrun += st[i].overrun;
+		dropped += st[i].dropped;
+		events += c->events;
+		marked += c->missed_pages;
+		if (c->pages == 0 || len >= sizeof line)
+			continue;
+		len += snprintf(line + len, sizeof line - len,
+		    "%scpu%d %" PRIu64 " events %.1f MB", len ? ", " : "", i,
+		    c->events, c->pages * (double)r->page_size / 1e6);
+	}
+	if (len == 0)
+		snprintf(line, sizeof line, "no events");
+	summary_status(r, true);
+	if (r->file != NULL)
+		snprintf(where, sizeof where, " in '%s' (%.1f MB)",
+		    r->o->output, td_file_size(r->file) / 1e6);
+	else
+		snprintf(where, sizeof where, " sent to '%s'", r->o->host);
+	log_info("%.2f s: %s; lost %" PRIu64 " (overrun %" PRIu64
+	    ", dropped %" PRIu64 ", %" PRIu64 " pages marked); %" PRIu64
+	    " events%s", record_elapsed(r), line, overrun + dropped, overrun,
+	    dropped, marked, events, where);
+	{
+		struct rusage ru;
+
+		if (getrusage(RUSAGE_SELF, &ru) == 0)
+			log_debug("cpu %.3f s (user %.3f, system %.3f), "
+			    "max rss %ld KiB", ru.ru_utime.tv_sec +
+			    ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+			    ru.ru_stime.tv_usec / 1e6, ru.ru_utime.tv_sec +
+			    ru.ru_utime.tv_usec / 1e6, ru.ru_stime.tv_sec +
+			    ru.ru_stime.tv_usec / 1e6, ru.ru_maxrss);
+	}
+	if (r->tsync_failed > 1)
+		log_warnx("time sync: %u of %u rounds failed", r->tsync_failed,
+		    r->tsync_round);
+	if (r->tsync != NULL)
+		log_debug("time sync: %u rounds, %u samples sent, %u failed",
+		    r->tsync_round, r->tsync_samples, r->tsync_failed);
+	if (r->left_unread != 0)
+		log_warnx("the listener was unreachable and the spool full at "
+		    "the end: what was still in the ring buffer is missing");
+	if (overrun + dropped != 0)
+		log_warnx("the ring buffer lost %" PRIu64 " events: a larger "
+		    "buffer (-b) or fewer events (-e, -f) avoid it; the "
+		    "losses are marked in the file", overrun + dropped);
+}

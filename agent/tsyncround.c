@@ -1,0 +1,117 @@
+/*
+ * tsyncround.c: one time-sync round of the agent (see tsyncround.h): the
+ * batches of probes, the pick of a sample, the pauses of anchor rounds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "net.h"
+#include "tdproto.h"
+#include "tsync.h"
+#include "tsyncround.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+/* Longest a time-sync round may hold up the recording loop. */
+#define TSYNCROUND_MAX_MS	200
+/*
+ * In a round, the rings are read at most this often: reading them after
+ * every reply spoiled the probes that followed (on loopback, samples off by
+ * +-1 us instead of ~0.1, half of the rounds without a sample), and a
+ * quiet round is over in a few ms anyway.
+ */
+#define TSYNCROUND_IDLE_MS	5
+
+static uint64_t
+tsyncround_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * tsync_pick() makes the sample of the probe with the shortest round trip
+ * after each batch of nprobes, or asks for another batch (at most
+ * TSYNC_BATCHES, or TSYNC_ANCHOR_BATCHES for the first and the last round)
+ * when the round met a busy moment; an anchor round pauses 2 to 9 ms
+ * first, as other agents that stopped at the same time may be in their
+ * last rounds too.
+ */
+int
+tsyncround_run(struct net *n, struct tsync *t, uint32_t round,
+    uint32_t nprobes, bool anchor, void (*idle_cb)(void *), void *arg,
+    struct td_tsync_sample *sample, char *err, size_t errlen)
+{
+	uint64_t *ref, *ts_s, *ts_r;
+	uint32_t i, max, bad = 0;
+	uint64_t start_ms, idle_ms;
+	int ret = -1, picked;
+	bool last;
+
+	if (net_tsync_begin(n, TSYNCROUND_MAX_MS, err, errlen) == -1)
+		return -1;
+	start_ms = idle_ms = tsyncround_now_ms();
+	max = nprobes * (anchor ? TSYNC_ANCHOR_BATCHES : TSYNC_BATCHES);
+	ref = xcalloc(max, sizeof *ref);
+	ts_s = xcalloc(max, sizeof *ts_s);
+	ts_r = xcalloc(max, sizeof *ts_r);
+	for (i = 0; i < max; i++) {
+		if (net_tsync_probe(n, t, round, i, &ref[i], &bad, err,
+		    errlen) == -1)
+			goto out_free;
+		/* between probes (outside their round trips): the rings */
+		if (idle_cb != NULL &&
+		    tsyncround_now_ms() - idle_ms >= TSYNCROUND_IDLE_MS) {
+			idle_cb(arg);
+			idle_ms = tsyncround_now_ms();
+		}
+		/* a slow link gets fewer probes, not a long pause */
+		last = i + 1 == max ||
+		    tsyncround_now_ms() - start_ms > TSYNCROUND_MAX_MS;
+		if ((i + 1) % nprobes != 0 && !last)
+			continue;
+		/* a batch is done; a round that met a busy moment goes on */
+		if (tsync_collect(t, round, ts_s, ts_r, i + 1) == -1) {
+			snprintf(err, errlen, "cannot read the sync markers "
+			    "back");
+			goto out_free;
+		}
+		picked = tsync_pick(t, round, ref, ts_s, ts_r, i + 1, last,
+		    anchor, sample);
+		if (picked == -1) {
+			snprintf(err, errlen, "no usable probe in round %u (%u "
+			    "bad replies)", round, bad);
+			goto out_free;
+		}
+		if (picked == 2) {
+			snprintf(err, errlen, "no sample in round %u: its "
+			    "probes met a busy moment", round);
+			ret = 1;
+			goto out_free;
+		}
+		if (picked == 0)
+			break;
+		if (anchor) {
+			/* out of step with whatever kept the other side busy */
+			struct timespec pause = { 0, 2000000 };
+			uint32_t r = 0;
+
+			if (getrandom(&r, sizeof r, 0) == sizeof r)
+				pause.tv_nsec += (long)(r % 8) * 1000000;
+			nanosleep(&pause, NULL);
+		}
+	}
+	if (net_tsync_sample(n, sample, err, errlen) == -1)
+		goto out_free;
+	ret = 0;
+out_free:
+	net_tsync_end(n);
+	free(ref);
+	free(ts_s);
+	free(ts_r);
+	return ret;
+}

@@ -1,0 +1,93 @@
+/*
+ * tsyncsched.c: when the recorder runs time-sync rounds (see
+ * recorder.h): an anchor round before the events and one after them, one
+ * every interval the listener asked for in between, each over the session
+ * by tsyncround.c while the rings go on being read; what the rounds made
+ * is counted for the summary.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "log.h"
+#include "net.h"
+#include "recorder.h"
+#include "tdproto.h"
+#include "tsyncround.h"
+#include "banned.h"
+
+/* Probes in a batch of a round (tsync_pick() picks one of each batch). */
+#define TSYNCSCHED_PROBES	64
+
+/*
+ * Between the probes of a time-sync round: the finished pages of every CPU
+ * go into the queue, so the rings do not fill while the round waits for
+ * replies (64 and more round trips).  Nothing here sends or may close the
+ * connection: with the queue congested, the pages wait for the loop.
+ */
+static void
+tsyncsched_idle_cb(void *arg)
+{
+	struct recorder *r = arg;
+	int i;
+
+	if (r->final || r->paused || r->failed)
+		return;
+	r->in_round = true;
+	for (i = 0; i < r->ncpus; i++)
+		if (r->cpu[i].ring != NULL &&
+		    drain_cpu(r, &r->cpu[i], DRAIN_WAKE) == -1)
+			break;
+	r->in_round = false;
+}
+
+/*
+ * One time-sync round; a failed round is counted, not fatal.  The rounds
+ * before and after the events are anchors (more probes, see tsync_pick()).
+ */
+void
+tsyncsched_round(struct recorder *r, bool anchor)
+{
+	struct td_tsync_sample s;
+	char err[512];
+	int ret;
+
+	if (r->tsync == NULL || r->net == NULL || !net_up(r->net))
+		return;
+	ret = tsyncround_run(r->net, r->tsync, r->tsync_round++,
+	    TSYNCSCHED_PROBES, anchor, tsyncsched_idle_cb, r, &s, err,
+	    sizeof err);
+	if (ret == 1) {
+		log_debug("time sync: %s", err);
+		return;
+	}
+	if (ret == -1) {
+		if (!net_up(r->net) || net_fatal(r->net)) {
+			snprintf(r->err, sizeof r->err, "%s", err);
+			uplink_lost(r);
+			return;
+		}
+		if (r->tsync_failed++ == 0)
+			log_warnx("time sync: %s", err);
+		else
+			log_debug("time sync: %s", err);
+		return;
+	}
+	r->tsync_samples++;
+	log_debug("time sync round %u: offset %" PRId64 " at %" PRIu64
+	    ", +-%" PRIu64 " ns (%u probes)", s.round, s.offset, s.ts,
+	    s.bound, s.probes);
+}
+
+/* The loop's timer: a round when the listener's interval is over. */
+void
+tsyncsched_tick(struct recorder *r)
+{
+	if (r->tsync != NULL && r->net != NULL && net_up(r->net) &&
+	    net_tsync_interval(r->net) > 0 &&
+	    record_elapsed(r) >= r->next_tsync) {
+		tsyncsched_round(r, false);
+		r->next_tsync = record_elapsed(r) +
+		    net_tsync_interval(r->net) / 1e3;
+	}
+}
