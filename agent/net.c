@@ -49,6 +49,7 @@ struct net {
 	/* reconnecting */
 	struct reconnect *rc;
 	bool		 retry_later;	/* ERROR RETRY: wait before trying */
+	bool		 told_later;	/* ... answered to the first HELLO */
 	uint64_t	 up_since_ms;
 	char		 nerr[512];	/* why no attempt could start */
 	unsigned int	 reconnects;
@@ -142,9 +143,12 @@ net_open(struct net *n, bool resume, struct conn **cp,
 		goto fail;
 	}
 	td_buf_free(&b);
+	f.type = 0;
 	if (net_expect(NULL, c, TD_MSG_WELCOME, &f, fatal, err, errlen) == -1) {
 		if (conn_refused(c))
 			*fatal = true;	/* e.g. a revoked certificate */
+		/* "come back later": out of descriptors, disk, memory */
+		n->told_later = !*fatal && f.type == TD_MSG_ERROR;
 		goto fail;
 	}
 	if (td_msg_unpack_welcome(&f, w) == -1) {
@@ -233,6 +237,7 @@ net_start(struct net *n, char *err, size_t errlen)
 	struct td_welcome w;
 	bool fatal;
 
+	n->told_later = false;
 	if (net_open(n, false, &n->c, &w, &fatal, err, errlen) == -1)
 		return -1;
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
@@ -241,6 +246,20 @@ net_start(struct net *n, char *err, size_t errlen)
 	n->up_since_ms = net_now_ms();
 	conn_set_blocking(n->c, false, n->np.timeout * 1000);
 	return 0;
+}
+
+/* Whether the listener answered net_start() "come back later". */
+bool
+net_later(const struct net *n)
+{
+	return n->told_later;
+}
+
+/* Wait one backoff before net_start() tries again. */
+void
+net_pause(struct net *n)
+{
+	reconnect_pause(n->rc);
 }
 
 /* The listener's time-sync interval. */

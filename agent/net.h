@@ -55,6 +55,13 @@ struct net_params {
 struct net	*net_new(const struct net_params *np,
 		    const struct td_hello *hello, char *err, size_t errlen);
 int		 net_start(struct net *n, char *err, size_t errlen);
+/*
+ * Whether net_start() failed because the listener said to come back later
+ * (it is out of descriptors, disk or memory now): try again after
+ * net_pause(), one backoff (100 ms doubling to 5 s, with jitter).
+ */
+bool		 net_later(const struct net *n);
+void		 net_pause(struct net *n);
 /* The listener's wish: ms between time-sync rounds, TD_TSYNC_OFF. */
 uint32_t	 net_tsync_interval(const struct net *n);
 /*

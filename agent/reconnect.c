@@ -234,3 +234,9 @@ reconnect_free(struct reconnect *rc)
 		close(rc->stopfd);
 	free(rc);
 }
+
+void
+reconnect_pause(struct reconnect *rc)
+{
+	reconnect_backoff(rc);
+}

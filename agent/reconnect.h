@@ -38,6 +38,11 @@ struct reconnect *reconnect_new(int (*dial_cb)(void *arg, struct conn **c,
  */
 int		 reconnect_start(struct reconnect *rc, bool later, char *err,
 		    size_t errlen);
+/*
+ * Sleep one backoff on the caller's thread, then double it: between the
+ * first connection's tries, before any attempt runs.
+ */
+void		 reconnect_pause(struct reconnect *rc);
 /* The next waits start again from the shortest (a link that lived). */
 void		 reconnect_reset(struct reconnect *rc);
 /* Whether an attempt was started and its result not taken yet. */

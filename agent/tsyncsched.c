@@ -87,7 +87,9 @@ tsyncsched_tick(struct recorder *r)
 	    net_tsync_interval(r->net) > 0 &&
 	    record_elapsed(r) >= r->next_tsync) {
 		tsyncsched_round(r, false);
-		r->next_tsync = record_elapsed(r) +
-		    net_tsync_interval(r->net) / 1e3;
+		/* a round that lost the listener for good (-o) drops r->net */
+		if (r->net != NULL)
+			r->next_tsync = record_elapsed(r) +
+			    net_tsync_interval(r->net) / 1e3;
 	}
 }

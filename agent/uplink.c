@@ -112,10 +112,26 @@ uplink_new(struct recorder *r)
 int
 uplink_start(struct recorder *r)
 {
+	double t0 = record_elapsed(r);
+	bool told = false;
+
 	if (r->net == NULL)
 		return 0;
-	if (net_start(r->net, r->err, sizeof r->err) == -1)
-		return -1;
+	/*
+	 * A listener out of descriptors, disk or memory says "come back
+	 * later": a fleet starting at once waits for it, up to
+	 * --reconnect-wait (tracing is not on yet: nothing is lost).
+	 */
+	while (net_start(r->net, r->err, sizeof r->err) == -1) {
+		if (!net_later(r->net) ||
+		    record_elapsed(r) - t0 >= r->o->reconnect_wait)
+			return -1;
+		if (!told)
+			log_warnx("%s; trying again for up to %d s", r->err,
+			    r->o->reconnect_wait);
+		told = true;
+		net_pause(r->net);
+	}
 	log_info("connected to %s as '%s'", net_where(r->net),
 	    net_identity(r->net));
 	if (net_tsync_interval(r->net) == TD_TSYNC_OFF) {

@@ -121,5 +121,16 @@ int	output_path(const struct listener_config *c, const char *identity,
 uint64_t output_usage(const char *dir, const char *identity);
 /* Keep characters safe in a path component, map the rest to '_'. */
 void	output_sanitize(char *s);
+struct td_file;
+/*
+ * A broken recording's writer f (of path) finished as NAME.incomplete.dat
+ * when it holds a readable trace: 0 and *final (caller frees), or -1
+ * (too little: dropped).  Frees nothing of f.
+ */
+int	output_keep_partial(struct td_file *f, const char *path, char **final);
+/* fn(c, identity, state path) for each recording left in c->dir. */
+void	output_states(const struct listener_config *c,
+	    void (*fn)(const struct listener_config *, const char *,
+	    const char *));
 
 #endif

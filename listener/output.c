@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "listener.h"
+#include "tdfile.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -183,4 +184,86 @@ output_usage(const char *dir, const char *identity)
 	}
 	free(hostdir);
 	return n;
+}
+
+/*
+ * Finish what a broken recording's writer f (of path) holds as a readable
+ * trace when every section up to PRINTK is there (with empty command lines
+ * if they never came), as NAME.incomplete.dat; else drop it.  0 with
+ * *final (caller frees), or -1 (dropped).
+ */
+int
+output_keep_partial(struct td_file *f, const char *path, char **final)
+{
+	static const enum td_opt need[] = { TD_OPT_HEADER_INFO,
+	    TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS, TD_OPT_KALLSYMS,
+	    TD_OPT_PRINTK };
+	char *inc, *dot;
+	uint64_t zero = 0;
+	size_t i;
+
+	td_file_section_cancel(f);	/* fails if none is open */
+	for (i = 0; i < sizeof need / sizeof *need; i++)
+		if (!td_file_has_section(f, need[i]))
+			goto out_drop;
+	if (!td_file_has_section(f, TD_OPT_CMDLINES) &&
+	    td_file_section_add(f, TD_OPT_CMDLINES, &zero, sizeof zero) == -1)
+		goto out_drop;
+	if (td_file_finish(f) == -1)
+		goto out_drop;
+	inc = xstrdup(path);
+	if ((dot = strrchr(inc, '.')) != NULL)
+		*dot = '\0';
+	xasprintf(final, "%s.incomplete.dat", inc);
+	free(inc);
+	if (rename(path, *final) == -1) {
+		/* finished, if not renamed: kept where it is */
+		free(*final);
+		*final = xstrdup(path);
+	}
+	return 0;
+out_drop:
+	td_file_abort(f);
+	return -1;
+}
+
+/*
+ * The recordings an earlier tdlisten left: fn(c, identity, state path) for
+ * every DIR/IDENTITY/NAME.dat.state; a NAME.dat.state.tmp (a checkpoint
+ * cut short) is removed.
+ */
+void
+output_states(const struct listener_config *c,
+    void (*fn)(const struct listener_config *, const char *, const char *))
+{
+	DIR *top, *host;
+	struct dirent *d, *e;
+	char *hostdir, *path;
+	size_t n;
+
+	if ((top = opendir(c->dir)) == NULL)
+		return;
+	while ((d = readdir(top)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		xasprintf(&hostdir, "%s/%s", c->dir, d->d_name);
+		if ((host = opendir(hostdir)) == NULL) {
+			free(hostdir);
+			continue;
+		}
+		while ((e = readdir(host)) != NULL) {
+			n = strlen(e->d_name);
+			xasprintf(&path, "%s/%s", hostdir, e->d_name);
+			if (n > 14 && strcmp(e->d_name + n - 14,
+			    ".dat.state.tmp") == 0)
+				unlink(path);
+			else if (n > 10 && strcmp(e->d_name + n - 10,
+			    ".dat.state") == 0)
+				fn(c, d->d_name, path);
+			free(path);
+		}
+		closedir(host);
+		free(hostdir);
+	}
+	closedir(top);
 }

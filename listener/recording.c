@@ -13,7 +13,6 @@
  * finishes is kept as NAME.incomplete.dat when enough of it arrived to be
  * read.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -808,43 +807,21 @@ recording_account(struct recording *r, uint64_t extra, char *why,
 }
 
 /*
- * Keep what a broken recording delivered if it is a readable trace: every
- * section up to PRINTK is there.  It is finished (with empty command lines
- * if they never came) and renamed to NAME.incomplete.dat.
+ * Keep what a broken recording delivered as NAME.incomplete.dat when it is
+ * a readable trace (output_keep_partial()), and say so.
  */
 static void
 recording_keep_partial(struct recording *r)
 {
-	static const enum td_opt need[] = { TD_OPT_HEADER_INFO,
-	    TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS, TD_OPT_KALLSYMS,
-	    TD_OPT_PRINTK };
-	char *inc, *dot, *final;
-	uint64_t zero = 0;
-	size_t i;
+	char *final;
 
-	td_file_section_cancel(r->file);	/* fails if none is open */
-	for (i = 0; i < sizeof need / sizeof *need; i++)
-		if (!td_file_has_section(r->file, need[i]))
-			goto out_drop;
-	if (!td_file_has_section(r->file, TD_OPT_CMDLINES) &&
-	    td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
-	    sizeof zero) == -1)
-		goto out_drop;
-	if (td_file_finish(r->file) == -1)
-		goto out_drop;
-	inc = xstrdup(r->path);
-	if ((dot = strrchr(inc, '.')) != NULL)
-		*dot = '\0';
-	xasprintf(&final, "%s.incomplete.dat", inc);
-	if (rename(r->path, final) == 0)
-		log_warnx("%s: kept what was received as '%s'", r->label,
-		    final);
+	if (output_keep_partial(r->file, r->path, &final) == -1) {
+		log_warnx("%s: too little was received to keep a file",
+		    r->label);
+		return;
+	}
+	log_warnx("%s: kept what was received as '%s'", r->label, final);
 	free(final);
-	free(inc);
-	return;
-out_drop:
-	td_file_abort(r->file);
-	log_warnx("%s: too little was received to keep a file", r->label);
 }
 
 /* Events and marked pages of every CPU. */
@@ -925,14 +902,17 @@ recording_leave_all(void)
 		recording_leave(r);
 }
 
-/* Take up one recording left by an earlier tdlisten. */
-static void
+void
 recording_recover(const struct listener_config *cfg, const char *identity,
     const char *statepath)
 {
 	struct recording *r;
 	char err[600], name[TD_MAX_NAME_LEN + 1];
 
+	if (cfg->resume_wait == 0) {
+		log_warnx("'%s': not recovered (--resume-wait 0)", statepath);
+		return;
+	}
 	r = recording_alloc(cfg, "recovered");
 	snprintf(r->p.identity, sizeof r->p.identity, "%s", identity);
 	if (recording_read_state(r, statepath, err, sizeof err) == -1) {
@@ -970,40 +950,5 @@ recording_recover(const struct listener_config *cfg, const char *identity,
 void
 recording_recover_all(const struct listener_config *cfg)
 {
-	DIR *top, *host;
-	struct dirent *d, *e;
-	char *hostdir, *path;
-	size_t n;
-
-	if ((top = opendir(cfg->dir)) == NULL)
-		return;
-	while ((d = readdir(top)) != NULL) {
-		if (d->d_name[0] == '.')
-			continue;
-		xasprintf(&hostdir, "%s/%s", cfg->dir, d->d_name);
-		if ((host = opendir(hostdir)) == NULL) {
-			free(hostdir);
-			continue;
-		}
-		while ((e = readdir(host)) != NULL) {
-			n = strlen(e->d_name);
-			xasprintf(&path, "%s/%s", hostdir, e->d_name);
-			if (n > 14 && strcmp(e->d_name + n - 14,
-			    ".dat.state.tmp") == 0)
-				unlink(path);	/* a checkpoint cut short */
-			else if (n > 10 && strcmp(e->d_name + n - 10,
-			    ".dat.state") == 0) {
-				if (cfg->resume_wait > 0)
-					recording_recover(cfg, d->d_name,
-					    path);
-				else
-					log_warnx("'%s': not recovered "
-					    "(--resume-wait 0)", path);
-			}
-			free(path);
-		}
-		closedir(host);
-		free(hostdir);
-	}
-	closedir(top);
+	output_states(cfg, recording_recover);
 }

@@ -191,6 +191,12 @@ void		 recording_leave(struct recording *r);
 void		 recording_expire(void);
 /* At stop: leave every recording that is still here. */
 void		 recording_leave_all(void);
+/*
+ * Take up the recording left at statepath by an earlier tdlisten (not with
+ * --resume-wait 0: nobody could resume it).
+ */
+void		 recording_recover(const struct listener_config *cfg,
+		    const char *identity, const char *statepath);
 /* Take up the recordings a previous tdlisten left in cfg->dir. */
 void		 recording_recover_all(const struct listener_config *cfg);
 

@@ -12,6 +12,8 @@
 #   6. the identity's --quota reached, then an old file removed.
 #   9. the listener killed while the agent's headers are on their way
 #      (a shaped veth link), before the first page.
+#  10. the listener's disk full before the agent's first connection: it is
+#      told to come back later, waits, and records once there is room.
 # With -o too, a listener gone for good and no spool (7), the local file
 # still loses nothing.  Without -o and without a spool, what the agent
 # cannot keep is counted per CPU, marked, logged, and adds up (8).
@@ -28,7 +30,7 @@ TLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
 NS=
 # TD_RESUME_PARTS="1 3" runs only those parts (while debugging)
 part() {
-	case " ${TD_RESUME_PARTS:-1 2 3 4 5 6 7 8 9} " in *" $1 "*) return 0 ;; esac
+	case " ${TD_RESUME_PARTS:-1 2 3 4 5 6 7 8 9 10} " in *" $1 "*) return 0 ;; esac
 	return 1
 }
 
@@ -358,6 +360,37 @@ elif ns_up && ip netns exec "$NSN" tc qdisc add dev tdp$$ root tbf \
 	cleanup_ns
 else
 	fail "cannot make a network namespace with a shaped veth pair"
+fi
+
+# 10. no room for a new recording when the agent first comes (the disk is
+# full): the listener says "come back later", the agent tries again with
+# backoff (tracing is not on yet: nothing to lose), and once a file is
+# removed it records the whole workload
+OUT=$WORK/out10
+mkdir -p "$OUT"
+if ! part 10; then
+	:
+elif mount -t tmpfs -o size=8m tdfull10 "$OUT"; then
+	start_listener "$WORK/l10.log" -d "$OUT" $TLS || exit 99
+	dd if=/dev/zero of="$OUT/filler" bs=64k status=none 2>/dev/null
+	agent_bg later 127.0.0.1
+	wait_until $((200 * SLOW)) grep -q "trying again for up to 300 s" \
+	    "$WORK/agent.later.err"
+	check "no room: the agent is told to come back later, and waits" \
+	    grep -q "the listener refused: .*No space left on device; trying again for up to 300 s" \
+	    "$WORK/agent.later.err"
+	check "no room: the listener said why, as a retry" \
+	    grep -q "web1 'later' .*closing: .*No space left on device" \
+	    "$WORK/l10.log"
+	rm -f "$OUT/filler"
+	mount -o remount,size=400m "$OUT"
+	wait "$APID"
+	eq "no room: tdagent exits 0" $? 0
+	same_events later "$OUT"
+	stop_listener
+	umount "$OUT"
+else
+	fail "cannot mount a tmpfs"
 fi
 
 # 5. an agent that never comes back: kept as incomplete after the wait
