@@ -28,12 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "cursor.h"
+#include "fileio.h"
 #include "tdlimits.h"
 #include "tdfile.h"
 #include "xmalloc.h"
@@ -141,40 +141,7 @@ td_file_desc(enum td_opt id)
 static int
 td_file_write(struct td_file *f, const void *p, size_t n)
 {
-	const uint8_t *c = p;
-	ssize_t w;
-
-	while (n != 0) {
-		w = write(f->fd, c, n);
-		if (w == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		c += w;
-		n -= w;
-		f->off += w;
-	}
-	return 0;
-}
-
-static int
-td_file_pwrite(int fd, const void *p, size_t n, uint64_t off)
-{
-	ssize_t w;
-
-	while (n != 0) {
-		w = pwrite(fd, p, n, off);
-		if (w == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p = (const uint8_t *)p + w;
-		n -= w;
-		off += w;
-	}
-	return 0;
+	return td_fileio_write(f->fd, p, n, &f->off);
 }
 
 static int
@@ -327,29 +294,6 @@ td_spools_open_unnamed(struct td_file *f)
 	return 0;
 }
 
-/*
- * Create path as a new file, never through a link planted there: a name
- * left over (a .part of an earlier run, a symbolic link, a hard link to
- * another file) is removed, which never touches what it points to, and
- * O_EXCL makes the file; a name planted again in between fails (EEXIST).
- */
-static int
-td_file_open_new(const char *path, mode_t mode)
-{
-	int fd, tries;
-
-	for (tries = 0; tries < 3; tries++) {
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-		    O_CLOEXEC, mode);
-		if (fd != -1 || errno != EEXIST)
-			return fd;
-		if (unlink(path) == -1 && errno != ENOENT)
-			return -1;
-	}
-	errno = EEXIST;
-	return -1;
-}
-
 /* Create the .part file and write the initial format. */
 struct td_file *
 td_file_create(const char *path, const struct td_file_params *p)
@@ -361,7 +305,7 @@ td_file_create(const char *path, const struct td_file_params *p)
 
 	if ((f = td_file_alloc(path, p)) == NULL)
 		return NULL;
-	f->fd = td_file_open_new(f->part, p->mode ? p->mode : 0600);
+	f->fd = td_fileio_open_new(f->part, p->mode ? p->mode : 0600);
 	if (f->fd == -1) {
 		i = errno;
 		f->done = true;
@@ -569,11 +513,11 @@ td_file_section_end(struct td_file *f)
 		}
 		blk[0] = (uint32_t)(size - 8);
 		blk[1] = (uint32_t)f->sec_len;
-		if (td_file_pwrite(f->fd, blk, sizeof blk, f->sec_hdr + 16))
+		if (td_fileio_pwrite(f->fd, blk, sizeof blk, f->sec_hdr + 16))
 			return -1;
 	} else
 		size = f->sec_len;
-	return td_file_pwrite(f->fd, &size, sizeof size, f->sec_hdr + 8);
+	return td_fileio_pwrite(f->fd, &size, sizeof size, f->sec_hdr + 8);
 }
 
 /* Forget the open section: cut the file back to where it began. */
@@ -824,7 +768,7 @@ td_spool_fd(struct td_file *f, int cpu)
 	if (s->path == NULL) {
 		xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
 		flags |= O_CREAT;
-		s->fd = td_file_open_new(s->path, 0600);
+		s->fd = td_fileio_open_new(s->path, 0600);
 	} else
 		s->fd = open(s->path, flags | O_NOFOLLOW);
 	if (s->fd == -1) {
@@ -990,7 +934,7 @@ td_file_finish_v7(struct td_file *f)
 	}
 	memcpy(bo.data + 8 + 1 + strlen(f->p.clock) + 1 + 4, &n, 4);
 	size = f->off - start;
-	if (td_file_pwrite(f->fd, &size, sizeof size, hdr + 8) == -1)
+	if (td_fileio_pwrite(f->fd, &size, sizeof size, hdr + 8) == -1)
 		goto out;
 
 	/* the options section */
@@ -1011,7 +955,7 @@ td_file_finish_v7(struct td_file *f)
 	    f->options.len) == -1 ||
 	    td_file_write(f, f->options.data, f->options.len) == -1)
 		goto out;
-	if (td_file_pwrite(f->fd, &opts, sizeof opts, f->opts_ptr_off) == -1)
+	if (td_fileio_pwrite(f->fd, &opts, sizeof opts, f->opts_ptr_off) == -1)
 		goto out;
 
 	/* the strings, last: they must name themselves too */
@@ -1281,7 +1225,7 @@ td_file_opts_sync(struct td_file *f)
 	fd = open(f->opts_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd == -1)
 		return -1;
-	ret = td_file_pwrite(fd, f->options.data + f->opts_synced,
+	ret = td_fileio_pwrite(fd, f->options.data + f->opts_synced,
 	    f->options.len - f->opts_synced, f->opts_synced);
 	e = errno;
 	if (close(fd) == -1 && ret == 0) {
@@ -1418,24 +1362,6 @@ out_close:
 	return -1;
 }
 
-/* Open fd's file and cut it to size, which it must reach. */
-static int
-td_file_cut(int fd, uint64_t size)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) == -1)
-		return -1;
-	if ((uint64_t)st.st_size < size) {
-		errno = EIO;	/* the checkpoint promised more */
-		return -1;
-	}
-	if (ftruncate(fd, (off_t)size) == -1 ||
-	    lseek(fd, (off_t)size, SEEK_SET) == -1)
-		return -1;
-	return 0;
-}
-
 struct td_file *
 td_file_restore(const char *path, const void *state, size_t len)
 {
@@ -1532,7 +1458,7 @@ td_file_restore(const char *path, const void *state, size_t len)
 	if (td_cur_bad(&c) || td_cur_left(&c) != 0)
 		goto bad;
 	f->fd = open(f->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (f->fd == -1 || td_file_cut(f->fd, f->off) == -1)
+	if (f->fd == -1 || td_fileio_cut(f->fd, f->off) == -1)
 		goto fail;
 	if (ckv >= 3 && td_file_restore_opts(f, opts) == -1)
 		goto fail;
@@ -1545,7 +1471,7 @@ td_file_restore(const char *path, const void *state, size_t len)
 		xasprintf(&s->path, "%s.cpu%d.part", f->path, i);
 		if ((fd = open(s->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) == -1)
 			goto fail;
-		e = td_file_cut(fd, s->bytes);
+		e = td_fileio_cut(fd, s->bytes);
 		close(fd);
 		if (e == -1)
 			goto fail;
