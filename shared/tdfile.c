@@ -1,6 +1,7 @@
 /*
  * tdfile.c: write trace.dat files, version 7 (as trace-cmd 3.1.6 reads them)
- * and version 6.
+ * and version 6: the writer's life cycle, metadata sections, options,
+ * the finish, checkpoint and restore.  The per-CPU spools are tdspool.c's.
  *
  * Version 7 layout written here:
  *
@@ -28,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -36,11 +36,14 @@
 #include "fileio.h"
 #include "tdlimits.h"
 #include "tdfile.h"
+#include "tdspool.h"
 #include "xmalloc.h"
 #include "banned.h"
 
-#define TD_NSECT	32
 #define TD_FLUSH_AT	(256 * 1024)
+
+/* sec_off's size: every section id is below it (trace-cmd's end at 22). */
+#define TD_NSECT	32
 /*
  * Content per zstd frame of a metadata section.  A section is one block,
  * but a zstd block may be a run of independent frames (ZSTD_decompressDCtx,
@@ -50,32 +53,7 @@
  */
 #define TD_SEC_FRAME	(64 * 1024)
 
-/*
- * Compressed chunks of a CPU gather up to this much before they go to its
- * spool: a chunk of 10 pages of a syscall storm compresses to about 1.2 KiB,
- * and a pwritev() for each was 4.5% of tdlisten's CPU (bench/README.md).
- */
-#define TD_SPOOL_STAGE	(16 * 1024)
-
-/*
- * One CPU's spool: pages waiting in a chunk, then chunks in a file.  The
- * chunk buffer grows page by page up to TD_CHUNK_PAGES; a spool file whose
- * descriptor was closed to stay within spool_fds (path set, fd -1) has
- * nothing waiting in memory and is reopened when its CPU writes again.
- */
-struct td_spool {
-	int		 fd;
-	char		*path;
-	uint8_t		*chunk;
-	size_t		 ccap;		/* bytes allocated at chunk */
-	size_t		 fill;
-	uint8_t		*stage;		/* compressed chunks not written yet */
-	size_t		 staged;
-	uint64_t	 pages;
-	uint64_t	 bytes;		/* bytes in the spool file */
-	uint32_t	 nchunks;
-};
-
+/* A trace.dat file being written. */
 struct td_file {
 	char			*path;
 	char			*part;
@@ -99,10 +77,7 @@ struct td_file {
 	uint64_t		 opts_synced;	/* options in the side file */
 	char			*opts_path;	/* PATH.opts.part */
 	struct td_buf		 strings;
-	struct td_spool		*cpu;
-	size_t			 held;		/* chunk buffers and stages */
-	int			 nopen;		/* spool descriptors open */
-	int			 evict;		/* next spool to close */
+	struct td_spools	*spools;
 	bool			 done;
 };
 
@@ -143,7 +118,6 @@ td_file_write(struct td_file *f, const void *p, size_t n)
 {
 	return td_fileio_write(f->fd, p, n, &f->off);
 }
-
 static int
 td_file_pad(struct td_file *f, uint64_t align)
 {
@@ -201,7 +175,7 @@ static struct td_file *
 td_file_alloc(const char *path, const struct td_file_params *p)
 {
 	struct td_file *f;
-	int i;
+	int e;
 
 	if ((p->version != 6 && p->version != 7) ||
 	    p->page_size < TD_MIN_PAGE_SIZE ||
@@ -230,9 +204,6 @@ td_file_alloc(const char *path, const struct td_file_params *p)
 	td_buf_init(&f->sec_out, 2 * TD_FLUSH_AT + 1024 * 1024);
 	td_buf_init(&f->options, TD_MAX_SECTION_SIZE);
 	td_buf_init(&f->strings, TD_MAX_STRINGS_SIZE);
-	f->cpu = xcalloc(p->ncpus, sizeof *f->cpu);
-	for (i = 0; i < p->ncpus; i++)
-		f->cpu[i].fd = -1;
 	if (p->codec_ctx != NULL && f->compress &&
 	    td_codec_id(p->codec_ctx) != f->p.codec) {
 		f->done = true;
@@ -244,54 +215,16 @@ td_file_alloc(const char *path, const struct td_file_params *p)
 	f->codec = f->p.codec_ctx ? f->p.codec_ctx :
 	    td_codec_new(f->p.codec, f->p.level);
 	if (f->codec == NULL) {
-		i = errno;
+		e = errno;
 		f->done = true;
 		td_file_free(f);
-		errno = i;
+		errno = e;
 		return NULL;
 	}
+	f->spools = td_spool_new(f->path, f->p.ncpus, f->p.page_size,
+	    f->compress ? f->codec : NULL);
+	td_spool_set_limits(f->spools, f->p.chunk_mem, f->p.spool_fds);
 	return f;
-}
-
-static size_t	td_file_chunk_size(const struct td_file *);
-
-/*
- * Every CPU's spool at once, unnamed in the output's directory (named and
- * removed at once where O_TMPFILE is not supported): nothing to create or
- * remove later (unnamed_spools).
- */
-static int
-td_spools_open_unnamed(struct td_file *f)
-{
-	const char *slash = strrchr(f->path, '/');
-	char *dir, *tmpl;
-	int i, fd;
-
-	if (slash == NULL)
-		dir = xstrdup(".");
-	else if (slash == f->path)
-		dir = xstrdup("/");
-	else
-		xasprintf(&dir, "%.*s", (int)(slash - f->path), f->path);
-	for (i = 0; i < f->p.ncpus; i++) {
-		fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-		if (fd == -1 && (errno == EOPNOTSUPP || errno == EISDIR ||
-		    errno == EINVAL)) {
-			xasprintf(&tmpl, "%s.cpu%d.XXXXXX", f->part, i);
-			fd = mkostemp(tmpl, O_CLOEXEC);
-			if (fd != -1)
-				unlink(tmpl);
-			free(tmpl);
-		}
-		if (fd == -1) {
-			free(dir);
-			return -1;
-		}
-		f->cpu[i].fd = fd;
-		f->nopen++;
-	}
-	free(dir);
-	return 0;
 }
 
 /* Create the .part file and write the initial format. */
@@ -329,7 +262,7 @@ td_file_create(const char *path, const struct td_file_params *p)
 	i = td_file_write(f, h.data, h.len);
 	td_buf_free(&h);
 	if (i == 0 && f->p.unnamed_spools)
-		i = td_spools_open_unnamed(f);
+		i = td_spool_open_unnamed(f->spools);
 	if (i == -1) {
 		i = errno;
 		td_file_abort(f);
@@ -540,6 +473,7 @@ td_file_section_cancel(struct td_file *f)
 	return 0;
 }
 
+/* Whether a section is open. */
 int
 td_file_in_section(const struct td_file *f)
 {
@@ -595,233 +529,18 @@ td_file_add_option(struct td_file *f, enum td_opt id, const void *p, size_t n)
 	return td_file_option_rec(&f->options, id, p, n);
 }
 
-static size_t
-td_file_chunk_size(const struct td_file *f)
-{
-	return (size_t)TD_CHUNK_PAGES * f->p.page_size;
-}
-
-/* Write the gathered chunks of a spool to its file. */
-static int
-td_spool_unstage(struct td_spool *s)
-{
-	ssize_t w;
-
-	if (s->staged == 0)
-		return 0;
-	w = pwrite(s->fd, s->stage, s->staged, (off_t)s->bytes);
-	if (w != (ssize_t)s->staged) {
-		/* a short write to a regular file means no space */
-		if (w >= 0)
-			errno = ENOSPC;
-		return -1;
-	}
-	s->bytes += w;
-	s->staged = 0;
-	return 0;
-}
-
-/* Put a compressed chunk {csize, usize, z} after the spool's others. */
-static int
-td_spool_put(struct td_spool *s, const void *z, size_t zlen, uint32_t usize,
-    size_t *held)
-{
-	uint32_t hdr[2] = { (uint32_t)zlen, usize };
-	struct iovec iov[2];
-	ssize_t w;
-
-	if (s->staged + sizeof hdr + zlen > TD_SPOOL_STAGE &&
-	    td_spool_unstage(s) == -1)
-		return -1;
-	if (sizeof hdr + zlen <= TD_SPOOL_STAGE) {
-		if (s->stage == NULL) {
-			s->stage = xmalloc(TD_SPOOL_STAGE);
-			*held += TD_SPOOL_STAGE;
-		}
-		memcpy(s->stage + s->staged, hdr, sizeof hdr);
-		memcpy(s->stage + s->staged + sizeof hdr, z, zlen);
-		s->staged += sizeof hdr + zlen;
-	} else {
-		iov[0].iov_base = hdr;
-		iov[0].iov_len = sizeof hdr;
-		iov[1].iov_base = (void *)(uintptr_t)z;
-		iov[1].iov_len = zlen;
-		w = pwritev(s->fd, iov, 2, (off_t)s->bytes);
-		if (w != (ssize_t)(sizeof hdr + zlen)) {
-			if (w >= 0)
-				errno = ENOSPC;
-			return -1;
-		}
-		s->bytes += w;
-	}
-	s->nchunks++;
-	return 0;
-}
-
-static int
-td_spool_flush(struct td_file *f, struct td_spool *s)
-{
-	const void *cbuf;
-	ssize_t c, w;
-
-	if (s->fill == 0)
-		return 0;
-	if (f->compress) {
-		c = td_codec_compress_buf(f->codec, s->chunk, s->fill, &cbuf);
-		if (c == -1 || td_spool_put(s, cbuf, (size_t)c,
-		    (uint32_t)s->fill, &f->held) == -1)
-			return -1;
-	} else {
-		w = pwrite(s->fd, s->chunk, s->fill, (off_t)s->bytes);
-		if (w != (ssize_t)s->fill) {
-			if (w >= 0)
-				errno = ENOSPC;
-			return -1;
-		}
-		s->bytes += w;
-	}
-	s->fill = 0;
-	return 0;
-}
-
-/* Everything of a spool into its file (a checkpoint, the finish). */
-static int
-td_spool_sync(struct td_file *f, struct td_spool *s)
-{
-	if (td_spool_flush(f, s) == -1 || td_spool_unstage(s) == -1)
-		return -1;
-	if (s->stage != NULL)	/* an idle recording keeps no stage */
-		f->held -= TD_SPOOL_STAGE;
-	free(s->stage);
-	s->stage = NULL;
-	return 0;
-}
-
-/* Write out all a spool holds in memory and free its buffers. */
-static int
-td_spool_shed(struct td_file *f, struct td_spool *s)
-{
-	if (td_spool_sync(f, s) == -1)
-		return -1;
-	f->held -= s->ccap;
-	free(s->chunk);
-	s->chunk = NULL;
-	s->ccap = 0;
-	return 0;
-}
-
-/*
- * Past the writer's chunk_mem, the spool just written to goes out at once
- * (a shorter chunk) and gives its memory back: what a peer sends to many
- * CPUs, a page each, cannot make the writer hold a chunk for every one.
- */
-static int
-td_spool_budget(struct td_file *f, struct td_spool *s)
-{
-	if (f->p.chunk_mem == 0 || f->held <= f->p.chunk_mem)
-		return 0;
-	return td_spool_shed(f, s);
-}
-
-/*
- * Close the descriptor of another CPU's spool (round robin), its content
- * written out first: the writer keeps at most spool_fds open.
- */
-static int
-td_spool_evict(struct td_file *f, int keep)
-{
-	struct td_spool *s;
-	int i, c;
-
-	for (i = 0; i < f->p.ncpus; i++) {
-		c = (f->evict + i) % f->p.ncpus;
-		s = &f->cpu[c];
-		if (c == keep || s->fd == -1)
-			continue;
-		if (td_spool_shed(f, s) == -1)
-			return -1;
-		close(s->fd);
-		s->fd = -1;
-		f->nopen--;
-		f->evict = (c + 1) % f->p.ncpus;
-		return 0;
-	}
-	return 0;
-}
-
-/*
- * An open descriptor for the spool of a CPU: the file is created at the
- * CPU's first page and reopened (it must be there) after an eviction or a
- * restore.
- */
-static int
-td_spool_fd(struct td_file *f, int cpu)
-{
-	struct td_spool *s = &f->cpu[cpu];
-	int flags = O_RDWR | O_CLOEXEC;
-
-	if (s->fd != -1)
-		return 0;
-	if (f->p.spool_fds > 0 && f->nopen >= f->p.spool_fds &&
-	    td_spool_evict(f, cpu) == -1)
-		return -1;
-	if (s->path == NULL) {
-		xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
-		flags |= O_CREAT;
-		s->fd = td_fileio_open_new(s->path, 0600);
-	} else
-		s->fd = open(s->path, flags | O_NOFOLLOW);
-	if (s->fd == -1) {
-		if (flags & O_CREAT) {
-			free(s->path);
-			s->path = NULL;
-		}
-		return -1;
-	}
-	f->nopen++;
-	return 0;
-}
-
-/* Room for one more page in a spool's chunk buffer. */
-static void
-td_spool_room(struct td_file *f, struct td_spool *s)
-{
-	size_t want = s->fill + f->p.page_size;
-
-	if (want <= s->ccap)
-		return;
-	/* without a budget, the whole chunk at once */
-	if (f->p.chunk_mem == 0)
-		want = td_file_chunk_size(f);
-	s->chunk = xreallocarray(s->chunk, want, 1);
-	f->held += want - s->ccap;
-	s->ccap = want;
-}
-
 /* Append one page of a CPU. */
 int
 td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
 {
-	struct td_spool *s;
-
 	if (f->done || cpu < 0 || cpu >= f->p.ncpus || n > f->p.page_size) {
 		errno = EINVAL;
 		return -1;
 	}
-	s = &f->cpu[cpu];
-	if (td_spool_fd(f, cpu) == -1)
-		return -1;
-	td_spool_room(f, s);
-	memcpy(s->chunk + s->fill, p, n);
-	if (n < f->p.page_size)
-		memset(s->chunk + s->fill + n, 0, f->p.page_size - n);
-	s->fill += f->p.page_size;
-	s->pages++;
-	if (s->fill == td_file_chunk_size(f) && td_spool_flush(f, s) == -1)
-		return -1;
-	return td_spool_budget(f, s);
+	return td_spool_page(f->spools, cpu, p, n);
 }
 
+/* The codec of the CPU chunks (none for v6 or uncompressed). */
 enum td_codec_id
 td_file_chunk_codec(const struct td_file *f)
 {
@@ -833,67 +552,14 @@ int
 td_file_cpu_chunk(struct td_file *f, int cpu, const void *z, size_t zlen,
     uint32_t npages)
 {
-	struct td_spool *s;
-
 	if (f->done || !f->compress || cpu < 0 || cpu >= f->p.ncpus ||
 	    npages == 0 || npages > TD_CHUNK_PAGES || zlen == 0 ||
 	    zlen > UINT32_MAX) {
 		errno = EINVAL;
 		return -1;
 	}
-	s = &f->cpu[cpu];
-	if (td_spool_fd(f, cpu) == -1)
-		return -1;
-	if (td_spool_flush(f, s) == -1 ||
-	    td_spool_put(s, z, zlen, npages * f->p.page_size, &f->held) == -1)
-		return -1;
-	s->pages += npages;
-	return td_spool_budget(f, s);
+	return td_spool_chunk(f->spools, cpu, z, zlen, npages);
 }
-
-/* Copy a spool into the output at the current offset. */
-static int
-td_file_copy(struct td_file *f, struct td_spool *s)
-{
-	loff_t in = 0;
-	uint64_t left = s->bytes;
-	ssize_t n;
-	char buf[65536];
-
-	while (left != 0) {
-		n = copy_file_range(s->fd, &in, f->fd, NULL, left, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EXDEV || errno == ENOSYS ||
-		    errno == EINVAL || errno == EOPNOTSUPP))
-			break;
-		if (n == -1)
-			return -1;
-		if (n == 0) {
-			errno = EIO;
-			return -1;
-		}
-		left -= n;
-		f->off += n;
-	}
-	while (left != 0) {
-		n = pread(s->fd, buf, left > sizeof buf ? sizeof buf : left,
-		    in);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			return -1;
-		}
-		if (td_file_write(f, buf, n) == -1)
-			return -1;
-		in += n;
-		left -= n;
-	}
-	return 0;
-}
-
 static int
 td_file_finish_v7(struct td_file *f)
 {
@@ -914,21 +580,19 @@ td_file_finish_v7(struct td_file *f)
 	td_buf_add_u32(&bo, f->p.page_size);
 	td_buf_add_u32(&bo, 0);		/* patched below */
 	for (i = 0; i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-
-		if (s->pages == 0)
+		if (td_spool_pages(f->spools, i) == 0)
 			continue;
 		if (td_file_pad(f, f->p.page_size) == -1)
 			goto out;
 		td_buf_add_u32(&bo, i);
 		td_buf_add_u64(&bo, f->off);
-		td_buf_add_u64(&bo, s->bytes);
+		td_buf_add_u64(&bo, td_spool_bytes(f->spools, i));
 		if (f->compress) {
-			cnt = s->nchunks;
+			cnt = td_spool_chunks(f->spools, i);
 			if (td_file_write(f, &cnt, sizeof cnt) == -1)
 				goto out;
 		}
-		if (td_spool_fd(f, i) == -1 || td_file_copy(f, s) == -1)
+		if (td_spool_copy(f->spools, i, f->fd, &f->off) == -1)
 			goto out;
 		n++;
 	}
@@ -1003,29 +667,26 @@ td_file_finish_v6(struct td_file *f)
 	/* data starts after the table and the clock, page aligned */
 	pos = f->off + b.len + 16 * (uint64_t)ncpus + 8 + clen;
 	for (i = 0; i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-		uint64_t off = 0;
+		uint64_t off = 0, bytes = td_spool_bytes(f->spools, i);
 
-		if (s->bytes != 0) {
+		if (bytes != 0) {
 			pos += (f->p.page_size - pos % f->p.page_size) %
 			    f->p.page_size;
 			off = pos;
-			pos += s->bytes;
+			pos += bytes;
 		}
 		td_buf_add_u64(&b, off);
-		td_buf_add_u64(&b, s->bytes);
+		td_buf_add_u64(&b, bytes);
 	}
 	td_buf_add_u64(&b, clen);
 	td_buf_add(&b, clock, clen);
 	if (td_file_write(f, b.data, b.len) == -1)
 		goto out;
 	for (i = 0; i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-
-		if (s->bytes == 0)
+		if (td_spool_bytes(f->spools, i) == 0)
 			continue;
 		if (td_file_pad(f, f->p.page_size) == -1 ||
-		    td_spool_fd(f, i) == -1 || td_file_copy(f, s) == -1)
+		    td_spool_copy(f->spools, i, f->fd, &f->off) == -1)
 			goto out;
 	}
 	ret = 0;
@@ -1034,31 +695,11 @@ out:
 	return ret;
 }
 
+/* Close the spools (and remove them and the options side file). */
 static void
 td_file_close_spools(struct td_file *f, bool unlink_them)
 {
-	int i;
-
-	for (i = 0; f->cpu != NULL && i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-
-		if (s->fd != -1) {
-			close(s->fd);
-			f->nopen--;
-		}
-		s->fd = -1;
-		if (s->path != NULL && unlink_them)
-			unlink(s->path);
-		free(s->path);
-		s->path = NULL;
-		free(s->chunk);
-		s->chunk = NULL;
-		s->ccap = 0;
-		free(s->stage);
-		s->stage = NULL;
-		s->staged = 0;
-	}
-	f->held = 0;
+	td_spool_close(f->spools, unlink_them);
 	if (unlink_them && f->opts_path != NULL)
 		unlink(f->opts_path);
 }
@@ -1067,15 +708,14 @@ td_file_close_spools(struct td_file *f, bool unlink_them)
 int
 td_file_finish(struct td_file *f)
 {
-	int i, ret;
+	int ret;
 
 	if (f->done || f->sec_id != -1 || f->fd == -1) {
 		errno = EINVAL;
 		return -1;
 	}
-	for (i = 0; i < f->p.ncpus; i++)
-		if (f->cpu[i].fd != -1 && td_spool_sync(f, &f->cpu[i]) == -1)
-			return -1;
+	if (td_spool_sync_all(f->spools) == -1)
+		return -1;
 	ret = f->p.version == 7 ? td_file_finish_v7(f) : td_file_finish_v6(f);
 	if (ret == -1)
 		return -1;
@@ -1115,8 +755,7 @@ td_file_free(struct td_file *f)
 		return;
 	if (!f->done && f->part != NULL)
 		td_file_abort(f);
-	td_file_close_spools(f, false);
-	free(f->cpu);
+	td_spool_free(f->spools);
 	td_file_sec_release(f);
 	td_buf_free(&f->options);
 	td_buf_free(&f->strings);
@@ -1155,6 +794,7 @@ td_file_share_codec(struct td_file *f, struct td_codec *ctx)
 	if (f->codec != f->p.codec_ctx)
 		td_codec_free(f->codec);
 	f->codec = f->p.codec_ctx = ctx;
+	td_spool_set_codec(f->spools, ctx);
 	return 0;
 }
 
@@ -1164,14 +804,15 @@ td_file_set_limits(struct td_file *f, size_t chunk_mem, int spool_fds)
 {
 	f->p.chunk_mem = chunk_mem;
 	f->p.spool_fds = f->p.unnamed_spools ? 0 : spool_fds;
+	td_spool_set_limits(f->spools, f->p.chunk_mem, f->p.spool_fds);
 }
 
 /* What the writer holds in memory for its data. */
 size_t
 td_file_mem(const struct td_file *f)
 {
-	return f->held + f->options.cap + f->strings.cap + f->sec_in.cap +
-	    f->sec_out.cap + (size_t)f->p.ncpus * sizeof *f->cpu;
+	return td_spool_mem(f->spools) + f->options.cap + f->strings.cap +
+	    f->sec_in.cap + f->sec_out.cap;
 }
 
 /* Pages received for a CPU. */
@@ -1180,9 +821,10 @@ td_file_cpu_pages(const struct td_file *f, int cpu)
 {
 	if (cpu < 0 || cpu >= f->p.ncpus)
 		return 0;
-	return f->cpu[cpu].pages;
+	return td_spool_pages(f->spools, cpu);
 }
 
+/* The parameters the writer was made with (bounds as last set). */
 const struct td_file_params *
 td_file_get_params(const struct td_file *f)
 {
@@ -1240,6 +882,7 @@ td_file_opts_sync(struct td_file *f)
 	return 0;
 }
 
+/* Write out what the writer holds and describe it into b. */
 int
 td_file_checkpoint(struct td_file *f, struct td_buf *b)
 {
@@ -1255,9 +898,8 @@ td_file_checkpoint(struct td_file *f, struct td_buf *b)
 		errno = EBUSY;
 		return -1;
 	}
-	for (i = 0; i < f->p.ncpus; i++)
-		if (f->cpu[i].fd != -1 && td_spool_sync(f, &f->cpu[i]) == -1)
-			return -1;
+	if (td_spool_sync_all(f->spools) == -1)
+		return -1;
 	if (td_file_opts_sync(f) == -1)
 		return -1;
 	clen = (uint32_t)strlen(f->p.clock);
@@ -1279,9 +921,9 @@ td_file_checkpoint(struct td_file *f, struct td_buf *b)
 	    td_buf_add_u64(b, f->strings.len) == 0 &&
 	    td_buf_add(b, f->strings.data, f->strings.len) == 0;
 	for (i = 0; ok && i < f->p.ncpus; i++)
-		ok = td_buf_add_u64(b, f->cpu[i].pages) == 0 &&
-		    td_buf_add_u64(b, f->cpu[i].bytes) == 0 &&
-		    td_buf_add_u32(b, f->cpu[i].nchunks) == 0;
+		ok = td_buf_add_u64(b, td_spool_pages(f->spools, i)) == 0 &&
+		    td_buf_add_u64(b, td_spool_bytes(f->spools, i)) == 0 &&
+		    td_buf_add_u32(b, td_spool_chunks(f->spools, i)) == 0;
 	ok = ok && td_buf_add_u32(b, f->sec_id == -1 ? TD_CK_NO_SECTION :
 	    (uint32_t)f->sec_id) == 0 &&
 	    td_buf_add_u64(b, f->sec_id == -1 ? 0 : f->sec_hdr) == 0 &&
@@ -1362,6 +1004,7 @@ out_close:
 	return -1;
 }
 
+/* A writer rebuilt from a checkpoint's description, its files cut back. */
 struct td_file *
 td_file_restore(const char *path, const void *state, size_t len)
 {
@@ -1370,9 +1013,9 @@ td_file_restore(const char *path, const void *state, size_t len)
 	struct td_file *f = NULL;
 	char clock[256];
 	const void *at;
-	uint64_t n, chunk, opts;
-	uint32_t clen, ckv, sid;
-	int i, e, fd;
+	uint64_t n, chunk, opts, pages, bytes;
+	uint32_t clen, ckv, sid, nchunks;
+	int i, e;
 
 	memset(&p, 0, sizeof p);
 	td_cur_init(&c, state, len);
@@ -1388,7 +1031,8 @@ td_file_restore(const char *path, const void *state, size_t len)
 	p.long_size = (uint8_t)td_cur_u32(&c);
 	p.ncpus = (int)td_cur_u32(&c);
 	clen = td_cur_u32(&c);
-	if (td_cur_bad(&c) || clen >= sizeof clock || (at = td_cur_take(&c, clen)) == NULL)
+	if (td_cur_bad(&c) || clen >= sizeof clock ||
+	    (at = td_cur_take(&c, clen)) == NULL)
 		goto bad;
 	memcpy(clock, at, clen);
 	clock[clen] = '\0';
@@ -1413,12 +1057,14 @@ td_file_restore(const char *path, const void *state, size_t len)
 	n = td_cur_u64(&c);
 	opts = ckv >= 3 ? n : 0;
 	if (td_cur_bad(&c) || n > TD_MAX_SECTION_SIZE ||
-	    (ckv >= 3 && n > TD_MAX_OPTIONS_TOTAL) || (ckv < 3 && (n > td_cur_left(&c) ||
+	    (ckv >= 3 && n > TD_MAX_OPTIONS_TOTAL) ||
+	    (ckv < 3 && (n > td_cur_left(&c) ||
 	    (at = td_cur_take(&c, n)) == NULL ||
 	    td_buf_add(&f->options, at, n) == -1)))
 		goto bad;
 	n = td_cur_u64(&c);
-	if (td_cur_bad(&c) || n > td_cur_left(&c) || (at = td_cur_take(&c, n)) == NULL ||
+	if (td_cur_bad(&c) || n > td_cur_left(&c) ||
+	    (at = td_cur_take(&c, n)) == NULL ||
 	    td_buf_add(&f->strings, at, n) == -1)
 		goto bad;
 	if (f->v6_next < 0 || f->v6_next > 6 || f->off < f->opts_ptr_off)
@@ -1426,17 +1072,16 @@ td_file_restore(const char *path, const void *state, size_t len)
 	/* td_file_string() walks the table with strlen() */
 	if (f->strings.len != 0 && f->strings.data[f->strings.len - 1] != '\0')
 		goto bad;
-	chunk = td_file_chunk_size(f);
+	chunk = (size_t)TD_CHUNK_PAGES * f->p.page_size;
 	for (i = 0; i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-
-		s->pages = td_cur_u64(&c);
-		s->bytes = td_cur_u64(&c);
-		s->nchunks = td_cur_u32(&c);
-		if (td_cur_bad(&c) || (!f->compress && s->bytes != s->pages *
-		    f->p.page_size) || (f->compress && s->nchunks >
-		    s->pages) || s->pages > UINT64_MAX / chunk)
+		pages = td_cur_u64(&c);
+		bytes = td_cur_u64(&c);
+		nchunks = td_cur_u32(&c);
+		if (td_cur_bad(&c) || (!f->compress && bytes != pages *
+		    f->p.page_size) || (f->compress && nchunks > pages) ||
+		    pages > UINT64_MAX / chunk)
 			goto bad;
+		td_spool_set_counts(f->spools, i, pages, bytes, nchunks);
 	}
 	sid = ckv == 1 ? TD_CK_NO_SECTION : td_cur_u32(&c);
 	if (sid != TD_CK_NO_SECTION) {
@@ -1462,36 +1107,8 @@ td_file_restore(const char *path, const void *state, size_t len)
 		goto fail;
 	if (ckv >= 3 && td_file_restore_opts(f, opts) == -1)
 		goto fail;
-	/* each spool is cut to size and closed: reopened when written to */
-	for (i = 0; i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-
-		if (s->bytes == 0 && s->pages == 0)
-			continue;
-		xasprintf(&s->path, "%s.cpu%d.part", f->path, i);
-		if ((fd = open(s->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) == -1)
-			goto fail;
-		e = td_fileio_cut(fd, s->bytes);
-		close(fd);
-		if (e == -1)
-			goto fail;
-	}
-	/*
-	 * A spool of a CPU that had nothing at the checkpoint was begun
-	 * after it: cut it off too, or nothing would ever remove it (only
-	 * the spools a writer opened go at finish and abort).
-	 */
-	for (i = 0; i < f->p.ncpus; i++) {
-		char *sp;
-
-		if (f->cpu[i].path != NULL)
-			continue;
-		xasprintf(&sp, "%s.cpu%d.part", f->path, i);
-		e = unlink(sp) == -1 && errno != ENOENT;
-		free(sp);
-		if (e)
-			goto fail;
-	}
+	if (td_spool_reopen(f->spools) == -1)
+		goto fail;
 	return f;
 bad:
 	errno = EINVAL;
