@@ -1,6 +1,6 @@
 /*
  * tdspool.h: the per-CPU spools of a trace.dat writer, private to the
- * writer (tdfile.c); callers outside shared/ use tdfile.h.
+ * writer (tdfile.c, tdfile-state.c); callers outside shared/ use tdfile.h.
  *
  * A spool set holds, for each CPU of a recording, the pages waiting to
  * fill a chunk (TD_CHUNK_PAGES pages) and, behind them, a file of finished
