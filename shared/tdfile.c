@@ -1,6 +1,8 @@
 /*
  * tdfile.c: write trace.dat files, version 7 (as trace-cmd 3.1.6 reads them)
- * and version 6.
+ * and version 6: the writer's life cycle, metadata sections, options and
+ * the finish.  The per-CPU spools are tdspool.c's, checkpoint and restore
+ * tdfile-state.c's; the state they share is in tdfile-local.h.
  *
  * Version 7 layout written here:
  *
@@ -28,84 +30,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "buf.h"
-#include "cursor.h"
+#include "fileio.h"
 #include "tdlimits.h"
 #include "tdfile.h"
+#include "tdfile-local.h"
+#include "tdspool.h"
 #include "xmalloc.h"
 #include "banned.h"
 
-#define TD_NSECT	32
 #define TD_FLUSH_AT	(256 * 1024)
-/*
- * Content per zstd frame of a metadata section.  A section is one block,
- * but a zstd block may be a run of independent frames (ZSTD_decompressDCtx,
- * which trace-cmd and tdread use, reads them all), so a section needs no
- * compression state between writes, only this much input: kallsyms comes
- * out 0.6% bigger than as one frame (16 KiB frames: 4%).
- */
-#define TD_SEC_FRAME	(64 * 1024)
-
-/*
- * Compressed chunks of a CPU gather up to this much before they go to its
- * spool: a chunk of 10 pages of a syscall storm compresses to about 1.2 KiB,
- * and a pwritev() for each was 4.5% of tdlisten's CPU (bench/README.md).
- */
-#define TD_SPOOL_STAGE	(16 * 1024)
-
-/*
- * One CPU's spool: pages waiting in a chunk, then chunks in a file.  The
- * chunk buffer grows page by page up to TD_CHUNK_PAGES; a spool file whose
- * descriptor was closed to stay within spool_fds (path set, fd -1) has
- * nothing waiting in memory and is reopened when its CPU writes again.
- */
-struct td_spool {
-	int		 fd;
-	char		*path;
-	uint8_t		*chunk;
-	size_t		 ccap;		/* bytes allocated at chunk */
-	size_t		 fill;
-	uint8_t		*stage;		/* compressed chunks not written yet */
-	size_t		 staged;
-	uint64_t	 pages;
-	uint64_t	 bytes;		/* bytes in the spool file */
-	uint32_t	 nchunks;
-};
-
-struct td_file {
-	char			*path;
-	char			*part;
-	int			 fd;
-	uint64_t		 off;		/* end of what was written */
-	struct td_file_params	 p;
-	struct td_codec		*codec;		/* blocks; maybe p.codec_ctx */
-	struct td_codec		*stream;	/* zlib: the open section */
-	bool			 compress;
-	uint64_t		 opts_ptr_off;	/* where the options offset goes */
-
-	int			 sec_id;	/* section being written, -1 */
-	uint64_t		 sec_hdr;
-	uint64_t		 sec_len;
-	struct td_buf		 sec_in;	/* zstd: a frame's content */
-	struct td_buf		 sec_out;	/* zlib: compressed output */
-	uint64_t		 sec_off[TD_NSECT];
-	int			 v6_next;
-
-	struct td_buf		 options;
-	uint64_t		 opts_synced;	/* options in the side file */
-	char			*opts_path;	/* PATH.opts.part */
-	struct td_buf		 strings;
-	struct td_spool		*cpu;
-	size_t			 held;		/* chunk buffers and stages */
-	int			 nopen;		/* spool descriptors open */
-	int			 evict;		/* next spool to close */
-	bool			 done;
-};
-
 static const enum td_opt td_v6_order[] = {
 	TD_OPT_HEADER_INFO, TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS,
 	TD_OPT_KALLSYMS, TD_OPT_PRINTK, TD_OPT_CMDLINES,
@@ -138,45 +74,26 @@ td_file_desc(enum td_opt id)
 	}
 }
 
+/* Whether id is one of the six metadata sections. */
+bool
+td_file_meta_id(unsigned int id)
+{
+	return id < TD_NSECT && td_file_desc((enum td_opt)id) != NULL &&
+	    id != TD_OPT_BUFFER && id != TD_OPT_STRINGS && id != TD_OPT_DONE;
+}
+
+/* The metadata sections of a version 6 file, in their order. */
+enum td_opt
+td_file_v6_section(int n)
+{
+	return td_v6_order[n];
+}
+
 static int
 td_file_write(struct td_file *f, const void *p, size_t n)
 {
-	const uint8_t *c = p;
-	ssize_t w;
-
-	while (n != 0) {
-		w = write(f->fd, c, n);
-		if (w == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		c += w;
-		n -= w;
-		f->off += w;
-	}
-	return 0;
+	return td_fileio_write(f->fd, p, n, &f->off);
 }
-
-static int
-td_file_pwrite(int fd, const void *p, size_t n, uint64_t off)
-{
-	ssize_t w;
-
-	while (n != 0) {
-		w = pwrite(fd, p, n, off);
-		if (w == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p = (const uint8_t *)p + w;
-		n -= w;
-		off += w;
-	}
-	return 0;
-}
-
 static int
 td_file_pad(struct td_file *f, uint64_t align)
 {
@@ -230,11 +147,11 @@ td_file_section_header(struct td_file *f, enum td_opt id, bool compressed,
 }
 
 /* A writer for path with nothing open yet. */
-static struct td_file *
+struct td_file *
 td_file_alloc(const char *path, const struct td_file_params *p)
 {
 	struct td_file *f;
-	int i;
+	int e;
 
 	if ((p->version != 6 && p->version != 7) ||
 	    p->page_size < TD_MIN_PAGE_SIZE ||
@@ -263,9 +180,6 @@ td_file_alloc(const char *path, const struct td_file_params *p)
 	td_buf_init(&f->sec_out, 2 * TD_FLUSH_AT + 1024 * 1024);
 	td_buf_init(&f->options, TD_MAX_SECTION_SIZE);
 	td_buf_init(&f->strings, TD_MAX_STRINGS_SIZE);
-	f->cpu = xcalloc(p->ncpus, sizeof *f->cpu);
-	for (i = 0; i < p->ncpus; i++)
-		f->cpu[i].fd = -1;
 	if (p->codec_ctx != NULL && f->compress &&
 	    td_codec_id(p->codec_ctx) != f->p.codec) {
 		f->done = true;
@@ -277,77 +191,16 @@ td_file_alloc(const char *path, const struct td_file_params *p)
 	f->codec = f->p.codec_ctx ? f->p.codec_ctx :
 	    td_codec_new(f->p.codec, f->p.level);
 	if (f->codec == NULL) {
-		i = errno;
+		e = errno;
 		f->done = true;
 		td_file_free(f);
-		errno = i;
+		errno = e;
 		return NULL;
 	}
+	f->spools = td_spool_new(f->path, f->p.ncpus, f->p.page_size,
+	    f->compress ? f->codec : NULL);
+	td_spool_set_limits(f->spools, f->p.chunk_mem, f->p.spool_fds);
 	return f;
-}
-
-static size_t	td_file_chunk_size(const struct td_file *);
-
-/*
- * Every CPU's spool at once, unnamed in the output's directory (named and
- * removed at once where O_TMPFILE is not supported): nothing to create or
- * remove later (unnamed_spools).
- */
-static int
-td_spools_open_unnamed(struct td_file *f)
-{
-	const char *slash = strrchr(f->path, '/');
-	char *dir, *tmpl;
-	int i, fd;
-
-	if (slash == NULL)
-		dir = xstrdup(".");
-	else if (slash == f->path)
-		dir = xstrdup("/");
-	else
-		xasprintf(&dir, "%.*s", (int)(slash - f->path), f->path);
-	for (i = 0; i < f->p.ncpus; i++) {
-		fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-		if (fd == -1 && (errno == EOPNOTSUPP || errno == EISDIR ||
-		    errno == EINVAL)) {
-			xasprintf(&tmpl, "%s.cpu%d.XXXXXX", f->part, i);
-			fd = mkostemp(tmpl, O_CLOEXEC);
-			if (fd != -1)
-				unlink(tmpl);
-			free(tmpl);
-		}
-		if (fd == -1) {
-			free(dir);
-			return -1;
-		}
-		f->cpu[i].fd = fd;
-		f->nopen++;
-	}
-	free(dir);
-	return 0;
-}
-
-/*
- * Create path as a new file, never through a link planted there: a name
- * left over (a .part of an earlier run, a symbolic link, a hard link to
- * another file) is removed, which never touches what it points to, and
- * O_EXCL makes the file; a name planted again in between fails (EEXIST).
- */
-static int
-td_file_open_new(const char *path, mode_t mode)
-{
-	int fd, tries;
-
-	for (tries = 0; tries < 3; tries++) {
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-		    O_CLOEXEC, mode);
-		if (fd != -1 || errno != EEXIST)
-			return fd;
-		if (unlink(path) == -1 && errno != ENOENT)
-			return -1;
-	}
-	errno = EEXIST;
-	return -1;
 }
 
 /* Create the .part file and write the initial format. */
@@ -361,7 +214,7 @@ td_file_create(const char *path, const struct td_file_params *p)
 
 	if ((f = td_file_alloc(path, p)) == NULL)
 		return NULL;
-	f->fd = td_file_open_new(f->part, p->mode ? p->mode : 0600);
+	f->fd = td_fileio_open_new(f->part, p->mode ? p->mode : 0600);
 	if (f->fd == -1) {
 		i = errno;
 		f->done = true;
@@ -385,7 +238,7 @@ td_file_create(const char *path, const struct td_file_params *p)
 	i = td_file_write(f, h.data, h.len);
 	td_buf_free(&h);
 	if (i == 0 && f->p.unnamed_spools)
-		i = td_spools_open_unnamed(f);
+		i = td_spool_open_unnamed(f->spools);
 	if (i == -1) {
 		i = errno;
 		td_file_abort(f);
@@ -402,9 +255,8 @@ static int td_file_sec_open(struct td_file *, enum td_opt);
 int
 td_file_section_begin(struct td_file *f, enum td_opt id)
 {
-	if (f->done || f->sec_id != -1 || id >= TD_NSECT ||
-	    td_file_desc(id) == NULL || id == TD_OPT_BUFFER ||
-	    id == TD_OPT_STRINGS || id == TD_OPT_DONE || f->sec_off[id]) {
+	if (f->done || f->sec_id != -1 || !td_file_meta_id(id) ||
+	    f->sec_off[id]) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -569,11 +421,11 @@ td_file_section_end(struct td_file *f)
 		}
 		blk[0] = (uint32_t)(size - 8);
 		blk[1] = (uint32_t)f->sec_len;
-		if (td_file_pwrite(f->fd, blk, sizeof blk, f->sec_hdr + 16))
+		if (td_fileio_pwrite(f->fd, blk, sizeof blk, f->sec_hdr + 16))
 			return -1;
 	} else
 		size = f->sec_len;
-	return td_file_pwrite(f->fd, &size, sizeof size, f->sec_hdr + 8);
+	return td_fileio_pwrite(f->fd, &size, sizeof size, f->sec_hdr + 8);
 }
 
 /* Forget the open section: cut the file back to where it began. */
@@ -596,6 +448,7 @@ td_file_section_cancel(struct td_file *f)
 	return 0;
 }
 
+/* Whether a section is open. */
 int
 td_file_in_section(const struct td_file *f)
 {
@@ -651,233 +504,18 @@ td_file_add_option(struct td_file *f, enum td_opt id, const void *p, size_t n)
 	return td_file_option_rec(&f->options, id, p, n);
 }
 
-static size_t
-td_file_chunk_size(const struct td_file *f)
-{
-	return (size_t)TD_CHUNK_PAGES * f->p.page_size;
-}
-
-/* Write the gathered chunks of a spool to its file. */
-static int
-td_spool_unstage(struct td_spool *s)
-{
-	ssize_t w;
-
-	if (s->staged == 0)
-		return 0;
-	w = pwrite(s->fd, s->stage, s->staged, (off_t)s->bytes);
-	if (w != (ssize_t)s->staged) {
-		/* a short write to a regular file means no space */
-		if (w >= 0)
-			errno = ENOSPC;
-		return -1;
-	}
-	s->bytes += w;
-	s->staged = 0;
-	return 0;
-}
-
-/* Put a compressed chunk {csize, usize, z} after the spool's others. */
-static int
-td_spool_put(struct td_spool *s, const void *z, size_t zlen, uint32_t usize,
-    size_t *held)
-{
-	uint32_t hdr[2] = { (uint32_t)zlen, usize };
-	struct iovec iov[2];
-	ssize_t w;
-
-	if (s->staged + sizeof hdr + zlen > TD_SPOOL_STAGE &&
-	    td_spool_unstage(s) == -1)
-		return -1;
-	if (sizeof hdr + zlen <= TD_SPOOL_STAGE) {
-		if (s->stage == NULL) {
-			s->stage = xmalloc(TD_SPOOL_STAGE);
-			*held += TD_SPOOL_STAGE;
-		}
-		memcpy(s->stage + s->staged, hdr, sizeof hdr);
-		memcpy(s->stage + s->staged + sizeof hdr, z, zlen);
-		s->staged += sizeof hdr + zlen;
-	} else {
-		iov[0].iov_base = hdr;
-		iov[0].iov_len = sizeof hdr;
-		iov[1].iov_base = (void *)(uintptr_t)z;
-		iov[1].iov_len = zlen;
-		w = pwritev(s->fd, iov, 2, (off_t)s->bytes);
-		if (w != (ssize_t)(sizeof hdr + zlen)) {
-			if (w >= 0)
-				errno = ENOSPC;
-			return -1;
-		}
-		s->bytes += w;
-	}
-	s->nchunks++;
-	return 0;
-}
-
-static int
-td_spool_flush(struct td_file *f, struct td_spool *s)
-{
-	const void *cbuf;
-	ssize_t c, w;
-
-	if (s->fill == 0)
-		return 0;
-	if (f->compress) {
-		c = td_codec_compress_buf(f->codec, s->chunk, s->fill, &cbuf);
-		if (c == -1 || td_spool_put(s, cbuf, (size_t)c,
-		    (uint32_t)s->fill, &f->held) == -1)
-			return -1;
-	} else {
-		w = pwrite(s->fd, s->chunk, s->fill, (off_t)s->bytes);
-		if (w != (ssize_t)s->fill) {
-			if (w >= 0)
-				errno = ENOSPC;
-			return -1;
-		}
-		s->bytes += w;
-	}
-	s->fill = 0;
-	return 0;
-}
-
-/* Everything of a spool into its file (a checkpoint, the finish). */
-static int
-td_spool_sync(struct td_file *f, struct td_spool *s)
-{
-	if (td_spool_flush(f, s) == -1 || td_spool_unstage(s) == -1)
-		return -1;
-	if (s->stage != NULL)	/* an idle recording keeps no stage */
-		f->held -= TD_SPOOL_STAGE;
-	free(s->stage);
-	s->stage = NULL;
-	return 0;
-}
-
-/* Write out all a spool holds in memory and free its buffers. */
-static int
-td_spool_shed(struct td_file *f, struct td_spool *s)
-{
-	if (td_spool_sync(f, s) == -1)
-		return -1;
-	f->held -= s->ccap;
-	free(s->chunk);
-	s->chunk = NULL;
-	s->ccap = 0;
-	return 0;
-}
-
-/*
- * Past the writer's chunk_mem, the spool just written to goes out at once
- * (a shorter chunk) and gives its memory back: what a peer sends to many
- * CPUs, a page each, cannot make the writer hold a chunk for every one.
- */
-static int
-td_spool_budget(struct td_file *f, struct td_spool *s)
-{
-	if (f->p.chunk_mem == 0 || f->held <= f->p.chunk_mem)
-		return 0;
-	return td_spool_shed(f, s);
-}
-
-/*
- * Close the descriptor of another CPU's spool (round robin), its content
- * written out first: the writer keeps at most spool_fds open.
- */
-static int
-td_spool_evict(struct td_file *f, int keep)
-{
-	struct td_spool *s;
-	int i, c;
-
-	for (i = 0; i < f->p.ncpus; i++) {
-		c = (f->evict + i) % f->p.ncpus;
-		s = &f->cpu[c];
-		if (c == keep || s->fd == -1)
-			continue;
-		if (td_spool_shed(f, s) == -1)
-			return -1;
-		close(s->fd);
-		s->fd = -1;
-		f->nopen--;
-		f->evict = (c + 1) % f->p.ncpus;
-		return 0;
-	}
-	return 0;
-}
-
-/*
- * An open descriptor for the spool of a CPU: the file is created at the
- * CPU's first page and reopened (it must be there) after an eviction or a
- * restore.
- */
-static int
-td_spool_fd(struct td_file *f, int cpu)
-{
-	struct td_spool *s = &f->cpu[cpu];
-	int flags = O_RDWR | O_CLOEXEC;
-
-	if (s->fd != -1)
-		return 0;
-	if (f->p.spool_fds > 0 && f->nopen >= f->p.spool_fds &&
-	    td_spool_evict(f, cpu) == -1)
-		return -1;
-	if (s->path == NULL) {
-		xasprintf(&s->path, "%s.cpu%d.part", f->path, cpu);
-		flags |= O_CREAT;
-		s->fd = td_file_open_new(s->path, 0600);
-	} else
-		s->fd = open(s->path, flags | O_NOFOLLOW);
-	if (s->fd == -1) {
-		if (flags & O_CREAT) {
-			free(s->path);
-			s->path = NULL;
-		}
-		return -1;
-	}
-	f->nopen++;
-	return 0;
-}
-
-/* Room for one more page in a spool's chunk buffer. */
-static void
-td_spool_room(struct td_file *f, struct td_spool *s)
-{
-	size_t want = s->fill + f->p.page_size;
-
-	if (want <= s->ccap)
-		return;
-	/* without a budget, the whole chunk at once */
-	if (f->p.chunk_mem == 0)
-		want = td_file_chunk_size(f);
-	s->chunk = xreallocarray(s->chunk, want, 1);
-	f->held += want - s->ccap;
-	s->ccap = want;
-}
-
 /* Append one page of a CPU. */
 int
 td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
 {
-	struct td_spool *s;
-
 	if (f->done || cpu < 0 || cpu >= f->p.ncpus || n > f->p.page_size) {
 		errno = EINVAL;
 		return -1;
 	}
-	s = &f->cpu[cpu];
-	if (td_spool_fd(f, cpu) == -1)
-		return -1;
-	td_spool_room(f, s);
-	memcpy(s->chunk + s->fill, p, n);
-	if (n < f->p.page_size)
-		memset(s->chunk + s->fill + n, 0, f->p.page_size - n);
-	s->fill += f->p.page_size;
-	s->pages++;
-	if (s->fill == td_file_chunk_size(f) && td_spool_flush(f, s) == -1)
-		return -1;
-	return td_spool_budget(f, s);
+	return td_spool_page(f->spools, cpu, p, n);
 }
 
+/* The codec of the CPU chunks (none for v6 or uncompressed). */
 enum td_codec_id
 td_file_chunk_codec(const struct td_file *f)
 {
@@ -889,67 +527,14 @@ int
 td_file_cpu_chunk(struct td_file *f, int cpu, const void *z, size_t zlen,
     uint32_t npages)
 {
-	struct td_spool *s;
-
 	if (f->done || !f->compress || cpu < 0 || cpu >= f->p.ncpus ||
 	    npages == 0 || npages > TD_CHUNK_PAGES || zlen == 0 ||
 	    zlen > UINT32_MAX) {
 		errno = EINVAL;
 		return -1;
 	}
-	s = &f->cpu[cpu];
-	if (td_spool_fd(f, cpu) == -1)
-		return -1;
-	if (td_spool_flush(f, s) == -1 ||
-	    td_spool_put(s, z, zlen, npages * f->p.page_size, &f->held) == -1)
-		return -1;
-	s->pages += npages;
-	return td_spool_budget(f, s);
+	return td_spool_chunk(f->spools, cpu, z, zlen, npages);
 }
-
-/* Copy a spool into the output at the current offset. */
-static int
-td_file_copy(struct td_file *f, struct td_spool *s)
-{
-	loff_t in = 0;
-	uint64_t left = s->bytes;
-	ssize_t n;
-	char buf[65536];
-
-	while (left != 0) {
-		n = copy_file_range(s->fd, &in, f->fd, NULL, left, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EXDEV || errno == ENOSYS ||
-		    errno == EINVAL || errno == EOPNOTSUPP))
-			break;
-		if (n == -1)
-			return -1;
-		if (n == 0) {
-			errno = EIO;
-			return -1;
-		}
-		left -= n;
-		f->off += n;
-	}
-	while (left != 0) {
-		n = pread(s->fd, buf, left > sizeof buf ? sizeof buf : left,
-		    in);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			return -1;
-		}
-		if (td_file_write(f, buf, n) == -1)
-			return -1;
-		in += n;
-		left -= n;
-	}
-	return 0;
-}
-
 static int
 td_file_finish_v7(struct td_file *f)
 {
@@ -970,27 +555,25 @@ td_file_finish_v7(struct td_file *f)
 	td_buf_add_u32(&bo, f->p.page_size);
 	td_buf_add_u32(&bo, 0);		/* patched below */
 	for (i = 0; i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-
-		if (s->pages == 0)
+		if (td_spool_pages(f->spools, i) == 0)
 			continue;
 		if (td_file_pad(f, f->p.page_size) == -1)
 			goto out;
 		td_buf_add_u32(&bo, i);
 		td_buf_add_u64(&bo, f->off);
-		td_buf_add_u64(&bo, s->bytes);
+		td_buf_add_u64(&bo, td_spool_bytes(f->spools, i));
 		if (f->compress) {
-			cnt = s->nchunks;
+			cnt = td_spool_chunks(f->spools, i);
 			if (td_file_write(f, &cnt, sizeof cnt) == -1)
 				goto out;
 		}
-		if (td_spool_fd(f, i) == -1 || td_file_copy(f, s) == -1)
+		if (td_spool_copy(f->spools, i, f->fd, &f->off) == -1)
 			goto out;
 		n++;
 	}
 	memcpy(bo.data + 8 + 1 + strlen(f->p.clock) + 1 + 4, &n, 4);
 	size = f->off - start;
-	if (td_file_pwrite(f->fd, &size, sizeof size, hdr + 8) == -1)
+	if (td_fileio_pwrite(f->fd, &size, sizeof size, hdr + 8) == -1)
 		goto out;
 
 	/* the options section */
@@ -1011,7 +594,7 @@ td_file_finish_v7(struct td_file *f)
 	    f->options.len) == -1 ||
 	    td_file_write(f, f->options.data, f->options.len) == -1)
 		goto out;
-	if (td_file_pwrite(f->fd, &opts, sizeof opts, f->opts_ptr_off) == -1)
+	if (td_fileio_pwrite(f->fd, &opts, sizeof opts, f->opts_ptr_off) == -1)
 		goto out;
 
 	/* the strings, last: they must name themselves too */
@@ -1059,29 +642,26 @@ td_file_finish_v6(struct td_file *f)
 	/* data starts after the table and the clock, page aligned */
 	pos = f->off + b.len + 16 * (uint64_t)ncpus + 8 + clen;
 	for (i = 0; i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-		uint64_t off = 0;
+		uint64_t off = 0, bytes = td_spool_bytes(f->spools, i);
 
-		if (s->bytes != 0) {
+		if (bytes != 0) {
 			pos += (f->p.page_size - pos % f->p.page_size) %
 			    f->p.page_size;
 			off = pos;
-			pos += s->bytes;
+			pos += bytes;
 		}
 		td_buf_add_u64(&b, off);
-		td_buf_add_u64(&b, s->bytes);
+		td_buf_add_u64(&b, bytes);
 	}
 	td_buf_add_u64(&b, clen);
 	td_buf_add(&b, clock, clen);
 	if (td_file_write(f, b.data, b.len) == -1)
 		goto out;
 	for (i = 0; i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-
-		if (s->bytes == 0)
+		if (td_spool_bytes(f->spools, i) == 0)
 			continue;
 		if (td_file_pad(f, f->p.page_size) == -1 ||
-		    td_spool_fd(f, i) == -1 || td_file_copy(f, s) == -1)
+		    td_spool_copy(f->spools, i, f->fd, &f->off) == -1)
 			goto out;
 	}
 	ret = 0;
@@ -1090,31 +670,11 @@ out:
 	return ret;
 }
 
+/* Close the spools (and remove them and the options side file). */
 static void
 td_file_close_spools(struct td_file *f, bool unlink_them)
 {
-	int i;
-
-	for (i = 0; f->cpu != NULL && i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-
-		if (s->fd != -1) {
-			close(s->fd);
-			f->nopen--;
-		}
-		s->fd = -1;
-		if (s->path != NULL && unlink_them)
-			unlink(s->path);
-		free(s->path);
-		s->path = NULL;
-		free(s->chunk);
-		s->chunk = NULL;
-		s->ccap = 0;
-		free(s->stage);
-		s->stage = NULL;
-		s->staged = 0;
-	}
-	f->held = 0;
+	td_spool_close(f->spools, unlink_them);
 	if (unlink_them && f->opts_path != NULL)
 		unlink(f->opts_path);
 }
@@ -1123,15 +683,14 @@ td_file_close_spools(struct td_file *f, bool unlink_them)
 int
 td_file_finish(struct td_file *f)
 {
-	int i, ret;
+	int ret;
 
 	if (f->done || f->sec_id != -1 || f->fd == -1) {
 		errno = EINVAL;
 		return -1;
 	}
-	for (i = 0; i < f->p.ncpus; i++)
-		if (f->cpu[i].fd != -1 && td_spool_sync(f, &f->cpu[i]) == -1)
-			return -1;
+	if (td_spool_sync_all(f->spools) == -1)
+		return -1;
 	ret = f->p.version == 7 ? td_file_finish_v7(f) : td_file_finish_v6(f);
 	if (ret == -1)
 		return -1;
@@ -1171,8 +730,7 @@ td_file_free(struct td_file *f)
 		return;
 	if (!f->done && f->part != NULL)
 		td_file_abort(f);
-	td_file_close_spools(f, false);
-	free(f->cpu);
+	td_spool_free(f->spools);
 	td_file_sec_release(f);
 	td_buf_free(&f->options);
 	td_buf_free(&f->strings);
@@ -1185,9 +743,9 @@ td_file_free(struct td_file *f)
 	free(f);
 }
 
-/* Let go of an unfinished writer without removing anything. */
+/* Close and free a writer, its files left as they are. */
 void
-td_file_release(struct td_file *f)
+td_file_drop(struct td_file *f)
 {
 	if (f == NULL)
 		return;
@@ -1196,6 +754,13 @@ td_file_release(struct td_file *f)
 		close(f->fd);
 	f->fd = -1;
 	td_file_free(f);
+}
+
+/* Let go of an unfinished writer without removing anything. */
+void
+td_file_release(struct td_file *f)
+{
+	td_file_drop(f);
 }
 
 /* Share a block codec context from now on. */
@@ -1211,6 +776,7 @@ td_file_share_codec(struct td_file *f, struct td_codec *ctx)
 	if (f->codec != f->p.codec_ctx)
 		td_codec_free(f->codec);
 	f->codec = f->p.codec_ctx = ctx;
+	td_spool_set_codec(f->spools, ctx);
 	return 0;
 }
 
@@ -1220,14 +786,15 @@ td_file_set_limits(struct td_file *f, size_t chunk_mem, int spool_fds)
 {
 	f->p.chunk_mem = chunk_mem;
 	f->p.spool_fds = f->p.unnamed_spools ? 0 : spool_fds;
+	td_spool_set_limits(f->spools, f->p.chunk_mem, f->p.spool_fds);
 }
 
 /* What the writer holds in memory for its data. */
 size_t
 td_file_mem(const struct td_file *f)
 {
-	return f->held + f->options.cap + f->strings.cap + f->sec_in.cap +
-	    f->sec_out.cap + (size_t)f->p.ncpus * sizeof *f->cpu;
+	return td_spool_mem(f->spools) + f->options.cap + f->strings.cap +
+	    f->sec_in.cap + f->sec_out.cap;
 }
 
 /* Pages received for a CPU. */
@@ -1236,9 +803,10 @@ td_file_cpu_pages(const struct td_file *f, int cpu)
 {
 	if (cpu < 0 || cpu >= f->p.ncpus)
 		return 0;
-	return f->cpu[cpu].pages;
+	return td_spool_pages(f->spools, cpu);
 }
 
+/* The parameters the writer was made with (bounds as last set). */
 const struct td_file_params *
 td_file_get_params(const struct td_file *f)
 {
@@ -1250,328 +818,4 @@ uint64_t
 td_file_size(const struct td_file *f)
 {
 	return f->off;
-}
-
-/*
- * Checkpoint state, host byte order: "tdck" u32 3, the parameters (version,
- * codec, level, page size, long size, CPUs, clock), the offsets, the
- * section offsets, u64 the length of the queued options (their bytes are
- * in PATH.opts.part, appended at each checkpoint), the strings, per CPU
- * {pages, spool bytes, chunks}, then the open section {id or UINT32_MAX,
- * header offset, content length, the content of its unfinished zstd
- * frame}.  Versions 1 (no open section) and 2 (the options' bytes in the
- * state) are still read.
- *
- * A checkpoint may fall inside a section: a large kallsyms must not hold
- * up the acknowledgements its sender waits for.  Not with zlib, whose one
- * stream per section keeps state no checkpoint can hold (EBUSY).
- */
-#define TD_CK_MAGIC	0x6b636474	/* "tdck" */
-#define TD_CK_VERSION	3
-#define TD_CK_NO_SECTION UINT32_MAX
-
-/* Append the options queued since the last checkpoint to the side file. */
-static int
-td_file_opts_sync(struct td_file *f)
-{
-	int fd, ret, e;
-
-	if (f->opts_synced == f->options.len)
-		return 0;
-	fd = open(f->opts_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd == -1)
-		return -1;
-	ret = td_file_pwrite(fd, f->options.data + f->opts_synced,
-	    f->options.len - f->opts_synced, f->opts_synced);
-	e = errno;
-	if (close(fd) == -1 && ret == 0) {
-		ret = -1;
-		e = errno;
-	}
-	if (ret == -1) {
-		errno = e;
-		return -1;
-	}
-	f->opts_synced = f->options.len;
-	return 0;
-}
-
-int
-td_file_checkpoint(struct td_file *f, struct td_buf *b)
-{
-	size_t old = b->len;
-	uint32_t clen;
-	int i, ok;
-
-	if (f->done || f->fd == -1) {
-		errno = EINVAL;
-		return -1;
-	}
-	if (f->sec_id != -1 && f->stream != NULL) {
-		errno = EBUSY;
-		return -1;
-	}
-	for (i = 0; i < f->p.ncpus; i++)
-		if (f->cpu[i].fd != -1 && td_spool_sync(f, &f->cpu[i]) == -1)
-			return -1;
-	if (td_file_opts_sync(f) == -1)
-		return -1;
-	clen = (uint32_t)strlen(f->p.clock);
-	ok = td_buf_add_u32(b, TD_CK_MAGIC) == 0 &&
-	    td_buf_add_u32(b, TD_CK_VERSION) == 0 &&
-	    td_buf_add_u32(b, (uint32_t)f->p.version) == 0 &&
-	    td_buf_add_u32(b, (uint32_t)f->p.codec) == 0 &&
-	    td_buf_add_u32(b, (uint32_t)f->p.level) == 0 &&
-	    td_buf_add_u32(b, f->p.page_size) == 0 &&
-	    td_buf_add_u32(b, f->p.long_size) == 0 &&
-	    td_buf_add_u32(b, (uint32_t)f->p.ncpus) == 0 &&
-	    td_buf_add_u32(b, clen) == 0 &&
-	    td_buf_add(b, f->p.clock, clen) == 0 &&
-	    td_buf_add_u64(b, f->off) == 0 &&
-	    td_buf_add_u64(b, f->opts_ptr_off) == 0 &&
-	    td_buf_add_u32(b, (uint32_t)f->v6_next) == 0 &&
-	    td_buf_add(b, f->sec_off, sizeof f->sec_off) == 0 &&
-	    td_buf_add_u64(b, f->options.len) == 0 &&
-	    td_buf_add_u64(b, f->strings.len) == 0 &&
-	    td_buf_add(b, f->strings.data, f->strings.len) == 0;
-	for (i = 0; ok && i < f->p.ncpus; i++)
-		ok = td_buf_add_u64(b, f->cpu[i].pages) == 0 &&
-		    td_buf_add_u64(b, f->cpu[i].bytes) == 0 &&
-		    td_buf_add_u32(b, f->cpu[i].nchunks) == 0;
-	ok = ok && td_buf_add_u32(b, f->sec_id == -1 ? TD_CK_NO_SECTION :
-	    (uint32_t)f->sec_id) == 0 &&
-	    td_buf_add_u64(b, f->sec_id == -1 ? 0 : f->sec_hdr) == 0 &&
-	    td_buf_add_u64(b, f->sec_id == -1 ? 0 : f->sec_len) == 0 &&
-	    td_buf_add_u32(b, f->sec_id == -1 ? 0 :
-	    (uint32_t)f->sec_in.len) == 0 &&
-	    (f->sec_id == -1 || td_buf_add(b, f->sec_in.data,
-	    f->sec_in.len) == 0);
-	if (!ok) {
-		b->len = old;
-		errno = ENOBUFS;
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Whether a checkpoint's open section (sid, f->sec_hdr, f->sec_len and
- * pending zstd content of len bytes) fits the rest of the state; opens it.
- */
-static int
-td_file_restore_section(struct td_file *f, uint32_t sid, uint32_t len)
-{
-	if (sid >= TD_NSECT || td_file_desc((enum td_opt)sid) == NULL ||
-	    sid == TD_OPT_BUFFER || sid == TD_OPT_STRINGS ||
-	    sid == TD_OPT_DONE || f->sec_off[sid] != f->sec_hdr ||
-	    f->sec_hdr == 0 || f->sec_len > TD_MAX_SECTION_SIZE)
-		return -1;
-	if (f->p.version == 6 && (f->v6_next < 1 ||
-	    td_v6_order[f->v6_next - 1] != (enum td_opt)sid))
-		return -1;
-	/* zlib sections are never checkpointed open */
-	if (f->compress && f->p.codec != TD_CODEC_ZSTD)
-		return -1;
-	if (f->compress ? len >= TD_SEC_FRAME || len > f->sec_len :
-	    len != 0 || f->sec_hdr + f->sec_len > f->off)
-		return -1;
-	f->sec_id = (int)sid;
-	return 0;
-}
-
-/*
- * The options of a version 3 checkpoint: the first n bytes of the side
- * file, which is cut there (what was appended after the checkpoint goes).
- */
-static int
-td_file_restore_opts(struct td_file *f, uint64_t n)
-{
-	ssize_t r;
-	int fd, e;
-
-	if (n == 0) {
-		if (unlink(f->opts_path) == -1 && errno != ENOENT)
-			return -1;
-		return 0;
-	}
-	if ((fd = open(f->opts_path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return -1;
-	if (td_buf_add_zero(&f->options, n) == -1)
-		goto out_close;
-	do
-		r = pread(fd, f->options.data, n, 0);
-	while (r == -1 && errno == EINTR);
-	if (r != (ssize_t)n) {
-		if (r >= 0)
-			errno = EIO;	/* the checkpoint promised more */
-		goto out_close;
-	}
-	if (ftruncate(fd, (off_t)n) == -1)
-		goto out_close;
-	close(fd);
-	f->opts_synced = n;
-	return 0;
-out_close:
-	e = errno;
-	close(fd);
-	errno = e;
-	return -1;
-}
-
-/* Open fd's file and cut it to size, which it must reach. */
-static int
-td_file_cut(int fd, uint64_t size)
-{
-	struct stat st;
-
-	if (fstat(fd, &st) == -1)
-		return -1;
-	if ((uint64_t)st.st_size < size) {
-		errno = EIO;	/* the checkpoint promised more */
-		return -1;
-	}
-	if (ftruncate(fd, (off_t)size) == -1 ||
-	    lseek(fd, (off_t)size, SEEK_SET) == -1)
-		return -1;
-	return 0;
-}
-
-struct td_file *
-td_file_restore(const char *path, const void *state, size_t len)
-{
-	struct td_cur c;
-	struct td_file_params p;
-	struct td_file *f = NULL;
-	char clock[256];
-	const void *at;
-	uint64_t n, chunk, opts;
-	uint32_t clen, ckv, sid;
-	int i, e, fd;
-
-	memset(&p, 0, sizeof p);
-	td_cur_init(&c, state, len);
-	if (td_cur_u32(&c) != TD_CK_MAGIC)
-		goto bad;
-	ckv = td_cur_u32(&c);
-	if (ckv < 1 || ckv > TD_CK_VERSION)
-		goto bad;
-	p.version = (int)td_cur_u32(&c);
-	p.codec = (enum td_codec_id)td_cur_u32(&c);
-	p.level = (int)td_cur_u32(&c);
-	p.page_size = td_cur_u32(&c);
-	p.long_size = (uint8_t)td_cur_u32(&c);
-	p.ncpus = (int)td_cur_u32(&c);
-	clen = td_cur_u32(&c);
-	if (td_cur_bad(&c) || clen >= sizeof clock || (at = td_cur_take(&c, clen)) == NULL)
-		goto bad;
-	memcpy(clock, at, clen);
-	clock[clen] = '\0';
-	p.clock = clock;
-	if (p.version == 7 && p.codec != TD_CODEC_NONE &&
-	    p.codec != TD_CODEC_ZLIB && p.codec != TD_CODEC_ZSTD)
-		goto bad;
-	/*
-	 * Writers use fast levels (0 picks the codec's); a state that asks
-	 * for zstd 22 would cost hundreds of MB per recording: damaged.
-	 */
-	if (p.level < 0 || p.level > TD_MAX_RESTORE_LEVEL)
-		goto bad;
-	if ((f = td_file_alloc(path, &p)) == NULL)
-		goto bad;
-	f->off = td_cur_u64(&c);
-	f->opts_ptr_off = td_cur_u64(&c);
-	f->v6_next = (int)td_cur_u32(&c);
-	if ((at = td_cur_take(&c, sizeof f->sec_off)) == NULL)
-		goto bad;
-	memcpy(f->sec_off, at, sizeof f->sec_off);
-	n = td_cur_u64(&c);
-	opts = ckv >= 3 ? n : 0;
-	if (td_cur_bad(&c) || n > TD_MAX_SECTION_SIZE ||
-	    (ckv >= 3 && n > TD_MAX_OPTIONS_TOTAL) || (ckv < 3 && (n > td_cur_left(&c) ||
-	    (at = td_cur_take(&c, n)) == NULL ||
-	    td_buf_add(&f->options, at, n) == -1)))
-		goto bad;
-	n = td_cur_u64(&c);
-	if (td_cur_bad(&c) || n > td_cur_left(&c) || (at = td_cur_take(&c, n)) == NULL ||
-	    td_buf_add(&f->strings, at, n) == -1)
-		goto bad;
-	if (f->v6_next < 0 || f->v6_next > 6 || f->off < f->opts_ptr_off)
-		goto bad;
-	/* td_file_string() walks the table with strlen() */
-	if (f->strings.len != 0 && f->strings.data[f->strings.len - 1] != '\0')
-		goto bad;
-	chunk = td_file_chunk_size(f);
-	for (i = 0; i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-
-		s->pages = td_cur_u64(&c);
-		s->bytes = td_cur_u64(&c);
-		s->nchunks = td_cur_u32(&c);
-		if (td_cur_bad(&c) || (!f->compress && s->bytes != s->pages *
-		    f->p.page_size) || (f->compress && s->nchunks >
-		    s->pages) || s->pages > UINT64_MAX / chunk)
-			goto bad;
-	}
-	sid = ckv == 1 ? TD_CK_NO_SECTION : td_cur_u32(&c);
-	if (sid != TD_CK_NO_SECTION) {
-		f->sec_hdr = td_cur_u64(&c);
-		f->sec_len = td_cur_u64(&c);
-		clen = td_cur_u32(&c);
-		if (td_cur_bad(&c) || td_file_restore_section(f, sid, clen) == -1 ||
-		    (at = td_cur_take(&c, clen)) == NULL ||
-		    td_buf_add(&f->sec_in, at, clen) == -1)
-			goto bad;
-	} else if (ckv != 1 && (td_cur_u64(&c) != 0 || td_cur_u64(&c) != 0 ||
-	    td_cur_u32(&c) != 0))
-		goto bad;
-	/* sections begin before the file's end; only an open v6 one at it */
-	for (i = 0; i < TD_NSECT; i++)
-		if (f->sec_off[i] > f->off || (f->sec_off[i] == f->off &&
-		    (f->sec_id != i || f->p.version != 6)))
-			goto bad;
-	if (td_cur_bad(&c) || td_cur_left(&c) != 0)
-		goto bad;
-	f->fd = open(f->part, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (f->fd == -1 || td_file_cut(f->fd, f->off) == -1)
-		goto fail;
-	if (ckv >= 3 && td_file_restore_opts(f, opts) == -1)
-		goto fail;
-	/* each spool is cut to size and closed: reopened when written to */
-	for (i = 0; i < f->p.ncpus; i++) {
-		struct td_spool *s = &f->cpu[i];
-
-		if (s->bytes == 0 && s->pages == 0)
-			continue;
-		xasprintf(&s->path, "%s.cpu%d.part", f->path, i);
-		if ((fd = open(s->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) == -1)
-			goto fail;
-		e = td_file_cut(fd, s->bytes);
-		close(fd);
-		if (e == -1)
-			goto fail;
-	}
-	/*
-	 * A spool of a CPU that had nothing at the checkpoint was begun
-	 * after it: cut it off too, or nothing would ever remove it (only
-	 * the spools a writer opened go at finish and abort).
-	 */
-	for (i = 0; i < f->p.ncpus; i++) {
-		char *sp;
-
-		if (f->cpu[i].path != NULL)
-			continue;
-		xasprintf(&sp, "%s.cpu%d.part", f->path, i);
-		e = unlink(sp) == -1 && errno != ENOENT;
-		free(sp);
-		if (e)
-			goto fail;
-	}
-	return f;
-bad:
-	errno = EINVAL;
-fail:
-	e = errno;
-	td_file_release(f);	/* keep the files: they are not ours */
-	errno = e;
-	return NULL;
 }

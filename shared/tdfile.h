@@ -28,6 +28,9 @@
  * compression context may be shared (codec_ctx).  Not thread safe; one
  * writer per recording.  Functions return 0 or -1 with errno set;
  * nothing here logs.
+ *
+ * Implemented by tdfile.c (the writer), tdspool.c (the per-CPU spools) and
+ * tdfile-state.c (checkpoint and restore).
  */
 #ifndef TD_TDFILE_H
 #define TD_TDFILE_H
