@@ -32,6 +32,7 @@
 #include "instance.h"
 #include "log.h"
 #include "meta.h"
+#include "net.h"
 #include "priv.h"
 #include "record.h"
 #include "recorder.h"
@@ -47,18 +48,6 @@
 #define RECORD_BUFFER_PERCENT	10
 /* epoll id of the privileged parent's socket. */
 #define RECORD_PRIV_ID		(UINT32_MAX - 4)
-
-/* Seconds since tracing started. */
-double
-record_elapsed(const struct recorder *r)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - r->start.tv_sec) +
-	    (now.tv_nsec - r->start.tv_nsec) / 1e9;
-}
-
 /* Handle one signal from the signalfd. */
 static void
 record_signal(struct recorder *r)
@@ -235,6 +224,9 @@ record_start(struct recorder *r)
 
 	if (uplink_start(r) == -1)
 		return -1;
+	/* the anchor round before the events, on an empty queue */
+	if (r->tsync != NULL && r->net != NULL && net_up(r->net))
+		tsyncsched_round(r, true);
 
 	if ((r->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		goto sys;

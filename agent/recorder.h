@@ -99,8 +99,16 @@ struct recorder {
 	char			 err[2048];
 };
 
-/* record.c: seconds since tracing started. */
-double	record_elapsed(const struct recorder *r);
+/* Seconds since tracing started. */
+static inline double
+record_elapsed(const struct recorder *r)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - r->start.tv_sec) +
+	    (now.tv_nsec - r->start.tv_nsec) / 1e9;
+}
 
 /*
  * drain.c: read pages of one CPU into the sink, as much as how says;
@@ -115,7 +123,7 @@ int	drain_cpu(struct recorder *r, struct record_cpu *c,
  */
 /* The stream to the listener, not connected yet (set-up, as root). */
 int	uplink_new(struct recorder *r);
-/* The first connection, the headers out, the first time-sync round. */
+/* The first connection, and the headers out before the first probes. */
 int	uplink_start(struct recorder *r);
 /* Add the connection and the reconnection thread to the epoll set. */
 int	uplink_watch(struct recorder *r);

@@ -156,8 +156,6 @@ uplink_start(struct recorder *r)
 	    UPLINK_HEADERS_MS, r->err, sizeof r->err) == -1 &&
 	    uplink_lost(r) == -1)
 		return -1;
-	if (r->tsync != NULL && r->net != NULL && net_up(r->net))
-		tsyncsched_round(r, true);
 	return 0;
 }
 

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "recording.h"
+#include "recparams.h"
 
 struct td_codec;
 struct td_file;

@@ -31,32 +31,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tdlimits.h"
+#include "recparams.h"
 
 struct finished;
 struct listener_config;
 struct recording;
 struct td_tsync_sample;
-
-/* What a producer declares about the recording it opens. */
-struct recording_params {
-	char		 identity[TD_MAX_NAME_LEN + 1];	/* a path component */
-	char		 name[TD_MAX_NAME_LEN + 1];	/* the agent's, or "" */
-	char		 clock[TD_MAX_NAME_LEN + 1];	/* trace clock */
-	uint64_t	 recording_id;	/* the producer's key for resuming */
-	uint32_t	 ncpus;
-	uint32_t	 page_size;
-	uint8_t		 long_size;	/* the traced machine's user long */
-	uint8_t		 commit_size;	/* ring-buffer commit field */
-	uint8_t		 big_endian;
-};
-
-/* One CPU's pages: the next sequence number due, what they held. */
-struct recording_cpu {
-	uint64_t	 next_seq;
-	uint64_t	 events;
-	uint64_t	 missed_pages;	/* marked: the ring lost events */
-};
 
 /* Whose fault a failed action was. */
 enum recording_fault {
