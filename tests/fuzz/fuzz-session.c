@@ -39,7 +39,8 @@
  *   - every reply parses: WELCOME first, RESUMED exactly when asked, at
  *     the recording's position (a finished one's end); ACKs grow and never
  *     pass what was taken in; nothing after DONE or ERROR; END is taken
- *     only with every section and page there;
+ *     only with every section and page there, and then always (unless the
+ *     agent's options took more than half of TD_MAX_OPTIONS_TOTAL);
  *   - at the end no recording, budget or descriptor is left; DIR holds
  *     DIR/<identity>/ and that at most one file: complete (as DONE says)
  *     or NAME.incomplete.dat exactly when the sections up to PRINTK came;
@@ -95,6 +96,7 @@ struct state {
 		uint64_t hash;
 	}		 opts[MAX_OPTS];
 	size_t		 nopts;
+	uint64_t	 opt_bytes;	/* the agent's, as the writer counts */
 	struct {
 		uint64_t pages;
 		uint64_t hash;
@@ -278,7 +280,10 @@ model_frame(struct fconn *c)
 		FUZZ_CHECK(td_msg_unpack_option(&f, &id, &p, &n) == 0);
 		/* the listener writes these itself */
 		if (id == TD_OPT_TIME_SHIFT || id == TD_OPT_DATE ||
-		    id == TD_OPT_TD_TSYNC || m.now.nopts == MAX_OPTS)
+		    id == TD_OPT_TD_TSYNC)
+			break;
+		m.now.opt_bytes += 6 + n;
+		if (m.now.nopts == MAX_OPTS)
 			break;
 		m.now.opts[m.now.nopts].id = id;
 		m.now.opts[m.now.nopts].len = n;
@@ -471,6 +476,34 @@ drained(struct fconn *c)
 		conn_lost(c, NULL);
 }
 
+/*
+ * An END the session refused (n bytes at p): it must not be one that
+ * completes the recording, unless the agent's options left the listener
+ * less than half of TD_MAX_OPTIONS_TOTAL for its own.
+ */
+static void
+check_end_refused(const uint8_t *p, size_t n)
+{
+	struct td_frame f;
+	struct td_end *e;
+	bool whole;
+	int i;
+
+	if (!m.opened || m.finished || m.closed || td_frame_parse(p, n,
+	    &f) != 1 || f.type != TD_MSG_END ||
+	    m.now.opt_bytes > TD_MAX_OPTIONS_TOTAL / 2)
+		return;
+	FUZZ_CHECK((e = malloc(sizeof *e)) != NULL);
+	whole = td_msg_unpack_end(&f, e) == 0 && e->ncpus == m.ncpus &&
+	    m.now.open == -1;
+	for (i = 0; whole && i < (int)m.ncpus; i++)
+		whole = e->pages[i] == m.now.cpu[i].pages;
+	for (i = TD_OPT_HEADER_INFO; whole && i <= TD_OPT_CMDLINES; i++)
+		whole = m.now.done[i];
+	free(e);
+	FUZZ_CHECK(!whole);
+}
+
 /* The HELLO bytes start with, if they do. */
 static bool
 first_hello(const uint8_t *data, size_t size, struct td_hello *h)
@@ -515,6 +548,8 @@ conn_read(struct fconn *c)
 		was = session_phase(c->s);
 		used = session_input(c->s, p, n, timesync_now(CLOCK_MONOTONIC),
 		    nopen, &cost, &v);
+		if (used == -1 && was == SESSION_STREAM)
+			check_end_refused(p, n);
 		free(p);
 		FUZZ_CHECK(used <= (ssize_t)n);
 		if (used > 0 && was == SESSION_HELLO && !c->resume &&
