@@ -1,14 +1,15 @@
 #!/bin/sh
 # fuzz.sh [-b] [-j JOBS] [-t TARGET,...] [SECONDS]: build the libFuzzer
-# targets of tests/fuzz/ (clang, ASan + UBSan) into build-fuzz/ and run each
-# one (or those of -t: proto, page, tdread, session, restore) for SECONDS
-# (default 30) on a copy of its seed corpus, JOBS targets at a time
-# (default 1), under nice.  Prints one summary line per target
+# targets of tests/fuzz/ (make fuzz: clang, ASan + UBSan) in build-fuzz/
+# and run each one (or those of -t: proto, page, tdread, session, restore)
+# for SECONDS (default 30) on a copy of its seed corpus, JOBS targets at a
+# time (default 1), under nice.  Prints one summary line per target
 # (executions, coverage, new corpus units) and exits 1 if any target
 # crashed, leaked, timed out or ran out of memory; the input that did it is
-# kept as build-fuzz/crashes/<target>-crash-*.  -b only builds (and the
-# seed generator, build-fuzz/seedgen).  Installs clang and libFuzzer when
-# they are missing (Debian 12, as root).  See tests/fuzz/README.md.
+# kept as build-fuzz/crashes/<target>-crash-*.  -b only builds (with the
+# seed generator, build-fuzz/fuzz/seedgen).  Installs clang, libFuzzer and
+# what configure needs when they are missing (Debian 12, as root).  See
+# tests/fuzz/README.md.
 # shellcheck disable=SC2086 # flag lists are split on purpose
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,8 +38,10 @@ for t in $run; do
 done
 
 # clang with libFuzzer (Debian 12: libclang_rt.fuzzer is in libclang-rt-14-dev)
-# and the libraries the shared code uses
-PKGS="clang libclang-rt-14-dev zlib1g-dev libzstd-dev libssl-dev libevent-dev"
+# and what configure needs
+PKGS="clang libclang-rt-14-dev make autoconf automake pkg-config
+zlib1g-dev libzstd-dev libssl-dev libevent-dev libtracefs-dev
+libtraceevent-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
@@ -55,60 +58,17 @@ if [ -n "$missing" ]; then
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
-CC=${CC:-clang}
-# no config.h: a fresh clone has none, and the code built here needs only
-# _GNU_SOURCE from it (copy_file_range, memfd_create, asprintf)
-DEFS="-D_GNU_SOURCE"
-INC="-I$top/shared -I$top/proto -I$top/listener -I$F"
-# pointer-overflow stays recoverable so tests/fuzz/ubsan.supp can silence
-# a known finding; halt_on_error makes every other report fatal
-SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined
--fsanitize-recover=pointer-overflow"
-CFLAGS="-g -O1 -fno-omit-frame-pointer -Wall $SAN $DEFS $INC"
-LIBS="-lzstd -lz"
-
-mkdir -p "$B/obj" "$B/seedobj" "$B/log" "$B/crashes" "$B/corpus"
-echo "== building the fuzz targets in $B"
-rm -f "$B/libfuzzshared.a" "$B/libseedshared.a"
-for src in "$top"/shared/*.c "$top"/proto/*.c; do
-	o=$(basename "$src" .c).o
-	# instrumented for the fuzzer, and plain ASan+UBSan for seedgen
-	$CC $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$B/obj/$o"
-	$CC $CFLAGS -c "$src" -o "$B/seedobj/$o"
-done
-ar rcs "$B/libfuzzshared.a" "$B"/obj/*.o
-ar rcs "$B/libseedshared.a" "$B"/seedobj/*.o
-# fuzz-session links tdlisten's own session.c, output.c, checkpoint.c,
-# finished.c, timesync.c and budget.c; its writer calls go through the wrappers of fuzz-session.c.
-# fuzz-restore links checkpoint.c and ckrec.c (the recording it restores),
-# as seedgen does for the restore seeds.
-for src in session output checkpoint finished timesync budget; do
-	$CC $CFLAGS -fsanitize=fuzzer-no-link -c "$top/listener/$src.c" \
-	    -o "$B/listener-$src.o"
-done
-$CC $CFLAGS -c "$top/listener/checkpoint.c" -o "$B/seedobj/checkpoint.o"
-WRAP=""
-for fn in create section_begin section_write section_end section_cancel \
-    section_add add_option cpu_page cpu_chunk finish free checkpoint restore \
-    release; do
-	WRAP="$WRAP -Wl,--wrap=td_file_$fn"
-done
-for t in $TARGETS; do
-	extra=""
-	extralibs=""
-	if [ "$t" = session ]; then
-		extra="$B/listener-session.o $B/listener-output.o
-		    $B/listener-finished.o $B/listener-checkpoint.o
-		    $B/listener-timesync.o $B/listener-budget.o $WRAP"
-		extralibs="-lssl -lcrypto"
-	elif [ "$t" = restore ]; then
-		extra="$F/ckrec.c $B/listener-checkpoint.o"
-	fi
-	$CC $CFLAGS -fsanitize=fuzzer "$F/fuzz-$t.c" $extra \
-	    "$B/libfuzzshared.a" $LIBS $extralibs -o "$B/fuzz-$t"
-done
-$CC $CFLAGS "$F/seedgen.c" "$F/ckrec.c" "$B/seedobj/checkpoint.o" \
-    "$B/libseedshared.a" $LIBS -o "$B/seedgen"
+# build-fuzz is configured once (bootstrapped as scripts/build.sh does);
+# "make fuzz" builds the targets of Makefile.am into build-fuzz/fuzz/
+echo "== building the fuzz targets in $B/fuzz (make fuzz)"
+cd "$top"
+[ -x configure ] && [ configure -nt configure.ac ] && [ Makefile.in -nt Makefile.am ] ||
+    autoreconf -fi >/dev/null 2>&1 || { autoreconf -fi; exit 1; }
+mkdir -p "$B/log" "$B/crashes" "$B/corpus"
+if [ ! -f "$B/Makefile" ] || [ "$top/configure" -nt "$B/Makefile" ]; then
+	(cd "$B" && "$top/configure" -q)
+fi
+make -C "$B" -s -j"$(nproc)" fuzz
 echo "== built: $(for t in $TARGETS; do printf 'fuzz-%s ' "$t"; done)seedgen"
 [ $build_only = 1 ] && exit 0
 
@@ -135,13 +95,15 @@ run_one() {
 		[ -f "$c" ] && cp "$c" "$work/"
 	done
 	n0=$(find "$work" -type f | wc -l)
-	dict=""
-	[ -f "$F/$t.dict" ] && dict="-dict=$F/$t.dict"
+	opts=""
+	[ -f "$F/$t.dict" ] && opts="-dict=$F/$t.dict"
+	# tdlisten's log lines (fuzz-session) go nowhere; reports still do
+	[ "$t" = session ] && opts="$opts -close_fd_mask=2"
 	start=$(date +%s)
 	set +e
-	nice -n 10 "$B/fuzz-$t" -max_total_time="$secs" -rss_limit_mb=2048 \
-	    -timeout=60 -print_final_stats=1 \
-	    -artifact_prefix="$B/crashes/$t-" $dict "$work" \
+	nice -n 10 "$B/fuzz/fuzz-$t" -max_total_time="$secs" \
+	    -rss_limit_mb=2048 -timeout=60 -print_final_stats=1 \
+	    -artifact_prefix="$B/crashes/$t-" $opts "$work" \
 	    > "$B/log/$t.log" 2>&1
 	rc=$?
 	set -e

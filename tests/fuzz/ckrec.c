@@ -6,15 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
-#include "listener.h"
-#include "session.h"
+#include "checkpoint.h"
 #include "tdfile.h"
 #include "tdlimits.h"
 #include "tdproto.h"
+#include "timesync.h"
 #include "ckrec.h"
 
 static const struct {
@@ -112,73 +111,67 @@ ckrec_page(uint8_t *p, int cpu, uint64_t seq)
 		p[i] = (uint8_t)(seq * 31 + (uint64_t)cpu * 7 + i);
 }
 
-/* The listener's checkpoint of a session recording into f. */
+/*
+ * The listener's checkpoint (checkpoint_write(), PATH.state) of a recording
+ * into f: its parameters, counters, per-CPU sequences and samples (one at
+ * point 1; two kept and one dropped at point 3, with TSC2NSEC factors).
+ */
 static int
 ckrec_listener(struct td_file *f, const char *path, int v, int k,
     struct td_buf *out)
 {
-	struct session s;
-	struct session_cpu cpu[CKREC_NCPUS];
-	struct td_tsync_sample t[2];
+	static const uint8_t tsc[8] = { 0x55, 0x55, 0x55, 0x55, 31, 0, 0, 0 };
+	struct recording_cpu cpu[CKREC_NCPUS];
+	struct td_tsync_sample t;
+	struct checkpoint ck;
+	char *state_path;
 	int i, ret;
 
-	memset(&s, 0, sizeof s);
+	memset(&ck, 0, sizeof ck);
 	memset(cpu, 0, sizeof cpu);
-	memset(t, 0, sizeof t);
-	s.hello.version_min = s.hello.version_max = TD_PROTO_VERSION;
-	s.hello.ncpus = CKREC_NCPUS;
-	s.hello.page_size = CKREC_PAGE;
-	s.hello.long_size = s.hello.commit_size = 8;
-	s.hello.file_version = (uint8_t)ckrec_variants[v].version;
-	s.hello.recording_id = 0x1000 + (uint64_t)v;
-	s.hello.trace_id = 0x2000;
-	snprintf(s.hello.name, sizeof s.hello.name, "ckrec");
-	snprintf(s.hello.clock, sizeof s.hello.clock, "local");
-	s.file = f;
-	s.cpu = cpu;
-	s.session_id = 0x5e55;
+	ck.params.ncpus = CKREC_NCPUS;
+	ck.params.page_size = CKREC_PAGE;
+	ck.params.long_size = ck.params.commit_size = 8;
+	ck.params.recording_id = 0x1000 + (uint64_t)v;
+	snprintf(ck.params.name, sizeof ck.params.name, "ckrec");
+	snprintf(ck.params.clock, sizeof ck.params.clock, "local");
+	ck.trace_id = 0x5e55;
+	ck.position = ck.bytes = 1000 * (uint64_t)(k + 1);
+	ck.lost = (uint64_t)k;
+	ck.elapsed_ns = 1500000000;	/* the same bytes every time */
+	ck.cpu = cpu;
+	ck.file = f;
 	for (i = 0; i < CKREC_NCPUS; i++) {
 		cpu[i].next_seq = td_file_cpu_pages(f, i);
 		cpu[i].events = 3 * cpu[i].next_seq;
-		s.pages += cpu[i].next_seq;
+		ck.pages += cpu[i].next_seq;
 	}
-	s.rx_off = s.bytes = 1000 * (uint64_t)(k + 1);
-	s.lost = (uint64_t)k;
-	clock_gettime(CLOCK_MONOTONIC, &s.start);
-	/* a sample at the second point, two at the last */
-	for (i = 0; i < 2; i++) {
-		t[i].round = (uint32_t)i;
-		t[i].probes = 3;
-		t[i].ts = 1000000 * (uint64_t)(i + 1);
-		t[i].offset = -5000 + i;
-		t[i].scaling = 1;
-		t[i].bound = 4000;
-		t[i].rtt = 8000;
+	ck.ts = timesync_new();
+	memset(&t, 0, sizeof t);
+	t.probes = 3;
+	t.scaling = 1;
+	t.bound = 4000;
+	t.rtt = 8000;
+	for (i = 0; i < (k == 1 ? 1 : k == 3 ? 3 : 0); i++) {
+		t.round = (uint32_t)i;
+		t.ts = 1000000 * (uint64_t)(i + 1);
+		t.offset = -5000 + i;
+		t.scaling = i == 2 ? 3 : 1;	/* dropped (counted) */
+		timesync_add(ck.ts, &t);
 	}
-	s.samples = t;
-	s.nsamples = k == 1 ? 1 : k == 3 ? 2 : 0;
-	s.samples_dropped = k == 3;
-	if (asprintf(&s.state_path, "%s.state", path) == -1)
-		return -1;
-	ret = checkpoint_write(&s);
-	if (ret == 0) {
-		td_buf_reset(out);
-		ret = td_buf_read_file(out, s.state_path);
-		unlink(s.state_path);
-	}
-	free(s.state_path);
-	/* the same bytes every time: 1.5 s elapsed (u32 x 3, HELLO, u64 x 5) */
-	if (ret == 0 && out->len >= 12) {
-		uint64_t el = 1500000000;
-		uint32_t n;
-
-		memcpy(&n, out->data + 8, 4);
-		if (out->len < 12 + (size_t)n + 48) {
-			errno = EINVAL;
-			return -1;
+	if (k == 3)
+		timesync_tsc2nsec(ck.ts, tsc, false);
+	ret = -1;
+	if (asprintf(&state_path, "%s.state", path) != -1) {
+		ret = checkpoint_write(state_path, &ck, NULL);
+		if (ret == 0) {
+			td_buf_reset(out);
+			ret = td_buf_read_file(out, state_path);
 		}
-		memcpy(out->data + 12 + n + 40, &el, 8);
+		checkpoint_remove(state_path);
+		free(state_path);
 	}
+	timesync_free(ck.ts);
 	return ret;
 }
 
@@ -195,6 +188,8 @@ ckrec_point(struct td_file *f, const char *path, int v, int k,
 		return -1;
 	for (i = 0; i < CKREC_NCPUS; i++)
 		pt->pages[i] = td_file_cpu_pages(f, i);
+	pt->samples = k == 1 ? 1 : k == 3 ? 2 : 0;
+	pt->dropped = k == 3;
 	pt->sections = 0;
 	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
 		if (td_file_has_section(f, i))

@@ -32,6 +32,8 @@ struct ckrec_point {
 	struct td_buf	 listener;	/* checkpoint_write(): PATH.state */
 	uint64_t	 pages[CKREC_NCPUS];
 	unsigned int	 sections;	/* bit (id - HEADER_INFO) per section */
+	uint32_t	 samples;	/* time-sync samples PATH.state keeps */
+	uint32_t	 dropped;	/* ... and counts as dropped */
 };
 
 /* Variant v's name ("v6", "v7-none", "v7-zstd", "v7-zlib"). */

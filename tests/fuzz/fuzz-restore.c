@@ -7,27 +7,33 @@
  *
  * At start the small recording of ckrec.h is made once per variant (v6,
  * v7 with each codec) and its files (r.dat.part, the spools of both CPUs
- * and the options' side file) are kept in memory.  For each input, an empty work directory gets
- * the files of the variant the input's first "tdck" block names
- * (ckrec_variant(), else v6), each input on fresh copies: restoring cuts
- * files to the checkpoint's sizes.  An input that starts with "tdss" (the
- * listener's magic in host order) is written there as r.dat.state and
- * read by checkpoint_read() into a session that, as in session.c's resume
- * path, already holds a HELLO and per-CPU counters; any other input goes
- * to td_file_restore() as it is.
+ * and the options' side file) are kept in memory.  For each input, an
+ * empty work directory gets the files of the variant the input's first
+ * "tdck" block names (ckrec_variant(), else v6), each input on fresh
+ * copies: restoring cuts files to the checkpoint's sizes.  An input that
+ * starts with "tdss" (the listener's magic in host order) is a whole
+ * PATH.state of any version (3 as written now; 1 and 2 of earlier
+ * listeners, with the agent's HELLO inside, are still read): it is
+ * written there as r.dat.state and read by checkpoint_read() as
+ * recording.c does when it resumes or recovers a recording.  Any other
+ * input goes to td_file_restore() as it is.
  *
  * Properties, besides "no crash, leak, read out of bounds or UB":
  *   - a refused state leaves errno set (td_file_restore) or an error text
  *     (checkpoint_read), no file descriptor and no new file;
- *   - whether checkpoint_read() succeeds or not, the session stays one
- *     session.c can use and free: s->cpu has s->hello.ncpus entries and
- *     s->samples s->nsamples (each one is read, so ASan sees a short
- *     array), s->file is set exactly on success, for s->path = r.dat;
+ *   - checkpoint_read() leaves nothing allocated but the samples on
+ *     failure; on success the parameters are ones HELLO would take (the
+ *     identity is left alone), ck.cpu has ncpus entries (each is read,
+ *     so ASan sees a short array) whose sequences are the writer's page
+ *     counts, and the samples it kept make the time-sync options
+ *     (timesync_options(), as recording_finish() does: whatever a damaged
+ *     state holds, they are written or refused with errno);
  *   - a restored writer goes on: the missing sections, a page for CPUs
  *     0..3, an option, td_file_finish(), td_file_free();
  *   - a state that is one of the recording's own checkpoints (byte for
  *     byte) restores exactly: its page counts and sections,
- *     and everything added after it succeeds; the finished file reads back
+ *     and, for a listener state, its parameters and samples; everything
+ *     added after it succeeds; the finished file reads back
  *     with tdread to the six sections and every page of both CPUs in order;
  *     r.dat is then the only file left.
  */
@@ -43,13 +49,13 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "listener.h"
-#include "session.h"
+#include "checkpoint.h"
+#include "compress.h"
 #include "tdfile.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "tdread.h"
-#include "xmalloc.h"
+#include "timesync.h"
 #include "ckrec.h"
 #include "fuzz.h"
 
@@ -68,6 +74,7 @@ static char *topdir;
 static char *workdir;
 static char *path;		/* workdir/r.dat */
 static char *statepath;		/* workdir/r.dat.state */
+static struct td_codec *codec[3];	/* shared: none, zstd, zlib */
 static bool verbose;
 
 static void
@@ -102,19 +109,10 @@ wipe(const char *dir)
 static void
 setup(void)
 {
-	const char *base = getenv("FUZZ_TMPDIR");
-	char *t, *tpath, *f;
+	char *tpath, *f;
 	int v, i;
 
-	if (base == NULL && access("/dev/shm", W_OK) == 0)
-		base = "/dev/shm";
-	if (base == NULL)
-		base = getenv("TMPDIR");
-	if (base == NULL)
-		base = "/tmp";
-	FUZZ_CHECK(asprintf(&t, "%s/fuzz-restore.XXXXXX", base) > 0);
-	FUZZ_CHECK(mkdtemp(t) != NULL);
-	topdir = t;
+	topdir = fuzz_tmpdir("fuzz-restore");
 	FUZZ_CHECK(asprintf(&workdir, "%s/work", topdir) > 0);
 	FUZZ_CHECK(mkdir(workdir, 0700) == 0);
 	atexit(cleanup_dirs);
@@ -137,6 +135,9 @@ setup(void)
 		}
 	}
 	free(tpath);
+	codec[1] = td_codec_new(TD_CODEC_ZSTD, 0);
+	codec[2] = td_codec_new(TD_CODEC_ZLIB, 0);
+	FUZZ_CHECK(codec[1] != NULL && codec[2] != NULL);
 	verbose = getenv("FUZZ_VERBOSE") != NULL;
 }
 
@@ -182,16 +183,6 @@ dir_files(int *others)
 	}
 	closedir(d);
 	return mask;
-}
-
-static int
-lowest_fd(void)
-{
-	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-	FUZZ_CHECK(fd != -1);
-	close(fd);
-	return fd;
 }
 
 /* Which checkpoint of variant v the state is, if it is one. */
@@ -310,58 +301,78 @@ go_on(struct td_file *f, const struct ckrec_point *pt)
 	td_file_free(f);
 }
 
-/* checkpoint_read() into a session like the one session_resume() has. */
+/*
+ * checkpoint_read() as recording.c calls it (resuming a rewound recording,
+ * recovering one): into a struct checkpoint whose samples are given, with
+ * the shared codec context of the listener's --compression (none, zstd or
+ * zlib by the input's length), and the identity it keeps.
+ */
 static struct td_file *
-read_listener_state(const uint8_t *data, size_t size, bool *ok)
+read_listener_state(const uint8_t *data, size_t size,
+    const struct ckrec_point *pt, bool *ok)
 {
-	struct session *s = xcalloc(1, sizeof *s);
-	struct td_file *f;
+	struct timesync_report rep;
+	struct checkpoint ck;
+	struct td_codec *shared = codec[size % 3];
 	volatile uint64_t sum = 0;
 	char err[600];
 	uint32_t i;
 	int r;
 
 	put_file(statepath, data, size);
-	s->hello.version_min = s->hello.version_max = TD_PROTO_VERSION;
-	s->hello.ncpus = CKREC_NCPUS;
-	s->hello.page_size = CKREC_PAGE;
-	s->hello.long_size = s->hello.commit_size = 8;
-	snprintf(s->hello.clock, sizeof s->hello.clock, "local");
-	s->cpu = xcalloc(CKREC_NCPUS, sizeof *s->cpu);
-	/* resuming reads the session's own state_path; recovering another */
-	if (size % 2 == 1)
-		s->state_path = xstrdup(statepath);
+	memset(&ck, 0, sizeof ck);
+	snprintf(ck.params.identity, sizeof ck.params.identity, "kept");
+	ck.ts = timesync_new();
 	err[0] = '\0';
-	r = checkpoint_read(s, s->state_path ? s->state_path : statepath,
-	    err, sizeof err);
+	r = checkpoint_read(statepath, &ck, shared, err, sizeof err);
 	if (verbose)
 		fprintf(stderr, "checkpoint_read: %d %s\n", r, err);
 	FUZZ_CHECK(r == 0 || (r == -1 && err[0] != '\0'));
-	FUZZ_CHECK((r == 0) == (s->file != NULL));
-	/* what session.c reads of a session, whatever happened */
-	for (i = 0; i < s->hello.ncpus; i++)
-		sum += s->cpu[i].next_seq + s->cpu[i].events +
-		    s->cpu[i].missed_pages;
-	for (i = 0; i < s->nsamples; i++)
-		sum += s->samples[i].ts;
-	(void)sum;
-	if (r == 0) {
-		FUZZ_CHECK(s->hello.ncpus >= 1 &&
-		    s->hello.ncpus <= TD_MAX_CPUS);
-		FUZZ_CHECK(strcmp(s->path, path) == 0);
-		FUZZ_CHECK(strcmp(s->state_path, statepath) == 0);
-		for (i = 0; i < s->hello.ncpus; i++)
-			FUZZ_CHECK(td_file_cpu_pages(s->file, (int)i) ==
-			    s->cpu[i].next_seq);
-	}
-	f = s->file;
-	free(s->cpu);
-	free(s->samples);
-	free(s->path);
-	free(s->state_path);
-	free(s);
+	FUZZ_CHECK(strcmp(ck.params.identity, "kept") == 0);
+	FUZZ_CHECK((r == 0) == (ck.file != NULL));
+	FUZZ_CHECK((r == 0) == (ck.cpu != NULL));
 	*ok = r == 0;
-	return f;
+	if (r == -1) {
+		timesync_free(ck.ts);
+		return NULL;
+	}
+	/* what HELLO would have taken; every CPU counted (ASan: all there) */
+	FUZZ_CHECK(ck.params.ncpus >= 1 && ck.params.ncpus <= TD_MAX_CPUS);
+	FUZZ_CHECK(ck.params.page_size >= TD_MIN_PAGE_SIZE &&
+	    ck.params.page_size <= TD_MAX_PAGE_SIZE);
+	FUZZ_CHECK(memchr(ck.params.name, '\0', sizeof ck.params.name) &&
+	    memchr(ck.params.clock, '\0', sizeof ck.params.clock) &&
+	    ck.params.clock[0] != '\0');
+	for (i = 0; i < ck.params.ncpus; i++) {
+		sum += ck.cpu[i].events + ck.cpu[i].missed_pages;
+		FUZZ_CHECK(td_file_cpu_pages(ck.file, (int)i) ==
+		    ck.cpu[i].next_seq);
+	}
+	(void)sum;
+	if (pt != NULL) {
+		FUZZ_CHECK(ck.params.ncpus == CKREC_NCPUS &&
+		    ck.params.page_size == CKREC_PAGE &&
+		    strcmp(ck.params.name, "ckrec") == 0 &&
+		    strcmp(ck.params.clock, "local") == 0);
+		FUZZ_CHECK(timesync_count(ck.ts) == pt->samples);
+	}
+	/*
+	 * recording_finish() of a recovered recording: the time-sync options
+	 * from the samples the state kept (a damaged state may hold any)
+	 */
+	r = timesync_options(ck.ts, ck.file, ck.trace_id, ck.params.ncpus,
+	    ck.params.clock, &rep);
+	FUZZ_CHECK(r == 0 || r == 1 || (r == -1 && errno != 0));
+	FUZZ_CHECK((r == 1) == (timesync_count(ck.ts) == 0));
+	FUZZ_CHECK(r != 0 || (rep.kept >= 1 && rep.in_option >= 1 &&
+	    rep.in_option <= rep.kept && rep.kept + rep.imprecise +
+	    rep.off_line == timesync_count(ck.ts)));
+	FUZZ_CHECK(pt == NULL || r == (pt->samples > 0 ? 0 : 1));
+	FUZZ_CHECK(pt == NULL || pt->samples == 0 ||
+	    (rep.kept == pt->samples && rep.dropped == pt->dropped));
+	free(ck.cpu);
+	timesync_free(ck.ts);
+	return ck.file;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -377,7 +388,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (topdir == NULL)
 		setup();
-	fd0 = lowest_fd();
+	fd0 = fuzz_lowest_fd();
 	listener = size >= 4 && memcmp(data, &tdss, 4) == 0;
 	v = ckrec_variant(data, size);
 	k = known_point(v, data, size, listener);
@@ -388,7 +399,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(p);
 	}
 	if (listener)
-		f = read_listener_state(data, size, &ok);
+		f = read_listener_state(data, size, k >= 0 ?
+		    &variant[v].pt[k] : NULL, &ok);
 	else {
 		errno = 0;
 		f = td_file_restore(path, data, size);
@@ -410,7 +422,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(mask == 1 << NFILES && others == 0);
 		}
 	}
-	FUZZ_CHECK(lowest_fd() == fd0);
+	FUZZ_CHECK(fuzz_lowest_fd() == fd0);
 	wipe(workdir);
 	return 0;
 }

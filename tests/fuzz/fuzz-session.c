@@ -1,83 +1,59 @@
 /*
- * fuzz-session.c: libFuzzer target for tdlisten's handling of a peer's
- * bytes, end to end, with the real listener code.
+ * fuzz-session.c: libFuzzer target for tdlisten's handling of an agent's
+ * byte streams: listener/session.c (the tdproto producer) against the real
+ * recording, registry, checkpoint, timesync, finished, output and budget
+ * code and the trace.dat writer.  Nothing is faked: session.c knows no
+ * socket and no event loop, and the target does what conn.c does.
  *
- * listener/session.c and listener/output.c are linked as they are; what they
- * need from libevent is replaced by the small fake below, which holds the
- * input in memory, records what the session writes and calls the session's
- * callbacks the way libevent would on a fast network.  The input is the
- * byte stream an agent sends.  It arrives in pieces (1 + size % 4093 bytes
- * each) and the read callback runs whenever the low watermark the session
- * asked for is reached; after each read the write callback runs (the output
- * drained), or for odd pieces only at the end (so that frames after END
- * meet the session before it sent DONE).  When the input is exhausted the
- * peer hangs up (EOF; an
- * input of odd length that never got past HELLO meets the HELLO deadline
- * instead), and a session that sent ERROR is freed by its write callback
- * or, for odd lengths, by its two-second timer.  A session must then be
- * gone: server_session_closed() called, every timer freed.
+ * A connection's bytes arrive in pieces of 1 + size % 4093 bytes; the
+ * session gets what session_want() asks for (a heap copy of exactly that,
+ * so ASan sees a read past it) after session_account(), its output is
+ * collected after every call and its verdict acted on (CLOSE: the ERROR
+ * goes out, the connection ends; QUIET: it ends; PAUSE: the ERROR goes
+ * out, then session_lost(s, NULL)).  Output "drains" after every piece for
+ * even sizes, only when the connection ends for odd ones (frames after END
+ * meet the session before DONE went out; a PAUSE's ERROR is still on its
+ * way when tdlisten restarts).
  *
- * The writer calls of session.c pass through wrappers (ld --wrap) that
- * check tdfile.h's promises and keep a digest of what was handed over
- * (PAGES_Z blocks stored as they came are decompressed for it).
- * listener/checkpoint.c is linked too: checkpoints land beside the
- * recording in the temporary output directory.
+ * An input is up to 8 connections of one agent, each after FUZZ_CONN_SEP
+ * and a byte saying how the one before ends (fuzz.h): EOF, the idle
+ * timeout ("no HELLO in time" before HELLO), kept open (the next one takes
+ * over), tdlisten restarts (session_shutdown() of each, then
+ * recording_leave_all(), finished_load(), recording_recover_all()), or EOF
+ * and every resume deadline passes (registry_expired(UINT64_MAX),
+ * recording_close()), as at the end.  One recording per input (a new HELLO
+ * once there is one ends the input), under its own identity.  The first
+ * HELLO sets tdlisten's options: file_version 6: --file-version 6, else
+ * codec recording_id % 3 (none, zstd, zlib); (recording_id / 3) % 2:
+ * --tsync-interval -1; (recording_id / 6) % 2: --resume-wait 0; trace_id
+ * bit 0: a checkpoint tick after every piece, bit 1: --quota 1 + (trace_id
+ * >> 32) % 2^24, bit 2: a session memory budget of 4 KiB + ((trace_id >>
+ * 8) % 2^16) * 64, bit 4: TD_FD_RESERVE + (trace_id >> 24) % 8 descriptors.
  *
- * One input can be several connections of the same agent (protocol v2:
- * resuming), separated by FUZZ_CONN_SEP (fuzz.h) and one byte saying how
- * the connection before it ends (% 5): 0 the agent hangs up (EOF), 1 the
- * idle timeout strikes, 2 it stays open and silent (the next one takes
- * over), 3 tdlisten restarts (session_shutdown_all(), the ERRORs it wrote
- * go out for even lengths, session_free_all(), then session_recover_all()
- * restores what was left from its checkpoint), 4 the
- * agent hangs up and never comes back in time (the resume deadlines
- * expire).  A later connection that starts with a new (not resuming) HELLO
- * once a recording exists ends the input: one recording per input.  Every
- * input has its own identity, so tdlisten's memory of finished recordings
- * never mixes inputs.
- *
- * tdlisten's own settings are taken from the input's first frame when it
- * is a HELLO, so that the fuzzer reaches every writer: file_version 6 gives
- * --file-version 6, anything else 7 with the codec recording_id % 3 (none,
- * zstd, zlib); (recording_id / 3) % 2 == 1 turns time sync off
- * (--tsync-interval -1), else it is 1000 ms; (recording_id / 6) % 2 == 1
- * gives --resume-wait 0 (no resuming), else 600 s.  The HELLO's trace_id,
- * which tdlisten does not use, holds two more knobs: bit 0 runs the
- * checkpoint tick (checkpoint and ACK) after every read, bit 1 sets
- * --quota to 1 + (trace_id >> 32) % 2^24 bytes.
- *
- * Properties, besides "no crash, no leak, no fatal()":
- *   - the writer accepts what tdfile.h says it accepts, and
- *     td_file_has_section() and td_file_cpu_pages() agree with what was
- *     handed over;
- *   - a writer restored from the listener's own checkpoint (resume after a
- *     pause, a restart) comes back, and holds exactly what the last
- *     td_file_checkpoint() described: the digest rolls back to it;
- *   - output_path() stays inside DIR/<identity>/;
- *   - the TIME_SHIFT option session.c builds at END has exactly the layout
- *     trace-cmd reads (peer, flags, CPU count, per CPU count, ts[],
- *     offset[], scaling[], then per CPU frac[]), its DATE and tsync text
- *     are NUL-terminated strings (options the peer sends pass as sent);
- *   - every frame the listener sends parses and unpacks (WELCOME first,
- *     RESUMED exactly when the HELLO asked to resume, nothing after DONE or
- *     ERROR), ACK offsets grow and never pass the bytes that came, and
- *     DONE names the file's real size;
- *   - every connection's slot is given back once, every session is freed
- *     (no bufferevent, no timer left);
- *   - a finished file (complete or .incomplete.dat) is the only file left
- *     and, for v7, opens with tdread and gives back exactly the sections,
- *     options (the first 16) and pages of every CPU handed to the writer;
- *     for v6 too when tdread finds the sections the peer sent (a v6 header
- *     is parsed, so garbage sections make it unreadable: the peer's
- *     problem); without a finished file nothing is left (no checkpoint, no
- *     spool);
- *   - no file descriptor is left open.
- * The output directory is emptied after every input.
+ * A model of the recording follows the frames the sessions took in, is
+ * copied when the recording's acknowledged position moves (a checkpoint)
+ * and taken back when the recording goes back to it.  Properties, besides
+ * no crash, leak, UB or fatal():
+ *   - the recording's position is the model's; checkpoints are taken
+ *     there, never in a frame; rewinds go back to the last one;
+ *   - every reply parses: WELCOME first, RESUMED exactly when asked, at
+ *     the recording's position (a finished one's end); ACKs grow and never
+ *     pass what was taken in; nothing after DONE or ERROR; END is taken
+ *     only with every section and page there, and then always (unless the
+ *     agent's options took more than half of TD_MAX_OPTIONS_TOTAL);
+ *   - at the end no recording, budget or descriptor is left; DIR holds
+ *     DIR/<identity>/ and that at most one file: complete (as DONE says)
+ *     or NAME.incomplete.dat exactly when the sections up to PRINTK came;
+ *   - the file reads back with tdread to the model: sections, the agent's
+ *     options (first 16), every CPU's pages; the listener's TIME_SHIFT has
+ *     trace-cmd's layout, DATE and our tsync text end in NUL (v6: unless
+ *     tdread cannot parse the agent's sections).
+ * Not modelled: a pause inside session_input() with --resume-wait 0
+ * (rewound and closed in one call) needs a checkpoint every 4 MiB (inputs
+ * are smaller) or a full disk; session_account() and session_tick() pause.
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,1075 +62,342 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
-#include <event2/event.h>
-
+#include "budget.h"
 #include "buf.h"
 #include "compress.h"
 #include "listener.h"
 #include "log.h"
-#include "tdfile.h"
+#include "recording.h"
+#include "registry.h"
+#include "session.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "tdread.h"
+#include "timesync.h"
 #include "fuzz.h"
 
 #define MAX_CONNS	8
 #define NSECT		(TD_OPT_CMDLINES + 1)
 #define MAX_OPTS	16
-#define MAX_OUT		(4 * 1024 * 1024)
+#define FINISHED_FILE	".tdlisten-finished"
 
-static bool verbose;
-static char *topdir;
-static char *hostdir;
+/* What the recording holds, as the model has it. */
+struct state {
+	uint64_t	 pos;		/* bytes of the stream taken in */
+	int		 open;		/* the open section, or -1 */
+	uint64_t	 open_hash;
+	uint64_t	 open_len;
+	bool		 done[NSECT];
+	uint64_t	 hash[NSECT];
+	uint64_t	 len[NSECT];
+	struct {
+		uint16_t id;
+		size_t	 len;
+		uint64_t hash;
+	}		 opts[MAX_OPTS];
+	size_t		 nopts;
+	uint64_t	 opt_bytes;	/* the agent's, as the writer counts */
+	struct {
+		uint64_t pages;
+		uint64_t hash;
+	}		*cpu;
+};
+
+/* One connection of the agent. */
+struct fconn {
+	struct session	*s;		/* NULL: over */
+	const uint8_t	*data;
+	size_t		 size;
+	size_t		 avail;		/* arrived */
+	size_t		 pos;		/* taken in by the session */
+	bool		 resume;	/* its HELLO asks to resume */
+	bool		 pausing;	/* a PAUSE's ERROR is on its way */
+	struct td_buf	 out;		/* all the listener sent */
+	size_t		 parsed;	/* of out, checked */
+	int		 nframes;
+	bool		 last;		/* DONE or ERROR sent */
+	uint64_t	 ack;
+	struct td_buf	 frame;		/* the frame being taken in */
+	uint16_t	 ftype;
+	size_t		 ftotal;
+};
+
+static struct model {
+	bool		 opened;	/* the recording exists */
+	bool		 finished;	/* END taken in */
+	bool		 closed;	/* ended unfinished */
+	uint64_t	 rid;
+	uint32_t	 ncpus;
+	uint32_t	 page_size;
+	struct state	 now;
+	struct state	 ck;		/* as of the last checkpoint */
+	uint64_t	 end_pos;
+	uint64_t	 done_size;
+	char		 done_path[TD_MAX_NAME_LEN * 4 + 1];
+} m;
+
+static struct listener_config cfg;
+static struct fconn conns[MAX_CONNS];
+static int nconns;
+static bool odd, verbose;
+static char *topdir, *hostdir;
 static char identity[64];
 static unsigned int input_no;
+static struct td_codec *codec[3];	/* none, zstd, zlib */
+static uint8_t *raw;			/* what the model decompresses */
 
-/*
- * The fake libevent: a bufferevent per connection whose input is that
- * connection's part of the fuzz input, shown up to "avail" bytes;
- * evbuffer_pullup() hands out a heap copy of exactly the bytes asked for,
- * so ASan sees a read past them.  Timers run when the target fires them.
- */
-struct evbuffer {
-	const uint8_t		*data;
-	size_t			 size;
-	size_t			 avail;
-	size_t			 pos;
-	uint8_t			*pulled;
-	size_t			 pulled_len;
-};
+static void	conn_verdict(struct fconn *, enum session_verdict);
 
-struct bufferevent {
-	struct evbuffer		 input;
-	struct evbuffer		 output;	/* empty: "drained" at once */
-	struct td_buf		 out;
-	bufferevent_data_cb	 readcb;
-	bufferevent_data_cb	 writecb;
-	bufferevent_event_cb	 eventcb;
-	void			*arg;
-	short			 enabled;
-	size_t			 low;
-	bool			 wrote;
-	bool			 freed;
-	bool			 resume;	/* its HELLO asks to resume */
-	size_t			 hello_len;	/* bytes of that HELLO */
-};
-
-struct event {
-	event_callback_fn	 cb;
-	void			*arg;
-	struct event		*next;
-	short			 what;
-	bool			 added;
-};
-
-static struct bufferevent *fake_bev;	/* the connection being fed */
-static struct bufferevent *fake_bevs[MAX_CONNS];
-static int fake_nbevs;
-static struct event *fake_events;
-static int fake_nevents;
-static int slots_closed;
-static struct event_base *fake_base = (struct event_base *)&fake_base;
-
-struct bufferevent *
-bufferevent_socket_new(struct event_base *base, evutil_socket_t fd,
-    int options)
+static void
+state_copy(struct state *to, const struct state *from)
 {
-	struct bufferevent *b;
+	void *cpu = to->cpu;
 
-	FUZZ_CHECK(fake_nbevs < MAX_CONNS);
-	b = calloc(1, sizeof *b);
-	FUZZ_CHECK(b != NULL);
-	td_buf_init(&b->out, MAX_OUT);
-	fake_bevs[fake_nbevs++] = b;
-	fake_bev = b;
-	return b;
-}
-
-struct bufferevent *
-bufferevent_openssl_socket_new(struct event_base *base, evutil_socket_t fd,
-    struct ssl_st *ssl, enum bufferevent_ssl_state state, int options)
-{
-	FUZZ_CHECK(!"the fuzz session is plain TCP");
-	return NULL;
-}
-
-void
-bufferevent_openssl_set_allow_dirty_shutdown(struct bufferevent *bev,
-    int allow)
-{
-}
-
-struct ssl_st *
-bufferevent_openssl_get_ssl(struct bufferevent *bev)
-{
-	return NULL;
-}
-
-unsigned long
-bufferevent_get_openssl_error(struct bufferevent *bev)
-{
-	return 0;
-}
-
-void
-bufferevent_setcb(struct bufferevent *b, bufferevent_data_cb readcb,
-    bufferevent_data_cb writecb, bufferevent_event_cb eventcb, void *arg)
-{
-	FUZZ_CHECK(!b->freed);
-	b->readcb = readcb;
-	b->writecb = writecb;
-	b->eventcb = eventcb;
-	b->arg = arg;
-}
-
-int
-bufferevent_write(struct bufferevent *b, const void *data, size_t size)
-{
-	FUZZ_CHECK(!b->freed);
-	if (td_buf_add(&b->out, data, size) == -1)
-		return -1;
-	b->wrote = true;
-	return 0;
-}
-
-int
-bufferevent_enable(struct bufferevent *b, short what)
-{
-	b->enabled |= what;
-	return 0;
-}
-
-int
-bufferevent_disable(struct bufferevent *b, short what)
-{
-	b->enabled &= ~what;
-	return 0;
-}
-
-void
-bufferevent_free(struct bufferevent *b)
-{
-	FUZZ_CHECK(!b->freed);
-	b->freed = true;
-}
-
-int
-bufferevent_flush(struct bufferevent *b, short iotype,
-    enum bufferevent_flush_mode mode)
-{
-	FUZZ_CHECK(!b->freed);
-	return 0;
+	memcpy(cpu, from->cpu, m.ncpus * sizeof *to->cpu);
+	*to = *from;
+	to->cpu = cpu;
 }
 
 /*
- * A session that used its turn asks to be read again later: the input left
- * then is not taken (the target's inputs are far below a turn's 8 MiB but
- * for PAGES_Z blocks that expand past it).
+ * After every call (of connection c, if any): the recording stands where
+ * the model does.  It went back to its checkpoint (rewound, or restored
+ * from it), took a new one, or is gone: closed, keeping its checkpoint
+ * (close_rewinds) or what arrived, whole pages of a frame cut short too.
  */
-void
-bufferevent_trigger(struct bufferevent *b, short iotype, int options)
-{
-	FUZZ_CHECK(!b->freed);
-}
-
-struct event_base *
-bufferevent_get_base(struct bufferevent *b)
-{
-	return fake_base;
-}
-
-struct evbuffer *
-bufferevent_get_input(struct bufferevent *b)
-{
-	return &b->input;
-}
-
-struct evbuffer *
-bufferevent_get_output(struct bufferevent *b)
-{
-	return &b->output;
-}
-
-int
-bufferevent_set_timeouts(struct bufferevent *b, const struct timeval *r,
-    const struct timeval *w)
-{
-	return 0;
-}
-
-void
-bufferevent_setwatermark(struct bufferevent *b, short events, size_t low,
-    size_t high)
-{
-	if (events & EV_READ)
-		b->low = low;
-}
-
-size_t
-evbuffer_get_length(const struct evbuffer *in)
-{
-	return in->avail - in->pos;
-}
-
-size_t
-evbuffer_get_contiguous_space(const struct evbuffer *in)
-{
-	return in->avail - in->pos;
-}
-
-unsigned char *
-evbuffer_pullup(struct evbuffer *in, ev_ssize_t size)
-{
-	size_t n = size < 0 ? in->avail - in->pos : (size_t)size;
-
-	if (n > in->avail - in->pos)
-		return NULL;
-	free(in->pulled);
-	in->pulled = malloc(n ? n : 1);
-	in->pulled_len = n;
-	FUZZ_CHECK(in->pulled != NULL);
-	memcpy(in->pulled, in->data + in->pos, n);
-	return in->pulled;
-}
-
-int
-evbuffer_drain(struct evbuffer *in, size_t n)
-{
-	FUZZ_CHECK(n <= in->avail - in->pos);
-	in->pos += n;
-	free(in->pulled);
-	in->pulled = NULL;
-	in->pulled_len = 0;
-	return 0;
-}
-
-struct event *
-event_new(struct event_base *base, evutil_socket_t fd, short what,
-    event_callback_fn cb, void *arg)
-{
-	struct event *ev = calloc(1, sizeof *ev);
-
-	FUZZ_CHECK(ev != NULL);
-	ev->cb = cb;
-	ev->arg = arg;
-	ev->what = what;
-	ev->next = fake_events;
-	fake_events = ev;
-	fake_nevents++;
-	return ev;
-}
-
-int
-event_add(struct event *ev, const struct timeval *tv)
-{
-	ev->added = true;
-	return 0;
-}
-
-int
-event_del(struct event *ev)
-{
-	ev->added = false;
-	return 0;
-}
-
-void
-event_free(struct event *ev)
-{
-	struct event **pp;
-
-	for (pp = &fake_events; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == ev) {
-			*pp = ev->next;
-			free(ev);
-			fake_nevents--;
-			return;
-		}
-	}
-	FUZZ_CHECK(!"event_free of an unknown event");
-}
-
-/* reader.c: the fake input is all there is; nothing more to read. */
-void
-reader_pump(struct bufferevent *bev, bool big, const char *label)
-{
-}
-
-bool
-reader_big(void)
-{
-	return false;
-}
-
-void
-reader_tls(SSL *ssl)
-{
-}
-
-/* reader.c: a probe's reply goes out as any other output here. */
-void
-reader_send(struct bufferevent *bev, const void *data, size_t len)
-{
-	bufferevent_write(bev, data, len);
-}
-
-/* server.c: the connections open (for the descriptor budget). */
-int
-server_sessions(void)
-{
-	return 1;
-}
-
-/* server.c: a connection's slot is free again (once per connection). */
-void
-server_session_closed(struct session *s)
-{
-	slots_closed++;
-	FUZZ_CHECK(slots_closed <= fake_nbevs);
-}
-
-/* log.c: format (so bad arguments show) but print only when verbose. */
-static void
-fake_log(const char *what, const char *fmt, va_list ap)
-{
-	char msg[2048];
-
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	if (verbose)
-		fprintf(stderr, "tdlisten %s: %s\n", what, msg);
-}
-
-/* server.c: a TLS session is through its handshake (never: plain TCP). */
-int
-server_handshake_done(struct session *s, const char *label)
-{
-	FUZZ_CHECK(!"server_handshake_done without TLS");
-	return -1;
-}
-
-/* admit.c: a refusal, logged at a bounded rate; here as any line. */
-void
-admit_refused(enum admit_kind kind, const char *fmt, ...)
-{
-	va_list ap;
-
-	FUZZ_CHECK((unsigned)kind < ADMIT_R_NKINDS);
-	va_start(ap, fmt);
-	fake_log("warning", fmt, ap);
-	va_end(ap);
-}
-
-void
-log_warnx(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fake_log("warning", fmt, ap);
-	va_end(ap);
-}
-
-void
-log_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fake_log("warning", fmt, ap);
-	va_end(ap);
-}
-
-void
-log_info(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fake_log("info", fmt, ap);
-	va_end(ap);
-}
-
-void
-log_debug(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fake_log("debug", fmt, ap);
-	va_end(ap);
-}
-
-/* A peer must never make tdlisten exit. */
-void
-fatal(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	FUZZ_CHECK(!"fatal() on peer input");
-	abort();
-}
-
-void
-fatalx(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	FUZZ_CHECK(!"fatalx() on peer input");
-	abort();
-}
-
-/*
- * What session.c handed to the writer (through the ld --wrap wrappers).
- */
-struct cpu {
-	uint64_t	 pages;
-	uint64_t	 hash;
-};
-
-struct opt {
-	uint16_t	 id;
-	size_t		 len;
-	uint64_t	 hash;
-};
-
-static struct rec {
-	struct td_file		*file;
-	char			*path;
-	struct td_file_params	 p;
-	struct cpu		*cpu;
-	bool			 finished;
-	int			 open_id;	/* section being written, -1 */
-	uint64_t		 open_hash;
-	uint64_t		 open_len;
-	bool			 sect_done[NSECT];
-	uint64_t		 sect_hash[NSECT];
-	uint64_t		 sect_len[NSECT];
-	struct opt		 opts[MAX_OPTS];
-	size_t			 nopts;
-	size_t			 alloptions;
-} rec;
-
-/* rec as the last td_file_checkpoint() described the writer. */
-static struct rec rec_ck;
-static bool have_ck;
-
-struct td_file *__real_td_file_create(const char *,
-    const struct td_file_params *);
-int __real_td_file_section_begin(struct td_file *, enum td_opt);
-int __real_td_file_section_write(struct td_file *, const void *, size_t);
-int __real_td_file_section_end(struct td_file *);
-int __real_td_file_section_cancel(struct td_file *);
-int __real_td_file_section_add(struct td_file *, enum td_opt, const void *,
-    size_t);
-int __real_td_file_add_option(struct td_file *, enum td_opt, const void *,
-    size_t);
-int __real_td_file_cpu_page(struct td_file *, int, const void *, size_t);
-int __real_td_file_cpu_chunk(struct td_file *, int, const void *, size_t,
-    uint32_t);
-int __real_td_file_finish(struct td_file *);
-void __real_td_file_free(struct td_file *);
-int __real_td_file_checkpoint(struct td_file *, struct td_buf *);
-struct td_file *__real_td_file_restore(const char *, const void *, size_t);
-void __real_td_file_release(struct td_file *);
-
-struct td_file *__wrap_td_file_create(const char *,
-    const struct td_file_params *);
-int __wrap_td_file_section_begin(struct td_file *, enum td_opt);
-int __wrap_td_file_section_write(struct td_file *, const void *, size_t);
-int __wrap_td_file_section_end(struct td_file *);
-int __wrap_td_file_section_cancel(struct td_file *);
-int __wrap_td_file_section_add(struct td_file *, enum td_opt, const void *,
-    size_t);
-int __wrap_td_file_add_option(struct td_file *, enum td_opt, const void *,
-    size_t);
-int __wrap_td_file_cpu_page(struct td_file *, int, const void *, size_t);
-int __wrap_td_file_cpu_chunk(struct td_file *, int, const void *, size_t,
-    uint32_t);
-int __wrap_td_file_finish(struct td_file *);
-void __wrap_td_file_free(struct td_file *);
-int __wrap_td_file_checkpoint(struct td_file *, struct td_buf *);
-struct td_file *__wrap_td_file_restore(const char *, const void *, size_t);
-void __wrap_td_file_release(struct td_file *);
+static void	model_pages(struct fconn *);
 
 static void
-rec_check_sections(void)
+observe(struct fconn *c, bool close_rewinds)
 {
-	int i;
+	struct recording *r;
 
-	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
-		FUZZ_CHECK(!!td_file_has_section(rec.file, i) ==
-		    rec.sect_done[i]);
-	FUZZ_CHECK(!!td_file_in_section(rec.file) == (rec.open_id != -1));
-}
-
-struct td_file *
-__wrap_td_file_create(const char *path, const struct td_file_params *p)
-{
-	struct td_file *f;
-	size_t n;
-	int i;
-
-	FUZZ_CHECK(rec.file == NULL && rec.path == NULL);
-	/* output_path(): DIR/IDENTITY/one-component.dat */
-	n = strlen(hostdir);
-	FUZZ_CHECK(strncmp(path, hostdir, n) == 0 && path[n] == '/');
-	FUZZ_CHECK(strchr(path + n + 1, '/') == NULL);
-	FUZZ_CHECK(path[n + 1] != '.' && path[n + 1] != '-');
-	FUZZ_CHECK(strlen(path) > n + 5 &&
-	    strcmp(path + strlen(path) - 4, ".dat") == 0);
-
-	f = __real_td_file_create(path, p);
-	/* session.c checked the HELLO: the writer must take it */
-	FUZZ_CHECK(f != NULL);
-	rec.file = f;
-	FUZZ_CHECK((rec.path = strdup(path)) != NULL);
-	rec.p = *p;
-	rec.p.clock = strdup(p->clock);
-	rec.cpu = calloc(p->ncpus, sizeof *rec.cpu);
-	FUZZ_CHECK(rec.cpu != NULL && rec.p.clock != NULL);
-	for (i = 0; i < p->ncpus; i++)
-		rec.cpu[i].hash = FUZZ_FNV_INIT;
-	return f;
-}
-
-int
-__wrap_td_file_section_begin(struct td_file *f, enum td_opt id)
-{
-	int ndone = 0, i, r;
-	bool want;
-
-	FUZZ_CHECK(f == rec.file);
-	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
-		ndone += rec.sect_done[i];
-	want = !rec.finished && rec.open_id == -1 &&
-	    id >= TD_OPT_HEADER_INFO && id <= TD_OPT_CMDLINES &&
-	    !rec.sect_done[id];
-	if (rec.p.version == 6)
-		want = want && (int)id == TD_OPT_HEADER_INFO + ndone;
-	r = __real_td_file_section_begin(f, id);
-	FUZZ_CHECK((r == 0) == want);
-	if (r == 0) {
-		rec.open_id = id;
-		rec.open_hash = FUZZ_FNV_INIT;
-		rec.open_len = 0;
-	}
-	rec_check_sections();
-	return r;
-}
-
-int
-__wrap_td_file_section_write(struct td_file *f, const void *p, size_t n)
-{
-	int r = __real_td_file_section_write(f, p, n);
-
-	FUZZ_CHECK(f == rec.file);
-	if (rec.open_id == -1)
-		FUZZ_CHECK(r == -1 && errno == EINVAL);
-	if (r == 0) {
-		rec.open_hash = fuzz_fnv(rec.open_hash, p, n);
-		rec.open_len += n;
-	}
-	return r;
-}
-
-int
-__wrap_td_file_section_end(struct td_file *f)
-{
-	int r = __real_td_file_section_end(f);
-
-	FUZZ_CHECK(f == rec.file);
-	FUZZ_CHECK((r == 0) == (rec.open_id != -1));
-	if (r == 0) {
-		rec.sect_done[rec.open_id] = true;
-		rec.sect_hash[rec.open_id] = rec.open_hash;
-		rec.sect_len[rec.open_id] = rec.open_len;
-		rec.open_id = -1;
-	}
-	rec_check_sections();
-	return r;
-}
-
-int
-__wrap_td_file_section_cancel(struct td_file *f)
-{
-	int r = __real_td_file_section_cancel(f);
-
-	FUZZ_CHECK(f == rec.file);
-	FUZZ_CHECK((r == 0) == (rec.open_id != -1));
-	rec.open_id = -1;
-	rec_check_sections();
-	return r;
-}
-
-int
-__wrap_td_file_section_add(struct td_file *f, enum td_opt id, const void *p,
-    size_t n)
-{
-	int r;
-
-	FUZZ_CHECK(f == rec.file);
-	/* begin, write, end inside tdfile.c are not wrapped: do it here */
-	r = __wrap_td_file_section_begin(f, id);
-	if (r == 0)
-		r = __wrap_td_file_section_write(f, p, n);
-	if (r == 0)
-		r = __wrap_td_file_section_end(f);
-	return r;
-}
-
-/* Type of the frame session.c is handling (the one it pulled up). */
-static int
-current_frame(void)
-{
-	const uint8_t *p = fake_bev != NULL ? fake_bev->input.pulled : NULL;
-
-	if (p == NULL || fake_bev->input.pulled_len < TD_FRAME_HEADER)
-		return -1;
-	return p[4] << 8 | p[5];
-}
-
-/* TIME_SHIFT as trace-cmd reads it, exactly. */
-static void
-check_time_shift(const uint8_t *p, size_t n, int ncpus)
-{
-	uint32_t cpus, *count, i;
-	size_t pos = 16;
-
-	FUZZ_CHECK(n >= 16);
-	memcpy(&cpus, p + 12, 4);
-	FUZZ_CHECK(cpus == (uint32_t)ncpus);
-	count = calloc(cpus, sizeof *count);
-	FUZZ_CHECK(count != NULL);
-	for (i = 0; i < cpus; i++) {
-		FUZZ_CHECK(n - pos >= 4);
-		memcpy(&count[i], p + pos, 4);
-		pos += 4;
-		FUZZ_CHECK((n - pos) / 24 >= count[i]);
-		pos += 24 * (size_t)count[i];
-	}
-	for (i = 0; i < cpus; i++) {
-		FUZZ_CHECK((n - pos) / 8 >= count[i]);
-		pos += 8 * (size_t)count[i];
-	}
-	free(count);
-	if (pos != n)
-		fprintf(stderr, "TIME_SHIFT: %zu bytes, the layout needs %zu\n",
-		    n, pos);
-	FUZZ_CHECK(pos == n);
-}
-
-int
-__wrap_td_file_add_option(struct td_file *f, enum td_opt id, const void *p,
-    size_t n)
-{
-	/*
-	 * the option records of one file share TD_MAX_SECTION_SIZE, and a
-	 * writer takes at most TD_MAX_OPTIONS_TOTAL of them (issue 13)
-	 */
-	size_t all = TD_MAX_SECTION_SIZE < TD_MAX_OPTIONS_TOTAL ?
-	    TD_MAX_SECTION_SIZE : TD_MAX_OPTIONS_TOTAL;
-	bool want = !rec.finished && id != TD_OPT_DONE &&
-	    id != TD_OPT_BUFFER && id != TD_OPT_CPUCOUNT &&
-	    !(id >= TD_OPT_STRINGS && id <= TD_OPT_CMDLINES) &&
-	    n <= TD_MAX_OPTION_SIZE && rec.alloptions + 6 + n <= all;
-	int r;
-
-	FUZZ_CHECK(f == rec.file);
-	/* the listener's own options, made at END (the peer's pass as sent) */
-	if (current_frame() == TD_MSG_END) {
-		if (id == TD_OPT_TIME_SHIFT)
-			check_time_shift(p, n, rec.p.ncpus);
-		if (id == TD_OPT_DATE || id == TD_OPT_TD_TSYNC)
-			FUZZ_CHECK(n >= 1 && memchr(p, '\0', n) ==
-			    (const uint8_t *)p + n - 1);
-	}
-	r = __real_td_file_add_option(f, id, p, n);
-	FUZZ_CHECK((r == 0) == want);
-	if (r == 0) {
-		rec.alloptions += 6 + n;
-		if (rec.nopts < MAX_OPTS) {
-			rec.opts[rec.nopts].id = id;
-			rec.opts[rec.nopts].len = n;
-			rec.opts[rec.nopts].hash = fuzz_fnv(FUZZ_FNV_INIT, p,
-			    n);
-			rec.nopts++;
-		}
-	}
-	return r;
-}
-
-int
-__wrap_td_file_cpu_page(struct td_file *f, int cpu, const void *p, size_t n)
-{
-	int r = __real_td_file_cpu_page(f, cpu, p, n);
-
-	FUZZ_CHECK(f == rec.file);
-	/* session.c checks the CPU; pages are whole */
-	FUZZ_CHECK(cpu >= 0 && cpu < rec.p.ncpus && n == rec.p.page_size);
-	FUZZ_CHECK(r == 0);
-	rec.cpu[cpu].pages++;
-	rec.cpu[cpu].hash = fuzz_fnv(rec.cpu[cpu].hash, p, n);
-	FUZZ_CHECK(td_file_cpu_pages(f, cpu) == rec.cpu[cpu].pages);
-	return r;
-}
-
-/*
- * A PAGES_Z block stored as it came: session.c checked that it gives
- * npages pages; the digest takes those pages.
- */
-int
-__wrap_td_file_cpu_chunk(struct td_file *f, int cpu, const void *z,
-    size_t zlen, uint32_t npages)
-{
-	int r = __real_td_file_cpu_chunk(f, cpu, z, zlen, npages);
-	size_t want = (size_t)npages * rec.p.page_size, i;
-	struct td_codec *c;
-	uint8_t *pages;
-
-	FUZZ_CHECK(f == rec.file);
-	FUZZ_CHECK(cpu >= 0 && cpu < rec.p.ncpus);
-	FUZZ_CHECK(npages >= 1 && npages <= TD_CHUNK_PAGES);
-	FUZZ_CHECK(td_file_chunk_codec(f) == rec.p.codec &&
-	    rec.p.codec != TD_CODEC_NONE);
-	FUZZ_CHECK(r == 0);
-	c = td_codec_new(rec.p.codec, 0);
-	pages = malloc(want);
-	FUZZ_CHECK(c != NULL && pages != NULL);
-	FUZZ_CHECK(td_codec_decompress(c, z, zlen, pages, want) ==
-	    (ssize_t)want);
-	for (i = 0; i < npages; i++) {
-		rec.cpu[cpu].pages++;
-		rec.cpu[cpu].hash = fuzz_fnv(rec.cpu[cpu].hash,
-		    pages + i * rec.p.page_size, rec.p.page_size);
-	}
-	FUZZ_CHECK(td_file_cpu_pages(f, cpu) == rec.cpu[cpu].pages);
-	free(pages);
-	td_codec_free(c);
-	return r;
-}
-
-int
-__wrap_td_file_finish(struct td_file *f)
-{
-	int r = __real_td_file_finish(f);
-
-	FUZZ_CHECK(f == rec.file);
-	if (r == 0)
-		rec.finished = true;
-	return r;
-}
-
-void
-__wrap_td_file_free(struct td_file *f)
-{
-	FUZZ_CHECK(f == rec.file);
-	__real_td_file_free(f);
-	rec.file = NULL;
-}
-
-/*
- * A checkpoint describes the writer as it is, an open section included
- * (not with zlib: EBUSY): keep a copy of the digest to roll back to when
- * the writer is restored.
- */
-int
-__wrap_td_file_checkpoint(struct td_file *f, struct td_buf *b)
-{
-	int r = __real_td_file_checkpoint(f, b);
-
-	FUZZ_CHECK(f == rec.file && !rec.finished);
-	if (r == -1) {
-		FUZZ_CHECK(errno == EBUSY && rec.open_id != -1 &&
-		    rec.p.codec == TD_CODEC_ZLIB && rec.p.version == 7);
-		return r;
-	}
-	FUZZ_CHECK(rec.open_id == -1 || rec.p.codec != TD_CODEC_ZLIB ||
-	    rec.p.version == 6);
-	free(rec_ck.cpu);
-	rec_ck = rec;
-	rec_ck.cpu = calloc(rec.p.ncpus, sizeof *rec.cpu);
-	FUZZ_CHECK(rec_ck.cpu != NULL);
-	memcpy(rec_ck.cpu, rec.cpu, rec.p.ncpus * sizeof *rec.cpu);
-	have_ck = true;
-	return r;
-}
-
-/* The listener's own checkpoint must restore, to exactly what it said. */
-struct td_file *
-__wrap_td_file_restore(const char *path, const void *state, size_t len)
-{
-	struct td_file *f = __real_td_file_restore(path, state, len);
-	struct cpu *cpu = rec.cpu;
-	int i;
-
-	if (f == NULL)
-		fprintf(stderr, "td_file_restore '%s': %s\n", path,
-		    strerror(errno));
-	FUZZ_CHECK(f != NULL);
-	FUZZ_CHECK(rec.file == NULL && have_ck);
-	FUZZ_CHECK(strcmp(path, rec.path) == 0);
-	memcpy(cpu, rec_ck.cpu, rec.p.ncpus * sizeof *cpu);
-	rec = rec_ck;
-	rec.cpu = cpu;
-	rec.file = f;
-	rec_check_sections();
-	for (i = 0; i < rec.p.ncpus; i++)
-		FUZZ_CHECK(td_file_cpu_pages(f, i) == rec.cpu[i].pages);
-	return f;
-}
-
-void
-__wrap_td_file_release(struct td_file *f)
-{
-	if (f != NULL) {
-		FUZZ_CHECK(f == rec.file && !rec.finished);
-		rec.file = NULL;
-	}
-	__real_td_file_release(f);
-}
-
-static void
-rec_reset(void)
-{
-	free(rec.path);
-	free(rec.cpu);
-	free((char *)(uintptr_t)rec.p.clock);
-	free(rec_ck.cpu);
-	memset(&rec, 0, sizeof rec);
-	memset(&rec_ck, 0, sizeof rec_ck);
-	rec.open_id = -1;
-	have_ck = false;
-}
-
-/*
- * Directories, descriptors, the file left behind.
- */
-static void
-cleanup_dirs(void)
-{
-	if (hostdir != NULL)
-		rmdir(hostdir);
-	if (topdir != NULL)
-		rmdir(topdir);
-}
-
-static void
-setup_dirs(void)
-{
-	const char *base = getenv("FUZZ_TMPDIR");
-	char *t;
-
-	/* scripts/fuzz.sh gives a directory it removes, even after a crash */
-	if (base == NULL && access("/dev/shm", W_OK) == 0)
-		base = "/dev/shm";
-	if (base == NULL)
-		base = getenv("TMPDIR");
-	if (base == NULL)
-		base = "/tmp";
-	FUZZ_CHECK(asprintf(&t, "%s/fuzz-session.XXXXXX", base) > 0);
-	FUZZ_CHECK(mkdtemp(t) != NULL);
-	topdir = t;
-	atexit(cleanup_dirs);
-	verbose = getenv("FUZZ_VERBOSE") != NULL;
-}
-
-/* The lowest free file descriptor, to see leaks. */
-static int
-lowest_fd(void)
-{
-	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-	FUZZ_CHECK(fd != -1);
-	close(fd);
-	return fd;
-}
-
-/* The one file left in hostdir (NULL if none); any other is a stray. */
-static char *
-left_file(void)
-{
-	struct dirent *de;
-	char *found = NULL, *p;
-	DIR *d;
-
-	if ((d = opendir(hostdir)) == NULL) {
-		FUZZ_CHECK(errno == ENOENT);
-		return NULL;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		FUZZ_CHECK(asprintf(&p, "%s/%s", hostdir, de->d_name) > 0);
-		if (found != NULL) {
-			fprintf(stderr, "stray files '%s', '%s'\n", found, p);
-			FUZZ_CHECK(!"more than one file left");
-		}
-		found = p;
-	}
-	closedir(d);
-	return found;
-}
-
-static void
-wipe_dir(void)
-{
-	struct dirent *de;
-	DIR *d;
-
-	if ((d = opendir(hostdir)) == NULL)
+	if (!m.opened || m.finished || m.closed)
 		return;
-	while ((de = readdir(d)) != NULL) {
-		char *p;
-
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		FUZZ_CHECK(asprintf(&p, "%s/%s", hostdir, de->d_name) > 0);
-		unlink(p);
-		free(p);
+	if ((r = registry_find(identity, m.rid)) == NULL) {
+		if (close_rewinds)
+			state_copy(&m.now, &m.ck);
+		else if (c != NULL && c->frame.len < c->ftotal)
+			model_pages(c);
+		m.now.open = -1;	/* a kept file drops it */
+		m.closed = true;
+		return;
 	}
-	closedir(d);
-	rmdir(hostdir);
+	if (recording_rewound(r) || recording_position(r) < m.now.pos) {
+		FUZZ_CHECK(recording_position(r) == m.ck.pos);
+		state_copy(&m.now, &m.ck);
+	}
+	FUZZ_CHECK(recording_position(r) == m.now.pos);
+	if (recording_acked(r) != m.ck.pos) {
+		/* never in the middle of a frame */
+		FUZZ_CHECK(recording_acked(r) == m.now.pos &&
+		    (c == NULL || c->frame.len == 0));
+		state_copy(&m.ck, &m.now);
+	}
 }
 
-static int
-check_page_cb(void *arg, const void *page, size_t len)
+/* Decompress n bytes of a TD_WIRE_* codec to exactly want bytes. */
+static const uint8_t *
+model_unzip(uint16_t wire, const uint8_t *p, size_t n, size_t want)
 {
-	uint64_t *h = arg;
-
-	h[0] = fuzz_fnv(h[0], page, len);
-	h[1]++;
-	return 0;
+	FUZZ_CHECK(wire == TD_WIRE_ZSTD || wire == TD_WIRE_ZLIB);
+	FUZZ_CHECK(want <= (size_t)TD_CHUNK_PAGES * TD_MAX_PAGE_SIZE);
+	FUZZ_CHECK(td_codec_decompress(codec[wire == TD_WIRE_ZSTD ?
+	    TD_CODEC_ZSTD : TD_CODEC_ZLIB], p, n, raw, want) == (ssize_t)want);
+	return raw;
 }
 
-/* Read the file back and compare it with what the writer was given. */
+/* The whole pages of a PAGES frame c took in (all, once it is whole). */
 static void
-check_file(const char *path)
+model_pages(struct fconn *c)
 {
-	struct td_read *r;
-	struct td_buf b;
-	uint64_t h[2];
-	size_t i, j;
-	int id, nth, cpu;
-	bool same = true;
+	const uint8_t *p = c->frame.data + TD_FRAME_HEADER;
+	size_t k, have = c->frame.len - TD_FRAME_HEADER;
+	struct td_pages pg;
 
-	r = td_read_open(path);
-	if (rec.p.version == 6 && r == NULL)
-		return;		/* the peer's sections do not parse as v6 */
-	if (r == NULL)
-		fprintf(stderr, "td_read_open '%s': %s\n", path,
-		    strerror(errno));
-	FUZZ_CHECK(r != NULL);
-	FUZZ_CHECK(td_read_version(r) == rec.p.version);
-	FUZZ_CHECK(rec.p.version == 6 || td_read_codec(r) == rec.p.codec);
-
-	td_buf_init(&b, TD_MAX_SECTION_SIZE);
-	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
-		FUZZ_CHECK(rec.sect_done[id]);	/* finishing needs all six */
-		if (td_read_section(r, id, &b) == -1 ||
-		    b.len != rec.sect_len[id] ||
-		    fuzz_fnv(FUZZ_FNV_INIT, b.data, b.len) != rec.sect_hash[id])
-			same = false;
-		FUZZ_CHECK(same || rec.p.version == 6);
-	}
-	td_buf_free(&b);
-	if (!same)
-		goto out;
-
-	FUZZ_CHECK(td_read_page_size(r) == rec.p.page_size);
-	FUZZ_CHECK(td_read_long_size(r) == rec.p.long_size);
-	FUZZ_CHECK(td_read_ncpus(r) == rec.p.ncpus);
-	if (rec.p.version == 7)
-		FUZZ_CHECK(strcmp(td_read_clock(r), rec.p.clock) == 0);
-
-	td_buf_init(&b, TD_MAX_OPTION_SIZE);
-	for (i = 0; i < rec.nopts; i++) {
-		for (nth = 0, j = 0; j < i; j++)
-			nth += rec.opts[j].id == rec.opts[i].id;
-		FUZZ_CHECK(td_read_option(r, rec.opts[i].id, nth, &b) == 0);
-		FUZZ_CHECK(b.len == rec.opts[i].len);
-		FUZZ_CHECK(fuzz_fnv(FUZZ_FNV_INIT, b.data, b.len) ==
-		    rec.opts[i].hash);
-	}
-	td_buf_free(&b);
-
-	for (cpu = 0; cpu < rec.p.ncpus; cpu++) {
-		h[0] = FUZZ_FNV_INIT;
-		h[1] = 0;
-		FUZZ_CHECK(td_read_cpu_pages(r, cpu, check_page_cb, h) == 0);
-		FUZZ_CHECK(h[1] == rec.cpu[cpu].pages);
-		FUZZ_CHECK(h[0] == rec.cpu[cpu].hash);
-	}
-out:
-	td_read_close(r);
+	if (c->frame.len < TD_FRAME_HEADER || c->ftype != TD_MSG_PAGES ||
+	    have < TD_PAGES_HEAD)
+		return;
+	FUZZ_CHECK(td_msg_unpack_pages_head(p, c->ftotal - TD_FRAME_HEADER,
+	    m.page_size, &pg) == 0);
+	/* the session checked the CPU and the sequence */
+	FUZZ_CHECK(pg.cpu < m.ncpus && pg.first_seq == m.now.cpu[pg.cpu].pages);
+	k = (have - TD_PAGES_HEAD) / m.page_size;
+	FUZZ_CHECK(k < pg.count || (k == pg.count &&
+	    c->frame.len == c->ftotal));
+	m.now.cpu[pg.cpu].pages += k;
+	m.now.cpu[pg.cpu].hash = fuzz_fnv(m.now.cpu[pg.cpu].hash,
+	    p + TD_PAGES_HEAD, k * m.page_size);
 }
 
-/*
- * Every frame the listener wrote on one connection must parse and unpack:
- * WELCOME first (RESUMED when the HELLO asked to resume), ACKs growing
- * within what came, nothing after DONE or ERROR.  Returns DONE's file size
- * (0: no DONE).
- */
-static uint64_t
-check_output(const struct bufferevent *b, const struct listener_config *cfg)
+/* A whole frame a session took in. */
+static void
+model_frame(struct fconn *c)
 {
-	static struct td_done d;
+	struct td_section_z sz;
+	struct td_pages_z pz;
+	struct td_frame f;
+	struct td_end *e;
+	const uint8_t *p;
+	uint16_t id;
+	size_t n, i;
+
+	FUZZ_CHECK(td_frame_parse(c->frame.data, c->frame.len, &f) == 1);
+	if (f.type == TD_MSG_HELLO)
+		return;
+	FUZZ_CHECK(m.opened && !m.finished && !m.closed);
+	switch (f.type) {
+	case TD_MSG_PAGES:
+		model_pages(c);
+		break;
+	case TD_MSG_SECTION_DATA:
+		FUZZ_CHECK(m.now.open != -1);
+		m.now.open_hash = fuzz_fnv(m.now.open_hash, f.payload, f.len);
+		m.now.open_len += f.len;
+		break;
+	case TD_MSG_SECTION:
+		FUZZ_CHECK(td_msg_unpack_section(&f, &id) == 0);
+		FUZZ_CHECK(m.now.open == -1 && id >= TD_OPT_HEADER_INFO &&
+		    id <= TD_OPT_CMDLINES && !m.now.done[id]);
+		m.now.open = id;
+		m.now.open_hash = FUZZ_FNV_INIT;
+		m.now.open_len = 0;
+		break;
+	case TD_MSG_SECTION_DATA_Z:
+		FUZZ_CHECK(td_msg_unpack_section_z(&f, &sz) == 0);
+		FUZZ_CHECK(m.now.open != -1);
+		p = model_unzip(sz.codec, sz.data, sz.len, sz.raw_len);
+		m.now.open_hash = fuzz_fnv(m.now.open_hash, p, sz.raw_len);
+		m.now.open_len += sz.raw_len;
+		break;
+	case TD_MSG_SECTION_END:
+		FUZZ_CHECK(m.now.open != -1);
+		m.now.done[m.now.open] = true;
+		m.now.hash[m.now.open] = m.now.open_hash;
+		m.now.len[m.now.open] = m.now.open_len;
+		m.now.open = -1;
+		break;
+	case TD_MSG_OPTION:
+		FUZZ_CHECK(td_msg_unpack_option(&f, &id, &p, &n) == 0);
+		/* the listener writes these itself */
+		if (id == TD_OPT_TIME_SHIFT || id == TD_OPT_DATE ||
+		    id == TD_OPT_TD_TSYNC)
+			break;
+		m.now.opt_bytes += 6 + n;
+		if (m.now.nopts == MAX_OPTS)
+			break;
+		m.now.opts[m.now.nopts].id = id;
+		m.now.opts[m.now.nopts].len = n;
+		m.now.opts[m.now.nopts++].hash = fuzz_fnv(FUZZ_FNV_INIT, p, n);
+		break;
+	case TD_MSG_PAGES_Z:
+		FUZZ_CHECK(td_msg_unpack_pages_z(&f, &pz) == 0);
+		FUZZ_CHECK(pz.cpu < m.ncpus &&
+		    pz.first_seq == m.now.cpu[pz.cpu].pages);
+		p = model_unzip(pz.codec, pz.data, pz.len,
+		    (size_t)pz.count * m.page_size);
+		m.now.cpu[pz.cpu].pages += pz.count;
+		m.now.cpu[pz.cpu].hash = fuzz_fnv(m.now.cpu[pz.cpu].hash, p,
+		    (size_t)pz.count * m.page_size);
+		break;
+	case TD_MSG_END:
+		e = malloc(sizeof *e);
+		FUZZ_CHECK(e != NULL && td_msg_unpack_end(&f, e) == 0);
+		FUZZ_CHECK(e->ncpus == m.ncpus && m.now.open == -1);
+		for (i = 0; i < m.ncpus; i++)
+			FUZZ_CHECK(e->pages[i] == m.now.cpu[i].pages);
+		for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
+			FUZZ_CHECK(m.now.done[i]);
+		free(e);
+		m.finished = true;
+		break;
+	case TD_MSG_TSYNC_SAMPLE:
+	case TD_MSG_TSYNC_PROBE:
+	case TD_MSG_KEEPALIVE:
+		break;
+	default:
+		FUZZ_CHECK(!"the session took in a frame it must refuse");
+	}
+	if (TD_MSG_IN_STREAM(f.type))
+		m.now.pos += f.total;
+	if (f.type == TD_MSG_END)
+		m.end_pos = m.now.pos;
+}
+
+/* Bytes a session took in, frame by frame. */
+static void
+model_take(struct fconn *c, const uint8_t *p, size_t n)
+{
+	struct td_frame f;
+	size_t k;
+
+	while (n > 0) {
+		k = c->frame.len < TD_FRAME_HEADER ?
+		    TD_FRAME_HEADER - c->frame.len : c->ftotal - c->frame.len;
+		k = k < n ? k : n;
+		FUZZ_CHECK(td_buf_add(&c->frame, p, k) == 0);
+		p += k;
+		n -= k;
+		if (c->frame.len < TD_FRAME_HEADER)
+			continue;
+		if (c->frame.len == TD_FRAME_HEADER) {
+			FUZZ_CHECK(td_frame_parse(c->frame.data,
+			    TD_FRAME_HEADER, &f) != -1);
+			c->ftype = f.type;
+			c->ftotal = f.total;
+		}
+		if (c->frame.len == c->ftotal) {
+			model_frame(c);
+			td_buf_reset(&c->frame);
+		}
+	}
+}
+
+/* The new frames a connection got from the listener, checked. */
+static void
+check_output(struct fconn *c)
+{
+	struct td_tsync_probe tp;
 	struct td_welcome w;
-	struct td_tsync_probe p;
 	struct td_error e;
 	struct td_frame f;
-	const struct td_buf *out = &b->out;
-	uint64_t done_size = 0, ack = 0, came, off;
-	size_t pos = 0, n = 0;
-	bool last = false;
+	struct td_done d;
+	uint64_t off;
 
-	came = b->input.pos > b->hello_len ? b->input.pos - b->hello_len : 0;
-	while (pos < out->len) {
-		FUZZ_CHECK(!last);
-		FUZZ_CHECK(td_frame_parse(out->data + pos, out->len - pos,
-		    &f) == 1);
-		FUZZ_CHECK(n > 0 || f.type == TD_MSG_WELCOME ||
-		    f.type == TD_MSG_ERROR);
+	for (; c->parsed < c->out.len; c->parsed += f.total, c->nframes++) {
+		FUZZ_CHECK(!c->last && td_frame_parse(c->out.data + c->parsed,
+		    c->out.len - c->parsed, &f) == 1);
+		FUZZ_CHECK((c->nframes == 0) == (f.type == TD_MSG_WELCOME) ||
+		    (c->nframes == 0 && f.type == TD_MSG_ERROR));
 		switch (f.type) {
 		case TD_MSG_WELCOME:
-			FUZZ_CHECK(n == 0);
-			FUZZ_CHECK(td_msg_unpack_welcome(&f, &w) == 0);
-			FUZZ_CHECK(strcmp(w.identity, identity) == 0);
-			FUZZ_CHECK(w.version == TD_PROTO_VERSION);
-			FUZZ_CHECK(w.flags == (b->resume ? TD_WELCOME_RESUMED :
+			FUZZ_CHECK(td_msg_unpack_welcome(&f, &w) == 0 &&
+			    strcmp(w.identity, identity) == 0 &&
+			    w.version == TD_PROTO_VERSION &&
+			    w.tsync_interval == cfg.tsync_interval &&
+			    w.idle_timeout == (uint32_t)cfg.idle_timeout);
+			FUZZ_CHECK(w.flags == (c->resume ? TD_WELCOME_RESUMED :
 			    0));
-			FUZZ_CHECK(b->resume || w.resume_offset == 0);
-			FUZZ_CHECK(w.tsync_interval == cfg->tsync_interval);
-			FUZZ_CHECK(w.idle_timeout ==
-			    (uint32_t)cfg->idle_timeout);
-			ack = w.resume_offset;
-			came += w.resume_offset;
+			FUZZ_CHECK(c->resume ? m.opened && w.resume_offset ==
+			    (m.finished ? m.end_pos : m.now.pos) :
+			    w.resume_offset == 0);
+			c->ack = w.resume_offset;
 			break;
 		case TD_MSG_ACK:
-			FUZZ_CHECK(n > 0);
 			FUZZ_CHECK(td_msg_unpack_ack(&f, &off) == 0);
-			FUZZ_CHECK(off > ack && off <= came);
-			ack = off;
+			FUZZ_CHECK(off > c->ack && off <= m.now.pos);
+			c->ack = off;
 			break;
 		case TD_MSG_TSYNC_REPLY:
-			FUZZ_CHECK(td_msg_unpack_tsync_reply(&f, &p) == 0);
+			FUZZ_CHECK(td_msg_unpack_tsync_reply(&f, &tp) == 0);
 			break;
 		case TD_MSG_DONE:
 			FUZZ_CHECK(td_msg_unpack_done(&f, &d) == 0);
-			done_size = d.file_size;
-			FUZZ_CHECK(done_size != 0);
-			last = true;
+			FUZZ_CHECK(m.finished && d.file_size != 0);
+			FUZZ_CHECK(m.done_size == 0 || (m.done_size ==
+			    d.file_size && strcmp(m.done_path, d.path) == 0));
+			m.done_size = d.file_size;
+			snprintf(m.done_path, sizeof m.done_path, "%s", d.path);
+			c->last = true;
 			break;
 		case TD_MSG_ERROR:
 			FUZZ_CHECK(td_msg_unpack_error(&f, &e) == 0);
@@ -1163,159 +406,312 @@ check_output(const struct bufferevent *b, const struct listener_config *cfg)
 			if (verbose)
 				fprintf(stderr, "ERROR %u to the agent: %s\n",
 				    e.code, e.text);
-			last = true;
+			c->last = true;
 			break;
 		default:
 			FUZZ_CHECK(!"the listener sent an unexpected frame");
 		}
-		pos += f.total;
-		n++;
 	}
-	return done_size;
 }
 
-/* The HELLO a connection's bytes start with, if they do. */
+/* What the session wrote goes out, and the model catches up. */
+static void
+flush(struct fconn *c, bool close_rewinds)
+{
+	struct td_buf *out;
+	bool urgent;
+
+	if (c->s != NULL) {
+		out = session_output(c->s, &urgent);
+		FUZZ_CHECK(td_buf_add(&c->out, out->data, out->len) == 0);
+		td_buf_reset(out);
+	}
+	observe(c, close_rewinds);
+	check_output(c);
+}
+
+/* The connection went (conn_lost()). */
+static void
+conn_lost(struct fconn *c, const char *why)
+{
+	enum session_verdict v = session_lost(c->s, why);
+
+	c->pausing = false;
+	flush(c, false);
+	conn_verdict(c, v);
+}
+
+/* What conn_verdict() does; a connection that ends is conn_free()d. */
+static void
+conn_verdict(struct fconn *c, enum session_verdict v)
+{
+	const struct td_buf *e;
+
+	if (v == SESSION_GO)
+		return;
+	if (v != SESSION_QUIET) {
+		e = session_error(c->s);
+		FUZZ_CHECK(e->len > 0 &&
+		    td_buf_add(&c->out, e->data, e->len) == 0);
+		check_output(c);
+	}
+	if (v == SESSION_PAUSE) {
+		/* once the ERROR is out, the recording waits */
+		c->pausing = true;
+		if (!odd)
+			conn_lost(c, NULL);
+		return;
+	}
+	session_free(c->s);
+	c->s = NULL;
+	observe(c, false);
+}
+
+/* Its output went out: a paused or done session lets go (conn_write_cb). */
+static void
+drained(struct fconn *c)
+{
+	if (c->s != NULL && (c->pausing ||
+	    session_phase(c->s) == SESSION_DONE))
+		conn_lost(c, NULL);
+}
+
+/*
+ * An END the session refused (n bytes at p): it must not be one that
+ * completes the recording, unless the agent's options left the listener
+ * less than half of TD_MAX_OPTIONS_TOTAL for its own.
+ */
+static void
+check_end_refused(const uint8_t *p, size_t n)
+{
+	struct td_frame f;
+	struct td_end *e;
+	bool whole;
+	int i;
+
+	if (!m.opened || m.finished || m.closed || td_frame_parse(p, n,
+	    &f) != 1 || f.type != TD_MSG_END ||
+	    m.now.opt_bytes > TD_MAX_OPTIONS_TOTAL / 2)
+		return;
+	FUZZ_CHECK((e = malloc(sizeof *e)) != NULL);
+	whole = td_msg_unpack_end(&f, e) == 0 && e->ncpus == m.ncpus &&
+	    m.now.open == -1;
+	for (i = 0; whole && i < (int)m.ncpus; i++)
+		whole = e->pages[i] == m.now.cpu[i].pages;
+	for (i = TD_OPT_HEADER_INFO; whole && i <= TD_OPT_CMDLINES; i++)
+		whole = m.now.done[i];
+	free(e);
+	FUZZ_CHECK(!whole);
+}
+
+/* The HELLO bytes start with, if they do. */
 static bool
-first_hello(const uint8_t *data, size_t size, struct td_hello *h,
-    size_t *len)
+first_hello(const uint8_t *data, size_t size, struct td_hello *h)
 {
 	struct td_frame f;
 
-	if (td_frame_parse(data, size, &f) != 1 ||
-	    td_msg_unpack_hello(&f, h) == -1)
-		return false;
-	*len = f.total;
-	return true;
+	return td_frame_parse(data, size, &f) == 1 &&
+	    td_msg_unpack_hello(&f, h) == 0;
 }
 
-/* tdlisten's settings for this input, from its HELLO if it starts so. */
+/* What has arrived goes to the session as conn_read_cb() hands it over. */
 static void
-pick_config(const uint8_t *data, size_t size, struct listener_config *cfg,
-    bool *tick)
+conn_read(struct fconn *c)
 {
+	enum session_verdict v;
+	enum session_phase was;
 	struct td_hello h;
-	size_t n;
+	size_t len, want, n, cost = 0;
+	ssize_t used;
+	uint8_t *p;
+	bool more;
+	int i, nopen;
 
-	memset(cfg, 0, sizeof *cfg);
-	cfg->dir = topdir;
-	cfg->insecure = true;
-	cfg->file_version = 7;
-	cfg->codec = TD_CODEC_ZSTD;
-	cfg->max_sessions = 1;
-	cfg->handshake_timeout = 10;
-	cfg->tsync_interval = 1000;
-	cfg->resume_wait = 600;
-	cfg->idle_timeout = 60;
-	cfg->max_per_identity = 64;
-	*tick = false;
-	if (!first_hello(data, size, &h, &n))
-		return;
-	if (h.file_version == 6) {
-		cfg->file_version = 6;
-		cfg->codec = TD_CODEC_NONE;
-	} else
-		cfg->codec = (enum td_codec_id)(h.recording_id % 3);
-	if ((h.recording_id / 3) % 2 == 1)
-		cfg->tsync_interval = TD_TSYNC_OFF;
-	if ((h.recording_id / 6) % 2 == 1)
-		cfg->resume_wait = 0;
-	*tick = (h.trace_id & 1) != 0;
-	if (h.trace_id & 2)
-		cfg->quota = 1 + ((h.trace_id >> 32) & 0xffffff);
-}
-
-/* Run an armed timer: of session arg (NULL: any but the tick). */
-static bool
-fire_timer(void *arg)
-{
-	struct event *ev;
-
-	for (ev = fake_events; ev != NULL; ev = ev->next) {
-		if (ev->added && !(ev->what & EV_PERSIST) &&
-		    (arg == NULL || ev->arg == arg)) {
-			ev->added = false;
-			ev->cb(-1, EV_TIMEOUT, ev->arg);
-			return true;
+	while (c->s != NULL && !c->pausing) {
+		len = c->avail - c->pos;
+		want = session_want(c->s, &more);
+		if (session_phase(c->s) == SESSION_STREAM) {
+			v = session_account(c->s, 256 + len +
+			    (len < want ? want - len : 0));
+			flush(c, cfg.resume_wait == 0);
+			conn_verdict(c, v);
+			if (v != SESSION_GO)
+				return;
 		}
-	}
-	return false;
-}
-
-/* The checkpoint tick (session.c's, EV_PERSIST), when there is one. */
-static void
-fire_tick(void)
-{
-	struct event *ev;
-
-	for (ev = fake_events; ev != NULL; ev = ev->next)
-		if ((ev->what & EV_PERSIST) && ev->added) {
-			ev->cb(-1, EV_TIMEOUT, ev->arg);
+		if (len < want || len == 0)
+			return;
+		n = more ? len : want;
+		FUZZ_CHECK((p = malloc(n)) != NULL);
+		memcpy(p, c->data + c->pos, n);
+		for (i = nopen = 0; i < nconns; i++)
+			nopen += conns[i].s != NULL;
+		was = session_phase(c->s);
+		used = session_input(c->s, p, n, timesync_now(CLOCK_MONOTONIC),
+		    nopen, &cost, &v);
+		if (used == -1 && was == SESSION_STREAM)
+			check_end_refused(p, n);
+		free(p);
+		FUZZ_CHECK(used <= (ssize_t)n);
+		if (used > 0 && was == SESSION_HELLO && !c->resume &&
+		    session_phase(c->s) == SESSION_STREAM) {
+			/* the recording opens */
+			FUZZ_CHECK(!m.opened && first_hello(c->data, c->size,
+			    &h));
+			m.opened = true;
+			m.rid = h.recording_id;
+			m.ncpus = h.ncpus;
+			m.page_size = h.page_size;
+			m.now.open = -1;
+			m.now.cpu = calloc(m.ncpus, sizeof *m.now.cpu);
+			m.ck.cpu = calloc(m.ncpus, sizeof *m.ck.cpu);
+			FUZZ_CHECK(m.now.cpu != NULL && m.ck.cpu != NULL);
+			for (i = 0; i < (int)m.ncpus; i++)
+				m.now.cpu[i].hash = FUZZ_FNV_INIT;
+			state_copy(&m.ck, &m.now);
+		}
+		if (used > 0) {
+			model_take(c, c->data + c->pos, (size_t)used);
+			c->pos += (size_t)used;
+		}
+		flush(c, false);
+		if (used == -1) {
+			conn_verdict(c, v);
 			return;
 		}
-}
-
-/*
- * The agent goes (EOF) or stays silent (the idle timeout, what: TIMEOUT):
- * a closing session goes on its own, after its ERROR was written or its
- * timer struck.  The connection must be gone then.
- */
-static void
-hang_up(struct bufferevent *b, short what, bool odd)
-{
-	int steps;
-
-	for (steps = 0; !b->freed && steps < 4; steps++) {
-		if (b->writecb != NULL && b->wrote && !odd) {
-			b->wrote = false;
-			b->writecb(b, b->arg);
-		} else if (odd && (steps > 0 || rec.path == NULL) &&
-		    fire_timer(b->arg))
-			;
-		else if (b->eventcb != NULL)
-			b->eventcb(b, what | BEV_EVENT_READING, b->arg);
-		else
-			fire_timer(b->arg);
+		if (session_phase(c->s) == SESSION_DONE)
+			return;
 	}
-	FUZZ_CHECK(b->freed);
 }
 
-/*
- * One connection: its bytes arrive piece by piece.  With odd pieces the
- * output drains only once all input is in, so frames after END find the
- * session before it could send DONE.
- */
+/* A session taken over: conn_gone_cb() frees its connection at once. */
 static void
-feed(struct listener_config *cfg, const uint8_t *data, size_t size,
-    size_t chunk, bool tick)
+gone_cb(void *arg)
+{
+	struct fconn *c = arg;
+
+	session_free(c->s);
+	c->s = NULL;
+}
+
+/* One connection: its bytes arrive piece by piece. */
+static void
+feed(struct fconn *c, const uint8_t *data, size_t size, size_t chunk,
+    bool tick)
 {
 	struct td_hello h;
-	struct bufferevent *b;
-	struct session *s;
-	char peer[96];
 
-	snprintf(peer, sizeof peer, "%s:4000", identity);
-	s = session_new(fake_base, cfg, -1, NULL, peer);
-	FUZZ_CHECK(s != NULL && fake_bev != NULL);
-	b = fake_bev;
-	b->input.data = data;
-	b->input.size = size;
-	if (first_hello(data, size, &h, &b->hello_len))
-		b->resume = (h.flags & TD_HELLO_RESUME) != 0;
-	while (!b->freed && b->input.avail < size) {
-		b->input.avail += size - b->input.avail < chunk ?
-		    size - b->input.avail : chunk;
-		if (b->readcb == NULL || !(b->enabled & EV_READ) ||
-		    evbuffer_get_length(&b->input) < b->low)
-			continue;
-		b->readcb(b, b->arg);
-		if (tick && !b->freed)
-			fire_tick();
-		if (chunk % 2 == 0 && !b->freed && b->wrote &&
-		    b->writecb != NULL) {
-			b->wrote = false;
-			b->writecb(b, b->arg);
+	c->data = data;
+	c->size = size;
+	c->resume = first_hello(data, size, &h) &&
+	    (h.flags & TD_HELLO_RESUME) != 0;
+	td_buf_init(&c->out, 4 * 1024 * 1024);
+	td_buf_init(&c->frame, TD_FRAME_HEADER + TD_MAX_FRAME + 4096);
+	c->s = session_new(&cfg, identity, "192.0.2.1:4000", gone_cb, c);
+	while (c->s != NULL && c->avail < size) {
+		c->avail += size - c->avail < chunk ? size - c->avail : chunk;
+		conn_read(c);
+		if (tick && c->s != NULL && !c->pausing &&
+		    session_phase(c->s) == SESSION_STREAM) {
+			/* conn_tick() */
+			enum session_verdict v = session_tick(c->s);
+
+			flush(c, cfg.resume_wait == 0);
+			conn_verdict(c, v);
 		}
+		if (!odd)
+			drained(c);
 	}
+}
+
+/* tdlisten stops (conn_shutdown_all(), then main's end) and starts again. */
+static void
+restart(void)
+{
+	enum session_verdict v;
+	const struct td_buf *e;
+	struct fconn *c;
+
+	for (c = conns; c < conns + nconns; c++) {
+		if (c->s == NULL)
+			continue;
+		v = session_shutdown(c->s);
+		/* a paused one's ERROR is on its way: no second one */
+		FUZZ_CHECK(!c->pausing || v == SESSION_QUIET);
+		e = session_error(c->s);
+		if (v == SESSION_CLOSE)
+			FUZZ_CHECK(td_buf_add(&c->out, e->data, e->len) == 0);
+		check_output(c);
+		/* without --resume-wait it closed; with, it was left */
+		if (cfg.resume_wait == 0)
+			observe(c, false);
+		session_free(c->s);
+		c->s = NULL;
+	}
+	recording_leave_all();
+	finished_free();
+	finished_load(topdir);
+	recording_recover_all(&cfg);
+	observe(NULL, false);
+}
+
+/* The connection before the next one ends as how says (conn_event_cb()). */
+static void
+conn_ends(struct fconn *c, int how)
+{
+	struct recording *r;
+
+	/* kept open, or cut by the restart with its output on the way */
+	if (how == FUZZ_END_KEEP || how == FUZZ_END_RESTART)
+		return;
+	if (odd)
+		drained(c);
+	if (c->s != NULL && how == FUZZ_END_IDLE &&
+	    session_phase(c->s) == SESSION_HELLO)
+		conn_verdict(c, session_close(c->s, "no HELLO in time"));
+	else if (c->s != NULL)
+		conn_lost(c, how == FUZZ_END_IDLE ? "no data for 60 s" :
+		    "connection closed before the end of the recording");
+	if (how != FUZZ_END_EXPIRE)
+		return;
+	/* recording_expire(), long after */
+	while ((r = registry_expired(UINT64_MAX)) != NULL)
+		recording_close(r);
+	observe(NULL, false);
+}
+
+/* tdlisten's settings and budgets for this input, from its HELLO. */
+static bool
+pick_config(const uint8_t *data, size_t size)
+{
+	struct budget_caps caps = { TD_SESSION_MEM, TD_IDENTITY_MEM,
+	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE };
+	struct td_hello h;
+	bool tick = false;
+
+	cfg = (struct listener_config){ .dir = topdir, .insecure = true,
+	    .file_version = 7, .codec = TD_CODEC_ZSTD, .max_sessions = MAX_CONNS,
+	    .handshake_timeout = 10, .tsync_interval = 1000, .resume_wait = 600,
+	    .idle_timeout = 60, .max_per_identity = 64, .dir_mode = 0700,
+	    .file_mode = 0600, .gid = (gid_t)-1 };
+	if (first_hello(data, size, &h)) {
+		cfg.file_version = h.file_version == 6 ? 6 : 7;
+		cfg.codec = h.file_version == 6 ? TD_CODEC_NONE :
+		    (enum td_codec_id)(h.recording_id % 3);
+		if ((h.recording_id / 3) % 2 == 1)
+			cfg.tsync_interval = TD_TSYNC_OFF;
+		if ((h.recording_id / 6) % 2 == 1)
+			cfg.resume_wait = 0;
+		tick = (h.trace_id & 1) != 0;
+		if (h.trace_id & 2)
+			cfg.quota = 1 + ((h.trace_id >> 32) & 0xffffff);
+		if (h.trace_id & 4)
+			caps.session = 4096 + ((h.trace_id >> 8) & 0xffff) * 64;
+		if (h.trace_id & 16)
+			caps.fds = TD_FD_RESERVE + (int)((h.trace_id >> 24) & 7);
+	}
+	cfg.codec_ctx = codec[cfg.codec];
+	budget_init(&caps);
+	return tick;
 }
 
 /* Where the next connection starts, and how the one before ends. */
@@ -1337,127 +733,247 @@ next_conn(const uint8_t *data, size_t size, size_t pos, size_t *end,
 	return *end + FUZZ_CONN_SEP_LEN + 1;
 }
 
+static void
+cleanup(void)
+{
+	rmdir(topdir);
+}
+
+static void
+fatal_hook(void)
+{
+	FUZZ_CHECK(!"fatal() on the agent's input");
+}
+
+static void
+setup(void)
+{
+	int i;
+
+	topdir = fuzz_tmpdir("fuzz-session");
+	atexit(cleanup);
+	verbose = getenv("FUZZ_VERBOSE") != NULL;
+	/* warnings still go to stderr: fuzz.sh runs with -close_fd_mask=2 */
+	log_init("tdlisten", verbose ? 2 : -1, 0);
+	log_set_fatal_hook(fatal_hook);
+	/* tdlisten's shared contexts (cfg.codec_ctx), the model's too */
+	for (i = TD_CODEC_ZSTD; i <= TD_CODEC_ZLIB; i++)
+		FUZZ_CHECK((codec[i] = td_codec_new((enum td_codec_id)i,
+		    0)) != NULL);
+	FUZZ_CHECK((raw = malloc((size_t)TD_CHUNK_PAGES *
+	    TD_MAX_PAGE_SIZE)) != NULL);
+}
+
+/* TIME_SHIFT as trace-cmd reads it, exactly. */
+static void
+check_time_shift(const uint8_t *p, size_t n)
+{
+	uint32_t cpus, count, i;
+	size_t pos = 16, frac = 0;
+
+	FUZZ_CHECK(n >= 16);
+	memcpy(&cpus, p + 12, 4);
+	FUZZ_CHECK(cpus == m.ncpus);
+	for (i = 0; i < cpus; i++, pos += 24 * (size_t)count) {
+		FUZZ_CHECK(n - pos >= 4);
+		memcpy(&count, p + pos, 4);
+		pos += 4;
+		FUZZ_CHECK((n - pos) / 24 >= count);
+		frac += 8 * (size_t)count;
+	}
+	FUZZ_CHECK(n - pos == frac);
+}
+
+static int
+page_cb(void *arg, const void *page, size_t len)
+{
+	uint64_t *h = arg;
+
+	h[0] = fuzz_fnv(h[0], page, len);
+	h[1]++;
+	return 0;
+}
+
+/* The finished file holds what the model says. */
+static void
+check_file(const char *path)
+{
+	static const enum td_opt text_opts[] = { TD_OPT_DATE,
+	    TD_OPT_TD_TSYNC };
+	static const uint8_t no_cmdlines[8];
+	struct td_read *r = td_read_open(path);
+	uint64_t h[2], want_hash, want_len;
+	struct td_buf b;
+	size_t i, j;
+	int id, nth;
+
+	if (cfg.file_version == 6 && r == NULL)
+		return;		/* the agent's sections do not parse as v6 */
+	if (r == NULL)
+		fprintf(stderr, "td_read_open '%s': %s\n", path,
+		    strerror(errno));
+	FUZZ_CHECK(r != NULL && td_read_version(r) == cfg.file_version);
+	FUZZ_CHECK(cfg.file_version == 6 || td_read_codec(r) == cfg.codec);
+	td_buf_init(&b, TD_MAX_SECTION_SIZE);
+	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
+		want_hash = m.now.hash[id];
+		want_len = m.now.len[id];
+		if (!m.now.done[id]) {
+			/* an incomplete file gets empty command lines */
+			FUZZ_CHECK(!m.finished && id == TD_OPT_CMDLINES);
+			want_hash = fuzz_fnv(FUZZ_FNV_INIT, no_cmdlines, 8);
+			want_len = 8;
+		}
+		if (td_read_section(r, id, &b) == -1 || b.len != want_len ||
+		    fuzz_fnv(FUZZ_FNV_INIT, b.data, b.len) != want_hash) {
+			/* v6: tdread parses the agent's sections */
+			FUZZ_CHECK(cfg.file_version == 6);
+			goto out;
+		}
+	}
+	FUZZ_CHECK(td_read_page_size(r) == m.page_size &&
+	    td_read_ncpus(r) == (int)m.ncpus);
+	for (i = 0; i < m.now.nopts; i++) {
+		for (nth = 0, j = 0; j < i; j++)
+			nth += m.now.opts[j].id == m.now.opts[i].id;
+		FUZZ_CHECK(td_read_option(r, m.now.opts[i].id, nth, &b) == 0);
+		FUZZ_CHECK(b.len == m.now.opts[i].len && fuzz_fnv(FUZZ_FNV_INIT,
+		    b.data, b.len) == m.now.opts[i].hash);
+	}
+	if (td_read_option(r, TD_OPT_TIME_SHIFT, 0, &b) == 0) {
+		check_time_shift(b.data, b.len);
+		for (i = 0; i < 2; i++)
+			FUZZ_CHECK(td_read_option(r, text_opts[i], 0, &b) ==
+			    0 && b.len > 0 && memchr(b.data, '\0', b.len) ==
+			    b.data + b.len - 1);
+	}
+	for (i = 0; i < m.ncpus; i++) {
+		h[0] = FUZZ_FNV_INIT;
+		h[1] = 0;
+		FUZZ_CHECK(td_read_cpu_pages(r, (int)i, page_cb, h) == 0);
+		FUZZ_CHECK(h[1] == m.now.cpu[i].pages &&
+		    h[0] == m.now.cpu[i].hash);
+	}
+out:
+	td_buf_free(&b);
+	td_read_close(r);
+}
+
+/*
+ * What is left: DIR holds DIR/<identity>/ (and the table of finished
+ * recordings), that the finished file alone, if the recording came to
+ * one.  Everything goes.
+ */
+static void
+check_left(void)
+{
+	struct dirent *de;
+	struct stat st;
+	char *left = NULL, *p;
+	bool keep = m.finished;
+	size_t n;
+	DIR *d;
+	int id;
+
+	FUZZ_CHECK((d = opendir(topdir)) != NULL);
+	while ((de = readdir(d)) != NULL)
+		FUZZ_CHECK(de->d_name[0] == '.' ||
+		    strcmp(de->d_name, identity) == 0);
+	closedir(d);
+	for (d = opendir(hostdir); d != NULL && (de = readdir(d)) != NULL;) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (left != NULL)
+			fprintf(stderr, "files left: '%s', '%s'\n", left,
+			    de->d_name);
+		FUZZ_CHECK(left == NULL);
+		FUZZ_CHECK(asprintf(&left, "%s/%s", hostdir, de->d_name) > 0);
+	}
+	if (d != NULL)
+		closedir(d);
+	if (m.closed)
+		for (keep = true, id = TD_OPT_HEADER_INFO; id <= TD_OPT_PRINTK;
+		    id++)
+			keep = keep && m.now.done[id];
+	if (verbose)
+		fprintf(stderr, "session: %d connections, opened %d, finished "
+		    "%d, closed %d, left '%s'\n", nconns, m.opened, m.finished,
+		    m.closed, left ? left : "");
+	FUZZ_CHECK((left != NULL) == keep);
+	if (left != NULL) {
+		n = strlen(left);
+		FUZZ_CHECK(n > 15 && strcmp(left + n - 4, ".dat") == 0 &&
+		    left[strlen(hostdir) + 1] != '.');
+		FUZZ_CHECK((strcmp(left + n - 15, ".incomplete.dat") == 0) ==
+		    !m.finished);
+		if (m.done_size != 0) {
+			FUZZ_CHECK(asprintf(&p, "%s/%s", topdir,
+			    m.done_path) > 0);
+			FUZZ_CHECK(strcmp(left, p) == 0 && stat(left, &st) ==
+			    0 && (uint64_t)st.st_size == m.done_size);
+			free(p);
+		}
+		check_file(left);
+		unlink(left);
+		free(left);
+	}
+	FUZZ_CHECK(asprintf(&p, "%s/%s", topdir, FINISHED_FILE) > 0);
+	unlink(p);
+	free(p);
+	rmdir(hostdir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct listener_config cfg;
+	size_t chunk = 1 + size % 4093, pos = 0, start, end;
 	struct td_hello h;
-	struct stat st;
-	size_t chunk = 1 + size % 4093, pos = 0, end, n;
-	uint64_t done_size = 0, d;
-	bool tick, odd = size % 2 == 1;
-	char *left;
-	int fd0, how = FUZZ_END_EOF, i;
+	int fd0, how, i;
+	bool tick;
 
 	if (topdir == NULL)
-		setup_dirs();
-	fd0 = lowest_fd();
-	rec_reset();
-	slots_closed = 0;
-	fake_nbevs = 0;
-	/* a fresh identity: tdlisten remembers finished recordings by it */
+		setup();
+	fd0 = fuzz_lowest_fd();
+	memset(&m, 0, sizeof m);
+	memset(conns, 0, sizeof conns);
+	nconns = 0;
+	odd = size % 2 == 1;
 	snprintf(identity, sizeof identity, "fuzz-agent-%u", input_no++);
 	free(hostdir);
 	FUZZ_CHECK(asprintf(&hostdir, "%s/%s", topdir, identity) > 0);
-	pick_config(data, size, &cfg, &tick);
-
-	while (pos < size || fake_nbevs == 0) {
-		size_t start = pos;
-
+	tick = pick_config(data, size);
+	finished_load(topdir);
+	while (nconns < MAX_CONNS) {
+		start = pos;
 		pos = next_conn(data, size, start, &end, &how);
 		/* one recording per input */
-		if (rec.path != NULL && first_hello(data + start, end - start,
-		    &h, &n) && !(h.flags & TD_HELLO_RESUME))
+		if (m.opened && first_hello(data + start, end - start, &h) &&
+		    !(h.flags & TD_HELLO_RESUME))
 			break;
-		feed(&cfg, data + start, end - start, chunk, tick);
-		if (pos >= size || fake_nbevs == MAX_CONNS)
+		feed(&conns[nconns++], data + start, end - start, chunk, tick);
+		conn_ends(&conns[nconns - 1], how);
+		if (how == FUZZ_END_RESTART)
+			restart();
+		if (pos >= size)
 			break;
-		switch (how) {
-		case FUZZ_END_KEEP:
-			break;
-		case FUZZ_END_RESTART:
-			/*
-			 * tdlisten's last second of loop: the ERRORs go out
-			 * (even inputs; odd ones are cut short), then
-			 * session_free_all(), a new tdlisten recovers
-			 */
-			session_shutdown_all();
-			for (i = 0; !odd && i < fake_nbevs; i++)
-				if (!fake_bevs[i]->freed &&
-				    fake_bevs[i]->wrote &&
-				    fake_bevs[i]->writecb != NULL) {
-					fake_bevs[i]->wrote = false;
-					fake_bevs[i]->writecb(fake_bevs[i],
-					    fake_bevs[i]->arg);
-				}
-			session_free_all();
-			session_recover_all(fake_base, &cfg);
-			break;
-		case FUZZ_END_IDLE:
-			if (!fake_bev->freed)
-				hang_up(fake_bev, BEV_EVENT_TIMEOUT, odd);
-			break;
-		default:
-			if (!fake_bev->freed)
-				hang_up(fake_bev, BEV_EVENT_EOF, odd);
-			if (how == FUZZ_END_EXPIRE)
-				while (fire_timer(NULL))
-					;
-			break;
-		}
 	}
-	/* the agent hangs up everywhere and does not come back */
-	for (i = 0; i < fake_nbevs; i++)
-		if (!fake_bevs[i]->freed)
-			hang_up(fake_bevs[i], BEV_EVENT_EOF, odd);
-	while (fire_timer(NULL))
-		;
-	FUZZ_CHECK(slots_closed == fake_nbevs);
-	for (i = 0; i < fake_nbevs; i++)
-		FUZZ_CHECK(fake_bevs[i]->freed);
-	/* only the tick is left; it goes with the (empty) session list */
-	session_shutdown_all();
-	FUZZ_CHECK(fake_events == NULL && fake_nevents == 0);
-
-	for (i = 0; i < fake_nbevs; i++) {
-		d = check_output(fake_bevs[i], &cfg);
-		FUZZ_CHECK(d == 0 || done_size == 0 || d == done_size);
-		if (d != 0)
-			done_size = d;
+	/* the agent hangs up everywhere and never comes back */
+	for (i = 0; i < nconns; i++)
+		conn_ends(&conns[i], i == nconns - 1 ? FUZZ_END_EXPIRE :
+		    FUZZ_END_EOF);
+	FUZZ_CHECK(registry_any() == NULL);
+	FUZZ_CHECK(budget_held() == 0 && budget_fds_reserved() == 0);
+	check_left();
+	finished_free();
+	for (i = 0; i < nconns; i++) {
+		td_buf_free(&conns[i].out);
+		td_buf_free(&conns[i].frame);
 	}
-	left = left_file();
-	if (verbose)
-		fprintf(stderr, "session: v%d codec %d, %d CPUs, %d "
-		    "connections, finished %d, left '%s'\n", rec.p.version,
-		    (int)rec.p.codec, rec.p.ncpus, fake_nbevs, rec.finished,
-		    left ? left : "");
-	if (rec.finished) {
-		FUZZ_CHECK(left != NULL);
-		FUZZ_CHECK(stat(left, &st) == 0);
-		if (done_size != 0) {
-			FUZZ_CHECK(strcmp(left, rec.path) == 0);
-			FUZZ_CHECK((uint64_t)st.st_size == done_size);
-		}
-		check_file(left);
-	} else {
-		if (left != NULL)
-			fprintf(stderr, "left without a finished file: '%s'\n",
-			    left);
-		FUZZ_CHECK(left == NULL);
-	}
-	free(left);
-	wipe_dir();
-
-	for (i = 0; i < fake_nbevs; i++) {
-		free(fake_bevs[i]->input.pulled);
-		td_buf_free(&fake_bevs[i]->out);
-		free(fake_bevs[i]);
-	}
-	fake_nbevs = 0;
-	fake_bev = NULL;
-	rec_reset();
-	FUZZ_CHECK(lowest_fd() == fd0);
+	free(m.now.cpu);
+	free(m.ck.cpu);
+	FUZZ_CHECK(fuzz_lowest_fd() == fd0);
 	return 0;
 }

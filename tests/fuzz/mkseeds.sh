@@ -1,23 +1,26 @@
 #!/bin/sh
 # mkseeds.sh [--real]: regenerate the seed corpora of tests/fuzz/corpus/.
 #
-# Synthetic seeds come from build-fuzz/seedgen (built by scripts/fuzz.sh -b)
-# and are the same bytes every time.  With --real (root and tracefs
-# needed) the real-* seeds are recorded again: tdagent -e sched -s 0.2 with
-# zstd, zlib, none and --file-version 6, shrunk with "seedgen shrink" (a
-# few lines of kallsyms, at most 2 pages per CPU), then turned into agent
-# streams and page seeds.  Without --real the real-* recordings in the tree
-# are kept, and their agent streams made again (the protocol may have
-# changed).  No seed may reach 100 KB.
+# Synthetic seeds come from build-fuzz/fuzz/seedgen (made by make fuzz,
+# which scripts/fuzz.sh -b runs) and are the same bytes every time.  With
+# --real (root and tracefs needed) the real-* seeds are recorded again:
+# tdagent -e sched -s 0.2 with zstd, zlib, none and --file-version 6,
+# shrunk with "seedgen shrink" (a few lines of kallsyms, at most 2 pages
+# per CPU), then turned into agent streams and page seeds.  Without --real
+# the real-* recordings in the tree are kept, and their agent streams made
+# again (the protocol may have changed).  The restore seeds state1-* and
+# state2-* (checkpoints of versions 1 and 2, which the listener still
+# reads but no longer writes) are kept as they are.  No seed may reach
+# 100 KB.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 C=tests/fuzz/corpus
-G=build-fuzz/seedgen
-[ -x "$G" ] || sh scripts/fuzz.sh -b
+G=build-fuzz/fuzz/seedgen
+sh scripts/fuzz.sh -b >/dev/null
 for t in proto page tdread session restore; do
 	mkdir -p "$C/$t"
-	find "$C/$t" -type f ! -name 'real-*' -delete
+	find "$C/$t" -type f ! -name 'real-*' ! -name 'state[12]-*' -delete
 done
 "$G" proto "$C/proto"
 "$G" page "$C/page"

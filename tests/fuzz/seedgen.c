@@ -691,7 +691,8 @@ frame_cut(const struct td_buf *b, uint16_t type, int nth, size_t *hello)
  * the nth frame of type, the connection ended as how says (fuzz.h), then
  * a connection that resumes: a KEEPALIVE and the frames from the cut
  * (from > 0), from the first (from == 0: the listener rolled back to the
- * HELLO's checkpoint), or nothing (from < 0).
+ * HELLO's checkpoint), or nothing (from == -1); or an empty connection
+ * (from < -1: the agent never comes back).
  */
 static void
 resume_seed(const char *dir, const char *name, uint8_t version, uint64_t rid,
@@ -709,7 +710,9 @@ resume_seed(const char *dir, const char *name, uint8_t version, uint64_t rid,
 	td_buf_add(&b, FUZZ_CONN_SEP, FUZZ_CONN_SEP_LEN);
 	td_buf_add(&b, (uint8_t[]){ (uint8_t)how }, 1);
 	hello_flags = TD_HELLO_RESUME;
-	stream_hello(&b, 2, SMALL_PAGE, 8, version, rid, "seed", "local");
+	if (from >= -1)
+		stream_hello(&b, 2, SMALL_PAGE, 8, version, rid, "seed",
+		    "local");
 	hello_flags = 0;
 	hello_trace_id = 0x1122334455667788ULL;
 	if (from >= 0) {
@@ -770,9 +773,17 @@ pages_z_seed(const char *dir, const char *name, uint64_t rid, uint16_t wire)
 	td_buf_free(&b);
 }
 
-/* fuzz-session's trace_id knobs: tick after every read, quota on. */
+/*
+ * fuzz-session's trace_id knobs: tick after every read, quota on, a
+ * session memory budget (4 KiB + 64 x bits 8..23), a descriptor budget
+ * (TD_FD_RESERVE + bits 24..26).
+ */
 #define TICK	1
 #define QUOTA	2
+#define MEMORY	4
+#define FDS	16
+/* 4 KiB + 88 x 64: the first read of v2-memory passes it */
+#define MEMORY_CAP	((uint64_t)88 << 8)
 
 static void
 resume_seeds(const char *dir)
@@ -791,12 +802,26 @@ resume_seeds(const char *dir)
 	resume_seed(dir, "v2-takeover", 7, 1, 0, TD_MSG_PAGES, 2,
 	    FUZZ_END_KEEP, 1);
 	resume_seed(dir, "v2-done-again", 7, 1, 0, 0, 0, FUZZ_END_EOF, -1);
+	/* the DONE again, from the table the restarted listener read */
+	resume_seed(dir, "v2-done-again-restart", 7, 1, 0, 0, 0,
+	    FUZZ_END_RESTART, -1);
+	/* a recovered recording nobody resumes: kept as incomplete */
+	resume_seed(dir, "v2-restart-gone", 7, 1, 0, TD_MSG_PAGES, 2,
+	    FUZZ_END_RESTART, -2);
 	resume_seed(dir, "v2-expired", 7, 1, TICK, TD_MSG_SECTION_END, 6,
 	    FUZZ_END_EXPIRE, 1);
 	resume_seed(dir, "v2-quota", 7, 1, TICK | QUOTA, 0, 0, FUZZ_END_EOF,
 	    0);
 	resume_seed(dir, "v2-no-resume-wait", 7, 7, TICK, TD_MSG_PAGES, 1,
 	    FUZZ_END_EOF, 1);
+	/* paused by the memory budget, resumed from the HELLO's checkpoint */
+	resume_seed(dir, "v2-memory", 7, 1, MEMORY | MEMORY_CAP, 0, 0,
+	    FUZZ_END_EOF, 0);
+	/* ... and with --resume-wait 0: closed, back to the checkpoint */
+	resume_seed(dir, "v2-memory-no-resume-wait", 7, 7, MEMORY | MEMORY_CAP,
+	    0, 0, FUZZ_END_EOF, -1);
+	/* no descriptors for the recording: come back later */
+	resume_seed(dir, "v2-fds", 7, 1, FDS, 0, 0, FUZZ_END_EOF, -1);
 	keepalive_seed(dir);
 	pages_z_seed(dir, "v2-pages-z-stored", 1, TD_WIRE_ZSTD);
 	pages_z_seed(dir, "v2-pages-z-recompressed", 2, TD_WIRE_ZSTD);
