@@ -189,13 +189,10 @@ static enum session_verdict	session_pause(struct session *, const char *,
 static enum session_verdict
 session_failed(struct session *s)
 {
-	char why[600];
-
 	if (recording_fault(s->rec) == REC_ROOM)
 		return session_pause(s, recording_why(s->rec), errno);
-	/* the reason is the recording's, and closing frees the recording */
-	snprintf(why, sizeof why, "%s", recording_why(s->rec));
-	return session_close(s, why);
+	/* session_end_with() copies the words before the recording goes */
+	return session_close(s, recording_why(s->rec));
 }
 
 /* What the agent hears when there is no room now (errnum). */
