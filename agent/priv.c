@@ -8,6 +8,8 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -42,12 +44,45 @@ struct priv_state {
 	bool		 failed;	/* P's own part went wrong */
 };
 
-/* Look the user up. */
+/*
+ * A numeric "UID" or "UID:GID" (a guest's initramfs has no passwd): true
+ * with *uid and *gid (the uid's number when none is given).
+ */
+static bool
+priv_numeric(const char *user, uid_t *uid, gid_t *gid)
+{
+	unsigned long u, g;
+	char *end;
+
+	if (*user < '0' || *user > '9')
+		return false;
+	errno = 0;
+	u = strtoul(user, &end, 10);
+	if (errno != 0 || u >= UINT32_MAX)
+		return false;
+	g = u;
+	if (*end == ':') {
+		if (end[1] < '0' || end[1] > '9')
+			return false;
+		g = strtoul(end + 1, &end, 10);
+		if (errno != 0 || g >= UINT32_MAX)
+			return false;
+	}
+	if (*end != '\0')
+		return false;
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
+	return true;
+}
+
+/* Look the user up: a name, or a numeric UID[:GID]. */
 int
 priv_user(const char *user, uid_t *uid, gid_t *gid, char *err, size_t errlen)
 {
 	struct passwd *pw;
 
+	if (priv_numeric(user, uid, gid))
+		return 0;
 	errno = 0;
 	if ((pw = getpwnam(user)) != NULL) {
 		*uid = pw->pw_uid;

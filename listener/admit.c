@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <linux/vm_sockets.h>
 
 #include <event2/event.h>
 
@@ -88,7 +90,10 @@ static const char *const admit_kind_names[ADMIT_R_NKINDS] = {
 	"failed or timed out in the handshake",
 };
 
-/* The admission key of sa: IPv4 (mapped or not) whole, IPv6 its /64. */
+/*
+ * The admission key of sa: IPv4 (mapped or not) whole, IPv6 its /64, a
+ * vsock guest its context id; every Unix socket peer is one key.
+ */
 static void
 admit_key_of(const struct sockaddr *sa, struct admit_key *k)
 {
@@ -100,6 +105,12 @@ admit_key_of(const struct sockaddr *sa, struct admit_key *k)
 		s4 = (const struct sockaddr_in *)sa;
 		k->b[10] = k->b[11] = 0xff;
 		memcpy(k->b + 12, &s4->sin_addr, 4);
+	} else if (sa->sa_family == AF_VSOCK) {
+		/* a guest: its context id, apart from every IP address */
+		const struct sockaddr_vm *vm = (const struct sockaddr_vm *)sa;
+
+		k->b[0] = 0xfe;
+		memcpy(k->b + 12, &vm->svm_cid, 4);
 	} else if (sa->sa_family == AF_INET6) {
 		s6 = (const struct sockaddr_in6 *)sa;
 		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))

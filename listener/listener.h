@@ -23,6 +23,8 @@ struct listener_config {
 	const char		*port;
 	const char		*bind;		/* NULL: all addresses */
 	const char		*unix_path;	/* --unix: also this socket */
+	uint32_t		 vsock_port;	/* --vsock: also this port, 0:
+						   none */
 	const char		*dir;		/* output directory */
 	const char		*cert;
 	const char		*key;

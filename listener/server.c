@@ -2,9 +2,10 @@
  * server.c: tdlisten's listening sockets.  Accepts connections and hands
  * each to the accept callback (conn_accept()); when the process runs out
  * of descriptors it pauses accepting for a second instead of dying or
- * spinning.  A TCP port on every address of --bind, and with --unix a
- * Unix socket that QEMU connects guests' virtio-serial ports to (its
- * peers are named unix:PID).
+ * spinning.  A TCP port on every address of --bind, with --unix a Unix
+ * socket that QEMU connects guests' virtio-serial ports to (its peers are
+ * named unix:PID), and with --vsock an AF_VSOCK port for guests (peers
+ * vsock:CID:PORT).
  */
 #include <errno.h>
 #include <netdb.h>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <linux/vm_sockets.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <unistd.h>
@@ -53,7 +55,13 @@ server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	char host[NI_MAXHOST], serv[NI_MAXSERV];
 	char peer[NI_MAXHOST + NI_MAXSERV + 4];
 
-	if (sa->sa_family == AF_UNIX) {
+	if (sa->sa_family == AF_VSOCK) {
+		const struct sockaddr_vm *vm = (const struct sockaddr_vm *)sa;
+
+		/* a guest of this host: its context id names it */
+		snprintf(peer, sizeof peer, "vsock:%u:%u", vm->svm_cid,
+		    vm->svm_port);
+	} else if (sa->sa_family == AF_UNIX) {
 		struct ucred cr;
 		socklen_t crlen = sizeof cr;
 
@@ -167,6 +175,53 @@ server_listen_unix(struct event_base *base, const char *path)
 	return 0;
 }
 
+/*
+ * Listen on AF_VSOCK port too (--vsock), for guests of this host: any
+ * context id (VMADDR_CID_ANY).  A kernel without vsock refuses the socket:
+ * said so, and tdlisten does not start.
+ */
+static int
+server_listen_vsock(struct event_base *base, uint32_t port)
+{
+	struct sockaddr_vm vm;
+	struct evconnlistener *lev;
+	int fd;
+
+	if (server_nlev >= SERVER_MAX_LISTENERS) {
+		log_warnx("--vsock %u: too many listening sockets", port);
+		return -1;
+	}
+	fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd == -1) {
+		log_warn("--vsock %u: this kernel offers no AF_VSOCK socket "
+		    "(modprobe vsock, or a transport: vhost_vsock on a host)",
+		    port);
+		return -1;
+	}
+	memset(&vm, 0, sizeof vm);
+	vm.svm_family = AF_VSOCK;
+	vm.svm_cid = VMADDR_CID_ANY;
+	vm.svm_port = port;
+	if (bind(fd, (struct sockaddr *)&vm, sizeof vm) == -1) {
+		log_warn("cannot listen on vsock port %u", port);
+		close(fd);
+		return -1;
+	}
+	lev = evconnlistener_new(base, server_accept_cb, NULL,
+	    LEV_OPT_CLOSE_ON_FREE, 512, fd);
+	if (lev == NULL) {
+		log_warn("cannot listen on vsock port %u", port);
+		close(fd);
+		return -1;
+	}
+	evconnlistener_set_error_cb(lev, server_error_cb);
+	server_lev[server_nlev++] = lev;
+	log_info("listening on vsock port %u%s", port, server_tls ?
+	    " (TLS 1.3, client certificates required)" :
+	    " (INSECURE: no encryption, no authentication)");
+	return 0;
+}
+
 /* Listen on every address of cfg->bind (all when NULL) at cfg->port. */
 int
 server_start(struct event_base *base, const struct listener_config *cfg,
@@ -227,6 +282,9 @@ server_start(struct event_base *base, const struct listener_config *cfg,
 	freeaddrinfo(res);
 	if (server_nlev > 0 && cfg->unix_path != NULL &&
 	    server_listen_unix(base, cfg->unix_path) == -1)
+		return -1;
+	if (server_nlev > 0 && cfg->vsock_port != 0 &&
+	    server_listen_vsock(base, cfg->vsock_port) == -1)
 		return -1;
 	return server_nlev > 0 ? 0 : -1;
 }

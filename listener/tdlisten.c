@@ -35,6 +35,7 @@
 enum {
 	OPT_CERT = 1000,
 	OPT_UNIX,
+	OPT_VSOCK,
 	OPT_KEY,
 	OPT_CA,
 	OPT_CRL,
@@ -72,6 +73,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "compression", required_argument, NULL, OPT_COMPRESSION },
 	{ "bind", required_argument, NULL, OPT_BIND },
 	{ "unix", required_argument, NULL, OPT_UNIX },
+	{ "vsock", required_argument, NULL, OPT_VSOCK },
 	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 	{ "tsync-interval", required_argument, NULL, OPT_TSYNC_INTERVAL },
 	{ "resume-wait", required_argument, NULL, OPT_RESUME_WAIT },
@@ -93,7 +95,8 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 "usage: tdlisten [-p PORT] [-d DIR] [--cert FILE --key FILE --ca FILE] [--crl FILE]\n"
-"                [--insecure] [--bind ADDR] [--unix PATH] [--file-version 6|7]\n"
+"                [--insecure] [--bind ADDR] [--unix PATH] [--vsock PORT]\n"
+"                [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
 "                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
 "                [--handshake-timeout S] [--max-handshakes N]\n"
@@ -116,6 +119,8 @@ usage(FILE *fp)
 "  --bind ADDR        listen on ADDR only (default: every address)\n"
 "  --unix PATH        also listen on the Unix socket PATH (mode 0660), for\n"
 "                     QEMU's chardev of a guest's virtio-serial port\n"
+"  --vsock PORT       also listen on AF_VSOCK port PORT, for the guests of\n"
+"                     this host (tdagent -h vsock:2 -p PORT in a guest)\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
 "  --max-sessions N   refuse connections past their TLS handshake beyond N\n"
@@ -240,6 +245,12 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			break;
 		case OPT_UNIX:
 			c->unix_path = optarg;
+			break;
+		case OPT_VSOCK:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > 0x7fffffff)
+				usage_error("invalid vsock port '%s'", optarg);
+			c->vsock_port = (uint32_t)n;
 			break;
 		case OPT_MAX_SESSIONS:
 			n = strtol(optarg, &end, 10);
@@ -581,9 +592,9 @@ main(int argc, char **argv)
 	    td_tls_version());
 	conn_init(base, &cfg, ctx);
 	if (server_start(base, &cfg, ctx != NULL, conn_accept, NULL) == -1)
-		fatalx("cannot listen on port %s%s%s", cfg.port,
+		fatalx("cannot listen on port %s%s%s%s", cfg.port,
 		    cfg.unix_path ? " and " : "", cfg.unix_path ?
-		    cfg.unix_path : "");
+		    cfg.unix_path : "", cfg.vsock_port ? " and vsock" : "");
 	for (i = 0; i < 3; i++) {
 		sigs[i] = evsignal_new(base, signos[i], tdlisten_signal_cb,
 		    base);

@@ -146,4 +146,20 @@ wait $pid
 eq "SIGINT during a command: 128 + SIGINT" $? 130
 check "file complete after SIGINT" tc_clean "$WORK/k.dat"
 
+# -u takes numbers too (a guest's initramfs has no user database): the
+# recorder runs with exactly that uid and gid, no capability
+"$TDAGENT" -q -u 4242:4343 -o "$WORK/u.dat" -e sched &
+pid=$!
+wait_recording $pid
+rec=$(recorder $pid)
+eq "-u 4242:4343: the recorder's ids" "$(status_ids "$rec")" \
+    "4242 4242 4242 4242 / 4343 4343 4343 4343 / 0000000000000000"
+kill -TERM $pid
+wait $pid
+eq "-u 4242:4343: exit status 0" $? 0
+check "-u 4242:4343: file complete" tc_clean "$WORK/u.dat"
+"$TDAGENT" -q -u 4242x -o "$WORK/u2.dat" -e sched -s 0.1 2> "$WORK/u2.err"
+eq "-u 4242x: not a user, exit 1" $? 1
+check "-u 4242x: and says so" grep -q "unknown user '4242x'" "$WORK/u2.err"
+
 finish

@@ -6,7 +6,8 @@
 # carries a virtio-serial port's to a host socket.  The file is exact and
 # the listener's certificate is checked against --server-name (required
 # there: no host name to check it against).  vsock needs a host side this
-# machine does not have (no vsock_loopback): only its errors are checked.
+# machine does not have (no vsock_loopback): the agent's errors and the
+# listener's --vsock socket are checked.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 TDRELAY=$B/tests/tdrelay
@@ -80,4 +81,28 @@ eq "serial: a path that is not a device: exit 1" $? 1
 check "and says so" grep -q "'/tmp'" "$WORK/err"
 check "the listener survived" kill -0 "$LPID"
 stop_listener
+
+# tdlisten --vsock PORT: the guests' AF_VSOCK port, beside the TCP port.
+# Nothing can connect to it here (no vsock transport), but the socket is
+# real: a second listener cannot take the same port.  Where the kernel
+# has no AF_VSOCK at all, tdlisten must say so and not start.
+VPORT=$((40000 + $$ % 20000))
+start_listener "$WORK/lv.log" --insecure -d "$WORK/outv" --vsock "$VPORT" ||
+    exit 99
+if grep -q "listening on vsock port $VPORT (INSECURE" "$WORK/lv.log"; then
+	"$TDLISTEN" -p $((LPORT + 1)) --insecure -d "$WORK/outv2" \
+	    --vsock "$VPORT" 2> "$WORK/v2.err"
+	eq "--vsock: the port is taken, a second listener exits 1" $? 1
+	check "and says why" grep -q "cannot listen on vsock port $VPORT: Address already in use" \
+	    "$WORK/v2.err"
+	check "--vsock: the first listener goes on" kill -0 "$LPID"
+	stop_listener
+else
+	stop_listener
+	check "--vsock without AF_VSOCK: the log says so" \
+	    grep -q "this kernel offers no AF_VSOCK socket" "$WORK/lv.log"
+fi
+"$TDLISTEN" -p 4000 --insecure --vsock nine 2> "$WORK/err"
+eq "--vsock with a bad port: exit 2" $? 2
+check "and is named" grep -q "invalid vsock port 'nine'" "$WORK/err"
 finish
