@@ -14,10 +14,11 @@
 #    listener held with the honest sessions (the bound each attack had
 #    alone before; x3 under a sanitizer or valgrind); then the options
 #    trickle, alone (wchar is the process's): written <= 2 x sent.  evil2
-#    leaves recordings of 1010 CPUs waiting for a resume until refused: it
-#    gets exactly its share of the descriptors (a quarter of the limit less
-#    TD_FD_RESERVE, 18 a recording), the next is refused "holds its share",
-#    and web3 still starts and records exactly.  No descriptor runs out.
+#    leaves recordings of 1010 CPUs, then of 2 CPUs, waiting for a resume
+#    until refused: it gets exactly its share of the descriptors (a
+#    quarter of the limit less TD_FD_RESERVE; 18 and 4 a recording), the
+#    next is refused "holds its share", and web3 still starts and records
+#    exactly.  No descriptor runs out.
 # 2. One identity's frames still arriving: evil's 64 sessions each send
 #    all but one byte of a 1 MiB OPTION frame (and hold them), then 8 chunks
 #    attacks of evil at once: the peak RSS stays within TD_IDENTITY_MEM
@@ -87,6 +88,7 @@ hostile_bg() {
 # more arguments of tdagent.  Sets apid_NAME.
 honest() {
 	rm -f "$WORK/pid.$1" "$WORK/feed.$1"
+	: > "$WORK/agent.$1.err"
 	mkfifo "$WORK/feed.$1"
 	eval "exec $4<>\"\$WORK/feed.\$1\""
 	eval "fd_$1=$4"
@@ -253,13 +255,16 @@ check "an options trickle: the listener's peak RSS ($hwm kB) is under $bound kB"
     test "$hwm" -le "$bound"
 
 # evil2 leaves recordings of 1010 CPUs waiting for a resume (each
-# reserves 2 + 16 descriptors for 600 s) until one is refused; the honest
-# agents stream meanwhile.  Its share is a quarter of the limit less the
+# reserves 2 + 16 descriptors for 600 s) until one is refused, then
+# recordings of 2 CPUs (4 each) until one is refused; the honest agents
+# stream meanwhile.  Its share is a quarter of the limit less the
 # listener's own 32 (TD_FD_RESERVE, TD_FD_SHARE): at 256, 56, three
-# recordings.  Before, it took all there were (ten) and no agent could
-# start a recording for 600 s.
+# recordings of 1010 CPUs and none of 2.  Before, it took all there were
+# and no other agent could start a recording for 600 s.
 lim=$(fd_limit "$WORK/l1.log")
-share=$(((${lim:-0} - 32) / 4 / 18))
+fds=$(((${lim:-0} - 32) / 4))
+big=$((fds / 18))
+small=$(((fds - 18 * big) / 4))
 (
 	n=0
 	while [ $n -lt 16 ] &&
@@ -267,22 +272,28 @@ share=$(((${lim:-0} - 32) / 4 / 18))
 		n=$((n + 1))
 	done
 	echo "$n" > "$WORK/share.n"
+	hostile "$WORK/h.share2" evil2 hello 127.0.0.3 -n 64
 ) &
 spid=$!
 feed a 4000
 feed b 4000
 fed a b
 wait "$spid"
-eq "evil2: exactly its share of recordings, $share, with $lim descriptors" \
-    "$(cat "$WORK/share.n")" "$share"
+eq "evil2: exactly its share of recordings of 1010 CPUs, $big, with $lim descriptors" \
+    "$(cat "$WORK/share.n")" "$big"
 check "evil2: the next is refused: it holds its share ($(tr '\n' ' ' < "$WORK/h.share"))" \
     grep -q "^error: 'evil2' holds its share of the listener's file descriptors: come back later" "$WORK/h.share"
-wait_until $((400 * SLOW)) count_is "$share" "$WORK/l1.log" \
+eq "evil2: and exactly the rest of its share in recordings of 2 CPUs" \
+    "$(grep -c "^reply" "$WORK/h.share2")" "$small"
+check "evil2: the next is refused: it holds its share" \
+    grep -q "^error: 'evil2' holds its share of the listener's file descriptors: come back later" "$WORK/h.share2"
+wait_until $((400 * SLOW)) count_is $((big + small)) "$WORK/l1.log" \
     "session evil2 'hostile' .*the recording waits 600 s for the agent to resume"
-check "evil2: its recordings wait for a resume" \
-    count_is "$share" "$WORK/l1.log" "session evil2 'hostile' .*the recording waits 600 s for the agent to resume"
+check "evil2: its recordings wait for a resume" count_is $((big + small)) \
+    "$WORK/l1.log" "session evil2 'hostile' .*the recording waits 600 s for the agent to resume"
 # another identity starts a recording meanwhile: 2000 blocks, at once
-# (if it had to wait, --reconnect-wait 10 ends it)
+# (if it had to wait, --reconnect-wait 10 ends it: before, there was no
+# descriptor left for it for 600 s)
 HONEST_ARGS="--reconnect-wait $((10 * SLOW))" honest c web3 2000 5
 unset HONEST_ARGS
 feed c 2000
