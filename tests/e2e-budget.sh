@@ -76,6 +76,7 @@ hostile() {
 hostile_bg() {
 	_ho=$1 _hc=$2 _hm=$3 _hs=$4
 	shift 4
+	: > "$_ho"
 	"$TDHOSTILE" --cert "$P/$_hc.pem" --key "$P/$_hc.key" --ca "$P/ca.pem" \
 	    "$@" 127.0.0.1 "$LPORT" "$_hm" "$_hs" > "$_ho" 2>&1 &
 	HPID=$!
