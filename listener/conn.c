@@ -21,7 +21,9 @@
  * (its agent comes back later, from the last checkpoint); one whose agent
  * does not read its replies (more than TD_MAX_UNSENT unsent) is not read
  * either until they go, and let go after the idle timeout.  A frame still
- * arriving counts at its full size once its header is in.  A session gets
+ * arriving counts at its full size once its header is in, and a PAGES_Z
+ * frame at the pages it expands to before it is expanded: one frame cannot
+ * take a session past its budget before the check.  A session gets
  * TD_SESSION_TURN bytes of work per turn of the loop, then the others go.
  */
 #include <errno.h>
@@ -325,7 +327,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	enum session_verdict v;
 	enum session_phase was;
 	uint64_t rx_ns;
-	size_t len, want, n, k, turn = 0;
+	size_t len, want, coming, n, k, turn = 0;
 	ssize_t used;
 	bool more;
 
@@ -342,7 +344,11 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	for (;;) {
 		len = evbuffer_get_length(in);
 		want = session_want(c->s, &more);
-		if (conn_hold_back(c, len < want ? want - len : 0))
+		/* a frame still arriving counts at its full size, a whole
+		   one at what it will expand to (PAGES_Z: its pages) too */
+		coming = len < want ? want - len : more ? 0 :
+		    session_expands(c->s, evbuffer_pullup(in, want), want);
+		if (conn_hold_back(c, coming))
 			return;		/* paused, or waits to write */
 		if (turn >= TD_SESSION_TURN) {
 			/* the others' turn: this session's next comes later */

@@ -123,6 +123,12 @@ int		 recording_page(struct recording *r, uint32_t cpu,
 int		 recording_chunk(struct recording *r, uint32_t cpu,
 		    uint64_t first_seq, uint8_t codec, const void *p,
 		    size_t n, uint32_t count);
+/*
+ * What recording_chunk() of count pages will make r hold beyond what it
+ * holds now (its pages, and its buffer for them the first time).
+ */
+size_t		 recording_chunk_mem(const struct recording *r,
+		    uint32_t count);
 /* A time-sync sample; absurd ones are dropped and counted. */
 void		 recording_sample(struct recording *r,
 		    const struct td_tsync_sample *s);

@@ -614,6 +614,19 @@ session_want(const struct session *s, bool *more)
 	return s->want;
 }
 
+size_t
+session_expands(const struct session *s, const uint8_t *p, size_t n)
+{
+	struct td_pages_z pz;
+	struct td_frame f;
+
+	if (s->phase != SESSION_STREAM || s->bulk_type != 0 || s->rec == NULL ||
+	    td_frame_parse(p, n, &f) != 1 || f.type != TD_MSG_PAGES_Z ||
+	    td_msg_unpack_pages_z(&f, &pz) == -1)
+		return 0;
+	return recording_chunk_mem(s->rec, pz.count);
+}
+
 ssize_t
 session_input(struct session *s, const uint8_t *p, size_t n, uint64_t rx_ns,
     int conns, size_t *cost, enum session_verdict *v)

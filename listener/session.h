@@ -65,6 +65,12 @@ const char	*session_label(const struct session *s);
  */
 size_t		 session_want(const struct session *s, bool *more);
 /*
+ * What the whole frame p[0..n) will make the listener hold once taken
+ * beyond its own bytes (PAGES_Z: the pages it expands to), 0 for others.
+ */
+size_t		 session_expands(const struct session *s, const uint8_t *p,
+		    size_t n);
+/*
  * Take p[0..n) (n >= session_want()); rx_ns: the reference time this read
  * began (time-sync replies carry it), conns: connections open now.
  * Returns the bytes used (0: session_want() grew) and adds to *cost what

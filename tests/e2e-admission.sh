@@ -15,6 +15,10 @@
 # 4. Revocation under -u nobody, the listener's key root's and 0600 as
 #    tdcert makes it: SIGHUP reloads the CA and the CRL, keeps the key it
 #    read as root, and the revoked agent is refused.
+# 5. A crowd of one idle connection from each of 64 addresses (127.0.2.1
+#    to .64) fills the default handshake budget with no address busier
+#    than another: an honest agent still gets in, taking the slot of the
+#    oldest handshake (127.0.2.1's), and records an exact count.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 TDSLOW=$B/tests/tdslow
@@ -61,6 +65,16 @@ all_accounted() {
 # sockets_are N: the listener holds N sockets
 sockets_are() {
 	[ "$(sockets "$LPID")" -eq "$1" ]
+}
+
+# now_ms: the time in milliseconds
+now_ms() {
+	date +%s%3N
+}
+
+# older_than T MS: more than MS milliseconds have passed since T (now_ms)
+older_than() {
+	[ $(($(now_ms) - $1)) -gt "$2" ]
 }
 
 # status_is WANT: tdslow's status file says WANT
@@ -228,6 +242,54 @@ check "the listener logs the revocation" \
 honest after web2 2000
 eq "another agent records after SIGHUP, with the key kept" "$ARC" 0
 exact after 2000
+check "the listener is alive" kill -0 "$LPID"
+stop_listener
+eq "the listener stops cleanly" $? 0
+
+# ---- 5. one idle connection from each of 64 addresses ------------------
+# The default budget (--max-handshakes 64), the handshake timeout raised
+# as in 1.  Each address holds one slot, so none is busier than the
+# newcomer's: the slot it takes is the oldest handshake's, once that one
+# has run TD_ADMIT_MIN_AGE_MS (1 s) (before, the agent was refused for as
+# long as the crowd stayed).
+OUT=$WORK/out5
+start_listener "$WORK/l5.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --handshake-timeout 3600 ||
+    exit 99
+base=$(sockets "$LPID")
+rm -f "$WORK/slow.status"
+crowd=
+for i in $(seq 1 64); do
+	crowd="$crowd idle:127.0.2.$i:1"
+done
+# shellcheck disable=SC2086
+"$TDSLOW" 127.0.0.1 "$LPORT" "$WORK/slow.status" $crowd \
+    2> "$WORK/slow5.err" &
+spid=$!
+wait_until $((1200 * SLOW)) status_is "opened 64 closed 0"
+wait_until $((600 * SLOW)) sockets_are $((base + 64))
+eq "64 addresses hold the 64 handshake slots" "$(sockets "$LPID")" \
+    $((base + 64))
+eq "none of the crowd was refused" "$(cat "$WORK/slow.status")" \
+    "opened 64 closed 0"
+# every handshake of the crowd is older than the listener's minimum age
+# for a slot to be taken once this holds: the listener held all 64 at t
+t=$(now_ms)
+wait_until $((100 * SLOW)) older_than "$t" 1000
+honest many web1 20000
+eq "an honest agent records through the crowd of 64 addresses (exit 0)" \
+    "$ARC" 0
+exact many 20000
+wait_until $((200 * SLOW)) status_is "opened 64 closed 1"
+eq "its connection took exactly one slot of the crowd" \
+    "$(cat "$WORK/slow.status")" "opened 64 closed 1"
+check "the slot taken was the oldest handshake's (127.0.2.1's)" \
+    grep -q "session 127\.0\.2\.1:[0-9]*: closing: its handshake slot goes to 127\.0\.0\.1:[0-9]*" "$WORK/l5.log"
+eq "only one handshake was cut for it" \
+    "$(grep -c "closing: its handshake slot goes to" "$WORK/l5.log")" 1
+kill -TERM "$spid"
+wait "$spid"
+eq "tdslow exits 0" $? 0
 check "the listener is alive" kill -0 "$LPID"
 stop_listener
 eq "the listener stops cleanly" $? 0

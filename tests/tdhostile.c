@@ -1,10 +1,12 @@
 /*
- * tdhostile.c: a peer that is allowed in (tdlisten --insecure, from a
- * source address of its own: its identity) and then tries to make the
- * listener hold, write or open more than its share.  Each MODE is one
- * attack of issue 13 (findings 1-4):
+ * tdhostile.c: an agent that is let in and then tries to make the listener
+ * hold, write or open more than its share (issue 13).  Its identity is its
+ * certificate (--cert, --key, --ca: TLS), or on an --insecure listener the
+ * source address it connects from (SRCADDR, 127.0.0.2 by default; with
+ * TLS it only tells its connections apart in the listener's log).
  *
- *	tdhostile HOST PORT MODE [SRCADDR]
+ *	tdhostile [--cert F --key F --ca F] [-n N] [--hold] HOST PORT MODE
+ *	    [SRCADDR]
  *
  *	chunks	128 CPUs of 512 KiB pages (the most a HELLO may declare),
  *		9 zero pages a CPU as PAGES_Z in zlib (tdlisten writes zstd):
@@ -15,17 +17,35 @@
  *		each must not rewrite the options
  *	probes	time-sync probes, never reading the replies
  *	fds	1010 CPUs of 256-byte pages, one page each
+ *	partial	a HELLO of 1 CPU, then all but the last byte of an OPTION
+ *		frame of TD_MAX_FRAME bytes: the listener waits for the rest
+ *	hello	a HELLO of 2 CPUs, nothing else: a recording that reserves
+ *		its descriptors (4) and holds nearly nothing
  *
- * chunks, trickle and fds end with a probe and wait for its reply: every
- * frame before it was handled.  Prints "sent N" (bytes) and the outcome
- * ("reply", "error: TEXT", "closed", "blocked").  Exit 0 when the listener
- * did what the fixed tdlisten does: the reply for chunks, trickle and fds,
- * an ERROR or a close for span and options, and for probes, a stop of
- * reading (the sends block, or the listener lets go of the connection)
- * before 256 MiB were sent.
+ * A session sends its HELLO and waits for the WELCOME ("welcome"), as an
+ * agent does, before it goes on (span excepted).  chunks, trickle, fds and
+ * hello end with a probe and wait for its reply: every frame before it was
+ * handled.  Each session prints its outcome ("reply", "error: TEXT",
+ * "closed", "blocked"; "sent" for partial, whose bytes all went out); the
+ * last line is "sent N" (bytes, all sessions).  A session ends as expected
+ * when the listener did what the fixed tdlisten does: the reply for chunks,
+ * trickle, fds and hello, an ERROR or a close for span and options (once
+ * welcomed), for probes a stop of reading (the sends block, or the
+ * listener lets go of the connection) before 256 MiB were sent, for
+ * partial all its bytes sent.
+ *
+ * -n N runs N sessions of MODE one after the other (1 by default) and stops
+ * at the first that does not end as expected.  A session is closed when it
+ * ends (its recording waits for a resume), unless --hold: then the
+ * sessions that ended as expected stay open, "held H of N" is printed after
+ * the last, and they are closed on SIGTERM or SIGINT.  Exit 0 when all N
+ * sessions ended as expected, 1 when one did not, 2 on a usage or set-up
+ * error.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,52 +56,112 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
+
 #include "buf.h"
 #include "compress.h"
 #include "tdfile.h"
 #include "tdlimits.h"
 #include "tdproto.h"
+#include "tls.h"
 
-static int fd = -1;
+#define HOSTILE_MAX	256
+
+/* One connection to the listener, TLS or not. */
+struct peer {
+	int	 fd;
+	SSL	*ssl;
+};
+
+static struct peer *cur;		/* the session being run */
 static struct td_buf out;
 static uint64_t sent;
 static bool blocked;
+static SSL_CTX *ctx;
+static uint64_t rid_seq;
+static volatile sig_atomic_t stop;
+
+static void
+hostile_signal(int sig)
+{
+	stop = 1;
+}
+
+/* Send n bytes; false when the listener is gone or stopped reading. */
+static bool
+peer_send(struct peer *p, const void *data, size_t n)
+{
+	const uint8_t *d = data;
+	size_t off = 0;
+	ssize_t w;
+	int e;
+
+	while (off < n) {
+		if (p->ssl != NULL) {
+			errno = 0;
+			w = SSL_write(p->ssl, d + off, n - off > 1 << 20 ?
+			    1 << 20 : (int)(n - off));
+			e = w > 0 ? 0 : SSL_get_error(p->ssl, (int)w);
+			if (e == SSL_ERROR_WANT_WRITE || (e ==
+			    SSL_ERROR_SYSCALL && errno == EAGAIN))
+				blocked = true;
+		} else {
+			w = send(p->fd, d + off, n - off, MSG_NOSIGNAL);
+			if (w == -1 && (errno == EAGAIN ||
+			    errno == EWOULDBLOCK))
+				blocked = true;
+		}
+		if (w <= 0)
+			return false;
+		off += w;
+		sent += w;
+	}
+	return true;
+}
+
+static ssize_t
+peer_recv(struct peer *p, void *buf, size_t n)
+{
+	if (p->ssl != NULL)
+		return SSL_read(p->ssl, buf, (int)n);
+	return recv(p->fd, buf, n, 0);
+}
+
+static void
+peer_close(struct peer *p)
+{
+	/* no close_notify: a listener that stopped reading would not take it */
+	SSL_free(p->ssl);
+	if (p->fd != -1)
+		close(p->fd);
+	free(p);
+}
 
 /* Send what out holds; false when the listener is gone or stopped. */
 static bool
 flush_out(void)
 {
-	size_t off = 0;
-	ssize_t w;
+	bool ok = peer_send(cur, out.data, out.len);
 
-	while (off < out.len) {
-		w = send(fd, out.data + off, out.len - off, MSG_NOSIGNAL);
-		if (w <= 0) {
-			if (w == -1 && (errno == EAGAIN ||
-			    errno == EWOULDBLOCK))
-				blocked = true;
-			td_buf_reset(&out);
-			return false;
-		}
-		off += w;
-		sent += w;
-	}
 	td_buf_reset(&out);
-	return true;
+	return ok;
 }
 
-static int
+/* A connection from src to host:port, through TLS with a certificate. */
+static struct peer *
 dial(const char *host, const char *port, const char *src)
 {
 	struct addrinfo hints, *res;
 	struct sockaddr_in sa;
+	struct peer *p;
+	char err[512];
 	int s;
 
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_INET;
 	hints.ai_socktype = SOCK_STREAM;
 	if (getaddrinfo(host, port, &hints, &res) != 0)
-		return -1;
+		return NULL;
 	s = socket(AF_INET, SOCK_STREAM, 0);
 	memset(&sa, 0, sizeof sa);
 	sa.sin_family = AF_INET;
@@ -89,15 +169,30 @@ dial(const char *host, const char *port, const char *src)
 	    bind(s, (struct sockaddr *)&sa, sizeof sa) == -1 ||
 	    connect(s, res->ai_addr, res->ai_addrlen) == -1) {
 		freeaddrinfo(res);
-		return -1;
+		if (s != -1)
+			close(s);
+		return NULL;
 	}
 	freeaddrinfo(res);
-	return s;
+	p = calloc(1, sizeof *p);
+	p->fd = s;
+	if (ctx == NULL)
+		return p;
+	if ((p->ssl = SSL_new(ctx)) == NULL ||
+	    td_tls_client_prepare(p->ssl, host, err, sizeof err) == -1 ||
+	    SSL_set_fd(p->ssl, s) != 1 || SSL_connect(p->ssl) != 1) {
+		td_tls_error(err, sizeof err, "TLS handshake");
+		fprintf(stderr, "tdhostile: %s\n", err);
+		peer_close(p);
+		return NULL;
+	}
+	return p;
 }
 
 /*
  * Wait for a frame of type want (or an ERROR, or the close): 'R' for the
- * wanted one, 'E' for an ERROR (text printed), 'C' for a close.
+ * wanted one ("welcome", "done" or "reply" printed), 'E' for an ERROR
+ * ("error: TEXT"), 'C' for a close ("closed").
  */
 static int
 answer(uint16_t want)
@@ -107,7 +202,7 @@ answer(uint16_t want)
 	struct td_error e;
 	uint8_t buf[4096];
 	ssize_t r;
-	int pr;
+	int pr = 0;
 
 	td_buf_init(&in, 1 << 20);
 	for (;;) {
@@ -115,7 +210,8 @@ answer(uint16_t want)
 		    &f)) == 1) {
 			if (f.type == want) {
 				td_buf_free(&in);
-				printf("reply\n");
+				printf("%s\n", want == TD_MSG_WELCOME ? "welcome" :
+				    want == TD_MSG_DONE ? "done" : "reply");
 				return 'R';
 			}
 			if (f.type == TD_MSG_ERROR) {
@@ -129,7 +225,7 @@ answer(uint16_t want)
 		}
 		if (in.len > 0 && pr == -1)
 			break;
-		r = recv(fd, buf, sizeof buf, 0);
+		r = peer_recv(cur, buf, sizeof buf);
 		if (r <= 0)
 			break;
 		td_buf_add(&in, buf, r);
@@ -150,11 +246,26 @@ hello(uint32_t ncpus, uint32_t page_size)
 	h.page_size = page_size;
 	h.long_size = 8;
 	h.commit_size = 8;
-	h.recording_id = (uint64_t)time(NULL) << 20 | (uint64_t)getpid();
+	/* one of each session of each process: a resume of none */
+	h.recording_id = (uint64_t)time(NULL) << 32 |
+	    (uint64_t)getpid() << 10 | (rid_seq++ & 1023);
 	h.trace_id = 2;
 	snprintf(h.name, sizeof h.name, "hostile");
 	snprintf(h.clock, sizeof h.clock, "local");
 	td_msg_pack_hello(&out, &h);
+}
+
+/*
+ * A HELLO, then its WELCOME, as an agent waits for it: a listener that
+ * refuses closes at once, and bytes sent meanwhile would make its close a
+ * reset that loses the ERROR saying why.  False (printed) when refused.
+ */
+static bool
+welcomed(uint32_t ncpus, uint32_t page_size)
+{
+	hello(ncpus, page_size);
+	flush_out();
+	return answer(TD_MSG_WELCOME) == 'R';
 }
 
 /* A probe, then its reply: everything sent before it was handled. */
@@ -164,8 +275,7 @@ probe_reply(void)
 	struct td_tsync_probe p = { 1, 1, 0 };
 
 	td_msg_pack_tsync_probe(&out, &p);
-	if (!flush_out())
-		return answer(TD_MSG_TSYNC_REPLY);
+	flush_out();
 	return answer(TD_MSG_TSYNC_REPLY);
 }
 
@@ -174,16 +284,14 @@ static bool
 option(size_t n)
 {
 	uint8_t *p = calloc(1, n);
-	bool ok;
 
 	memset(p, 'm', n);
 	td_msg_pack_option(&out, TD_OPT_PROCMAPS, p, n);
 	free(p);
-	ok = flush_out();
-	return ok;
+	return flush_out();
 }
 
-static int
+static bool
 attack_chunks(void)
 {
 	const uint32_t ncpus = 128, page = 512 * 1024, count = 9;
@@ -194,7 +302,8 @@ attack_chunks(void)
 	ssize_t zn;
 	uint32_t cpu;
 
-	hello(ncpus, page);
+	if (!welcomed(ncpus, page))
+		return false;
 	zn = td_codec_compress_buf(z, pages, (size_t)count * page, &zp);
 	for (cpu = 0; cpu < ncpus && zn > 0; cpu++) {
 		memset(&pz, 0, sizeof pz);
@@ -209,54 +318,67 @@ attack_chunks(void)
 	}
 	free(pages);
 	td_codec_free(z);
-	return probe_reply() == 'R' ? 0 : 1;
+	return probe_reply() == 'R';
 }
 
-static int
+static bool
 attack_fds(void)
 {
 	const uint32_t ncpus = 1010, page = TD_MIN_PAGE_SIZE;
 	uint32_t cpu;
 
-	hello(ncpus, page);
+	if (!welcomed(ncpus, page))
+		return false;
 	for (cpu = 0; cpu < ncpus; cpu++) {
 		td_msg_pack_pages_head(&out, cpu, 1, 0, page);
 		td_buf_add_zero(&out, page);
 		if (out.len > 64 * 1024 && !flush_out())
 			break;
 	}
-	return probe_reply() == 'R' ? 0 : 1;
+	return probe_reply() == 'R';
 }
 
-static int
+static bool
+attack_hello(void)
+{
+	if (!welcomed(2, 4096))
+		return false;
+	return probe_reply() == 'R';
+}
+
+static bool
 attack_trickle(void)
 {
 	struct timespec gap = { 0, 50 * 1000 * 1000 };
 	int i;
 
-	hello(2, 4096);
+	if (!welcomed(2, 4096))
+		return false;
 	for (i = 0; i < 3; i++)
 		if (!option(1024 * 1024 - 64))
-			return 1;
+			return false;
 	for (i = 0; i < 60; i++) {
 		if (!option(20))
-			return 1;
+			return false;
 		nanosleep(&gap, NULL);
 	}
-	return probe_reply() == 'R' ? 0 : 1;
+	return probe_reply() == 'R';
 }
 
-static int
+static bool
 attack_probes(void)
 {
 	struct timeval tv = { 10, 0 };
 	struct td_tsync_probe p = { 1, 0, 0 };
+	uint64_t from = sent;
 	int i;
 
 	/* a listener that stops reading makes a send wait: 10 s says so */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-	hello(2, 4096);
-	while (sent < 256u * 1024 * 1024) {
+	setsockopt(cur->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	blocked = false;
+	if (!welcomed(2, 4096))
+		return false;
+	while (sent - from < 256u * 1024 * 1024) {
 		for (i = 0; i < 4096; i++) {
 			p.seq++;
 			td_msg_pack_tsync_probe(&out, &p);
@@ -264,54 +386,155 @@ attack_probes(void)
 		if (!flush_out())
 			break;
 	}
-	printf("%s\n", blocked ? "blocked" : sent < 256u * 1024 * 1024 ?
-	    "closed" : "not stopped");
-	return sent < 256u * 1024 * 1024 ? 0 : 1;
+	printf("%s\n", blocked ? "blocked" : sent - from < 256u * 1024 *
+	    1024 ? "closed" : "not stopped");
+	return sent - from < 256u * 1024 * 1024;
+}
+
+static bool
+attack_span(void)
+{
+	hello(256, 512 * 1024);
+	flush_out();
+	return answer(TD_MSG_WELCOME) != 'R';
+}
+
+static bool
+attack_options(void)
+{
+	int i;
+
+	if (!welcomed(2, 4096))
+		return false;
+	for (i = 0; i < 200; i++)
+		if (!option(1024 * 1024 - 64))
+			break;
+	return answer(TD_MSG_DONE) != 'R';
+}
+
+/*
+ * All of a frame of TD_MAX_FRAME bytes but its last byte: the listener
+ * has its header and waits for the rest, which never comes.
+ */
+static bool
+attack_partial(void)
+{
+	const size_t n = TD_MAX_FRAME - 2;
+	uint8_t *p = calloc(1, n);
+	bool ok;
+
+	if (!welcomed(1, 4096))
+		return false;
+	td_msg_pack_option(&out, TD_OPT_PROCMAPS, p, n);
+	free(p);
+	out.len--;
+	ok = flush_out();
+	printf("%s\n", ok ? "sent" : "closed");
+	return ok;
+}
+
+static const struct {
+	const char	*name;
+	bool		(*run)(void);
+} hostile_modes[] = {
+	{ "chunks", attack_chunks },
+	{ "span", attack_span },
+	{ "options", attack_options },
+	{ "trickle", attack_trickle },
+	{ "probes", attack_probes },
+	{ "fds", attack_fds },
+	{ "partial", attack_partial },
+	{ "hello", attack_hello },
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: tdhostile [--cert F --key F --ca F] [-n N] "
+	    "[--hold] HOST PORT MODE [SRCADDR]\n");
 }
 
 int
 main(int argc, char **argv)
 {
-	const char *mode;
-	int rc = 2, a;
+	static const struct option longopts[] = {
+		{ "cert", required_argument, NULL, 'c' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "ca", required_argument, NULL, 'a' },
+		{ "hold", no_argument, NULL, 'H' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct peer *held[HOSTILE_MAX];
+	struct timespec tick = { 0, 100 * 1000 * 1000 };
+	const char *cert = NULL, *key = NULL, *ca = NULL, *src;
+	bool (*run)(void) = NULL;
+	int i, ch, n = 1, nheld = 0, done = 0, hold = 0;
+	char err[512];
+	bool ok = true;
 
-	if (argc < 4) {
-		fprintf(stderr, "usage: tdhostile HOST PORT MODE [SRCADDR]\n");
+	while ((ch = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
+		if (ch == 'c')
+			cert = optarg;
+		else if (ch == 'k')
+			key = optarg;
+		else if (ch == 'a')
+			ca = optarg;
+		else if (ch == 'H')
+			hold = 1;
+		else if (ch == 'n')
+			n = atoi(optarg);
+		else {
+			usage();
+			return 2;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 3 || n < 1 || n > HOSTILE_MAX) {
+		usage();
 		return 2;
 	}
-	mode = argv[3];
-	if ((fd = dial(argv[1], argv[2], argc > 4 ? argv[4] :
-	    "127.0.0.2")) == -1) {
-		fprintf(stderr, "tdhostile: cannot connect\n");
+	for (i = 0; i < (int)(sizeof hostile_modes / sizeof hostile_modes[0]);
+	    i++)
+		if (strcmp(argv[2], hostile_modes[i].name) == 0)
+			run = hostile_modes[i].run;
+	if (run == NULL) {
+		fprintf(stderr, "tdhostile: no mode '%s'\n", argv[2]);
 		return 2;
 	}
+	src = argc > 3 ? argv[3] : "127.0.0.2";
+	if (cert != NULL && (ctx = td_tls_client_ctx(cert, key, ca, err,
+	    sizeof err)) == NULL) {
+		fprintf(stderr, "tdhostile: %s\n", err);
+		return 2;
+	}
+	/* the test reads the outcomes while the sessions are held */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTERM, hostile_signal);
+	signal(SIGINT, hostile_signal);
 	td_buf_init(&out, 64 * 1024 * 1024);
-	if (strcmp(mode, "chunks") == 0)
-		rc = attack_chunks();
-	else if (strcmp(mode, "fds") == 0)
-		rc = attack_fds();
-	else if (strcmp(mode, "trickle") == 0)
-		rc = attack_trickle();
-	else if (strcmp(mode, "probes") == 0)
-		rc = attack_probes();
-	else if (strcmp(mode, "span") == 0) {
-		hello(256, 512 * 1024);
-		flush_out();
-		a = answer(TD_MSG_WELCOME);
-		rc = a == 'R' ? 1 : 0;
-	} else if (strcmp(mode, "options") == 0) {
-		int i;
-
-		hello(2, 4096);
-		for (i = 0; i < 200; i++)
-			if (!option(1024 * 1024 - 64))
-				break;
-		a = answer(TD_MSG_DONE);
-		rc = a == 'R' ? 1 : 0;
-	} else
-		fprintf(stderr, "tdhostile: no mode '%s'\n", mode);
+	for (done = 0; done < n && ok && !stop; done++) {
+		if ((cur = dial(argv[0], argv[1], src)) == NULL) {
+			fprintf(stderr, "tdhostile: cannot connect\n");
+			return 2;
+		}
+		ok = run();
+		if (ok && hold)
+			held[nheld++] = cur;
+		else
+			peer_close(cur);
+		cur = NULL;
+	}
+	if (hold) {
+		printf("held %d of %d\n", nheld, n);
+		while (!stop)
+			nanosleep(&tick, NULL);
+	}
+	for (i = 0; i < nheld; i++)
+		peer_close(held[i]);
 	printf("sent %llu\n", (unsigned long long)sent);
 	td_buf_free(&out);
-	close(fd);
-	return rc;
+	SSL_CTX_free(ctx);
+	return ok && done == n ? 0 : 1;
 }
