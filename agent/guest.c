@@ -42,7 +42,7 @@ struct guest {
 	struct kvmclock		*kvm;
 	struct td_guest		*sent;		/* what the listener has */
 	bool			 have_sent;
-	bool			 qmp_warned;
+	bool			 warned;	/* a poll failed: said once */
 };
 
 /* Every watched guest, and room for one reading. */
@@ -164,8 +164,9 @@ guest_threads(struct guest_watch *w, struct guest *g)
 
 /*
  * Read g now into w->now: its vCPU threads and, when its VM's debugfs
- * directory has every one of them, their TSC parameters.  0, or -1 with
- * err when they cannot be read this time (the last state stands).
+ * directory has every one of them, their TSC parameters (QEMU gone:
+ * TD_GUEST_GONE).  0, or -1 with err when they cannot be read this time
+ * (the last state stands; errno ENOENT: none was found).
  */
 static int
 guest_read(struct guest_watch *w, struct guest *g, char *err, size_t errlen)
@@ -190,10 +191,16 @@ guest_read(struct guest_watch *w, struct guest *g, char *err, size_t errlen)
 			return -1;
 		}
 	}
-	if (n <= 0) {
-		/* no vCPU left: QEMU is gone (or ends) */
+	if (n == -1) {
+		/* the process or its monitor is gone */
 		t->flags = TD_GUEST_GONE;
 		return 0;
+	}
+	if (n == 0) {
+		snprintf(err, errlen, g->qmp != NULL ? "QEMU reports no vCPU" :
+		    "no thread named 'CPU N/KVM' or 'CPU N/TCG'");
+		errno = ENOENT;
+		return -1;
 	}
 	t->nvcpus = (uint32_t)n;
 	for (i = 0; i < n; i++) {
@@ -301,23 +308,22 @@ guest_open_one(struct guest_watch *w, struct guest *g, char *err,
 	else if (g->kvm == NULL)
 		log_debug("guest '%s': not a KVM guest here (%s): time sync "
 		    "by probes", g->spec.name, kerr);
-	if (guest_read(w, g, kerr, sizeof kerr) == -1) {
+	if (guest_read(w, g, kerr, sizeof kerr) == 0) {
+		if (w->now->flags & TD_GUEST_GONE) {
+			snprintf(err, errlen, "guest '%s': QEMU (pid %ld) is "
+			    "gone", g->spec.name, (long)g->pid);
+			return -1;
+		}
+		return 0;
+	}
+	if (errno == ENOENT && g->qmp == NULL)
+		snprintf(err, errlen, "guest '%s': process %ld has %s (start "
+		    "QEMU with -name %s,debug-threads=on, or give --guest "
+		    "%s:qmp:SOCKET)", g->spec.name, (long)g->pid, kerr,
+		    g->spec.name, g->spec.name);
+	else
 		snprintf(err, errlen, "guest '%s': %s", g->spec.name, kerr);
-		return -1;
-	}
-	if (w->now->nvcpus == 0) {
-		if (g->qmp != NULL)
-			snprintf(err, errlen, "guest '%s': QEMU (pid %ld) "
-			    "reports no vCPU", g->spec.name, (long)g->pid);
-		else
-			snprintf(err, errlen, "guest '%s': process %ld has no "
-			    "thread named 'CPU N/KVM' or 'CPU N/TCG' (start "
-			    "QEMU with -name %s,debug-threads=on, or give "
-			    "--guest %s:qmp:SOCKET)", g->spec.name,
-			    (long)g->pid, g->spec.name, g->spec.name);
-		return -1;
-	}
-	return 0;
+	return -1;
 }
 
 struct guest_watch *
@@ -365,10 +371,10 @@ guest_watch_poll(struct guest_watch *w, bool all,
 		if (g->have_sent && (g->sent->flags & TD_GUEST_GONE))
 			continue;	/* nothing comes back */
 		if (guest_read(w, g, why, sizeof why) == -1) {
-			if (!g->qmp_warned)
+			if (!g->warned)
 				log_warnx("guest '%s': %s; its last vCPU "
 				    "threads stand", g->spec.name, why);
-			g->qmp_warned = true;
+			g->warned = true;
 			continue;
 		}
 		if (g->have_sent && !all && guest_same(g->sent, w->now))
