@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "compress.h"
+#include "guest.h"
 #include "tdlimits.h"
 
 /* One -e argument, with the -f filter that follows it. */
@@ -47,6 +48,8 @@ struct agent_opts {
 	bool			 privsep;	/* user is not root: fork R */
 	uid_t			 uid;		/* of user */
 	gid_t			 gid;
+	struct guest_spec	 guests[TD_MAX_GUESTS];	/* --guest */
+	int			 nguests;
 };
 
 /* tdagent check-events [-N] [-t DIR] */

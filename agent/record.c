@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "guest.h"
 #include "instance.h"
 #include "log.h"
 #include "meta.h"
@@ -48,6 +49,8 @@
 #define RECORD_BUFFER_PERCENT	10
 /* epoll id of the privileged parent's socket. */
 #define RECORD_PRIV_ID		(UINT32_MAX - 4)
+/* Seconds between two looks at the guests' vCPU threads (--guest). */
+#define RECORD_GUESTS_S		1.0
 /* Handle one signal from the signalfd. */
 static void
 record_signal(struct recorder *r)
@@ -110,6 +113,54 @@ record_spawn(struct recorder *r)
 		return -1;
 	}
 	return 0;
+}
+
+/* A guest's vCPU threads (guest_watch_poll()) go to the listener. */
+static int
+record_guest_cb(void *arg, const void *p, size_t n)
+{
+	return uplink_option(arg, TD_OPT_TD_GUEST, p, n);
+}
+
+/*
+ * The guests of --guest: watched from now on (as root: their /proc
+ * directories, monitors and KVM debugfs files), and what they are now
+ * queued for the listener behind the headers.  The x86-tsc factors are
+ * the ones TSC2NSEC will carry: the listener relates the guests' TSCs to
+ * this file's timeline with them.
+ */
+static int
+record_guests_open(struct recorder *r)
+{
+	uint32_t mult = 0, shift = 0;
+
+	if (r->o->nguests == 0)
+		return 0;
+	if (strcmp(instance_clock(r->in), "x86-tsc") == 0) {
+		if (r->tsync == NULL || !tsync_tsc2nsec(r->tsync, &mult,
+		    &shift)) {
+			mult = r->tsc_have ? r->tsc_mult : 0;
+			shift = r->tsc_have ? r->tsc_shift : 0;
+		}
+	}
+	r->guests = guest_watch_open(r->o->guests, r->o->nguests, mult,
+	    shift, r->err, sizeof r->err);
+	if (r->guests == NULL)
+		return -1;
+	return guest_watch_poll(r->guests, true, record_guest_cb, r, r->err,
+	    sizeof r->err);
+}
+
+/* Once a second: what changed in the guests goes to the listener. */
+static void
+record_guests_tick(struct recorder *r)
+{
+	if (r->guests == NULL || record_elapsed(r) < r->next_guests)
+		return;
+	r->next_guests = record_elapsed(r) + RECORD_GUESTS_S;
+	if (guest_watch_poll(r->guests, false, record_guest_cb, r, r->err,
+	    sizeof r->err) == -1)
+		r->failed = true;
 }
 
 /*
@@ -190,6 +241,8 @@ record_setup(struct recorder *r)
 	if (strcmp(instance_clock(r->in), "x86-tsc") == 0)
 		r->tsc_have = tsync_tsc_factors(&r->tsc_mult,
 		    &r->tsc_shift) == 0;
+	if (record_guests_open(r) == -1)
+		return -1;
 	for (i = 0; i < r->ncpus; i++) {
 		r->cpu[i].ring = ring_open(r->in, i, r->page_size, true);
 		if (r->cpu[i].ring == NULL) {
@@ -322,6 +375,7 @@ record_loop(struct recorder *r)
 					r->stop = true;
 				uplink_tick(r);
 				tsyncsched_tick(r);
+				record_guests_tick(r);
 				summary_status(r, false);
 			} else if (!r->paused)
 				drain_cpu(r, &r->cpu[id], DRAIN_WAKE);
@@ -398,6 +452,7 @@ record_free(struct recorder *r)
 	if (r->file != NULL)
 		td_file_free(r->file);
 	uplink_free(r);
+	guest_watch_free(r->guests);
 	meta_tee_free(r->sinks);
 	tsync_free(r->tsync);
 	if (r->epfd > 0)
@@ -426,6 +481,8 @@ record_release(void *arg)
 	struct recorder *r = arg;
 
 	uplink_free(r);
+	guest_watch_free(r->guests);
+	r->guests = NULL;
 	free(r->page);
 	r->page = NULL;
 	malloc_trim(0);

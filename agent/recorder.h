@@ -31,6 +31,7 @@
 #define RECORD_NET_EV		(UINT32_MAX - 3)
 
 struct agent_opts;
+struct guest_watch;
 struct instance;
 struct net;
 struct ring;
@@ -82,6 +83,9 @@ struct recorder {
 	int			 child_status;
 	int			 go_fd;
 	int			 priv_fd;	/* to the privileged parent */
+	struct guest_watch	*guests;	/* --guest, or NULL */
+	double			 next_guests;	/* elapsed time of the next
+						   look at them */
 	bool			 tsc_have;	/* x86-tsc factors, no tsync */
 	uint32_t		 tsc_mult;
 	uint32_t		 tsc_shift;
@@ -141,6 +145,12 @@ void	uplink_back(struct recorder *r);
 void	uplink_tick(struct recorder *r);
 /* After events: send, and pause or resume the rings. */
 int	uplink_pump(struct recorder *r);
+/*
+ * An option for the listener only, not for the -o file (a guest's vCPU
+ * threads: the listener turns them into GUEST options).
+ */
+int	uplink_option(struct recorder *r, uint16_t id, const void *p,
+	    size_t n);
 /* END, everything sent, the listener's DONE. */
 int	uplink_finish(struct recorder *r);
 /* Close the stream, and one given up. */

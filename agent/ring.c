@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,45 @@ ring_no_batches(struct ring *r)
 	r->batch = NULL;
 }
 
-/* Open the raw reader of one CPU. */
+/*
+ * Whether cpu is online, from /sys/devices/system/cpu/online ("0-3,5");
+ * true when that cannot be read.
+ */
+static bool
+ring_cpu_online(int cpu)
+{
+	char text[4096], *p, *end;
+	long lo, hi;
+	ssize_t n;
+	int fd;
+
+	fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return true;
+	n = read(fd, text, sizeof text - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	text[n] = '\0';
+	for (p = text; *p >= '0' && *p <= '9'; p = end + 1) {
+		lo = hi = strtol(p, &end, 10);
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		if (cpu >= lo && cpu <= hi)
+			return true;
+		if (*end != ',')
+			break;
+	}
+	return false;
+}
+
+/*
+ * Open the raw reader of one CPU.  A CPU that is possible but was never
+ * online (a virtual machine started with fewer vCPUs than it may have)
+ * has no ring buffer: its trace_pipe_raw fails reads with ENODEV and
+ * polls as ready for ever.  It counts as not present (ENOENT); one
+ * brought online later is not recorded.
+ */
 struct ring *
 ring_open(struct instance *in, int cpu, size_t page_size, bool batch)
 {
@@ -54,6 +93,10 @@ ring_open(struct instance *in, int cpu, size_t page_size, bool batch)
 	char file[64], *path;
 	int saved;
 
+	if (!ring_cpu_online(cpu)) {
+		errno = ENOENT;
+		return NULL;
+	}
 	snprintf(file, sizeof file, "per_cpu/cpu%d/trace_pipe_raw", cpu);
 	if ((path = instance_path(in, file)) == NULL)
 		return NULL;

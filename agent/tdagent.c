@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <tracefs.h>
+
 #include "agent.h"
 #include "conn.h"
 #include "instance.h"
@@ -27,6 +29,11 @@
 static const char *const tdagent_default_events[] = {
 	"sched:sched_switch", "sched:sched_wakeup", "sched:sched_process_exec",
 	"sched:sched_process_exit", "irq",
+};
+/* ... and with --guest, where the host has them: its vCPUs' way in and
+   out of the guest (KernelShark's KVM plots draw them) */
+static const char *const tdagent_guest_events[] = {
+	"kvm:kvm_entry", "kvm:kvm_exit",
 };
 
 enum {
@@ -44,6 +51,7 @@ enum {
 	OPT_RECONNECT_WAIT,
 	OPT_WIRE_COMPRESSION,
 	OPT_SERVER_NAME,
+	OPT_GUEST,
 };
 
 static void
@@ -56,6 +64,7 @@ usage(FILE *fp)
 "       tdagent -h HOST [-p PORT] [--cert FILE --key FILE --ca FILE | --insecure]\n"
 "               [--server-name NAME] [--name NAME] [--spool DIR] [--spool-max SIZE] [--reconnect-wait S]\n"
 "               [--wire-compression zstd|zlib|none]\n"
+"               [--guest NAME:PID | --guest NAME:qmp:SOCKET]...\n"
 "               [-o FILE] [recording options] [-- COMMAND...]\n"
 "       tdagent check-events [-N] [-v] [-t TRACING_DIR]\n"
 "       tdagent --help | --version\n"
@@ -82,6 +91,11 @@ usage(FILE *fp)
 "                     memory only); beyond it the ring buffer counts losses\n"
 "  --reconnect-wait S after the recording, keep trying to deliver it for S\n"
 "                     seconds (default 300); during it, tdagent never gives up\n"
+"  --guest NAME:PID   this machine runs the virtual machine NAME (its\n"
+"                     certificate's name) in QEMU process PID, started with\n"
+"                     -name NAME,debug-threads=on: tell the listener its vCPU\n"
+"                     threads, so that it pairs this recording with NAME's\n"
+"                     (repeatable); NAME:qmp:SOCKET asks QEMU's monitor instead\n"
 "  --wire-compression C  compress pages for a slow link: zstd, zlib or none\n"
 "                     (default); the listener stores them as they come when\n"
 "                     its files use the same codec\n"
@@ -120,6 +134,7 @@ static const struct option tdagent_longopts[] = {
 	{ "reconnect-wait", required_argument, NULL, OPT_RECONNECT_WAIT },
 	{ "wire-compression", required_argument, NULL, OPT_WIRE_COMPRESSION },
 	{ "server-name", required_argument, NULL, OPT_SERVER_NAME },
+	{ "guest", required_argument, NULL, OPT_GUEST },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -227,6 +242,20 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 				    "'%s' (zstd, zlib or none)", optarg);
 			net_opt = true;
 			break;
+		case OPT_GUEST: {
+			char err[256];
+
+			if (o->nguests == TD_MAX_GUESTS)
+				tdagent_usage_error("too many --guest (at most "
+				    "%d)", TD_MAX_GUESTS);
+			if (guest_spec_parse(optarg, &o->guests[o->nguests],
+			    err, sizeof err) == -1)
+				tdagent_usage_error("--guest %s: %s", optarg,
+				    err);
+			o->nguests++;
+			net_opt = true;
+			break;
+		}
 		case OPT_NAME:
 			if (strlen(optarg) > TD_MAX_NAME_LEN ||
 			    optarg[strspn(optarg, "abcdefghijklmnopqrstuvwxyz"
@@ -318,7 +347,8 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	if (o->host == NULL && (o->cert || o->key || o->ca || o->name ||
 	    o->server_name || o->insecure || port_set || net_opt))
 		tdagent_usage_error("-p, --cert, --key, --ca, --server-name, "
-		    "--name, --insecure and the spool options go with -h HOST");
+		    "--name, --insecure, --guest and the spool options go with "
+		    "-h HOST");
 	if (o->host != NULL && !o->insecure &&
 	    (o->cert == NULL || o->key == NULL || o->ca == NULL))
 		tdagent_usage_error("TLS needs --cert, --key and --ca (tdcert "
@@ -357,6 +387,19 @@ tdagent_configure(struct instance *in, struct agent_opts *o)
 		    sizeof *tdagent_default_events); i++)
 			o->events[o->nevents++].spec =
 			    tdagent_default_events[i];
+		for (i = 0; o->nguests > 0 && i < (int)(sizeof
+		    tdagent_guest_events / sizeof *tdagent_guest_events); i++) {
+			char sys[16];
+			const char *ev = strchr(tdagent_guest_events[i], ':');
+
+			snprintf(sys, sizeof sys, "%.*s",
+			    (int)(ev - tdagent_guest_events[i]),
+			    tdagent_guest_events[i]);
+			if (tracefs_event_file_exists(instance_tracefs(in),
+			    sys, ev + 1, "enable"))
+				o->events[o->nevents++].spec =
+				    tdagent_guest_events[i];
+		}
 	}
 	for (i = 0; i < o->nevents; i++) {
 		if (instance_enable(in, o->events[i].spec, err,

@@ -104,6 +104,17 @@ uplink_new(struct recorder *r)
 	return 0;
 }
 
+int
+uplink_option(struct recorder *r, uint16_t id, const void *p, size_t n)
+{
+	struct meta_sink ns;
+
+	if (r->net == NULL)
+		return 0;
+	net_meta_sink(r->net, &ns);
+	return ns.option(ns.arg, id, p, n);
+}
+
 /*
  * The first connection (unprivileged): the headers that waited in the
  * stream go out, then the first time-sync round if the listener wants

@@ -18,14 +18,16 @@
  * not a power loss of the collection box.
  *
  * Layout (host byte order, this machine only): u32 "tdss", u32 version
- * (3); the parameters: u32 CPUs, u32 page size, u8 long size, u8 commit
- * size, u8 big endian, u8 0, u64 recording id, u16 n + the name, u16 n +
- * the clock; u64 trace id, position, bytes, pages, lost, elapsed ns; per
- * CPU u64 next sequence, events, marked pages; the time-sync samples and
- * TSC2NSEC factors (timesync_save()); then the writer's state to the end.
+ * (4); the parameters: u32 CPUs, u32 page size, u8 long size, u8 commit
+ * size, u8 big endian, u8 0, u64 recording id, u32 n + the name, u32 n +
+ * the clock, u64 the file's TRACEID; u64 trace id, position, bytes, pages,
+ * lost, elapsed ns; per CPU u64 next sequence, events, marked pages; the
+ * time-sync samples and TSC2NSEC factors (timesync_save()); the host and
+ * guest pairings (guests_save()); then the writer's state to the end.
  * Versions 1 and 2 (session 2 to 7) kept the agent's HELLO frame instead
  * of the parameters and the samples as TSYNC_SAMPLE frames (1 without the
- * factors): they are still read, and the next checkpoint is version 3.
+ * factors); version 3 had neither the TRACEID nor the pairings: they are
+ * still read, and the next checkpoint is version 4.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +39,7 @@
 #include "buf.h"
 #include "checkpoint.h"
 #include "cursor.h"
+#include "guests.h"
 #include "tdfile.h"
 #include "tdlimits.h"
 #include "tdproto.h"
@@ -45,7 +48,7 @@
 #include "banned.h"
 
 #define CK_MAGIC	0x73736474	/* "tdss" */
-#define CK_VERSION	3
+#define CK_VERSION	4
 #define CK_MAX		(2 * (size_t)TD_MAX_SECTION_SIZE)
 
 /* A string of the parameters: u32 length, the bytes. */
@@ -82,6 +85,7 @@ checkpoint_write(const char *state_path, const struct checkpoint *ck,
 	    td_buf_add_u64(&b, p->recording_id) == 0 &&
 	    ck_add_str(&b, p->name) == 0 &&
 	    ck_add_str(&b, p->clock) == 0 &&
+	    td_buf_add_u64(&b, p->file_trace_id) == 0 &&
 	    td_buf_add_u64(&b, ck->trace_id) == 0 &&
 	    td_buf_add_u64(&b, ck->position) == 0 &&
 	    td_buf_add_u64(&b, ck->bytes) == 0 &&
@@ -93,6 +97,13 @@ checkpoint_write(const char *state_path, const struct checkpoint *ck,
 		    td_buf_add_u64(&b, ck->cpu[i].events) == 0 &&
 		    td_buf_add_u64(&b, ck->cpu[i].missed_pages) == 0;
 	ok = ok && timesync_save(ck->ts, &b) == 0;
+	if (ok && ck->guests == NULL) {
+		struct guests *none = guests_new("", 0, "", "");
+
+		ok = guests_save(none, &b) == 0;
+		guests_free(none);
+	} else if (ok)
+		ok = guests_save(ck->guests, &b) == 0;
 	if (!ok) {
 		td_buf_free(&b);
 		errno = ENOBUFS;
@@ -155,9 +166,9 @@ ck_str(struct td_cur *c, char *s, size_t n)
 	return 0;
 }
 
-/* The parameters of a version 3 state. */
+/* The parameters of a version 3 or 4 state. */
 static int
-ck_params(struct td_cur *c, struct recording_params *p)
+ck_params(struct td_cur *c, struct recording_params *p, uint32_t version)
 {
 	const uint8_t *b;
 
@@ -172,6 +183,7 @@ ck_params(struct td_cur *c, struct recording_params *p)
 	if (ck_str(c, p->name, sizeof p->name) == -1 ||
 	    ck_str(c, p->clock, sizeof p->clock) == -1 || td_cur_bad(c))
 		return -1;
+	p->file_trace_id = version >= 4 ? td_cur_u64(c) : 0;
 	/* what HELLO would have refused */
 	if (p->ncpus == 0 || p->ncpus > TD_MAX_CPUS ||
 	    p->page_size < TD_MIN_PAGE_SIZE ||
@@ -204,6 +216,7 @@ ck_hello(struct td_cur *c, struct recording_params *p)
 	p->commit_size = h.commit_size;
 	p->big_endian = h.big_endian;
 	p->recording_id = h.recording_id;
+	p->file_trace_id = h.trace_id;
 	snprintf(p->name, sizeof p->name, "%s", h.name);
 	snprintf(p->clock, sizeof p->clock, "%s", h.clock);
 	return 0;
@@ -244,7 +257,7 @@ checkpoint_read(const char *state_path, struct checkpoint *ck,
 	version = td_cur_u32(&c);
 	if (version < 1 || version > CK_VERSION)
 		goto bad;
-	if ((version < 3 ? ck_hello(&c, p) : ck_params(&c, p)) == -1)
+	if ((version < 3 ? ck_hello(&c, p) : ck_params(&c, p, version)) == -1)
 		goto bad;
 	ck->trace_id = td_cur_u64(&c);
 	ck->position = td_cur_u64(&c);
@@ -262,6 +275,16 @@ checkpoint_read(const char *state_path, struct checkpoint *ck,
 	}
 	if (td_cur_bad(&c) || timesync_load(ck->ts, &c, version) == -1)
 		goto bad;
+	if (version >= 4) {
+		struct guests *g = ck->guests != NULL ? ck->guests :
+		    guests_new("", 0, "", "");
+		int r = guests_load(g, &c);
+
+		if (g != ck->guests)
+			guests_free(g);
+		if (r == -1)
+			goto bad;
+	}
 	path = xstrdup(state_path);
 	path[pl - 6] = '\0';
 	rest = td_cur_left(&c);		/* the writer's own state */

@@ -17,6 +17,7 @@
 
 #include "recparams.h"
 
+struct guests;
 struct td_codec;
 struct td_file;
 struct timesync;
@@ -32,6 +33,8 @@ struct checkpoint {
 	uint64_t		 elapsed_ns;
 	struct recording_cpu	*cpu;		/* params.ncpus of them */
 	struct timesync		*ts;
+	struct guests		*guests;	/* NULL: none (written empty,
+						   skipped when read) */
 	struct td_file		*file;
 };
 
@@ -44,7 +47,8 @@ int	checkpoint_write(const char *state_path, const struct checkpoint *ck,
 	    size_t *len);
 /*
  * Read state_path into ck: params (but identity), counters, ck->cpu
- * (allocated), ck->ts (given, filled) and ck->file (restored, using the
+ * (allocated), ck->ts and ck->guests (given, filled; guests may be NULL)
+ * and ck->file (restored, using the
  * shared codec context when not NULL).  -1 with err and errno (EBADMSG:
  * damaged; EMFILE, ENOMEM ...: a later try may work): nothing allocated
  * is left in ck but what ck->ts holds.

@@ -26,6 +26,7 @@
 #include "budget.h"
 #include "checkpoint.h"
 #include "compress.h"
+#include "guests.h"
 #include "listener.h"
 #include "log.h"
 #include "page.h"
@@ -47,6 +48,7 @@ struct recording {
 	char			*state_path;	/* PATH.state */
 	struct recording_cpu	*cpu;		/* p.ncpus */
 	struct timesync		*ts;
+	struct guests		*guests;	/* host and guest pairings */
 	struct budget_account	*acct;		/* memory and descriptors */
 	struct registry_entry	*reg;		/* NULL once finished */
 	struct td_codec		*wire;		/* chunks' decompression */
@@ -158,6 +160,7 @@ recording_free(struct recording *r)
 	td_codec_free(r->wire);
 	free(r->zbuf);
 	timesync_free(r->ts);
+	guests_free(r->guests);
 	free(r->cpu);
 	free(r->path);
 	free(r->state_path);
@@ -178,6 +181,7 @@ recording_state(struct recording *r, struct checkpoint *ck)
 	ck->elapsed_ns = (uint64_t)(recording_elapsed(r) * 1e9);
 	ck->cpu = r->cpu;
 	ck->ts = r->ts;
+	ck->guests = r->guests;
 	ck->file = r->file;
 }
 
@@ -193,7 +197,11 @@ recording_write_state(struct recording *r)
 
 /*
  * Take r back to its checkpoint at statepath: parameters (the identity
- * stays), counters, samples and the writer.  -1 with err.
+ * stays), counters, samples and the writer; its pairings too when it has
+ * none (recovered), else they stay as they are (a recording rewound:
+ * what its agent declared comes again, its pairings are with recordings
+ * open now, and samples a host gave it are not in its stream).  -1 with
+ * err.
  */
 static int
 recording_read_state(struct recording *r, const char *statepath, char *err,
@@ -204,10 +212,18 @@ recording_read_state(struct recording *r, const char *statepath, char *err,
 
 	memset(&ck, 0, sizeof ck);
 	ck.ts = timesync_new();
+	if (r->guests == NULL)
+		ck.guests = guests_new(r->p.identity, 0, "", r->label);
 	if (checkpoint_read(statepath, &ck, r->cfg != NULL ?
 	    r->cfg->codec_ctx : NULL, err, errlen) == -1) {
 		timesync_free(ck.ts);
+		guests_free(ck.guests);
 		return -1;
+	}
+	if (ck.guests != NULL) {
+		guests_describe(ck.guests, r->p.identity,
+		    ck.params.file_trace_id, ck.params.clock);
+		r->guests = ck.guests;
 	}
 	snprintf(ck.params.identity, sizeof ck.params.identity, "%s",
 	    r->p.identity);
@@ -249,6 +265,8 @@ recording_open(const struct listener_config *cfg,
 
 	r = recording_alloc(cfg, label);
 	r->p = *p;
+	r->guests = guests_new(p->identity, p->file_trace_id, p->clock,
+	    label);
 	r->acct = budget_open(p->identity);
 	switch (budget_fds(r->acct, recording_fds(p), conns)) {
 	case BUDGET_OK:
@@ -313,6 +331,7 @@ recording_open(const struct listener_config *cfg,
 	r->owner = arg;
 	log_info("%s: recording %u CPUs, %u-byte pages, clock %s, into '%s'",
 	    r->label, p->ncpus, p->page_size, p->clock, r->path);
+	guests_start(r->guests);
 	return r;
 out_free:
 	recording_free(r);
@@ -352,6 +371,7 @@ recording_attach(struct recording *r, const char *label,
 	r->taken = taken;
 	r->owner = arg;
 	snprintf(r->label, sizeof r->label, "%s", label);
+	guests_set_label(r->guests, label);
 	return 0;
 }
 
@@ -507,8 +527,19 @@ recording_stat(const uint8_t *p, size_t n, const char *key)
 int
 recording_option(struct recording *r, uint16_t id, const void *p, size_t n)
 {
+	if (id == TD_OPT_TD_GUEST) {
+		if (guests_declare(r->guests, p, n) == 0)
+			return 0;
+		if (errno == E2BIG)
+			return recording_fail(r, REC_INPUT, "more than %d "
+			    "guests declared", TD_MAX_GUESTS);
+		return recording_fail(r, REC_INPUT, "malformed guest "
+		    "declaration (OPTION 0x%x)", TD_OPT_TD_GUEST);
+	}
+	/* the listener writes them (TRACEID: when it knows the agent's) */
 	if (id == TD_OPT_TIME_SHIFT || id == TD_OPT_DATE ||
-	    id == TD_OPT_TD_TSYNC) {
+	    id == TD_OPT_TD_TSYNC || id == TD_OPT_GUEST ||
+	    (id == TD_OPT_TRACEID && r->p.file_trace_id != 0)) {
 		log_debug("%s: dropped option %u from the agent: the listener "
 		    "writes it", r->label, (unsigned)id);
 		return 0;
@@ -645,6 +676,7 @@ recording_sample(struct recording *r, const struct td_tsync_sample *s)
 {
 	if (!timesync_add(r->ts, s))
 		return;
+	guests_host_sample(r->guests, s);
 	log_debug("%s: time sync round %u: offset %" PRId64 " at %" PRIu64
 	    ", +-%" PRIu64 " ns, %u probes", r->label, s->round, s->offset,
 	    s->ts, s->bound, s->probes);
@@ -655,12 +687,32 @@ static int
 recording_timesync(struct recording *r)
 {
 	struct timesync_report rep;
+	struct timesync *kvm = NULL;
+	const char *why = NULL;
+	uint64_t peer = r->trace_id;
+	uint32_t mult, shift;
+	bool paired;
 	int ret;
 
 	if (r->cfg->tsync_interval == TD_TSYNC_OFF)
 		return 0;
-	ret = timesync_options(r->ts, r->file, r->trace_id, r->p.ncpus,
-	    r->p.clock, &rep);
+	/*
+	 * Paired with a host: TIME_SHIFT names the host file, and KVM's
+	 * exact clock replaces the probes where the host gave one
+	 */
+	paired = guests_host(r->guests, &peer);
+	if (paired) {
+		timesync_factors(r->ts, &mult, &shift);
+		kvm = guests_kvm(r->guests, mult, shift, &why);
+	}
+	ret = timesync_options(kvm != NULL ? kvm : r->ts, r->file, peer,
+	    r->p.ncpus, r->p.clock, &rep);
+	if (paired && ret != -1)
+		log_info("%s: TIME_SHIFT against the host recording %016"
+		    PRIx64 ", %s%s%s", r->label, peer, kvm != NULL ?
+		    "on the exact KVM clock" : "by probes", why != NULL ?
+		    ": " : "", why != NULL ? why : "");
+	timesync_free(kvm);
 	if (ret == -1)
 		return -1;
 	if (rep.unchecked)
@@ -703,6 +755,13 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 	if (recording_timesync(r) == -1)
 		return recording_fail(r, REC_FAIL, "cannot write the "
 		    "time-sync options");
+	if (r->p.file_trace_id != 0 && td_file_add_option(r->file,
+	    TD_OPT_TRACEID, &r->p.file_trace_id,
+	    sizeof r->p.file_trace_id) == -1)
+		return recording_fail(r, REC_FAIL, "cannot write TRACEID");
+	if (guests_options(r->guests, r->file) == -1)
+		return recording_fail(r, REC_FAIL, "cannot write the GUEST "
+		    "options");
 	if (td_file_finish(r->file) == -1) {
 		if (recording_no_room(errno))
 			return recording_fail(r, REC_ROOM, "cannot finish the "
@@ -712,6 +771,7 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 	}
 	checkpoint_remove(r->state_path);
 	r->finished = true;
+	guests_finish(r->guests);
 	memset(d, 0, sizeof *d);
 	snprintf(d->identity, sizeof d->identity, "%s", r->p.identity);
 	d->recording_id = r->p.recording_id;
@@ -793,7 +853,7 @@ static uint64_t
 recording_held(const struct recording *r)
 {
 	uint64_t n = sizeof *r + (uint64_t)r->p.ncpus * sizeof *r->cpu +
-	    timesync_mem(r->ts);
+	    timesync_mem(r->ts) + guests_mem(r->guests);
 
 	if (r->file != NULL)
 		n += td_file_mem(r->file);
@@ -948,6 +1008,8 @@ recording_recover(const struct listener_config *cfg, const char *identity,
 	r->reg = registry_add(r, identity, r->p.recording_id, r->trace_id);
 	registry_set_deadline(r->reg, recording_now_ms() +
 	    (uint64_t)cfg->resume_wait * 1000);
+	guests_set_label(r->guests, r->label);
+	guests_start(r->guests);
 	log_info("%s: recovered '%s' at offset %" PRIu64 " (%" PRIu64
 	    " pages); waiting %d s for the agent to resume", r->label, r->path,
 	    r->position, r->pages, cfg->resume_wait);

@@ -16,6 +16,8 @@ struct recording_params {
 	char		 name[TD_MAX_NAME_LEN + 1];	/* the agent's, or "" */
 	char		 clock[TD_MAX_NAME_LEN + 1];	/* trace clock */
 	uint64_t	 recording_id;	/* the producer's key for resuming */
+	uint64_t	 file_trace_id;	/* the file's TRACEID (tdproto:
+					   HELLO's trace_id); 0: unknown */
 	uint32_t	 ncpus;
 	uint32_t	 page_size;
 	uint8_t		 long_size;	/* the traced machine's user long */

@@ -402,6 +402,7 @@ session_hello(struct session *s, const struct td_frame *f, int conns)
 	snprintf(p.name, sizeof p.name, "%s", h.name);
 	snprintf(p.clock, sizeof p.clock, "%s", h.clock);
 	p.recording_id = h.recording_id;
+	p.file_trace_id = h.trace_id;
 	p.ncpus = h.ncpus;
 	p.page_size = h.page_size;
 	p.long_size = h.long_size;

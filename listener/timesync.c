@@ -112,6 +112,30 @@ timesync_tsc2nsec(struct timesync *t, const uint8_t *p, bool big_endian)
 	}
 }
 
+bool
+timesync_factors(const struct timesync *t, uint32_t *mult, uint32_t *shift)
+{
+	*mult = t->tsc_mult;
+	*shift = t->tsc_shift;
+	return t->tsc_mult != 0;
+}
+
+void
+timesync_set_factors(struct timesync *t, uint32_t mult, uint32_t shift)
+{
+	if (mult != 0 && shift < 64) {
+		t->tsc_mult = mult;
+		t->tsc_shift = shift;
+	}
+}
+
+const struct td_tsync_sample *
+timesync_samples(const struct timesync *t, uint32_t *n)
+{
+	*n = t->n;
+	return t->samples;
+}
+
 uint32_t
 timesync_count(const struct timesync *t)
 {

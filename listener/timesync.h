@@ -55,6 +55,15 @@ bool		 timesync_add(struct timesync *t,
  */
 void		 timesync_tsc2nsec(struct timesync *t, const uint8_t *p,
 		    bool big_endian);
+/* The TSC2NSEC factors it has (x86-tsc): false when none came. */
+bool		 timesync_factors(const struct timesync *t, uint32_t *mult,
+		    uint32_t *shift);
+/* Set them (samples made elsewhere, in those units). */
+void		 timesync_set_factors(struct timesync *t, uint32_t mult,
+		    uint32_t shift);
+/* The samples kept, in order: n of them. */
+const struct td_tsync_sample *timesync_samples(const struct timesync *t,
+		    uint32_t *n);
 /* Samples kept so far. */
 uint32_t	 timesync_count(const struct timesync *t);
 /* Bytes it holds, for the memory budget. */

@@ -708,3 +708,86 @@ td_msg_pack_keepalive(struct td_buf *b)
 {
 	return td_frame_header(b, TD_MSG_KEEPALIVE, 0, 0);
 }
+
+/*
+ * TD_OPT_TD_GUEST's content: version, flags, vCPU count, QEMU's pid, the
+ * name, the vCPUs {index, thread}, and with TD_GUEST_KVM the host's
+ * TSC2NSEC and each vCPU's TSC offset, ratio and fraction bits.
+ */
+int
+td_msg_pack_guest(struct td_buf *b, const struct td_guest *g)
+{
+	uint32_t i;
+	int ok;
+
+	if (g->nvcpus > TD_MAX_CPUS) {
+		errno = EINVAL;
+		return -1;
+	}
+	ok = td_buf_add(b, (uint8_t[]){ TD_GUEST_VERSION, g->flags }, 2) == 0 &&
+	    put_u16(b, (uint16_t)g->nvcpus) == 0 &&
+	    put_u32(b, g->pid) == 0 &&
+	    put_str(b, g->name, sizeof g->name) == 0;
+	for (i = 0; ok && i < g->nvcpus; i++)
+		ok = put_u32(b, g->vcpu[i].vcpu) == 0 &&
+		    put_u32(b, (uint32_t)g->vcpu[i].tid) == 0;
+	if (ok && (g->flags & TD_GUEST_KVM))
+		ok = put_u32(b, g->tsc_mult) == 0 &&
+		    put_u32(b, g->tsc_shift) == 0;
+	for (i = 0; ok && (g->flags & TD_GUEST_KVM) && i < g->nvcpus; i++)
+		ok = put_u64(b, (uint64_t)g->vcpu[i].tsc_offset) == 0 &&
+		    put_u64(b, g->vcpu[i].tsc_ratio) == 0 &&
+		    put_u32(b, g->vcpu[i].tsc_frac) == 0;
+	return ok ? 0 : -1;
+}
+
+int
+td_msg_unpack_guest(const uint8_t *p, size_t n, struct td_guest *g)
+{
+	struct td_guest_vcpu *v;
+	struct td_cur c;
+	uint32_t i;
+
+	td_cur_init(&c, p, n);
+	if (td_cur_u8(&c) != TD_GUEST_VERSION)
+		td_cur_fail(&c);
+	g->flags = td_cur_u8(&c);
+	g->nvcpus = td_cur_be16(&c);
+	g->pid = td_cur_be32(&c);
+	cur_str(&c, g->name, sizeof g->name);
+	g->tsc_mult = g->tsc_shift = 0;
+	if ((g->flags & ~(TD_GUEST_KVM | TD_GUEST_GONE)) != 0 ||
+	    g->nvcpus > TD_MAX_CPUS || g->pid == 0 || g->name[0] == '\0' ||
+	    (g->nvcpus == 0) != ((g->flags & TD_GUEST_GONE) != 0) ||
+	    (g->flags & (TD_GUEST_KVM | TD_GUEST_GONE)) ==
+	    (TD_GUEST_KVM | TD_GUEST_GONE) ||
+	    (size_t)g->nvcpus * 8 > td_cur_left(&c))
+		td_cur_fail(&c);
+	for (i = 0; !td_cur_bad(&c) && i < g->nvcpus; i++) {
+		v = &g->vcpu[i];
+		v->vcpu = td_cur_be32(&c);
+		v->tid = (int32_t)td_cur_be32(&c);
+		v->tsc_offset = 0;
+		v->tsc_ratio = 1;
+		v->tsc_frac = 0;
+		if (v->vcpu >= TD_MAX_CPUS || v->tid <= 0 ||
+		    (i > 0 && v->vcpu <= g->vcpu[i - 1].vcpu))
+			td_cur_fail(&c);
+	}
+	if (g->flags & TD_GUEST_KVM) {
+		g->tsc_mult = td_cur_be32(&c);
+		g->tsc_shift = td_cur_be32(&c);
+		if (g->tsc_mult == 0 || g->tsc_shift >= 64)
+			td_cur_fail(&c);
+	}
+	for (i = 0; (g->flags & TD_GUEST_KVM) && !td_cur_bad(&c) &&
+	    i < g->nvcpus; i++) {
+		v = &g->vcpu[i];
+		v->tsc_offset = (int64_t)td_cur_be64(&c);
+		v->tsc_ratio = td_cur_be64(&c);
+		v->tsc_frac = td_cur_be32(&c);
+		if (v->tsc_ratio == 0 || v->tsc_frac >= 64)
+			td_cur_fail(&c);
+	}
+	return cur_end(&c);
+}

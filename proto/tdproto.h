@@ -218,6 +218,37 @@ struct td_tsync_sample {
 	uint64_t	 rtt;		/* ns, best round trip */
 };
 
+/*
+ * The content of OPTION TD_OPT_TD_GUEST (0x7467, shared/tdfile.h): one guest
+ * of the agent's machine as tdagent --guest sees it now (docs/tdproto.md).
+ * Unlike other options it is big-endian and the listener decodes it; each
+ * one replaces the previous one of the same name.
+ */
+#define TD_GUEST_VERSION	1
+#define TD_GUEST_KVM		0x01	/* flags: the KVM TSC block follows */
+#define TD_GUEST_GONE		0x02	/* flags: the QEMU process is gone */
+
+/* One vCPU of a guest: its host thread, and its TSC as KVM sets it. */
+struct td_guest_vcpu {
+	uint32_t	 vcpu;		/* QEMU's cpu-index, < TD_MAX_CPUS */
+	int32_t		 tid;		/* host thread id, > 0 */
+	/* TD_GUEST_KVM: guest TSC = (host TSC * ratio >> frac) + offset */
+	int64_t		 tsc_offset;
+	uint64_t	 tsc_ratio;	/* > 0 */
+	uint32_t	 tsc_frac;	/* < 64 */
+};
+
+/* A guest: its name (its recording's identity) and vCPUs by index. */
+struct td_guest {
+	uint8_t		 flags;		/* TD_GUEST_KVM, TD_GUEST_GONE */
+	uint32_t	 pid;		/* QEMU's process id, > 0 */
+	uint32_t	 tsc_mult;	/* TD_GUEST_KVM: the host's TSC2NSEC */
+	uint32_t	 tsc_shift;
+	char		 name[TD_MAX_NAME_LEN + 1];	/* not empty */
+	uint32_t	 nvcpus;	/* 0 with TD_GUEST_GONE only */
+	struct td_guest_vcpu vcpu[TD_MAX_CPUS];	/* vcpu increasing */
+};
+
 int	td_msg_pack_hello(struct td_buf *b, const struct td_hello *h);
 int	td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h);
 int	td_msg_pack_welcome(struct td_buf *b, const struct td_welcome *w);
@@ -265,5 +296,8 @@ int	td_msg_unpack_error(const struct td_frame *f, struct td_error *e);
 int	td_msg_pack_ack(struct td_buf *b, uint64_t offset);
 int	td_msg_unpack_ack(const struct td_frame *f, uint64_t *offset);
 int	td_msg_pack_keepalive(struct td_buf *b);
+/* The content of a TD_OPT_TD_GUEST option (not a frame: OPTION wraps it). */
+int	td_msg_pack_guest(struct td_buf *b, const struct td_guest *g);
+int	td_msg_unpack_guest(const uint8_t *p, size_t n, struct td_guest *g);
 
 #endif

@@ -72,6 +72,10 @@ enum td_opt {
 	/* tracedock's own: the time-sync samples with their error bounds,
 	   ASCII; trace-cmd skips options it does not know */
 	TD_OPT_TD_TSYNC		= 0x7464,
+	/* tracedock's own, on the wire only (tdproto.md): a guest of the
+	   agent's machine, its vCPU threads and KVM clock; the listener
+	   turns it into GUEST options and never writes it */
+	TD_OPT_TD_GUEST		= 0x7467,
 };
 
 struct td_file_params {

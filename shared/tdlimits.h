@@ -131,6 +131,20 @@
 #define TD_ADMIT_LOG_BURST	5
 #define TD_ADMIT_LOG_INTERVAL	10
 
+/*
+ * Guests one host recording may declare (tdagent --guest), and guest
+ * recordings it may be paired with over its life (a guest rebooted in a
+ * loop makes one each time): each pairing is a GUEST option of the host's
+ * file, of at most 8 x TD_MAX_CPUS + 78 bytes.
+ */
+#define TD_MAX_GUESTS		64
+#define TD_MAX_GUEST_PAIRS	256
+/*
+ * Longest line tdagent takes from QEMU's monitor (QMP): query-cpus-fast
+ * says some 200 bytes per vCPU.
+ */
+#define TD_MAX_QMP_REPLY	(1024u * 1024)
+
 /* Time-sync samples kept per recording (one a second is 27 hours). */
 #define TD_MAX_TSYNC_SAMPLES	100000
 /* A sample whose error bound is wider than this (ns) is dropped. */

@@ -16,18 +16,11 @@
 # QEMU ends by itself.  The times from QEMU's start to the guest's HELLO
 # and to the end are reported, not judged.
 #
-# The kernel package (linux-image-amd64's current version, 70 MB) is
-# downloaded with apt-get once per build tree: tests/guest-kernel/VERSION/
-# (or $TD_GUEST_CACHE/VERSION/: scripts/test.sh shares one among its
-# builds) keeps vmlinuz and the virtio modules (8 MB), filled under a
-# lock, so two runs at once download it once.  What this needs
-# (qemu-system-x86, busybox-static, cpio, a kernel package) missing or not
-# downloadable is a skip, and with TD_REQUIRE_TRACEFS=1 a failure, as for
-# tracefs.  Not root: QEMU runs as the user, and the guest is root.
+# The guest (kernel, initramfs, QEMU's command) is tests/guest-lib.sh's,
+# which e2e-guest-host.sh shares.  Not root: QEMU runs as the user, and
+# the guest is root.
 . "$(dirname "$0")/e2e-lib.sh"
-TDAGENT_STATIC=$B/tdagent-static
-TDPOKE_STATIC=$B/tests/tdpoke-static
-KCACHE=${TD_GUEST_CACHE:-$B/tests/guest-kernel}
+. "$(dirname "$0")/guest-lib.sh"
 # tdpoke's getppid calls, 1 ms apart: about 1.1 s of recording under TCG,
 # for a few time-sync rounds (--tsync-interval 250) after the first,
 # which meets a listener still busy with the headers (4 MB, kallsyms
@@ -35,134 +28,21 @@ KCACHE=${TD_GUEST_CACHE:-$B/tests/guest-kernel}
 N=1000
 # the guest certificate's name: the listener files the recording under it
 GUEST=qemu-guest1
-# insmod order (the package has no modules.dep): each after its depends=
-MODS="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev
-virtio_pci virtio_console"
-
-[ -x "$TDAGENT_STATIC" ] && [ -x "$TDPOKE_STATIC" ] ||
-    { echo "FAIL: no $TDAGENT_STATIC or $TDPOKE_STATIC (make check builds them)"; exit 99; }
-for c in qemu-system-x86_64 cpio gzip apt-get apt-cache dpkg-deb flock \
-    trace-cmd readelf; do
-	command -v $c >/dev/null || skip "$c is not installed"
-done
-QBOOT=/usr/share/qemu/qboot.rom
-[ -f $QBOOT ] || skip "no $QBOOT (qemu-system-x86)"
-BUSYBOX=$(command -v busybox || echo /bin/busybox)
-[ -x "$BUSYBOX" ] || skip "busybox is not installed (busybox-static)"
-readelf -d "$BUSYBOX" 2>/dev/null | grep -q NEEDED &&
-    skip "$BUSYBOX is not static (busybox-static)"
-# the system call tdpoke makes, on this architecture (the guest's too)
-NR=$(printf '#include <sys/syscall.h>\nSYS_getppid\n' | cpp -P - | tail -1)
-case $NR in
-[0-9]*) ;;
-*) echo "FAIL: cannot find getppid's number ($NR)"; exit 99 ;;
-esac
-
-# kernel_fetch VERSION: download linux-image-VERSION into $KCACHE/tmp and
-# keep its vmlinuz and the modules of $MODS in $KDIR, "done" last; print
-# what went wrong
-kernel_fetch() {
-	(
-	rm -rf "$KDIR" "$KCACHE/tmp"
-	mkdir -p "$KDIR" "$KCACHE/tmp" && cd "$KCACHE/tmp" || exit 1
-	if ! apt-get download -q "linux-image-$1" > dl.log 2>&1; then
-		echo "apt-get download linux-image-$1 failed:" \
-		    "$(grep -v '^W:' dl.log | tail -1)"
-		exit 1
-	fi
-	deb=$(ls linux-image-*.deb)
-	set -f		# the patterns are tar's, not the shell's
-	# shellcheck disable=SC2046
-	dpkg-deb --fsys-tarfile "$deb" | tar -x --wildcards './boot/vmlinuz-*' \
-	    $(for m in $MODS; do echo "*/$m.ko"; done) ||
-	    { echo "cannot extract vmlinuz and $(echo $MODS) from $deb"; exit 1; }
-	set +f
-	cp boot/vmlinuz-* "$KDIR/vmlinuz" &&
-	    find . -name '*.ko' -exec cp {} "$KDIR" \; &&
-	    touch "$KDIR/done" || { echo "cannot fill $KDIR"; exit 1; }
-	)
-	r=$?
-	rm -rf "$KCACHE/tmp"
-	[ $r = 0 ] || rm -rf "$KDIR"
-	return $r
-}
-
-# guest_kernel: set KDIR to the kept kernel of linux-image-amd64's current
-# version, fetched first if needed, or KWHY to why not.  A version apt
-# does not know (no package lists) falls back on the newest one kept.
-guest_kernel() {
-	mkdir -p "$KCACHE" || { KWHY="cannot make $KCACHE"; return 1; }
-	kver=$(apt-cache depends linux-image-amd64 2>/dev/null |
-	    sed -n 's/^ *Depends: linux-image-\([0-9].*-amd64\)$/\1/p' |
-	    head -1)
-	if [ -z "$kver" ]; then
-		for d in "$KCACHE"/*-amd64/done; do
-			[ -f "$d" ] || continue
-			[ -z "$kver" ] || [ "$d" -nt "$KCACHE/$kver/done" ] &&
-			    kver=$(basename "$(dirname "$d")")
-		done
-		[ -n "$kver" ] ||
-		    { KWHY="apt-cache knows no linux-image-amd64"; return 1; }
-	fi
-	KDIR=$KCACHE/$kver
-	[ -f "$KDIR/done" ] && return 0
-	# one fetch at a time; a run that waited for it finds it done
-	exec 9> "$KCACHE/lock"
-	if ! flock -w 600 9; then
-		KWHY="waited 600 s for $KCACHE/lock"
-	elif [ ! -f "$KDIR/done" ]; then
-		KWHY=$(kernel_fetch "$kver")
-	fi
-	exec 9>&-
-	[ -f "$KDIR/done" ]
-}
-KWHY=""
-guest_kernel || skip "no guest kernel: $KWHY"
-for m in $MODS; do
-	[ -f "$KDIR/$m.ko" ] || { echo "FAIL: no $m.ko in $KDIR"; exit 99; }
-done
-echo "# guest kernel: $(basename "$KDIR")"
+guest_need
+NR=$NR_GETPPID
 
 P=$WORK/pki
 pki "$P" "$GUEST" || { echo "FAIL: cannot make certificates"; exit 99; }
 
-# The initramfs: busybox, the modules, the programs, the certificates and
-# /init.  Unknown key=value words of the kernel command line are /init's
-# environment: tdn (tdpoke's count), tdnr (getppid's number), tdserver
-# (the name in the listener's certificate).
+# The initramfs: /init records tdpoke's getppid calls (tdn: their count,
+# tdnr: getppid's number, tdserver: the name in the listener's
+# certificate) over the port named org.tracedock.0, and powers off
 R=$WORK/root
-mkdir -p "$R/bin" "$R/sbin" "$R/usr/bin" "$R/usr/sbin" "$R/proc" "$R/sys" \
-    "$R/dev" "$R/mods" "$R/pki" "$R/tmp" "$R/var/tmp"
-cp "$BUSYBOX" "$R/bin/busybox"
-for m in $MODS; do
-	cp "$KDIR/$m.ko" "$R/mods/"
-done
-cp "$TDAGENT_STATIC" "$R/bin/tdagent"
-cp "$TDPOKE_STATIC" "$R/bin/tdpoke"
-cp "$P/$GUEST.pem" "$P/$GUEST.key" "$P/ca.pem" "$R/pki/"
-cat > "$R/init" <<EOF
-#!/bin/busybox sh
-/bin/busybox --install -s
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t tracefs tracefs /sys/kernel/tracing
-chmod 1777 /tmp /var/tmp
-for m in $(echo $MODS); do
-	insmod /mods/\$m.ko || echo "td-guest: insmod \$m failed"
-done
-# no udev: the port named org.tracedock.0 is /dev/vportNpM
-dev=""
-i=0
-while [ -z "\$dev" ] && [ \$i -lt 100 ]; do
-	for p in /sys/class/virtio-ports/*; do
-		[ "\$(cat \$p/name 2>/dev/null)" = org.tracedock.0 ] &&
-		    [ -c /dev/\${p##*/} ] && dev=/dev/\${p##*/}
-	done
-	[ -n "\$dev" ] || sleep 0.1
-	i=\$((i + 1))
-done
+guest_root "$R" "$GUEST" || { echo "FAIL: cannot fill the initramfs"; exit 99; }
+{
+	guest_init_head
+	cat <<EOF
+dev=\$(td_port org.tracedock.0)
 echo "td-guest: port \$dev"
 echo "td-guest: version \$(tdagent --version 2>&1) rc \$?"
 tdagent -v -h serial:\$dev --server-name "\$tdserver" --cert /pki/$GUEST.pem \\
@@ -171,9 +51,8 @@ tdagent -v -h serial:\$dev --server-name "\$tdserver" --cert /pki/$GUEST.pem \\
 echo "td-guest: tdagent rc \$?"
 poweroff -f
 EOF
-chmod 755 "$R/init"
-(cd "$R" && find . | cpio -o -H newc --quiet | gzip -1) > "$WORK/initrd.gz" ||
-    { echo "FAIL: cannot make the initramfs"; exit 99; }
+} > "$R/init"
+guest_initrd "$R" || { echo "FAIL: cannot make the initramfs"; exit 99; }
 
 # The listener: QEMU connects its chardev when it starts, long before the
 # guest's tdagent says anything, so the handshake timeout must outlast the
@@ -188,45 +67,31 @@ check "the listener listens on its Unix socket" \
 check "the socket is a socket, mode 0660" \
     test -S "$SOCK" -a "$(stat -c %a "$SOCK")" = 660
 
-t0=$(date +%s.%N)
-qemu-system-x86_64 -accel tcg -m 256 -smp 2 -nographic -no-reboot \
-    -bios $QBOOT -kernel "$KDIR/vmlinuz" -initrd "$WORK/initrd.gz" \
-    -append "console=ttyS0 panic=-1 quiet loglevel=3 tdn=$N tdnr=$NR tdserver=listener" \
-    -monitor none -serial "file:$WORK/console" \
+guest_start "$WORK/qemu.out" "tdn=$N tdnr=$NR tdserver=listener" \
     -chardev socket,id=td0,path="$SOCK",reconnect=1 \
-    -device virtio-serial-pci,romfile= \
-    -device virtserialport,chardev=td0,name=org.tracedock.0 \
-    < /dev/null > "$WORK/qemu.out" 2>&1 &
-QPID=$!
+    -device virtserialport,chardev=td0,name=org.tracedock.0
 # until QEMU ends: note when the listener opened the guest's recording
 t_hello=""
-i=0
-while kill -0 $QPID 2>/dev/null && [ $i -lt $((1200 * SLOW)) ]; do
+note_hello() {
 	[ -z "$t_hello" ] && sessions_opened "$WORK/l.log" 1 &&
 	    t_hello=$(date +%s.%N)
-	sleep 0.1
-	i=$((i + 1))
-done
-t_end=$(date +%s.%N)
-if kill -0 $QPID 2>/dev/null; then
+	return 0
+}
+if guest_wait 1200 note_hello; then
+	wait $QPID
+	eq "QEMU ends by itself, exit 0" $? 0
+else
 	fail "the guest powers off within $((120 * SLOW)) s"
 	kill $QPID
 	wait $QPID
-else
-	wait $QPID
-	eq "QEMU ends by itself, exit 0" $? 0
 fi
+t_end=$(date +%s.%N)
 [ -s "$WORK/qemu.out" ] && sed 's/^/# qemu: /' "$WORK/qemu.out"
-# since TIME: TIME (date +%s.%N, or empty: never) after QEMU started
-since() {
-	[ -n "$1" ] && echo "$1 $t0" | awk '{ printf "%.1f s", $1 - $2 }' ||
-	    echo "never"
-}
 echo "# QEMU start to the listener's recording of the guest (HELLO): $(since "$t_hello")"
 echo "# to QEMU's end: $(since "$t_end")"
 
+guest_console
 con=$WORK/console.txt
-tr -d '\r' < "$WORK/console" > "$con"
 # a kernel panic ends QEMU too (panic=-1, -no-reboot): not a power-off
 check "the guest powered off (poweroff -f)" grep -q "reboot: Power down$" "$con"
 check "the guest found the port" grep -q "^td-guest: port /dev/vport[0-9]*p[0-9]*$" "$con"

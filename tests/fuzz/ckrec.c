@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "checkpoint.h"
+#include "guests.h"
 #include "tdfile.h"
 #include "tdlimits.h"
 #include "tdproto.h"
@@ -112,9 +113,61 @@ ckrec_page(uint8_t *p, int cpu, uint64_t seq)
 }
 
 /*
+ * Pairings for points 2 and 3: the recording (identity "ckrec") runs the
+ * guest vm1 (two vCPUs, with the KVM block at point 3) and has a recording
+ * of it paired, and is itself the guest of a host hv0.  The sides of vm1
+ * and hv0 are freed once ckrec's is saved.
+ */
+static struct guests *
+ckrec_guests(int k, struct guests **peers)
+{
+	struct td_guest *g = calloc(1, sizeof *g);
+	struct guests *me, *h, *vm;
+	struct td_buf b;
+	uint32_t i;
+
+	if (g == NULL)
+		return NULL;
+	me = guests_new("ckrec", 0x7777, "local", "ckrec");
+	h = guests_new("hv0", 0x9999, "local", "hv0");
+	vm = guests_new("vm1", 0x8888, "local", "vm1");
+	td_buf_init(&b, TD_MAX_FRAME);
+	snprintf(g->name, sizeof g->name, "vm1");
+	g->pid = 4321;
+	g->nvcpus = 2;
+	if (k == 3) {
+		g->flags = TD_GUEST_KVM;
+		g->tsc_mult = 1u << 23;
+		g->tsc_shift = 24;
+	}
+	for (i = 0; i < 2; i++) {
+		g->vcpu[i].vcpu = i;
+		g->vcpu[i].tid = 4328 + (int32_t)i;
+		g->vcpu[i].tsc_offset = -1000;
+		g->vcpu[i].tsc_ratio = 1;
+	}
+	td_msg_pack_guest(&b, g);
+	guests_declare(me, b.data, b.len);
+	td_buf_reset(&b);
+	snprintf(g->name, sizeof g->name, "ckrec");
+	g->flags = 0;
+	td_msg_pack_guest(&b, g);
+	guests_declare(h, b.data, b.len);
+	guests_start(h);
+	guests_start(me);
+	guests_start(vm);
+	td_buf_free(&b);
+	free(g);
+	peers[0] = h;
+	peers[1] = vm;
+	return me;
+}
+
+/*
  * The listener's checkpoint (checkpoint_write(), PATH.state) of a recording
  * into f: its parameters, counters, per-CPU sequences and samples (one at
- * point 1; two kept and one dropped at point 3, with TSC2NSEC factors).
+ * point 1; two kept and one dropped at point 3, with TSC2NSEC factors), its
+ * file's TRACEID and, at points 2 and 3, pairings (ckrec_guests()).
  */
 static int
 ckrec_listener(struct td_file *f, const char *path, int v, int k,
@@ -122,6 +175,7 @@ ckrec_listener(struct td_file *f, const char *path, int v, int k,
 {
 	static const uint8_t tsc[8] = { 0x55, 0x55, 0x55, 0x55, 31, 0, 0, 0 };
 	struct recording_cpu cpu[CKREC_NCPUS];
+	struct guests *peers[2];
 	struct td_tsync_sample t;
 	struct checkpoint ck;
 	char *state_path;
@@ -133,6 +187,7 @@ ckrec_listener(struct td_file *f, const char *path, int v, int k,
 	ck.params.page_size = CKREC_PAGE;
 	ck.params.long_size = ck.params.commit_size = 8;
 	ck.params.recording_id = 0x1000 + (uint64_t)v;
+	ck.params.file_trace_id = 0x7777;
 	snprintf(ck.params.name, sizeof ck.params.name, "ckrec");
 	snprintf(ck.params.clock, sizeof ck.params.clock, "local");
 	ck.trace_id = 0x5e55;
@@ -161,6 +216,8 @@ ckrec_listener(struct td_file *f, const char *path, int v, int k,
 	}
 	if (k == 3)
 		timesync_tsc2nsec(ck.ts, tsc, false);
+	if (k >= 2)
+		ck.guests = ckrec_guests(k, peers);
 	ret = -1;
 	if (asprintf(&state_path, "%s.state", path) != -1) {
 		ret = checkpoint_write(state_path, &ck, NULL);
@@ -172,6 +229,11 @@ ckrec_listener(struct td_file *f, const char *path, int v, int k,
 		free(state_path);
 	}
 	timesync_free(ck.ts);
+	guests_free(ck.guests);
+	if (k >= 2) {
+		guests_free(peers[0]);
+		guests_free(peers[1]);
+	}
 	return ret;
 }
 
@@ -190,6 +252,7 @@ ckrec_point(struct td_file *f, const char *path, int v, int k,
 		pt->pages[i] = td_file_cpu_pages(f, i);
 	pt->samples = k == 1 ? 1 : k == 3 ? 2 : 0;
 	pt->dropped = k == 3;
+	pt->paired = k >= 2;
 	pt->sections = 0;
 	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
 		if (td_file_has_section(f, i))

@@ -15,6 +15,7 @@
 #ifndef TD_CKREC_H
 #define TD_CKREC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,7 @@ struct ckrec_point {
 	unsigned int	 sections;	/* bit (id - HEADER_INFO) per section */
 	uint32_t	 samples;	/* time-sync samples PATH.state keeps */
 	uint32_t	 dropped;	/* ... and counts as dropped */
+	bool		 paired;	/* PATH.state has a host (hv0) */
 };
 
 /* Variant v's name ("v6", "v7-none", "v7-zstd", "v7-zlib"). */

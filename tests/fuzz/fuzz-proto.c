@@ -18,6 +18,9 @@
  *     checked for every message, HELLO, WELCOME, DONE, ERROR, ACK,
  *     KEEPALIVE, PAGES_Z and SECTION_DATA_Z included (TSYNC_PROBE and TSYNC_REPLY are
  *     packed URGENT: payload only);
+ *   - the content of every OPTION, decoded as TD_OPT_TD_GUEST (a guest's
+ *     vCPU threads), is within bounds when it decodes and packs again to
+ *     the same bytes;
  *   - a HELLO or WELCOME that unpacks carries no flag but TD_HELLO_RESUME
  *     or TD_WELCOME_RESUMED, and the v2 fields (flags, resume offset, idle
  *     timeout) survive the round trip.
@@ -135,6 +138,34 @@ check_section(const struct td_frame *f, struct td_buf *b)
 	FUZZ_CHECK(td_msg_unpack_section(&g, &id2) == 0 && id2 == id);
 }
 
+/*
+ * Any OPTION's content as TD_OPT_TD_GUEST (the listener decodes it): what
+ * unpacks is within bounds and packs again to the same bytes.
+ */
+static void
+check_guest(const uint8_t *p, size_t n, struct td_buf *b)
+{
+	static struct td_guest g, g2;
+	uint32_t i;
+
+	if (td_msg_unpack_guest(p, n, &g) == -1) {
+		FUZZ_CHECK(errno == EBADMSG);
+		return;
+	}
+	FUZZ_CHECK(g.nvcpus <= TD_MAX_CPUS && g.name[0] != '\0' &&
+	    g.pid != 0);
+	for (i = 0; i < g.nvcpus; i++)
+		FUZZ_CHECK(g.vcpu[i].vcpu < TD_MAX_CPUS && g.vcpu[i].tid > 0 &&
+		    g.vcpu[i].tsc_ratio != 0 && g.vcpu[i].tsc_frac < 64 &&
+		    (i == 0 || g.vcpu[i].vcpu > g.vcpu[i - 1].vcpu));
+	td_buf_reset(b);
+	FUZZ_CHECK(td_msg_pack_guest(b, &g) == 0);
+	FUZZ_CHECK(b->len == n && memcmp(b->data, p, n) == 0);
+	FUZZ_CHECK(td_msg_unpack_guest(b->data, b->len, &g2) == 0);
+	FUZZ_CHECK(g2.nvcpus == g.nvcpus && g2.flags == g.flags &&
+	    memcmp(g2.vcpu, g.vcpu, g.nvcpus * sizeof *g.vcpu) == 0);
+}
+
 static void
 check_option(const struct td_frame *f, struct td_buf *b)
 {
@@ -155,6 +186,7 @@ check_option(const struct td_frame *f, struct td_buf *b)
 	reparse(b, &g);
 	FUZZ_CHECK(td_msg_unpack_option(&g, &id2, &p2, &n2) == 0);
 	FUZZ_CHECK(id2 == id && n2 == n && memcmp(p2, p, n) == 0);
+	check_guest(p, n, b);
 }
 
 static void

@@ -12,8 +12,9 @@
  * "tdck" block names (ckrec_variant(), else v6), each input on fresh
  * copies: restoring cuts files to the checkpoint's sizes.  An input that
  * starts with "tdss" (the listener's magic in host order) is a whole
- * PATH.state of any version (3 as written now; 1 and 2 of earlier
- * listeners, with the agent's HELLO inside, are still read): it is
+ * PATH.state of any version (4 as written now; 3 without TRACEID and
+ * pairings, 1 and 2 of earlier listeners with the agent's HELLO inside,
+ * are still read): it is
  * written there as r.dat.state and read by checkpoint_read() as
  * recording.c does when it resumes or recovers a recording.  Any other
  * input goes to td_file_restore() as it is.
@@ -27,7 +28,9 @@
  *     so ASan sees a short array) whose sequences are the writer's page
  *     counts, and the samples it kept make the time-sync options
  *     (timesync_options(), as recording_finish() does: whatever a damaged
- *     state holds, they are written or refused with errno);
+ *     state holds, they are written or refused with errno), and so do its
+ *     pairings (guests_options(), guests_kvm()); ckrec's points 2 and 3
+ *     are paired with a host and keep that;
  *   - a restored writer goes on: the missing sections, a page for CPUs
  *     0..3, an option, td_file_finish(), td_file_free();
  *   - a state that is one of the recording's own checkpoints (byte for
@@ -55,6 +58,8 @@
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "tdread.h"
+#include "guests.h"
+#include "log.h"
 #include "timesync.h"
 #include "ckrec.h"
 #include "fuzz.h"
@@ -112,6 +117,9 @@ setup(void)
 	char *tpath, *f;
 	int v, i;
 
+	verbose = getenv("FUZZ_VERBOSE") != NULL;
+	/* guests.c says what it pairs: not for every input */
+	log_init("tdlisten", verbose ? 2 : -1, 0);
 	topdir = fuzz_tmpdir("fuzz-restore");
 	FUZZ_CHECK(asprintf(&workdir, "%s/work", topdir) > 0);
 	FUZZ_CHECK(mkdir(workdir, 0700) == 0);
@@ -138,7 +146,6 @@ setup(void)
 	codec[1] = td_codec_new(TD_CODEC_ZSTD, 0);
 	codec[2] = td_codec_new(TD_CODEC_ZLIB, 0);
 	FUZZ_CHECK(codec[1] != NULL && codec[2] != NULL);
-	verbose = getenv("FUZZ_VERBOSE") != NULL;
 }
 
 static void
@@ -312,7 +319,10 @@ read_listener_state(const uint8_t *data, size_t size,
     const struct ckrec_point *pt, bool *ok)
 {
 	struct timesync_report rep;
+	struct timesync *kvm;
 	struct checkpoint ck;
+	const char *why;
+	uint64_t host;
 	struct td_codec *shared = codec[size % 3];
 	volatile uint64_t sum = 0;
 	char err[600];
@@ -323,6 +333,7 @@ read_listener_state(const uint8_t *data, size_t size,
 	memset(&ck, 0, sizeof ck);
 	snprintf(ck.params.identity, sizeof ck.params.identity, "kept");
 	ck.ts = timesync_new();
+	ck.guests = guests_new("kept", 0, "", "fuzz");
 	err[0] = '\0';
 	r = checkpoint_read(statepath, &ck, shared, err, sizeof err);
 	if (verbose)
@@ -334,6 +345,7 @@ read_listener_state(const uint8_t *data, size_t size,
 	*ok = r == 0;
 	if (r == -1) {
 		timesync_free(ck.ts);
+		guests_free(ck.guests);
 		return NULL;
 	}
 	/* what HELLO would have taken; every CPU counted (ASan: all there) */
@@ -370,6 +382,22 @@ read_listener_state(const uint8_t *data, size_t size,
 	FUZZ_CHECK(pt == NULL || r == (pt->samples > 0 ? 0 : 1));
 	FUZZ_CHECK(pt == NULL || pt->samples == 0 ||
 	    (rep.kept == pt->samples && rep.dropped == pt->dropped));
+	/*
+	 * ... and the pairings': the GUEST options, the KVM samples (ckrec's
+	 * points 2 and 3 are paired with a host hv0 and run a guest vm1)
+	 */
+	guests_describe(ck.guests, "kept", ck.params.file_trace_id,
+	    ck.params.clock);
+	r = guests_options(ck.guests, ck.file);
+	FUZZ_CHECK(r == 0 || (r == -1 && errno != 0));
+	kvm = guests_kvm(ck.guests, 1, 0, &why);
+	FUZZ_CHECK(kvm == NULL || guests_host(ck.guests, &host));
+	timesync_free(kvm);
+	FUZZ_CHECK(pt == NULL || pt->paired ==
+	    guests_host(ck.guests, &host));
+	FUZZ_CHECK(pt == NULL || !pt->paired || host == 0x9999);
+	FUZZ_CHECK(guests_mem(ck.guests) > 0);
+	guests_free(ck.guests);
 	free(ck.cpu);
 	timesync_free(ck.ts);
 	return ck.file;

@@ -45,7 +45,9 @@
  *     DIR/<identity>/ and that at most one file: complete (as DONE says)
  *     or NAME.incomplete.dat exactly when the sections up to PRINTK came;
  *   - the file reads back with tdread to the model: sections, the agent's
- *     options (first 16), every CPU's pages; the listener's TIME_SHIFT has
+ *     options (first 16), every CPU's pages; a finished file has one
+ *     TRACEID, HELLO's (unless 0), and no guest declaration (0x7467, which
+ *     the listener decodes and keeps to itself); the listener's TIME_SHIFT has
  *     trace-cmd's layout, DATE and our tsync text end in NUL (v6: unless
  *     tdread cannot parse the agent's sections).
  * Not modelled: a pause inside session_input() with --resume-wait 0
@@ -127,6 +129,7 @@ static struct model {
 	bool		 finished;	/* END taken in */
 	bool		 closed;	/* ended unfinished */
 	uint64_t	 rid;
+	uint64_t	 trace_id;	/* HELLO's: the file's TRACEID */
 	uint32_t	 ncpus;
 	uint32_t	 page_size;
 	struct state	 now;
@@ -278,10 +281,21 @@ model_frame(struct fconn *c)
 		break;
 	case TD_MSG_OPTION:
 		FUZZ_CHECK(td_msg_unpack_option(&f, &id, &p, &n) == 0);
-		/* the listener writes these itself */
+		/*
+		 * the listener writes these itself (TRACEID: HELLO's, when
+		 * not 0), and takes a guest declaration without writing it
+		 */
 		if (id == TD_OPT_TIME_SHIFT || id == TD_OPT_DATE ||
-		    id == TD_OPT_TD_TSYNC)
+		    id == TD_OPT_TD_TSYNC || id == TD_OPT_GUEST ||
+		    (id == TD_OPT_TRACEID && m.trace_id != 0))
 			break;
+		if (id == TD_OPT_TD_GUEST) {
+			struct td_guest *g = malloc(sizeof *g);
+
+			FUZZ_CHECK(g != NULL && td_msg_unpack_guest(p, n, g) == 0);
+			free(g);
+			break;
+		}
 		m.now.opt_bytes += 6 + n;
 		if (m.now.nopts == MAX_OPTS)
 			break;
@@ -559,6 +573,7 @@ conn_read(struct fconn *c)
 			    &h));
 			m.opened = true;
 			m.rid = h.recording_id;
+			m.trace_id = h.trace_id;
 			m.ncpus = h.ncpus;
 			m.page_size = h.page_size;
 			m.now.open = -1;
@@ -840,6 +855,13 @@ check_file(const char *path)
 		FUZZ_CHECK(b.len == m.now.opts[i].len && fuzz_fnv(FUZZ_FNV_INIT,
 		    b.data, b.len) == m.now.opts[i].hash);
 	}
+	/* the file's TRACEID: HELLO's, once */
+	if (m.trace_id != 0) {
+		FUZZ_CHECK(!m.finished || (td_read_option(r, TD_OPT_TRACEID, 0,
+		    &b) == 0 && b.len == 8 && memcmp(b.data, &m.trace_id,
+		    8) == 0 && td_read_option(r, TD_OPT_TRACEID, 1, &b) == -1));
+	}
+	FUZZ_CHECK(td_read_option(r, TD_OPT_TD_GUEST, 0, &b) == -1);
 	if (td_read_option(r, TD_OPT_TIME_SHIFT, 0, &b) == 0) {
 		check_time_shift(b.data, b.len);
 		for (i = 0; i < 2; i++)

@@ -8,9 +8,9 @@
 # shrunk with "seedgen shrink" (a few lines of kallsyms, at most 2 pages
 # per CPU), then turned into agent streams and page seeds.  Without --real
 # the real-* recordings in the tree are kept, and their agent streams made
-# again (the protocol may have changed).  The restore seeds state1-* and
-# state2-* (checkpoints of versions 1 and 2, which the listener still
-# reads but no longer writes) are kept as they are.  No seed may reach
+# again (the protocol may have changed).  The restore seeds state1-*,
+# state2-* and state3-* (checkpoints of versions 1 to 3, which the
+# listener still reads but no longer writes) are kept as they are.  No seed may reach
 # 100 KB.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,7 +20,7 @@ G=build-fuzz/fuzz/seedgen
 sh scripts/fuzz.sh -b >/dev/null
 for t in proto page tdread session restore; do
 	mkdir -p "$C/$t"
-	find "$C/$t" -type f ! -name 'real-*' ! -name 'state[12]-*' -delete
+	find "$C/$t" -type f ! -name 'real-*' ! -name 'state[123]-*' -delete
 done
 "$G" proto "$C/proto"
 "$G" page "$C/page"

@@ -12,7 +12,8 @@
  *	seedgen session DIR	whole agent streams (HELLO .. END) for v6 and
  *				each v7 codec, and cut ones; protocol v2:
  *				streams over several connections that
- *				resume (see fuzz-session.c)
+ *				resume (see fuzz-session.c); a host's
+ *				recording that declares guests
  *	seedgen restore DIR	checkpoints of the small recording of
  *				ckrec.h: the writer's and the listener's
  *	seedgen shrink IN OUT	rewrite a real recording small: kallsyms,
@@ -44,6 +45,7 @@
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "tdread.h"
+#include "log.h"
 #include "ckrec.h"
 #include "fuzz.h"
 
@@ -604,6 +606,43 @@ stream_tsync(struct td_buf *b, uint32_t round, uint64_t ts)
 		die("sample");
 }
 
+/*
+ * An OPTION 0x7467: the agent's machine runs guest name, two vCPUs, with
+ * the KVM block (kvm) or QEMU gone.
+ */
+static void
+stream_guest(struct td_buf *b, const char *name, bool kvm, bool gone)
+{
+	struct td_guest *g = calloc(1, sizeof *g);
+	struct td_buf c;
+	uint32_t i;
+
+	if (g == NULL)
+		die("malloc");
+	snprintf(g->name, sizeof g->name, "%s", name);
+	g->pid = 4321;
+	g->nvcpus = gone ? 0 : 2;
+	g->flags = gone ? TD_GUEST_GONE : kvm ? TD_GUEST_KVM : 0;
+	g->tsc_mult = kvm ? 1u << 23 : 0;
+	g->tsc_shift = kvm ? 24 : 0;
+	for (i = 0; i < g->nvcpus; i++) {
+		g->vcpu[i].vcpu = i;
+		g->vcpu[i].tid = 4328 + (int32_t)i;
+		g->vcpu[i].tsc_offset = -123456789012LL;
+		g->vcpu[i].tsc_ratio = 1ULL << 48;
+		g->vcpu[i].tsc_frac = 48;
+	}
+	td_buf_init(&c, TD_MAX_FRAME);
+	if (td_msg_pack_guest(&c, g) == -1 ||
+	    td_msg_pack_option(b, TD_OPT_TD_GUEST, c.data, c.len) == -1)
+		die("guest");
+	td_buf_free(&c);
+	free(g);
+}
+
+/* Whether synthetic_stream() declares guests (tdagent --guest). */
+static bool with_guest;
+
 /* A synthetic recording as a stream; cut: stop before the END. */
 static void
 synthetic_stream(struct td_buf *b, uint8_t version, uint64_t rid,
@@ -620,6 +659,10 @@ synthetic_stream(struct td_buf *b, uint8_t version, uint64_t rid,
 		if (no_cmdlines && id == TD_OPT_CMDLINES)
 			continue;
 		stream_section(b, id, m.sect[id].data, m.sect[id].len, 300);
+	}
+	if (with_guest) {
+		stream_guest(b, "vm1", true, false);
+		stream_guest(b, "vm2", false, false);
 	}
 	td_msg_pack_option(b, TD_OPT_UNAME, uname_text, sizeof uname_text);
 	td_msg_pack_option(b, TD_OPT_CPUSTAT, cpustat, sizeof cpustat);
@@ -797,6 +840,11 @@ resume_seeds(const char *dir)
 	    FUZZ_END_RESTART, 1);
 	resume_seed(dir, "v2-restart-v6", 6, 0, TICK, TD_MSG_PAGES, 1,
 	    FUZZ_END_RESTART, 1);
+	/* guests declared (tdagent --guest), kept across the restart */
+	with_guest = true;
+	resume_seed(dir, "v7-guest-restart", 7, 1, TICK, TD_MSG_PAGES, 2,
+	    FUZZ_END_RESTART, 1);
+	with_guest = false;
 	resume_seed(dir, "v2-restart-mid-section", 7, 1, 0, TD_MSG_SECTION, 4,
 	    FUZZ_END_RESTART, 0);
 	resume_seed(dir, "v2-takeover", 7, 1, 0, TD_MSG_PAGES, 2,
@@ -914,6 +962,12 @@ cmd_session(const char *dir)
 	bad_samples_stream(&b);
 	save(dir, "v7-bad-samples", b.data, b.len);
 	td_buf_reset(&b);
+	/* a host's recording: the guests it runs (tdagent --guest) */
+	with_guest = true;
+	synthetic_stream(&b, 7, 1, SMALL_PAGE, false, false);
+	with_guest = false;
+	save(dir, "v7-guest", b.data, b.len);
+	td_buf_reset(&b);
 	/*
 	 * An OPTION after END, sized so that fuzz-session delivers the 5093
 	 * bytes in odd pieces of 1 + 5093 % 4093 = 1001 bytes: END comes in
@@ -995,6 +1049,12 @@ cmd_proto(const char *dir)
 
 	synthetic_stream(&b, 7, 1, SMALL_PAGE, false, false);
 	save(dir, "stream", b.data, b.len);
+	td_buf_reset(&b);
+
+	stream_guest(&b, "vm1", false, false);
+	stream_guest(&b, "vm1", true, false);
+	stream_guest(&b, "vm1", false, true);
+	save(dir, "guest", b.data, b.len);
 	td_buf_reset(&b);
 
 	{
@@ -1345,6 +1405,7 @@ cmd_restore(const char *dir)
 int
 main(int argc, char **argv)
 {
+	log_init("seedgen", -1, 0);
 	if (argc == 3 && strcmp(argv[1], "proto") == 0)
 		return cmd_proto(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "page") == 0)
