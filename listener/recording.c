@@ -34,6 +34,7 @@
 #include "registry.h"
 #include "tdfile.h"
 #include "tdproto.h"
+#include "timeline.h"
 #include "timesync.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -682,59 +683,6 @@ recording_sample(struct recording *r, const struct td_tsync_sample *s)
 	    s->ts, s->bound, s->probes);
 }
 
-/* TIME_SHIFT, DATE and the error-bound option, and the log line. */
-static int
-recording_timesync(struct recording *r)
-{
-	struct timesync_report rep;
-	struct timesync *kvm = NULL;
-	const char *why = NULL;
-	uint64_t peer = r->trace_id;
-	uint32_t mult, shift;
-	bool paired;
-	int ret;
-
-	if (r->cfg->tsync_interval == TD_TSYNC_OFF)
-		return 0;
-	/*
-	 * Paired with a host: TIME_SHIFT names the host file, and KVM's
-	 * exact clock replaces the probes where the host gave one
-	 */
-	paired = guests_host(r->guests, &peer);
-	if (paired) {
-		timesync_factors(r->ts, &mult, &shift);
-		kvm = guests_kvm(r->guests, mult, shift, &why);
-	}
-	ret = timesync_options(kvm != NULL ? kvm : r->ts, r->file, peer,
-	    r->p.ncpus, r->p.clock, &rep);
-	if (paired && ret != -1)
-		log_info("%s: TIME_SHIFT against the host recording %016"
-		    PRIx64 ", %s%s%s", r->label, peer, kvm != NULL ?
-		    "on the exact KVM clock" : "by probes", why != NULL ?
-		    ": " : "", why != NULL ? why : "");
-	timesync_free(kvm);
-	if (ret == -1)
-		return -1;
-	if (rep.unchecked)
-		log_info("%s: time sync: no TSC2NSEC from the agent, samples "
-		    "not checked against their neighbours", r->label);
-	if (ret == 1) {
-		log_warnx("%s: no time sync: the agent sent no usable sample "
-		    "(%u dropped); the file keeps the agent's own clock",
-		    r->label, rep.dropped);
-		return 0;
-	}
-	if (rep.in_option < rep.kept)
-		log_info("%s: time sync: %u of %u samples kept in TIME_SHIFT "
-		    "(option size cap)", r->label, rep.in_option, rep.kept);
-	log_info("%s: time sync: %u samples (%u dropped, %u imprecise, %u "
-	    "off the line), offset %" PRId64 " %s, drift %.3f ppm, error "
-	    "bound +-%" PRIu64 " ns", r->label, rep.kept, rep.dropped,
-	    rep.imprecise, rep.off_line, rep.offset,
-	    strcmp(r->p.clock, "x86-tsc") == 0 ? "cycles" : "ns",
-	    rep.drift_ppm, rep.bound);
-	return 0;
-}
 
 int
 recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
@@ -752,7 +700,9 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 		if (!td_file_has_section(r->file, i))
 			return recording_fail(r, REC_INPUT, "END before "
 			    "section %u", i);
-	if (recording_timesync(r) == -1)
+	if (r->cfg->tsync_interval != TD_TSYNC_OFF &&
+	    timeline_write(r->ts, r->guests, r->file, &r->p, r->trace_id,
+	    r->label) == -1)
 		return recording_fail(r, REC_FAIL, "cannot write the "
 		    "time-sync options");
 	if (r->p.file_trace_id != 0 && td_file_add_option(r->file,
