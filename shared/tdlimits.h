@@ -136,4 +136,14 @@
 /* A sample whose error bound is wider than this (ns) is dropped. */
 #define TD_MAX_TSYNC_BOUND	(100u * 1000 * 1000)
 
+/*
+ * tdagent --import-plan9: the longest input line (Plan 9's /dev/trace
+ * writes 121 bytes), the records put back in time order at once (72 MiB
+ * at most; the device's log holds 8,192 by default), and the tasks the
+ * CMDLINES section names (24 MiB of text at most).
+ */
+#define TD_PLAN9_LINE_MAX	4096
+#define TD_PLAN9_REORDER	(1u << 20)
+#define TD_PLAN9_MAX_TASKS	(1u << 20)
+
 #endif
