@@ -47,6 +47,11 @@ struct agent_opts {
 	bool			 privsep;	/* user is not root: fork R */
 	uid_t			 uid;		/* of user */
 	gid_t			 gid;
+	/* --import-plan9 FILE|- (plan9.c): no recording, an import */
+	const char		*import_plan9;
+	const char		*symbols;	/* --symbols, nm -n output */
+	uint64_t		 cycles_per_sec;	/* 0: not given */
+	uint64_t		 ktzero;	/* --ktzero, 0: not given */
 };
 
 /* tdagent check-events [-N] [-t DIR] */

@@ -138,9 +138,9 @@
 
 /*
  * tdagent --import-plan9: the longest input line (Plan 9's /dev/trace
- * writes 121 bytes), the records put back in time order at once (72 MiB
- * at most; the device's log holds 8,192 by default), and the tasks the
- * CMDLINES section names (24 MiB of text at most).
+ * writes 121 bytes), the records put back in time order at once (80
+ * bytes each: 80 MiB at most; the device's log holds 8,192 by default),
+ * and the tasks the CMDLINES section names (at most 17 MiB of text).
  */
 #define TD_PLAN9_LINE_MAX	4096
 #define TD_PLAN9_REORDER	(1u << 20)
