@@ -360,9 +360,9 @@ plan9_section(struct plan9 *p, enum td_opt id, const void *text, size_t n,
 }
 
 /*
- * KALLSYMS from --symbols: Plan 9's `nm -n` of the kernel, its functions
- * as /proc/kallsyms lines.  Lines of another shape are skipped, the first
- * few shown.
+ * KALLSYMS from --symbols: Plan 9's `nm -n` of the kernel, its functions,
+ * data and bss as /proc/kallsyms lines.  Lines of another shape are
+ * skipped, the first few shown.
  */
 static int
 plan9_symbols(struct plan9 *p, struct td_buf *ks)

@@ -388,6 +388,12 @@ plan9_symbol_line(const char *line, size_t n, struct td_buf *kallsyms)
 	case 'l':
 		type = 't';
 		break;
+	case 'D':
+	case 'd':
+	case 'B':
+	case 'b':
+		type = tok[1][0];
+		break;
 	default:
 		if ((tok[1][0] >= 'a' && tok[1][0] <= 'z') ||
 		    (tok[1][0] >= 'A' && tok[1][0] <= 'Z'))
@@ -397,7 +403,7 @@ plan9_symbol_line(const char *line, size_t n, struct td_buf *kallsyms)
 	if (td_buf_printf(kallsyms, "%016" PRIx64 " %c %.*s\n", addr, type,
 	    (int)len[2], tok[2]) == -1)
 		return -1;
-	return 1;
+	return type == 'T' || type == 't' ? 1 : 2;
 bad:
 	errno = EINVAL;
 	return -1;

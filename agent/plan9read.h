@@ -86,10 +86,13 @@ void	plan9_reorder_free(struct plan9_reorder *q);
 
 /*
  * One line of Plan 9's `nm -n` (ADDR TYPE NAME, no newline), appended to
- * kallsyms as "ADDR t NAME\n" when it is a function (T, t, L, l: leaf
- * functions become T or t): 1; 0 for another kind of symbol (data,
- * undefined "U NAME", blank); -1 with EINVAL for a line of another shape
- * or ENOBUFS when kallsyms is at its cap.
+ * kallsyms as "ADDR TYPE NAME\n" when it is a symbol of the kernel's
+ * memory: 1 for a function (T, t, and leaf functions L, l, which become T
+ * and t), 2 for data or bss (D, d, B, b: kept because they end the last
+ * function, which a pc is looked up in); 0 for another kind (automatic
+ * variables and parameters, file names, undefined "U NAME", a blank
+ * line); -1 with EINVAL for a line of another shape or ENOBUFS when
+ * kallsyms is at its cap.
  */
 int	plan9_symbol_line(const char *line, size_t n, struct td_buf *kallsyms);
 

@@ -352,7 +352,7 @@ sym(const char *line, struct td_buf *b)
 	return plan9_symbol_line(line, strlen(line), b);
 }
 
-/* nm -n lines: functions kept as kallsyms lines, others left out. */
+/* nm -n lines: functions and data kept as kallsyms lines, others not. */
 static void
 test_symbols(void **state)
 {
@@ -363,9 +363,12 @@ test_symbols(void **state)
 	assert_int_equal(sym("  f0100020 t\tlocal  ", &b), 1);
 	assert_int_equal(sym("ffffffff8016d446 L leaf", &b), 1);
 	assert_int_equal(sym("ffffffff8016d500 l sleaf", &b), 1);
-	assert_int_equal(sym("ffffffff80a8b2d8 D data", &b), 0);
-	assert_int_equal(sym("ffffffff80a8b2e0 b bss", &b), 0);
+	assert_int_equal(sym("ffffffff80a8b2d8 D data", &b), 2);
+	assert_int_equal(sym("ffffffff80a8b2e0 b bss", &b), 2);
 	assert_int_equal(sym("         U undefined", &b), 0);
+	assert_int_equal(sym("00000008 a autovar", &b), 0);
+	assert_int_equal(sym("00000010 p param", &b), 0);
+	assert_int_equal(sym("00000001 z /sys/src/9/port/proc.c", &b), 0);
 	assert_int_equal(sym("", &b), 0);
 	assert_int_equal(sym("   ", &b), 0);
 	errno = 0;
@@ -382,7 +385,9 @@ test_symbols(void **state)
 	    "ffffffff80110000 T _main\n"
 	    "00000000f0100020 t local\n"
 	    "ffffffff8016d446 T leaf\n"
-	    "ffffffff8016d500 t sleaf\n");
+	    "ffffffff8016d500 t sleaf\n"
+	    "ffffffff80a8b2d8 D data\n"
+	    "ffffffff80a8b2e0 b bss\n");
 	td_buf_free(&b);
 	/* the cap of kallsyms */
 	td_buf_init(&b, 30);
