@@ -129,13 +129,13 @@ static const char plan9_format_exit[] =
 /* One import, from the open input to the finished recording. */
 struct plan9 {
 	const struct agent_opts	*o;
-	const char		*what;		/* the input, for messages */
+	char			*what;		/* the input, for messages */
 	int			 fd;
 	int			 sigfd;
 	bool			 eof;
 	struct td_file		*file;
 	struct net		*net;
-	struct net		*net_gone;	/* given up, closed at the end */
+	struct net		*net_gone;	/* given up, closed at end */
 	bool			 reconnecting;
 	struct meta_tee		*sinks;
 	struct meta_sink	 sink;		/* the file, the network */
@@ -153,7 +153,7 @@ struct plan9 {
 	uint64_t		 exits;
 	uint64_t		 bad;		/* skipped records */
 	uint64_t		 unordered;	/* read after a later one */
-	uint64_t		 late;		/* past the window: time raised */
+	uint64_t		 late;		/* past the window: raised */
 	uint64_t		 max_in;	/* the latest time read */
 	uint64_t		 last_out;	/* the time of the last event */
 	bool			 any_out;
@@ -392,7 +392,7 @@ plan9_symbols(struct plan9 *p, struct td_buf *ks)
 			goto out;
 		}
 		if (r == -1 && ++bad <= PLAN9_WARN_MAX)
-			log_warnx("%s: line %" PRIu64 ": not ADDR TYPE NAME: "
+			log_warnx("'%s': line %" PRIu64 ": not ADDR TYPE NAME: "
 			    "skipped", p->o->symbols, line);
 		if (r == 1)
 			kept++;
@@ -402,12 +402,13 @@ plan9_symbols(struct plan9 *p, struct td_buf *ks)
 		s = nl + 1;
 	}
 	if (bad > 0)
-		log_warnx("%s: %" PRIu64 " lines skipped", p->o->symbols, bad);
+		log_warnx("'%s': %" PRIu64 " lines skipped", p->o->symbols,
+		    bad);
 	if (kept == 0)
-		log_warnx("%s: no function symbols (T, t, L or l): pcs stay "
-		    "numbers", p->o->symbols);
+		log_warnx("'%s': no function symbols (T, t, L or l): pcs "
+		    "stay numbers", p->o->symbols);
 	else
-		log_debug("%s: %" PRIu64 " functions", p->o->symbols, kept);
+		log_debug("'%s': %" PRIu64 " functions", p->o->symbols, kept);
 	ret = 0;
 out:
 	td_buf_free(&nm);
@@ -715,16 +716,16 @@ plan9_setup(struct plan9 *p)
 	struct td_hello h;
 	struct plan9_input_cb cb;
 	sigset_t set;
-	char what[1100];
+	char label[4200];
 
 	if (strcmp(p->o->import_plan9, "-") == 0) {
 		p->fd = STDIN_FILENO;
-		p->what = "standard input";
+		p->what = xstrdup("standard input");
 	} else {
-		p->what = p->o->import_plan9;
-		p->fd = open(p->what, O_RDONLY | O_CLOEXEC);
+		xasprintf(&p->what, "'%s'", p->o->import_plan9);
+		p->fd = open(p->o->import_plan9, O_RDONLY | O_CLOEXEC);
 		if (p->fd == -1) {
-			snprintf(p->err, sizeof p->err, "cannot open '%s': %s",
+			snprintf(p->err, sizeof p->err, "cannot open %s: %s",
 			    p->what, strerror(errno));
 			return -1;
 		}
@@ -765,8 +766,9 @@ plan9_setup(struct plan9 *p)
 			return -1;
 		}
 		meta_sink_file(&s, p->file);
-		snprintf(what, sizeof what, "cannot write '%s'", p->o->output);
-		meta_tee_add(p->sinks, &s, what);
+		snprintf(label, sizeof label, "cannot write '%s'",
+		    p->o->output);
+		meta_tee_add(p->sinks, &s, label);
 	}
 	if (p->o->host != NULL) {
 		memset(&h, 0, sizeof h);
@@ -806,6 +808,7 @@ plan9_free(struct plan9 *p)
 	plan9_reorder_free(p->order);
 	plan9_input_free(p->in);
 	free(p->tasks);
+	free(p->what);
 	if (p->fd > STDIN_FILENO)
 		close(p->fd);
 	if (p->sigfd != -1)

@@ -36,6 +36,7 @@ struct plan9_input {
 	uint64_t		 nlines;	/* lines it covers */
 };
 
+/* A parser at the first line, handing back through cb. */
 struct plan9_input *
 plan9_input_new(const struct plan9_input_cb *cb)
 {
@@ -46,18 +47,21 @@ plan9_input_new(const struct plan9_input_cb *cb)
 	return in;
 }
 
+/* Free a parser (NULL is fine). */
 void
 plan9_input_free(struct plan9_input *in)
 {
 	free(in);
 }
 
+/* Lines read so far (one without its newline: once the input ended). */
 uint64_t
 plan9_input_lines(const struct plan9_input *in)
 {
 	return in->lineno - 1;
 }
 
+/* Lines of the records skipped so far. */
 uint64_t
 plan9_input_skipped(const struct plan9_input *in)
 {
@@ -110,6 +114,7 @@ plan9_hex(const char *s, size_t n, uint64_t *v)
 	return 0;
 }
 
+/* Blanks between fields: spaces, tabs, the CR of a CRLF. */
 static bool
 plan9_blank(char c)
 {
@@ -256,6 +261,7 @@ struct plan9_reorder {
 	uint64_t		 seq;
 };
 
+/* An empty window of window records (at least 1). */
 struct plan9_reorder *
 plan9_reorder_new(size_t window)
 {
@@ -265,6 +271,7 @@ plan9_reorder_new(size_t window)
 	return q;
 }
 
+/* Free a window and what still waits in it (NULL is fine). */
 void
 plan9_reorder_free(struct plan9_reorder *q)
 {
@@ -274,6 +281,7 @@ plan9_reorder_free(struct plan9_reorder *q)
 	free(q);
 }
 
+/* Heap order: earlier time first, then earlier input. */
 static bool
 plan9_before(const struct plan9_slot *a, const struct plan9_slot *b)
 {
@@ -317,6 +325,7 @@ plan9_down(struct plan9_reorder *q, size_t i)
 	}
 }
 
+/* The earliest record waiting, out of the window. */
 bool
 plan9_reorder_pop(struct plan9_reorder *q, struct plan9_rec *out)
 {
@@ -328,6 +337,7 @@ plan9_reorder_pop(struct plan9_reorder *q, struct plan9_rec *out)
 	return true;
 }
 
+/* One record in; the earliest out once more than window wait. */
 int
 plan9_reorder_push(struct plan9_reorder *q, const struct plan9_rec *r,
     struct plan9_rec *out)
@@ -349,6 +359,7 @@ plan9_reorder_push(struct plan9_reorder *q, const struct plan9_rec *r,
 
 /* ---- symbols ------------------------------------------------------------ */
 
+/* One nm -n line into kallsyms (see plan9read.h). */
 int
 plan9_symbol_line(const char *line, size_t n, struct td_buf *kallsyms)
 {

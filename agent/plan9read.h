@@ -38,7 +38,7 @@ struct plan9_rec {
 	uint64_t	 pc;
 	uint64_t	 pid;		/* all ones: no process (interrupt) */
 	uint64_t	 arg[4];	/* exit: arg[0] is the return value */
-	uint64_t	 line;		/* the input line it starts on, from 1 */
+	uint64_t	 line;		/* the input line it starts on */
 	bool		 exit;		/* X, else E */
 };
 

@@ -376,8 +376,8 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			o->ktzero = strtoull(optarg, &end, 16);
 			if (errno != 0 || end == optarg || *end != '\0' ||
 			    o->ktzero == 0)
-				tdagent_usage_error("invalid address '%s' (hex, "
-				    "e.g. ffffffff80110000)", optarg);
+				tdagent_usage_error("invalid address '%s' "
+				    "(hex, e.g. ffffffff80110000)", optarg);
 			break;
 		case OPT_HELP:
 			usage(stdout);
@@ -397,12 +397,12 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 		o->argv = argv + optind;
 	}
 	if (o->import_plan9 != NULL && (rec_opt || o->argv != NULL))
-		tdagent_usage_error("--import-plan9 records nothing: -e, -f, -F, "
-		    "-b, -C, -s, -u and a command do not go with it");
+		tdagent_usage_error("--import-plan9 records nothing: -e, -f, "
+		    "-F, -b, -C, -s, -u and a command do not go with it");
 	if (o->import_plan9 == NULL && (o->symbols != NULL ||
 	    o->cycles_per_sec != 0 || o->ktzero != 0))
-		tdagent_usage_error("--symbols, --cycles-per-sec and --ktzero go "
-		    "with --import-plan9");
+		tdagent_usage_error("--symbols, --cycles-per-sec and --ktzero "
+		    "go with --import-plan9");
 	if (o->follow && o->argv == NULL)
 		tdagent_usage_error("-F needs a command (-- COMMAND)");
 	if (o->output == NULL && o->host == NULL)

@@ -52,6 +52,7 @@ td_pagebuild_new(uint32_t page_size, int commit_size)
 	return b;
 }
 
+/* Free a builder (NULL is fine). */
 void
 td_pagebuild_free(struct td_pagebuild *b)
 {
@@ -131,6 +132,7 @@ td_pagebuild_add(struct td_pagebuild *b, uint64_t ts, const void *payload,
 	return 0;
 }
 
+/* Whether the page being built holds no event. */
 bool
 td_pagebuild_empty(const struct td_pagebuild *b)
 {
@@ -157,6 +159,7 @@ td_pagebuild_take(struct td_pagebuild *b)
 	return b->page;
 }
 
+/* Events in the page being built. */
 uint32_t
 td_pagebuild_events(const struct td_pagebuild *b)
 {

@@ -225,8 +225,8 @@ check "malformed: trace-cmd reads the file cleanly" tc_clean "$WORK/bad.dat"
 eq "malformed: the 14 good records are there" \
     "$(field events < "$WORK/count")" 14
 eq "malformed: the first ten shown with their lines" \
-    "$(sed -n 's/.*bad\.txt: \(lines* [0-9-]*\): .*skipped$/\1/p' "$WORK/err" |
-    tr '\n' ' ')" \
+    "$(sed -n "s/.*bad\.txt': \(lines* [0-9-]*\): .*skipped\$/\1/p" \
+    "$WORK/err" | tr '\n' ' ')" \
     "line 2 lines 4-5 line 7 line 8 line 10 line 12 line 14 line 16 line 18 line 20 "
 check "malformed: the others counted, not shown" \
     grep -q "further malformed lines are counted, not shown" "$WORK/err"
