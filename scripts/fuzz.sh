@@ -1,8 +1,8 @@
 #!/bin/sh
 # fuzz.sh [-b] [-j JOBS] [-t TARGET,...] [SECONDS]: build the libFuzzer
 # targets of tests/fuzz/ (clang, ASan + UBSan) into build-fuzz/ and run each
-# one (or those of -t: proto, page, tdread, session, restore) for SECONDS
-# (default 30) on a copy of its seed corpus, JOBS targets at a time
+# one (or those of -t: proto, page, tdread, session, restore, plan9) for
+# SECONDS (default 30) on a copy of its seed corpus, JOBS targets at a time
 # (default 1), under nice.  Prints one summary line per target
 # (executions, coverage, new corpus units) and exits 1 if any target
 # crashed, leaked, timed out or ran out of memory; the input that did it is
@@ -14,7 +14,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=$top/build-fuzz
 F=$top/tests/fuzz
-TARGETS="proto page tdread session restore"
+TARGETS="proto page tdread session restore plan9"
 build_only=0
 jobs=1
 run=$TARGETS
@@ -59,7 +59,7 @@ CC=${CC:-clang}
 # no config.h: a fresh clone has none, and the code built here needs only
 # _GNU_SOURCE from it (copy_file_range, memfd_create, asprintf)
 DEFS="-D_GNU_SOURCE"
-INC="-I$top/shared -I$top/proto -I$top/listener -I$F"
+INC="-I$top/shared -I$top/proto -I$top/listener -I$top/agent -I$F"
 # pointer-overflow stays recoverable so tests/fuzz/ubsan.supp can silence
 # a known finding; halt_on_error makes every other report fatal
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -103,6 +103,9 @@ for t in $TARGETS; do
 		extralibs="-lssl -lcrypto"
 	elif [ "$t" = restore ]; then
 		extra="$F/ckrec.c $B/listener-checkpoint.o"
+	elif [ "$t" = plan9 ]; then
+		# tdagent --import-plan9's reader
+		extra="$top/agent/plan9read.c"
 	fi
 	$CC $CFLAGS -fsanitize=fuzzer "$F/fuzz-$t.c" $extra \
 	    "$B/libfuzzshared.a" $LIBS $extralibs -o "$B/fuzz-$t"
