@@ -278,6 +278,23 @@ for sig in TERM HUP; do
 	check "SIG$sig: the file is complete" tc_clean "$WORK/sig.dat"
 done
 
+# ---- no root needed -----------------------------------------------------
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+    id nobody >/dev/null 2>&1; then
+	mkdir -p "$WORK/nobody"
+	chmod 711 "$WORK"
+	chmod 777 "$WORK/nobody"
+	cp "$WORK/seed.txt" "$WORK/nobody/"
+	chmod 644 "$WORK/nobody/seed.txt"
+	setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups \
+	    "$TDAGENT" --import-plan9 "$WORK/nobody/seed.txt" \
+	    -o "$WORK/nobody/seed.dat" 2> "$WORK/err"
+	eq "as nobody: the import exits 0" "$?" 0
+	listing "$WORK/nobody/seed.dat" "$WORK/nobody.got"
+	check "as nobody: the same two events" \
+	    cmp -s "$WORK/nobody.got" "$WORK/seed.want"
+fi
+
 # ---- streamed to tdlisten -----------------------------------------------
 P=$WORK/pki
 pki "$P" plan9box || { echo "FAIL: cannot make certificates"; exit 99; }
