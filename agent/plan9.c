@@ -607,6 +607,7 @@ plan9_net(struct plan9 *p, short revents, bool back, bool idle)
 			    net_unacked(p->net));
 		} else if (p->err[0] != '\0' && net_fatal(p->net))
 			return plan9_net_gone(p);
+		p->err[0] = '\0';	/* not yet, or another attempt runs */
 	}
 	if (net_up(p->net) && (((revents & (POLLIN | POLLHUP | POLLERR)) &&
 	    net_readable(p->net, p->err, sizeof p->err) == -1) ||

@@ -5,7 +5,8 @@
 # function names from nm -n symbols and KTZERO offsets, malformed lines
 # counted with their line numbers, records out of order, an empty input,
 # signals, and the same events streamed with -h to a real tdlisten over
-# TLS.  The import needs no root and no tracefs: only trace-cmd.
+# TLS, also across a restart of the listener.  The import needs no root
+# and no tracefs: only trace-cmd.
 . "$(dirname "$0")/e2e-lib.sh"
 command -v trace-cmd >/dev/null || skip "trace-cmd is not installed"
 [ -x "$TDAGENT" ] || { echo "FAIL: no $TDAGENT"; exit 99; }
@@ -337,6 +338,43 @@ eq "-h empty: exits 0" "$RC" 0
 check "-h empty: a valid file" tc_clean "$RFILE"
 check "the listener logged the sessions" \
     grep -q "session plan9box 'big' .*done after" "$WORK/listen.log"
+
+# The listener restarts while an import from a pipe runs: four fifths of
+# the records are in (more than the time-order window holds: pages go
+# out), the rest come once it is back; the agent resumes, the file is
+# whole.
+rm -f "$WORK/fifo"
+mkfifo "$WORK/fifo"
+"$TDAGENT" --import-plan9 "$WORK/fifo" -h 127.0.0.1 -p "$LPORT" \
+    --cert "$P/plan9box.pem" --key "$P/plan9box.key" --ca "$P/ca.pem" \
+    --name resume --ktzero ffffffff80110000 --cycles-per-sec 1G \
+    --reconnect-wait 120 2> "$WORK/agent.resume.err" &
+APID=$!
+exec 3> "$WORK/fifo"
+head -n $((N * 4 / 5)) "$WORK/big.txt" >&3
+wait_session "$WORK/listen.log" 4
+kill -TERM "$LPID"
+wait "$LPID"
+eq "restart: tdlisten exits 0" $? 0
+check "restart: the recording was left to be resumed" \
+    grep -q "left '.*' to be resumed" "$WORK/listen.log"
+# (without the pipe's end: the import's input must see its end)
+LPORT_FIXED=$LPORT start_listener "$WORK/listen2.log" -d "$OUT" \
+    --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" \
+    3>&- || exit 99
+unset LPORT_FIXED	# sh keeps an assignment made for a function call
+tail -n +$((N * 4 / 5 + 1)) "$WORK/big.txt" >&3
+exec 3>&-
+wait "$APID"
+eq "restart: the import exits 0" $? 0
+check "restart: the agent reconnected and resumed" \
+    grep -q -e "reconnected to" -e "resumed after lost connections" \
+    "$WORK/agent.resume.err"
+RFILE=$OUT/$(remote_file "$WORK/agent.resume.err")
+check "restart: trace-cmd reads the file cleanly" tc_clean "$RFILE"
+listing "$RFILE" "$WORK/hres.got"
+check "restart: the same $N events as -o" \
+    cmp -s "$WORK/hres.got" "$WORK/big.want"
 check "no .part left" test -z "$(find "$OUT" -name '*.part')"
 stop_listener
 finish
