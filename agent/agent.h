@@ -50,6 +50,11 @@ struct agent_opts {
 	gid_t			 gid;
 	struct guest_spec	 guests[TD_MAX_GUESTS];	/* --guest */
 	int			 nguests;
+	/* --import-plan9 FILE|- (plan9.c): no recording, an import */
+	const char		*import_plan9;
+	const char		*symbols;	/* --symbols, nm -n output */
+	uint64_t		 cycles_per_sec;	/* 0: not given */
+	uint64_t		 ktzero;	/* --ktzero, 0: not given */
 };
 
 /* tdagent check-events [-N] [-t DIR] */

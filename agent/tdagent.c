@@ -19,6 +19,7 @@
 #include "instance.h"
 #include "crash.h"
 #include "log.h"
+#include "plan9.h"
 #include "priv.h"
 #include "record.h"
 #include "size.h"
@@ -52,6 +53,10 @@ enum {
 	OPT_WIRE_COMPRESSION,
 	OPT_SERVER_NAME,
 	OPT_GUEST,
+	OPT_IMPORT_PLAN9,
+	OPT_SYMBOLS,
+	OPT_CYCLES,
+	OPT_KTZERO,
 };
 
 static void
@@ -66,6 +71,9 @@ usage(FILE *fp)
 "               [--wire-compression zstd|zlib|none]\n"
 "               [--guest NAME:PID | --guest NAME:qmp:SOCKET]...\n"
 "               [-o FILE] [recording options] [-- COMMAND...]\n"
+"       tdagent --import-plan9 FILE|- [-o FILE] [-h HOST [network options]]\n"
+"               [--cycles-per-sec HZ] [--symbols FILE] [--ktzero ADDR]\n"
+"               [--file-version 6|7] [--compression C] [-q | -v]\n"
 "       tdagent check-events [-N] [-v] [-t TRACING_DIR]\n"
 "       tdagent --help | --version\n"
 "\n"
@@ -113,6 +121,13 @@ usage(FILE *fp)
 "                     be UID or UID:GID (no user database needed)\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default for v7), zlib or none; v6 is never compressed\n"
+"  --import-plan9 F   no recording: make the Plan 9 kernel trace in F (what\n"
+"                     /dev/trace gave; - for standard input) a trace.dat,\n"
+"                     written (-o) or streamed (-h); needs no root\n"
+"  --cycles-per-sec HZ  Plan 9's cycle counter runs at HZ (K, M, G suffixes):\n"
+"                     the file converts it to seconds (TSC2NSEC)\n"
+"  --symbols FILE     Plan 9's nm -n of the kernel: function names for pcs\n"
+"  --ktzero ADDR      the kernel's KTZERO (hex): a pc below it is an offset\n"
 "  -q                 print nothing but errors\n"
 "  -v                 say more\n"
 "  --help             show this help\n"
@@ -135,6 +150,10 @@ static const struct option tdagent_longopts[] = {
 	{ "wire-compression", required_argument, NULL, OPT_WIRE_COMPRESSION },
 	{ "server-name", required_argument, NULL, OPT_SERVER_NAME },
 	{ "guest", required_argument, NULL, OPT_GUEST },
+	{ "import-plan9", required_argument, NULL, OPT_IMPORT_PLAN9 },
+	{ "symbols", required_argument, NULL, OPT_SYMBOLS },
+	{ "cycles-per-sec", required_argument, NULL, OPT_CYCLES },
+	{ "ktzero", required_argument, NULL, OPT_KTZERO },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -150,6 +169,45 @@ tdagent_number(const char *s, double lo, double hi, double *out)
 	    v < lo || v > hi)
 		return -1;
 	*out = v;
+	return 0;
+}
+
+/*
+ * A frequency in Hz: an integer, or a number with a K, M or G suffix
+ * (powers of ten: 2.4G), from 1 Hz to 10^15.
+ */
+static int
+tdagent_hz(const char *s, uint64_t *out)
+{
+	static const struct { char c; double m; } sfx[] = {
+		{ 'k', 1e3 }, { 'K', 1e3 }, { 'M', 1e6 }, { 'G', 1e9 },
+	};
+	char *end;
+	double v, m = 1;
+	size_t i;
+
+	if (s[0] >= '0' && s[0] <= '9' && s[strspn(s, "0123456789")] ==
+	    '\0') {
+		errno = 0;
+		*out = strtoull(s, &end, 10);
+		return errno != 0 || *out < 1 || *out > 1000000000000000ULL ?
+		    -1 : 0;
+	}
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || (s[0] < '0' || s[0] > '9'))
+		return -1;
+	if (*end != '\0') {
+		for (i = 0; i < sizeof sfx / sizeof sfx[0]; i++)
+			if (*end == sfx[i].c)
+				m = sfx[i].m;
+		if (m == 1 || end[1] != '\0')
+			return -1;
+	}
+	v = v * m + 0.5;
+	if (!isfinite(v) || v < 1 || v > 1e15)
+		return -1;
+	*out = (uint64_t)v;
 	return 0;
 }
 
@@ -170,6 +228,8 @@ static void
 tdagent_parse(int argc, char **argv, struct agent_opts *o)
 {
 	bool codec_set = false, port_set = false, net_opt = false;
+	bool rec_opt = false;
+	char *end;
 	double v;
 	int ch;
 
@@ -266,12 +326,14 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			o->name = optarg;
 			break;
 		case 'e':
+			rec_opt = true;
 			if (o->nevents == TD_MAX_EVENT_ARGS)
 				tdagent_usage_error("too many -e (at most "
 				    "%d)", TD_MAX_EVENT_ARGS);
 			o->events[o->nevents++].spec = optarg;
 			break;
 		case 'f':
+			rec_opt = true;
 			if (o->nevents == 0)
 				tdagent_usage_error("-f '%s' needs an -e "
 				    "before it", optarg);
@@ -281,9 +343,11 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			o->events[o->nevents - 1].filter = optarg;
 			break;
 		case 'F':
+			rec_opt = true;
 			o->follow = true;
 			break;
 		case 'b':
+			rec_opt = true;
 			if (tdagent_number(optarg, 1, 16 * 1024 * 1024,
 			    &v) == -1)
 				tdagent_usage_error("invalid buffer size '%s' "
@@ -291,15 +355,18 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			o->buffer_kb = (int)v;
 			break;
 		case 'C':
+			rec_opt = true;
 			o->clock = optarg;
 			break;
 		case 's':
+			rec_opt = true;
 			if (tdagent_number(optarg, 0.001, 1e9, &v) == -1)
 				tdagent_usage_error("invalid duration '%s' "
 				    "(seconds)", optarg);
 			o->seconds = v;
 			break;
 		case 'u':
+			rec_opt = true;
 			o->user = optarg;
 			break;
 		case 'q':
@@ -323,6 +390,25 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 				    "(zstd, zlib or none)", optarg);
 			codec_set = true;
 			break;
+		case OPT_IMPORT_PLAN9:
+			o->import_plan9 = optarg;
+			break;
+		case OPT_SYMBOLS:
+			o->symbols = optarg;
+			break;
+		case OPT_CYCLES:
+			if (tdagent_hz(optarg, &o->cycles_per_sec) == -1)
+				tdagent_usage_error("invalid frequency '%s' "
+				    "(Hz: 2400000000, 2.4G, 1M...)", optarg);
+			break;
+		case OPT_KTZERO:
+			errno = 0;
+			o->ktzero = strtoull(optarg, &end, 16);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    o->ktzero == 0)
+				tdagent_usage_error("invalid address '%s' "
+				    "(hex, e.g. ffffffff80110000)", optarg);
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			exit(0);
@@ -340,6 +426,13 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			    "command after --)", argv[optind]);
 		o->argv = argv + optind;
 	}
+	if (o->import_plan9 != NULL && (rec_opt || o->argv != NULL))
+		tdagent_usage_error("--import-plan9 records nothing: -e, -f, "
+		    "-F, -b, -C, -s, -u and a command do not go with it");
+	if (o->import_plan9 == NULL && (o->symbols != NULL ||
+	    o->cycles_per_sec != 0 || o->ktzero != 0))
+		tdagent_usage_error("--symbols, --cycles-per-sec and --ktzero "
+		    "go with --import-plan9");
 	if (o->follow && o->argv == NULL)
 		tdagent_usage_error("-F needs a command (-- COMMAND)");
 	if (o->output == NULL && o->host == NULL)
@@ -460,6 +553,8 @@ main(int argc, char **argv)
 	if (o.insecure)
 		log_warnx("--insecure: the recording travels unencrypted to an "
 		    "unauthenticated listener");
+	if (o.import_plan9 != NULL)
+		return plan9_import(&o);
 	if (geteuid() != 0)
 		fatalx("recording needs root: ftrace instances and per-CPU "
 		    "ring buffers are root-only");

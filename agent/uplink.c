@@ -5,7 +5,9 @@
  * local file (-o) going on alone when the network is given up, and the
  * END/DONE of the recording.  The session itself (tdproto, the stream's
  * bytes, reconnecting) is net.c's; this file decides what the recording
- * does about it, and logs what the user must know.
+ * does about it, and logs what the user must know.  The set-up, first
+ * connection and end of a stream are also there for a producer without
+ * a recorder (uplink.h: the Plan 9 import).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -25,6 +28,7 @@
 #include "recorder.h"
 #include "ring.h"
 #include "tsync.h"
+#include "uplink.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -53,50 +57,63 @@ uplink_spool_usable(const char *dir)
 	return 0;
 }
 
-/* The stream to the listener, not connected yet (uplink_start()). */
-int
-uplink_new(struct recorder *r)
+/*
+ * The stream of a recording (h: the recording's side of the HELLO), from
+ * the command line: where the listener is, the TLS files, the spool; not
+ * connected yet.  Shared by every producer of recordings (uplink.h).
+ */
+struct net *
+uplink_net_new(const struct agent_opts *o, struct td_hello *h, char *err,
+    size_t errlen)
 {
-	struct meta_sink ns;
 	struct net_params np;
-	struct td_hello h;
 	uint16_t one = 1;
 
-	memset(&h, 0, sizeof h);
-	h.version_min = h.version_max = TD_PROTO_VERSION;
-	h.ncpus = r->ncpus;
-	h.page_size = r->page_size;
-	h.long_size = sizeof(long);
-	h.commit_size = r->commit_size;
-	h.big_endian = *(uint8_t *)&one == 1 ? 0 : 1;
-	h.recording_id = r->trace_id ^ 0x5a5a5a5a5a5a5a5aULL;
-	h.trace_id = r->trace_id;
-	snprintf(h.name, sizeof h.name, "%s", r->o->name ? r->o->name : "");
-	snprintf(h.clock, sizeof h.clock, "%s", instance_clock(r->in));
+	h->version_min = h->version_max = TD_PROTO_VERSION;
+	h->big_endian = *(uint8_t *)&one == 1 ? 0 : 1;
+	snprintf(h->name, sizeof h->name, "%s", o->name ? o->name : "");
 	memset(&np, 0, sizeof np);
-	np.host = r->o->host;
-	np.port = r->o->port;
-	np.cert = r->o->cert;
-	np.key = r->o->key;
-	np.ca = r->o->ca;
-	np.server_name = r->o->server_name;
-	np.insecure = r->o->insecure;
+	np.host = o->host;
+	np.port = o->port;
+	np.cert = o->cert;
+	np.key = o->key;
+	np.ca = o->ca;
+	np.server_name = o->server_name;
+	np.insecure = o->insecure;
 	np.timeout = 10;
-	np.spool_dir = r->o->spool_dir;
-	np.spool_max = r->o->spool_max;
+	np.spool_dir = o->spool_dir;
+	np.spool_max = o->spool_max;
 	if (np.spool_max > 0 && uplink_spool_usable(np.spool_dir) == -1) {
-		if (r->o->spool_given) {
-			snprintf(r->err, sizeof r->err, "cannot spool in '%s': "
-			    "%s", np.spool_dir, strerror(errno));
-			return -1;
+		if (o->spool_given) {
+			snprintf(err, errlen, "cannot spool in '%s': %s",
+			    np.spool_dir, strerror(errno));
+			return NULL;
 		}
 		log_warnx("cannot spool in '%s' (%s): what the listener has "
 		    "not taken stays in 16 MiB of memory", np.spool_dir,
 		    strerror(errno));
 		np.spool_max = 0;
 	}
-	np.wire = r->o->wire;
-	r->net = net_new(&np, &h, r->err, sizeof r->err);
+	np.wire = o->wire;
+	return net_new(&np, h, err, errlen);
+}
+
+/* The stream to the listener, not connected yet (uplink_start()). */
+int
+uplink_new(struct recorder *r)
+{
+	struct meta_sink ns;
+	struct td_hello h;
+
+	memset(&h, 0, sizeof h);
+	h.ncpus = r->ncpus;
+	h.page_size = r->page_size;
+	h.long_size = sizeof(long);
+	h.commit_size = r->commit_size;
+	h.recording_id = r->trace_id ^ 0x5a5a5a5a5a5a5a5aULL;
+	h.trace_id = r->trace_id;
+	snprintf(h.clock, sizeof h.clock, "%s", instance_clock(r->in));
+	r->net = uplink_net_new(r->o, &h, r->err, sizeof r->err);
 	if (r->net == NULL)
 		return -1;
 	net_meta_sink(r->net, &ns);
@@ -116,6 +133,35 @@ uplink_option(struct recorder *r, uint16_t id, const void *p, size_t n)
 }
 
 /*
+ * The first connection.  A listener out of descriptors, disk or memory
+ * says "come back later": a fleet starting at once waits for it, up to
+ * --reconnect-wait (nothing is lost meanwhile: tracing is not on yet, an
+ * import has not started reading).
+ */
+int
+uplink_net_start(struct net *n, const struct agent_opts *o, char *err,
+    size_t errlen)
+{
+	struct timespec t0, now;
+	bool told = false;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (net_start(n, err, errlen) == -1) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!net_later(n) || (now.tv_sec - t0.tv_sec) +
+		    (now.tv_nsec - t0.tv_nsec) / 1e9 >= o->reconnect_wait)
+			return -1;
+		if (!told)
+			log_warnx("%s; trying again for up to %d s", err,
+			    o->reconnect_wait);
+		told = true;
+		net_pause(n);
+	}
+	log_info("connected to %s as '%s'", net_where(n), net_identity(n));
+	return 0;
+}
+
+/*
  * The first connection (unprivileged): the headers that waited in the
  * stream go out, then the first time-sync round if the listener wants
  * time sync.
@@ -123,28 +169,10 @@ uplink_option(struct recorder *r, uint16_t id, const void *p, size_t n)
 int
 uplink_start(struct recorder *r)
 {
-	double t0 = record_elapsed(r);
-	bool told = false;
-
 	if (r->net == NULL)
 		return 0;
-	/*
-	 * A listener out of descriptors, disk or memory says "come back
-	 * later": a fleet starting at once waits for it, up to
-	 * --reconnect-wait (tracing is not on yet: nothing is lost).
-	 */
-	while (net_start(r->net, r->err, sizeof r->err) == -1) {
-		if (!net_later(r->net) ||
-		    record_elapsed(r) - t0 >= r->o->reconnect_wait)
-			return -1;
-		if (!told)
-			log_warnx("%s; trying again for up to %d s", r->err,
-			    r->o->reconnect_wait);
-		told = true;
-		net_pause(r->net);
-	}
-	log_info("connected to %s as '%s'", net_where(r->net),
-	    net_identity(r->net));
+	if (uplink_net_start(r->net, r->o, r->err, sizeof r->err) == -1)
+		return -1;
 	if (net_tsync_interval(r->net) == TD_TSYNC_OFF) {
 		tsync_free(r->tsync);
 		r->tsync = NULL;
@@ -401,41 +429,53 @@ int
 uplink_finish(struct recorder *r)
 {
 	uint64_t *pages;
-	char path[512];
-	int i;
+	int i, ret;
 
 	if (r->net == NULL)
 		return 0;
 	pages = xcalloc(r->ncpus, sizeof *pages);
 	for (i = 0; i < r->ncpus; i++)
 		pages[i] = r->cpu[i].pages;
-	if (!net_up(r->net) && r->o->reconnect_wait > 0)
-		log_info("waiting up to %d s for the listener to take "
-		    "the rest of the recording", r->o->reconnect_wait);
-	i = net_finish(r->net, pages, r->ncpus, r->o->reconnect_wait,
-	    path, sizeof path, r->err, sizeof r->err);
+	ret = uplink_net_finish(r->net, r->o, pages, r->ncpus,
+	    r->file != NULL, r->err, sizeof r->err);
 	free(pages);
-	if (i == -1 && r->file != NULL) {
-		log_warnx("%s; the recording is complete in '%s' only",
-		    r->err, r->o->output);
-		r->err[0] = '\0';
+	return ret;
+}
+
+/*
+ * The end of a recording on the network, whoever produced it: END with
+ * the page counts, everything sent, the listener's DONE (uplink.h).
+ */
+int
+uplink_net_finish(struct net *n, const struct agent_opts *o,
+    const uint64_t *pages, int ncpus, bool local, char *err, size_t errlen)
+{
+	char path[512];
+
+	if (!net_up(n) && o->reconnect_wait > 0)
+		log_info("waiting up to %d s for the listener to take "
+		    "the rest of the recording", o->reconnect_wait);
+	if (net_finish(n, pages, ncpus, o->reconnect_wait, path, sizeof path,
+	    err, errlen) == -1) {
+		if (!local)
+			return -1;
+		log_warnx("%s; the recording is complete in '%s' only", err,
+		    o->output);
+		err[0] = '\0';
 		return 0;
 	}
-	if (i == -1)
-		return -1;
 	log_info("the listener wrote '%s' (%.1f MB sent%s)", path,
-	    net_sent(r->net) / 1e6, net_reconnects(r->net) ?
+	    net_sent(n) / 1e6, net_reconnects(n) ?
 	    ", resumed after lost connections" : "");
 	/* the pages' own ratio: the headers (megabytes of
 	   kallsyms), time sync and resends are in "sent" */
-	if (r->o->wire && net_raw(r->net) > 0)
+	if (o->wire && net_raw(n) > 0)
 		log_info("wire compression: %.1f MB of pages in %.1f "
-		    "MB of frames (%.3f)", net_raw(r->net) / 1e6,
-		    net_framed(r->net) / 1e6,
-		    (double)net_framed(r->net) /
-		    (double)net_raw(r->net));
-	if (net_reconnects(r->net) > 0)
-		log_info("%u reconnections", net_reconnects(r->net));
+		    "MB of frames (%.3f)", net_raw(n) / 1e6,
+		    net_framed(n) / 1e6,
+		    (double)net_framed(n) / (double)net_raw(n));
+	if (net_reconnects(n) > 0)
+		log_info("%u reconnections", net_reconnects(n));
 	return 0;
 }
 

@@ -150,4 +150,16 @@
 /* A sample whose error bound is wider than this (ns) is dropped. */
 #define TD_MAX_TSYNC_BOUND	(100u * 1000 * 1000)
 
+/*
+ * tdagent --import-plan9: the longest input line (Plan 9's /dev/trace
+ * writes 121 bytes), the records put back in time order at once (80
+ * bytes each: 5 MiB; records are out of order only between processors
+ * logging at the same moment, and the device's log holds 8,192 by
+ * default), and the tasks the CMDLINES section names (at most 17 MiB of
+ * text).
+ */
+#define TD_PLAN9_LINE_MAX	4096
+#define TD_PLAN9_REORDER	(1u << 16)
+#define TD_PLAN9_MAX_TASKS	(1u << 20)
+
 #endif

@@ -9,7 +9,15 @@
  *	missed N		records flagged with missed events before them
  *	order ok|bad		timestamps never go back within a CPU
  *
- * usage: tdcount FILE [-p PID] [-e SYSTEM:EVENT]...
+ * With -l, each matching event first, one a line, in the order read:
+ *
+ *	ev TS CPU PID SYSTEM:NAME FIELD=0xVALUE...
+ *
+ * TS in ns as libtracecmd gives it (TSC2NSEC applied), PID the task's,
+ * then every field of the event's own (not the common ones) as an
+ * unsigned number.
+ *
+ * usage: tdcount FILE [-l] [-p PID] [-e SYSTEM:EVENT]...
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +37,27 @@ struct count {
 	unsigned long long last[MAXCPU];
 	unsigned long	 missed;
 	int		 bad_order;
+	int		 list;
 };
+
+/* One event as "ev TS CPU PID SYSTEM:NAME FIELD=0xVALUE...". */
+static void
+list_event(struct tep_handle *tep, struct tep_record *rec, int cpu)
+{
+	struct tep_event *ev = tep_find_event_by_record(tep, rec);
+	struct tep_format_field **f;
+	unsigned long long v;
+	int i;
+
+	printf("ev %llu %d %d %s:%s", rec->ts, cpu, tep_data_pid(tep, rec),
+	    ev ? ev->system : "?", ev ? ev->name : "?");
+	f = ev ? tep_event_fields(ev) : NULL;
+	for (i = 0; f != NULL && f[i] != NULL; i++)
+		if (tep_read_number_field(f[i], rec->data, &v) == 0)
+			printf(" %s=0x%llx", f[i]->name, v);
+	free(f);
+	printf("\n");
+}
 
 static int
 count_cb(struct tracecmd_input *h, struct tep_record *rec, int cpu, void *arg)
@@ -62,6 +90,8 @@ count_cb(struct tracecmd_input *h, struct tep_record *rec, int cpu, void *arg)
 	}
 	c->events++;
 	c->cpu[cpu]++;
+	if (c->list)
+		list_event(tep, rec, cpu);
 	return 0;
 }
 
@@ -73,23 +103,26 @@ main(int argc, char **argv)
 	int ch, i, cpus = 0;
 
 	c.pid = -1;
-	while ((ch = getopt(argc, argv, "p:e:")) != -1) {
+	while ((ch = getopt(argc, argv, "lp:e:")) != -1) {
 		switch (ch) {
 		case 'p':
 			c.pid = atoi(optarg);
+			break;
+		case 'l':
+			c.list = 1;
 			break;
 		case 'e':
 			if (c.nnames < 64)
 				c.names[c.nnames++] = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: tdcount FILE [-p PID] "
+			fprintf(stderr, "usage: tdcount FILE [-l] [-p PID] "
 			    "[-e SYSTEM:EVENT]...\n");
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: tdcount FILE [-p PID] "
+		fprintf(stderr, "usage: tdcount FILE [-l] [-p PID] "
 		    "[-e SYSTEM:EVENT]...\n");
 		return 2;
 	}
