@@ -119,6 +119,11 @@ void		 finished_free(void);
  */
 int	output_path(const struct listener_config *c, const char *identity,
 	    const char *name, char **path, char **err);
+/*
+ * Make the directory hostdir (c's modes and group), or give one an older
+ * tdlisten made the modes of now: 0, or -1 with errno.
+ */
+int	output_hostdir(const struct listener_config *c, const char *hostdir);
 /* Bytes on disk under DIR/identity. */
 uint64_t output_usage(const char *dir, const char *identity);
 /* Keep characters safe in a path component, map the rest to '_'. */

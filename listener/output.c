@@ -56,7 +56,7 @@ output_identity_ok(const char *identity)
  * the modes of now; one that is not ours, or a symbolic link, is left as
  * it is.
  */
-static int
+int
 output_hostdir(const struct listener_config *c, const char *hostdir)
 {
 	struct stat st;

@@ -399,6 +399,12 @@ recording_label(const struct recording *r)
 	return r->label;
 }
 
+const char *
+recording_path(const struct recording *r)
+{
+	return r->path;
+}
+
 const struct recording_params *
 recording_params(const struct recording *r)
 {

@@ -76,6 +76,8 @@ void		 recording_detach(struct recording *r, const char *why);
 /* The label its log lines carry. */
 const char	*recording_label(const struct recording *r);
 const struct recording_params *recording_params(const struct recording *r);
+/* The file it becomes (DIR/<identity>/<time>[-name].dat). */
+const char	*recording_path(const struct recording *r);
 /* The random id of this recording (TIME_SHIFT's peer, WELCOME). */
 uint64_t	 recording_trace_id(const struct recording *r);
 /* The producer's position (tdproto: bytes of its stream handled). */

@@ -129,3 +129,13 @@ registry_find_finished(const char *identity, uint64_t recording_id)
 {
 	return finished_find(identity, recording_id);
 }
+
+void
+registry_each(const char *identity, void (*fn)(void *, void *), void *arg)
+{
+	struct registry_entry *e;
+
+	for (e = registry_list; e != NULL; e = e->next)
+		if (strcmp(e->identity, identity) == 0)
+			fn(e->rec, arg);
+}

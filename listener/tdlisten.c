@@ -30,6 +30,7 @@
 #include "tdproto.h"
 #include "size.h"
 #include "tls.h"
+#include "uftrace.h"
 #include "banned.h"
 
 enum {
@@ -53,6 +54,8 @@ enum {
 	OPT_MAX_PER_IDENTITY,
 	OPT_QUOTA,
 	OPT_GROUP,
+	OPT_UFTRACE_PORT,
+	OPT_UFTRACE_BIND,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -62,6 +65,9 @@ enum {
 
 static struct listener_config *tdlisten_cfg;
 static struct event *tdlisten_tick_ev;
+/* --uftrace-port, --uftrace-bind (uftrace.c): NULL: no uftrace clients */
+static const char *tdlisten_uftrace_port;
+static const char *tdlisten_uftrace_bind;
 
 static const struct option tdlisten_longopts[] = {
 	{ "cert", required_argument, NULL, OPT_CERT },
@@ -85,6 +91,8 @@ static const struct option tdlisten_longopts[] = {
 	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_IDENTITY },
 	{ "quota", required_argument, NULL, OPT_QUOTA },
 	{ "group", required_argument, NULL, OPT_GROUP },
+	{ "uftrace-port", required_argument, NULL, OPT_UFTRACE_PORT },
+	{ "uftrace-bind", required_argument, NULL, OPT_UFTRACE_BIND },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -101,7 +109,8 @@ usage(FILE *fp)
 "                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
 "                [--handshake-timeout S] [--max-handshakes N]\n"
 "                [--max-handshakes-per-address N] [--max-per-identity N]\n"
-"                [--quota SIZE] [-u USER] [--group GROUP] [-D] [-l LOGFILE]\n"
+"                [--quota SIZE] [--uftrace-port PORT [--uftrace-bind ADDR]]\n"
+"                [-u USER] [--group GROUP] [-D] [-l LOGFILE]\n"
 "                [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
@@ -144,6 +153,11 @@ usage(FILE *fp)
 "  --quota SIZE       disk space per identity (K, M, G suffixes); a recording\n"
 "                     over it pauses (its agent keeps the data) until there\n"
 "                     is room again (default: no quota)\n"
+"  --uftrace-port PORT  also take runs of uftrace record --host H --port\n"
+"                     PORT, each as the uftrace data directory\n"
+"                     DIR/uftrace-<address>/<UTC time>/ (plain TCP, no\n"
+"                     authentication: off unless given)\n"
+"  --uftrace-bind ADDR  listen for uftrace on ADDR only (default 127.0.0.1)\n"
 "  -u USER            after binding, run as USER (when started as root)\n"
 "  --group GROUP      GROUP may read the recordings: directories 0750 and\n"
 "                     files 0640 of that group (default: 0700 and 0600,\n"
@@ -302,6 +316,15 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 		case OPT_GROUP:
 			c->group = optarg;
 			break;
+		case OPT_UFTRACE_PORT:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > 65535)
+				usage_error("invalid port '%s'", optarg);
+			tdlisten_uftrace_port = optarg;
+			break;
+		case OPT_UFTRACE_BIND:
+			tdlisten_uftrace_bind = optarg;
+			break;
 		case OPT_QUOTA:
 			if (td_parse_size(optarg, &c->quota) == -1)
 				usage_error("invalid size '%s' (e.g. 500M, 20G)",
@@ -335,6 +358,8 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
+	if (tdlisten_uftrace_bind != NULL && tdlisten_uftrace_port == NULL)
+		usage_error("--uftrace-bind needs --uftrace-port");
 	if (c->port == NULL)
 		c->port = "4000";
 	if (c->file_version == 6) {
@@ -406,6 +431,7 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 	log_info("signal %d: shutting down (%d sessions open)", (int)sig,
 	    conn_sessions());
 	server_shutdown();
+	uftrace_shutdown();
 	event_del(tdlisten_tick_ev);
 	conn_shutdown_all();
 	recording_leave_all();
@@ -595,6 +621,10 @@ main(int argc, char **argv)
 		fatalx("cannot listen on port %s%s%s%s", cfg.port,
 		    cfg.unix_path ? " and " : "", cfg.unix_path ?
 		    cfg.unix_path : "", cfg.vsock_port ? " and vsock" : "");
+	if (tdlisten_uftrace_port != NULL && uftrace_start(base, &cfg,
+	    tdlisten_uftrace_port, tdlisten_uftrace_bind) == -1)
+		fatalx("cannot listen for uftrace on port %s",
+		    tdlisten_uftrace_port);
 	for (i = 0; i < 3; i++) {
 		sigs[i] = evsignal_new(base, signos[i], tdlisten_signal_cb,
 		    base);
@@ -615,6 +645,7 @@ main(int argc, char **argv)
 	}
 	event_base_dispatch(base);
 	conn_free_all();
+	uftrace_shutdown();
 	recording_leave_all();
 	event_free(tdlisten_tick_ev);
 	admit_free();

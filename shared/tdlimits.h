@@ -120,6 +120,30 @@
 #define TD_CK_AMPLIFY		8
 
 /*
+ * uftrace record --host clients (listener/uftrace.c, proto/ufmsg.c).  A
+ * message carries one piece of one file (a buffer of a thread, a whole
+ * .sym file: kallsyms and the symbols of large programs run to tens of
+ * MiB); its body is streamed to disk, never held.
+ */
+/* Longest file name in a run (NAME_MAX), and the client directory logged. */
+#define TD_UF_MAX_NAME		255
+/* Longest SEND_DIR_NAME payload (PATH_MAX: only logged). */
+#define TD_UF_MAX_DIR_NAME	4096
+/* Largest payload of one message. */
+#define TD_UF_MAX_MSG		(256u * 1024 * 1024)
+/* Largest info file (uftrace writes a few KiB of text). */
+#define TD_UF_MAX_INFO		(1024u * 1024)
+/* Largest file of a run, and all of a run's files together. */
+#define TD_UF_MAX_FILE		(4ull * 1024 * 1024 * 1024)
+#define TD_UF_MAX_RUN		(16ull * 1024 * 1024 * 1024)
+/* Most files in one run (a .dat per thread, a .sym per object). */
+#define TD_UF_MAX_FILES		16384
+/* uftrace clients connected at once (more are refused). */
+#define TD_UF_MAX_CLIENTS	256
+/* Bytes read ahead from one client before its data goes to disk. */
+#define TD_UF_READ_AHEAD	(256u * 1024)
+
+/*
  * tdlisten's connections still in their TLS handshake (--max-handshakes,
  * --max-handshakes-per-address): the most either option may say; the
  * admission tables are searched in order, so they stay small.
