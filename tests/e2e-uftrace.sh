@@ -1,0 +1,178 @@
+#!/bin/sh
+# End-to-end: tdlisten --uftrace-port takes the runs of Debian 12's real
+# uftrace 0.13 (uftrace record --host 127.0.0.1 --port P) as uftrace data
+# directories that uftrace replay, report and info read unchanged: a
+# program built here with -pg making exactly N calls replays the same
+# calls as a local uftrace record of it.  Hostile clients (tests/ufpoke:
+# ../ and absolute file names, garbage, a 4 GiB message, a file twice, no
+# info, a client that vanishes) are closed, each run kept as incomplete
+# with its reason, nothing written outside its directory, while a real
+# client's run completes; the receiving machine's clock offsets are in
+# tdlisten.clock; a run still open when tdlisten stops is kept incomplete.
+# Needs uftrace and cc (scripts/deps.sh installs them); no tracefs.
+. "$(dirname "$0")/e2e-lib.sh"
+command -v uftrace >/dev/null || skip "uftrace is not installed"
+command -v cc >/dev/null || skip "no C compiler to build the traced program"
+UFPOKE=$B/tests/ufpoke
+[ -x "$UFPOKE" ] || { echo "FAIL: no $UFPOKE"; exit 99; }
+N=3000
+OUT=$WORK/out
+mkdir -p "$OUT" "$WORK/c1" "$WORK/c2"
+
+# ---- the traced program: main calls mid N times, mid calls leaf --------
+cat > "$WORK/prog.c" <<EOF
+#include <stdio.h>
+static int leaf(int x) { return x + 1; }
+static int mid(int x) { return leaf(x) * 2; }
+int main(void)
+{
+	int i, s = 0;
+
+	for (i = 0; i < $N; i++)
+		s += mid(i);
+	printf("%d\n", s);
+	return 0;
+}
+EOF
+cc -pg -O0 -o "$WORK/prog" "$WORK/prog.c" || { echo "FAIL: cc -pg"; exit 99; }
+
+# calls DIR OUT: uftrace replay's lines without durations and thread ids
+# (schedule events, which depend on the machine's load, left out)
+calls() {
+	uftrace replay -d "$1" -f none --no-event 2>&1 |
+	    sed 's/^ *\[ *[0-9]*\] | //' > "$2"
+}
+# counts DIR: "function calls" of uftrace report, sorted
+counts() {
+	uftrace report -d "$1" --no-event 2>/dev/null |
+	    awk '$NF ~ /^(main|mid|leaf)$/ { print $NF, $(NF-1) }' | sort
+}
+
+# the reference: a local run
+(cd "$WORK/c1" && uftrace record -d "$WORK/local" "$WORK/prog") \
+    > "$WORK/local.out" 2>&1
+check "a local uftrace record of the program" [ -f "$WORK/local/info" ]
+calls "$WORK/local" "$WORK/local.calls"
+eq "the local run makes $N calls of leaf" \
+    "$(grep -c '^ *leaf();$' "$WORK/local.calls")" "$N"
+
+# ---- tdlisten with a uftrace port ---------------------------------------
+# start_uf LOG ARGS: tdlisten on a free --uftrace-port (UPORT)
+start_uf() {
+	_log=$1
+	shift
+	for _t in 1 2 3 4 5; do
+		UPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+		start_listener "$_log" --insecure -d "$OUT" \
+		    --uftrace-port "$UPORT" "$@" || return 1
+		wait_until $((100 * SLOW)) grep -q "listening for uftrace" "$_log"
+		grep -q "listening for uftrace" "$_log" && return 0
+		stop_listener 2>/dev/null
+	done
+	return 1
+}
+logged() {
+	grep -q "$2" "$1"
+}
+L=$WORK/l1.log
+start_uf "$L" || { echo "FAIL: cannot start tdlisten"; exit 99; }
+ok "tdlisten listens for uftrace on 127.0.0.1 port $UPORT"
+check "the uftrace port is logged as unauthenticated" \
+    logged "$L" "listening for uftrace.*127.0.0.1.*no authentication"
+
+# a hostile client holds a run open while a real client records
+mkfifo "$WORK/fifo"
+"$UFPOKE" "$UPORT" hold < "$WORK/fifo" > "$WORK/hold.out" 2>&1 &
+HOLD=$!
+exec 3> "$WORK/fifo"
+wait_until $((400 * SLOW)) logged "$L" "run of '../../ufpoke-evil'"
+check "the hostile client's run began" logged "$L" "run of '../../ufpoke-evil'"
+
+(cd "$WORK/c2" && uftrace record --host 127.0.0.1 --port "$UPORT" \
+    "$WORK/prog") > "$WORK/remote.out" 2>&1
+eq "uftrace record --host exits 0" "$?" 0
+wait_until $((400 * SLOW)) logged "$L" ": wrote '"
+check "tdlisten wrote the run" logged "$L" ": wrote '$OUT/uftrace-127.0.0.1/"
+R=$(sed -n "s/.*: wrote '\([^']*\)'.*/\1/p" "$L" | head -1)
+check "the run is a directory DIR/uftrace-127.0.0.1/<UTC time>[.N]" \
+    sh -c "echo '$R' | grep -Eq '/uftrace-127.0.0.1/[0-9]{8}T[0-9]{6}Z(\.[0-9]+)?\$' &&
+    [ -d '$R' ]"
+
+# now the hostile client sends ../ufpoke-evil.sym: closed
+echo go >&3
+exec 3>&-
+wait $HOLD
+eq "the hostile client was closed" "$?" 0
+check "its reason is logged" \
+    logged "$L" "unsafe file name '../ufpoke-evil.sym'"
+
+# ---- the received run is the local run ---------------------------------
+calls "$R" "$WORK/remote.calls"
+check "uftrace replay -d prints the same calls as the local run" \
+    cmp -s "$WORK/local.calls" "$WORK/remote.calls"
+eq "... $N calls of leaf" "$(grep -c '^ *leaf();$' "$WORK/remote.calls")" "$N"
+eq "... $N calls of mid" "$(grep -c '^ *mid() {$' "$WORK/remote.calls")" "$N"
+eq "uftrace report -d counts the same calls" "$(counts "$R" | tr '\n' ' ')" \
+    "$(counts "$WORK/local" | tr '\n' ' ')"
+eq "... $N of leaf" "$(counts "$R" | awk '$1 == "leaf" { print $2 }')" "$N"
+uftrace info -d "$R" > "$WORK/info.out" 2>&1
+eq "uftrace info -d reads it" "$?" 0
+check "... the program's command line" \
+    grep -q "cmdline.*uftrace record --host 127.0.0.1 --port $UPORT" \
+    "$WORK/info.out"
+syms() {
+	(cd "$1" && ls -- *.sym sid-*.map task.txt info) 2>/dev/null |
+	    sed 's/^sid-.*\.map$/sid-map/' | sort | tr '\n' ' '
+}
+eq "the same kinds of metadata files as the local run" "$(syms "$R")" \
+    "$(syms "$WORK/local")"
+eq "one thread's data file" "$(cd "$R" && ls | grep -Ec '^[0-9]+\.dat$')" 1
+check "tdlisten.clock holds the offsets" sh -c "
+    grep -Eq '^start_offset_ns: [0-9]+\$' '$R/tdlisten.clock' &&
+    grep -Eq '^end_offset_ns: [0-9]+\$' '$R/tdlisten.clock'"
+m0=$(awk '$1 == "start_monotonic_ns:" { print $2 }' "$R/tdlisten.clock")
+m1=$(awk '$1 == "end_monotonic_ns:" { print $2 }' "$R/tdlisten.clock")
+check "... the run's start before its end" [ "$m0" -le "$m1" ]
+check "no .part directory left" sh -c "! ls -d '$OUT'/*/*.part 2>/dev/null"
+
+# ---- more hostile clients ----------------------------------------------
+# scenario, what the log says
+for t in "slash|unsafe file name '/tmp/ufpoke-evil.sym'" \
+    "garbage|not a uftrace message (magic 0xa5a5)" \
+    "huge|SEND_DATA of 4294967295 bytes" \
+    "twice|'task.txt' sent twice" \
+    "noinfo|SEND_END without the info file" \
+    "vanish|the client went away before SEND_END"; do
+	s=${t%%|*}
+	why=${t#*|}
+	"$UFPOKE" "$UPORT" "$s" > "$WORK/poke.out" 2>&1
+	eq "ufpoke $s: closed" "$?" 0
+	wait_until $((400 * SLOW)) logged "$L" "as incomplete.*: $why"
+	check "... kept as incomplete: $why" logged "$L" "as incomplete.*: $why"
+done
+eq "seven runs kept as incomplete" \
+    "$(ls -d "$OUT"/uftrace-127.0.0.1/*.incomplete | wc -l)" 7
+check "each says why in tdlisten.incomplete" sh -c "
+    for d in '$OUT'/uftrace-127.0.0.1/*.incomplete; do
+	[ -s \$d/tdlisten.incomplete ] || exit 1
+    done"
+eq "nothing named by a hostile client anywhere" \
+    "$(find "$WORK" -name '*ufpoke-evil*' | wc -l)" 0
+eq "incomplete runs hold only files of the format and tdlisten's" \
+    "$(cd "$OUT/uftrace-127.0.0.1" && ls *.incomplete | grep -v ':$' |
+    grep -Ev '^(1\.dat|task\.txt|tdlisten\.(clock|incomplete))?$' | wc -l)" 0
+eq "the output directory holds the uftrace host directory only" \
+    "$(ls -A "$OUT" | grep -v '^\.tdlisten' | tr '\n' ' ')" "uftrace-127.0.0.1 "
+
+# ---- a run open when tdlisten stops ------------------------------------
+"$UFPOKE" "$UPORT" hold < "$WORK/fifo" > /dev/null 2>&1 &
+HOLD=$!
+exec 3> "$WORK/fifo"
+wait_until $((400 * SLOW)) sh -c "[ \$(grep -c \"run of '../../ufpoke-evil'\" '$L') -ge 8 ]"
+stop_listener
+exec 3>&-
+wait $HOLD
+check "a run open at the stop is kept as incomplete" \
+    logged "$L" "as incomplete.*: tdlisten stopped before the run ended"
+check "no .part directory left" sh -c "! ls -d '$OUT'/*/*.part 2>/dev/null"
+finish
