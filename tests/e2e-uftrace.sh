@@ -170,8 +170,11 @@ HOLD=$!
 exec 3> "$WORK/fifo"
 wait_until $((400 * SLOW)) sh -c "[ \$(grep -c \"run of '../../ufpoke-evil'\" '$L') -ge 8 ]"
 stop_listener
+eq "tdlisten exits 0" "$?" 0
 exec 3>&-
 wait $HOLD
+check "no sanitizer report in the log" sh -c \
+    "! grep -Eq 'Sanitizer|runtime error' '$L'"
 check "a run open at the stop is kept as incomplete" \
     logged "$L" "as incomplete.*: tdlisten stopped before the run ended"
 check "no .part directory left" sh -c "! ls -d '$OUT'/*/*.part 2>/dev/null"
