@@ -164,6 +164,33 @@ eq "incomplete runs hold only files of the format and tdlisten's" \
 eq "the output directory holds the uftrace host directory only" \
     "$(ls -A "$OUT" | grep -v '^\.tdlisten' | tr '\n' ' ')" "uftrace-127.0.0.1 "
 
+# ---- a tdagent recording of the same host on the mono clock ------------
+# (--insecure: the agent's identity is its address, as the uftrace
+# client's directory is)
+if [ "$(id -u)" = 0 ] && { [ -d $TRACING/instances ] ||
+    mount -t tracefs nodev $TRACING 2>/dev/null; } &&
+    [ -d $TRACING/instances ]; then
+	"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --insecure -C mono \
+	    -e sched:sched_switch -- sh -c \
+	    "while [ ! -f '$WORK/agent.stop' ]; do sleep 0.05; done" \
+	    2> "$WORK/agent.err" &
+	apid=$!
+	wait_session "$L"
+	check "a tdagent recording of 127.0.0.1 on the mono clock is open" \
+	    sessions_opened "$L" 1
+	(cd "$WORK/c2" && uftrace record --host 127.0.0.1 --port "$UPORT" \
+	    "$WORK/prog") > "$WORK/remote2.out" 2>&1
+	eq "a second uftrace run meanwhile" "$?" 0
+	wait_until $((400 * SLOW)) logged "$L" "of the same host (clock mono)"
+	check "the log names the tdagent file covering the run" logged "$L" \
+	    "tdagent recording '$OUT/127.0.0.1/[^']*\\.dat' of the same host (clock mono) covers the interval of '$OUT/uftrace-127.0.0.1/"
+	touch "$WORK/agent.stop"
+	wait $apid
+	eq "the agent ends its recording" "$?" 0
+else
+	echo "# no tracefs here: the same-host log line is not checked"
+fi
+
 # ---- a run open when tdlisten stops ------------------------------------
 "$UFPOKE" "$UPORT" hold < "$WORK/fifo" > /dev/null 2>&1 &
 HOLD=$!
