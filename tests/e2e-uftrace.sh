@@ -135,6 +135,59 @@ m1=$(awk '$1 == "end_monotonic_ns:" { print $2 }' "$R/tdlisten.clock")
 check "... the run's start before its end" [ "$m0" -le "$m1" ]
 check "no .part directory left" sh -c "! ls -d '$OUT'/*/*.part 2>/dev/null"
 
+# ---- a program of two threads: one .dat each ---------------------------
+cat > "$WORK/prog2.c" <<EOF
+#include <pthread.h>
+#include <stdio.h>
+static int leaf(int x) { return x + 1; }
+static int mid(int x) { return leaf(x) * 2; }
+static void *worker(void *arg)
+{
+	int i, s = 0;
+
+	for (i = 0; i < 2000; i++)
+		s += mid(i);
+	*(int *)arg = s;
+	return NULL;
+}
+int main(void)
+{
+	pthread_t t;
+	int i, s = 0, w = 0;
+
+	pthread_create(&t, NULL, worker, &w);
+	for (i = 0; i < $N; i++)
+		s += mid(i);
+	pthread_join(t, NULL);
+	printf("%d %d\n", s, w);
+	return 0;
+}
+EOF
+# allcounts DIR: every "function calls" of uftrace report, sorted
+allcounts() {
+	uftrace report -d "$1" --no-event 2>/dev/null |
+	    awk 'NR > 2 { print $NF, $(NF-1) }' | sort | tr '\n' ' '
+}
+if cc -pg -O0 -pthread -o "$WORK/prog2" "$WORK/prog2.c"; then
+	(cd "$WORK/c1" && uftrace record -d "$WORK/local2" "$WORK/prog2") \
+	    > /dev/null 2>&1
+	n0=$(grep -c "uftrace .*: wrote '" "$L")
+	(cd "$WORK/c2" && uftrace record --host 127.0.0.1 --port "$UPORT" \
+	    "$WORK/prog2") > "$WORK/remote3.out" 2>&1
+	eq "uftrace record --host of two threads exits 0" "$?" 0
+	wait_until $((400 * SLOW)) sh -c \
+	    "[ \$(grep -c \"uftrace .*: wrote '\" '$L') -gt $n0 ]"
+	R2=$(sed -n "s/.*uftrace .*: wrote '\([^']*\)'.*/\1/p" "$L" | tail -1)
+	eq "two threads: one data file each" \
+	    "$(cd "$R2" && ls | grep -Ec '^[0-9]+\.dat$')" 2
+	eq "two threads: uftrace report -d counts what the local run does" \
+	    "$(allcounts "$R2")" "$(allcounts "$WORK/local2")"
+	eq "... $((N + 2000)) calls of mid" "$(uftrace report -d "$R2" \
+	    --no-event | awk '$NF == "mid" { print $(NF-1) }')" $((N + 2000))
+else
+	fail "cc -pthread: cannot build the program of two threads"
+fi
+
 # ---- more hostile clients ----------------------------------------------
 # scenario, what the log says
 for t in "slash|unsafe file name '/tmp/ufpoke-evil.sym'" \
