@@ -556,8 +556,8 @@ uf_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
 	struct uf_client *c;
-	char host[NI_MAXHOST], serv[NI_MAXSERV];
-	int one = 1, idle = 60, intvl = 10, cnt = 6;
+	char host[NI_MAXHOST], serv[NI_MAXSERV], addr[NI_MAXHOST];
+	int one = 1, idle = 60, intvl = 10, cnt = 6, same = 0;
 
 	if (getnameinfo(sa, (socklen_t)salen, host, sizeof host, serv,
 	    sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
@@ -570,11 +570,21 @@ uf_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		evutil_closesocket(fd);
 		return;
 	}
+	snprintf(addr, sizeof addr, "%s", host);
+	output_sanitize(addr);
+	for (c = uf_clients; c != NULL; c = c->next)
+		if (strcmp(c->addr, addr) == 0)
+			same++;
+	if (same >= TD_UF_MAX_CLIENTS_ADDR) {
+		log_warnx("uftrace %s:%s: refused: %d clients of that address "
+		    "already", host, serv, same);
+		evutil_closesocket(fd);
+		return;
+	}
 	c = xcalloc(1, sizeof *c);
 	snprintf(c->peer, sizeof c->peer, sa->sa_family == AF_INET6 ?
 	    "[%s]:%s" : "%s:%s", host, serv);
-	snprintf(c->addr, sizeof c->addr, "%s", host);
-	output_sanitize(c->addr);
+	snprintf(c->addr, sizeof c->addr, "%s", addr);
 	snprintf(c->label, sizeof c->label, "uftrace %s", c->peer);
 	c->fd = -1;
 	c->dirfd = -1;

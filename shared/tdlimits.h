@@ -138,8 +138,9 @@
 #define TD_UF_MAX_RUN		(16ull * 1024 * 1024 * 1024)
 /* Most files in one run (a .dat per thread, a .sym per object). */
 #define TD_UF_MAX_FILES		16384
-/* uftrace clients connected at once (more are refused). */
+/* uftrace clients connected at once, and from one address (more are refused). */
 #define TD_UF_MAX_CLIENTS	256
+#define TD_UF_MAX_CLIENTS_ADDR	16
 /* Bytes read ahead from one client before its data goes to disk. */
 #define TD_UF_READ_AHEAD	(256u * 1024)
 
