@@ -5,11 +5,14 @@
 # program built here with -pg making exactly N calls replays the same
 # calls as a local uftrace record of it.  Hostile clients (tests/ufpoke:
 # ../ and absolute file names, garbage, a 4 GiB message, a file twice, no
-# info, a client that vanishes) are closed, each run kept as incomplete
-# with its reason, nothing written outside its directory, while a real
-# client's run completes; the receiving machine's clock offsets are in
-# tdlisten.clock; a run still open when tdlisten stops is kept incomplete.
-# Needs uftrace and cc (scripts/deps.sh installs them); no tracefs.
+# info, a client that vanishes, a 17th client of one address) are
+# closed, each run kept as incomplete with its reason, nothing written
+# outside its directory, while a real client's run completes; a program
+# of two threads gives one .dat each; the receiving machine's clock
+# offsets are in tdlisten.clock; with tracefs, the log names the tdagent
+# recording of the same host on the mono clock; a run still open when
+# tdlisten stops is kept incomplete.  Needs uftrace and cc
+# (scripts/deps.sh installs them).
 . "$(dirname "$0")/e2e-lib.sh"
 command -v uftrace >/dev/null || skip "uftrace is not installed"
 command -v cc >/dev/null || skip "no C compiler to build the traced program"
@@ -220,6 +223,15 @@ eq "incomplete runs hold only files of the format and tdlisten's" \
 eq "the output directory holds the uftrace host directory only" \
     "$(ls -A "$OUT" | grep -v '^\.tdlisten' | tr '\n' ' ')" "uftrace-127.0.0.1 "
 
+# ---- 16 clients at once from one address, no more ---------------------
+"$UFPOKE" "$UPORT" flood > "$WORK/flood.out" 2>&1
+eq "a 17th client of one address is closed, the 16 others not" "$?" 0
+check "... and logged" logged "$L" "refused: 16 clients of that address already"
+wait_until $((400 * SLOW)) sh -c \
+    "[ \$(ls -d '$OUT'/uftrace-127.0.0.1/*.incomplete | wc -l) -ge 23 ]"
+eq "the 16 runs kept as incomplete when they went away" \
+    "$(ls -d "$OUT"/uftrace-127.0.0.1/*.incomplete | wc -l)" 23
+
 # ---- a tdagent recording of the same host on the mono clock ------------
 # (--insecure: the agent's identity is its address, as the uftrace
 # client's directory is)
@@ -248,10 +260,11 @@ else
 fi
 
 # ---- a run open when tdlisten stops ------------------------------------
+n0=$(grep -c "run of '../../ufpoke-evil'" "$L")
 "$UFPOKE" "$UPORT" hold < "$WORK/fifo" > /dev/null 2>&1 &
 HOLD=$!
 exec 3> "$WORK/fifo"
-wait_until $((400 * SLOW)) sh -c "[ \$(grep -c \"run of '../../ufpoke-evil'\" '$L') -ge 8 ]"
+wait_until $((400 * SLOW)) sh -c "[ \$(grep -c \"run of '../../ufpoke-evil'\" '$L') -gt $n0 ]"
 stop_listener
 eq "tdlisten exits 0" "$?" 0
 exec 3>&-

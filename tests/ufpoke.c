@@ -13,6 +13,8 @@
  *   hold     waits for a line on stdin, then does dotdot
  *   vanish   closes the connection (no SEND_END)
  *   noinfo   SEND_END without the info file
+ *   flood    16 such runs at once, then a 17th connection: closed, and
+ *            the 16 are not (tdlisten takes 16 per address)
  * and, but for vanish, waits (30 s at most) for the listener to close the
  * connection.  Exit 0 when it did (or for vanish), 1 when it did not, 2 on
  * a local error.
@@ -99,14 +101,76 @@ ufpoke_closed(void)
 	}
 }
 
+static int
+ufpoke_connect(const struct sockaddr_in *sin)
+{
+	ufpoke_fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (ufpoke_fd == -1 || connect(ufpoke_fd, (const struct sockaddr *)sin,
+	    sizeof *sin) == -1) {
+		perror("ufpoke: connect");
+		return -1;
+	}
+	return 0;
+}
+
+/* SEND_DIR_NAME "../../ufpoke-evil" and 32 bytes of thread 1. */
+static void
+ufpoke_begin(void)
+{
+	static const char dir[] = "../../ufpoke-evil";
+	uint8_t data[4 + 32];
+	uint32_t tid = htonl(1);
+
+	ufpoke_hdr(101, sizeof dir - 1);
+	ufpoke_send(dir, sizeof dir - 1);
+	memcpy(data, &tid, 4);
+	memset(data + 4, 0x5a, sizeof data - 4);
+	ufpoke_hdr(102, sizeof data);
+	ufpoke_send(data, sizeof data);
+}
+
+/*
+ * FLOOD_N runs from this address at once, then one more connection: that
+ * one is closed (the listener's cap per address), the others are not.
+ */
+#define FLOOD_N	16
+static int
+ufpoke_flood(const struct sockaddr_in *sin)
+{
+	struct pollfd pfd;
+	int fds[FLOOD_N], i;
+
+	for (i = 0; i < FLOOD_N; i++) {
+		if (ufpoke_connect(sin) == -1)
+			return 2;
+		ufpoke_begin();
+		fds[i] = ufpoke_fd;
+	}
+	if (ufpoke_connect(sin) == -1)
+		return 2;
+	if (!ufpoke_closed()) {
+		fprintf(stderr, "ufpoke: flood: connection %d not closed\n",
+		    FLOOD_N + 1);
+		return 1;
+	}
+	for (i = 0; i < FLOOD_N; i++) {
+		pfd.fd = fds[i];
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, 0) != 0) {
+			fprintf(stderr, "ufpoke: flood: connection %d closed\n",
+			    i + 1);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
-	static const char dir[] = "../../ufpoke-evil";
 	struct sockaddr_in sin;
 	const char *s;
 	uint8_t data[4 + 32];
-	uint32_t tid = htonl(1);
 	char line[64];
 
 	if (argc != 3) {
@@ -119,18 +183,11 @@ main(int argc, char **argv)
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons((uint16_t)atoi(argv[1]));
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ufpoke_fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (ufpoke_fd == -1 || connect(ufpoke_fd, (struct sockaddr *)&sin,
-	    sizeof sin) == -1) {
-		perror("ufpoke: connect");
+	if (strcmp(s, "flood") == 0)
+		return ufpoke_flood(&sin);
+	if (ufpoke_connect(&sin) == -1)
 		return 2;
-	}
-	ufpoke_hdr(101, sizeof dir - 1);
-	ufpoke_send(dir, sizeof dir - 1);
-	memcpy(data, &tid, 4);
-	memset(data + 4, 0x5a, sizeof data - 4);
-	ufpoke_hdr(102, sizeof data);
-	ufpoke_send(data, sizeof data);
+	ufpoke_begin();
 	if (strcmp(s, "hold") == 0) {
 		if (fgets(line, sizeof line, stdin) == NULL)
 			return 2;
