@@ -274,4 +274,25 @@ check "no sanitizer report in the log" sh -c \
 check "a run open at the stop is kept as incomplete" \
     logged "$L" "as incomplete.*: tdlisten stopped before the run ended"
 check "no .part directory left" sh -c "! ls -d '$OUT'/*/*.part 2>/dev/null"
+
+# ---- a run a crashed tdlisten left as .part ----------------------------
+start_uf "$WORK/l2.log" || { echo "FAIL: cannot start tdlisten"; exit 99; }
+L=$WORK/l2.log
+"$UFPOKE" "$UPORT" hold < "$WORK/fifo" > /dev/null 2>&1 &
+HOLD=$!
+exec 3> "$WORK/fifo"
+wait_until $((400 * SLOW)) logged "$L" "run of '../../ufpoke-evil'"
+kill -KILL "$LPID"
+wait "$LPID"
+exec 3>&-
+wait $HOLD
+check "a tdlisten killed mid-run leaves the run as .part" \
+    sh -c "ls -d '$OUT'/uftrace-127.0.0.1/*.part >/dev/null 2>&1"
+start_uf "$WORK/l3.log" || { echo "FAIL: cannot start tdlisten"; exit 99; }
+check "the next tdlisten keeps it as incomplete" logged "$WORK/l3.log" \
+    "uftrace: '$OUT/uftrace-127.0.0.1/[^']*\\.incomplete' kept as incomplete: tdlisten stopped before the run ended"
+check "... and no .part is left" \
+    sh -c "! ls -d '$OUT'/*/*.part 2>/dev/null"
+stop_listener
+eq "tdlisten exits 0" "$?" 0
 finish
