@@ -372,10 +372,10 @@ uf_message(struct uf_client *c, char *err, size_t errlen)
 	case TD_UF_K_NONE:
 		if (m->type == TD_UF_END)
 			return 1;
-		log_info("%s: run of '%s' (plain TCP, unauthenticated)",
-		    c->label, m->dir);
 		if (uf_run_begin(c, err, errlen) == -1)
 			return -1;
+		log_info("%s: run of '%s' (plain TCP, unauthenticated) into "
+		    "'%s/%s.part'", c->label, m->dir, c->hostdir, c->stamp);
 		uf_find_peers(c);
 		return 0;
 	case TD_UF_K_OTHER:
