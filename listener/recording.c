@@ -65,6 +65,7 @@ struct recording {
 	bool			 rewound;	/* take the writer back from the
 						   checkpoint */
 	bool			 finished;
+	bool			 no_tsync;	/* the producer has none */
 	void			(*taken)(void *);
 	void			*owner;		/* NULL: waits for a resume */
 	enum recording_fault	 fault;
@@ -673,6 +674,12 @@ recording_chunk(struct recording *r, uint32_t cpu, uint64_t first_seq,
 }
 
 void
+recording_no_tsync(struct recording *r)
+{
+	r->no_tsync = true;
+}
+
+void
 recording_sample(struct recording *r, const struct td_tsync_sample *s)
 {
 	if (!timesync_add(r->ts, s))
@@ -700,7 +707,7 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 		if (!td_file_has_section(r->file, i))
 			return recording_fail(r, REC_INPUT, "END before "
 			    "section %u", i);
-	if (r->cfg->tsync_interval != TD_TSYNC_OFF &&
+	if (r->cfg->tsync_interval != TD_TSYNC_OFF && !r->no_tsync &&
 	    timeline_write(r->ts, r->guests, r->file, &r->p, r->trace_id,
 	    r->label) == -1)
 		return recording_fail(r, REC_FAIL, "cannot write the "

@@ -129,6 +129,11 @@ int		 recording_chunk(struct recording *r, uint32_t cpu,
  */
 size_t		 recording_chunk_mem(const struct recording *r,
 		    uint32_t count);
+/*
+ * Its producer has no time sync (a trace-cmd client): the file keeps the
+ * producer's clock and the log does not wait for samples.
+ */
+void		 recording_no_tsync(struct recording *r);
 /* A time-sync sample; absurd ones are dropped and counted. */
 void		 recording_sample(struct recording *r,
 		    const struct td_tsync_sample *s);

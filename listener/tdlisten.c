@@ -30,6 +30,7 @@
 #include "tdproto.h"
 #include "size.h"
 #include "tls.h"
+#include "tracecmd.h"
 #include "banned.h"
 
 enum {
@@ -53,6 +54,9 @@ enum {
 	OPT_MAX_PER_IDENTITY,
 	OPT_QUOTA,
 	OPT_GROUP,
+	OPT_TRACECMD_PORT,
+	OPT_TRACECMD_BIND,
+	OPT_TRACECMD_DATA_PORTS,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -85,6 +89,10 @@ static const struct option tdlisten_longopts[] = {
 	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_IDENTITY },
 	{ "quota", required_argument, NULL, OPT_QUOTA },
 	{ "group", required_argument, NULL, OPT_GROUP },
+	{ "tracecmd-port", required_argument, NULL, OPT_TRACECMD_PORT },
+	{ "tracecmd-bind", required_argument, NULL, OPT_TRACECMD_BIND },
+	{ "tracecmd-data-ports", required_argument, NULL,
+	    OPT_TRACECMD_DATA_PORTS },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -102,7 +110,8 @@ usage(FILE *fp)
 "                [--handshake-timeout S] [--max-handshakes N]\n"
 "                [--max-handshakes-per-address N] [--max-per-identity N]\n"
 "                [--quota SIZE] [-u USER] [--group GROUP] [-D] [-l LOGFILE]\n"
-"                [-q | -v]\n"
+"                [--tracecmd-port PORT [--tracecmd-bind ADDR]\n"
+"                [--tracecmd-data-ports A-B]] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
 "Receive recordings from tdagent -h over TLS and write one trace.dat per\n"
@@ -144,6 +153,12 @@ usage(FILE *fp)
 "  --quota SIZE       disk space per identity (K, M, G suffixes); a recording\n"
 "                     over it pauses (its agent keeps the data) until there\n"
 "                     is room again (default: no quota)\n"
+"  --tracecmd-port PORT  also take stock trace-cmd record -N HOST:PORT\n"
+"                     clients (plain TCP and UDP, unauthenticated) into\n"
+"                     DIR/tracecmd-<address>/<UTC time>.dat (default: off)\n"
+"  --tracecmd-bind ADDR  the address for them (default 127.0.0.1)\n"
+"  --tracecmd-data-ports A-B  their per-CPU data ports (default 1500-6000,\n"
+"                     trace-cmd listen's range)\n"
 "  -u USER            after binding, run as USER (when started as root)\n"
 "  --group GROUP      GROUP may read the recordings: directories 0750 and\n"
 "                     files 0640 of that group (default: 0700 and 0600,\n"
@@ -302,6 +317,30 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 		case OPT_GROUP:
 			c->group = optarg;
 			break;
+		case OPT_TRACECMD_PORT:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > 65535)
+				usage_error("invalid port '%s'", optarg);
+			c->tracecmd_port = optarg;
+			break;
+		case OPT_TRACECMD_BIND:
+			c->tracecmd_bind = optarg;
+			break;
+		case OPT_TRACECMD_DATA_PORTS: {
+			long hi;
+
+			n = strtol(optarg, &end, 10);
+			if (*end != '-' || n < 1 || n > 65535)
+				usage_error("invalid port range '%s' (A-B)",
+				    optarg);
+			hi = strtol(end + 1, &end, 10);
+			if (*end != '\0' || hi < n || hi > 65535)
+				usage_error("invalid port range '%s' (A-B)",
+				    optarg);
+			c->tracecmd_lo = (uint16_t)n;
+			c->tracecmd_hi = (uint16_t)hi;
+			break;
+		}
 		case OPT_QUOTA:
 			if (td_parse_size(optarg, &c->quota) == -1)
 				usage_error("invalid size '%s' (e.g. 500M, 20G)",
@@ -337,6 +376,13 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 		usage_error("unexpected argument '%s'", argv[optind]);
 	if (c->port == NULL)
 		c->port = "4000";
+	if (c->tracecmd_bind == NULL)
+		c->tracecmd_bind = "127.0.0.1";
+	if (c->tracecmd_lo == 0) {
+		/* trace-cmd listen's own range (START/MAX_PORT_SEARCH) */
+		c->tracecmd_lo = 1500;
+		c->tracecmd_hi = 6000;
+	}
 	if (c->file_version == 6) {
 		if (codec_set && c->codec != TD_CODEC_NONE)
 			usage_error("version 6 files cannot be compressed");
@@ -407,6 +453,7 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 	    conn_sessions());
 	server_shutdown();
 	event_del(tdlisten_tick_ev);
+	tracecmd_shutdown();
 	conn_shutdown_all();
 	recording_leave_all();
 	{
@@ -595,6 +642,8 @@ main(int argc, char **argv)
 		fatalx("cannot listen on port %s%s%s%s", cfg.port,
 		    cfg.unix_path ? " and " : "", cfg.unix_path ?
 		    cfg.unix_path : "", cfg.vsock_port ? " and vsock" : "");
+	if (cfg.tracecmd_port != NULL && tracecmd_start(base, &cfg) == -1)
+		fatalx("cannot listen for trace-cmd clients");
 	for (i = 0; i < 3; i++) {
 		sigs[i] = evsignal_new(base, signos[i], tdlisten_signal_cb,
 		    base);
@@ -614,6 +663,7 @@ main(int argc, char **argv)
 		event_add(tdlisten_tick_ev, &tv);
 	}
 	event_base_dispatch(base);
+	tracecmd_shutdown();
 	conn_free_all();
 	recording_leave_all();
 	event_free(tdlisten_tick_ev);

@@ -44,6 +44,14 @@ struct td_read;
  * version, or the error of open/read.
  */
 struct td_read	*td_read_open(const char *path);
+/*
+ * Read the trace.dat header that a trace-cmd record -N client sends (the
+ * initial format, the metadata sections, then the CPU count and options
+ * of v6 or the first options section of v7, and no CPU data) from fd, a
+ * regular file or memfd (the reader keeps a duplicate).  Everything else
+ * as td_read_open(); every CPU then has no data.
+ */
+struct td_read	*td_read_open_header(int fd);
 /* Close a reader; NULL is fine. */
 void		 td_read_close(struct td_read *r);
 
@@ -79,6 +87,16 @@ int		 td_read_section(struct td_read *r, enum td_opt id,
  */
 int		 td_read_option(struct td_read *r, enum td_opt id, int nth,
 		    struct td_buf *out);
+
+/*
+ * Call cb for every option record, in file order across all options
+ * sections (v7) or in the options block (v6), DONE records excluded;
+ * p is valid during the call only.  A non-zero return of cb stops the walk
+ * and is returned; -1 with errno for a malformed file.
+ */
+int		 td_read_options(struct td_read *r,
+		    int (*cb)(void *arg, uint16_t id, const void *p,
+		    size_t n), void *arg);
 
 /*
  * Call cb for every page of a CPU of the top-level buffer, in order,
