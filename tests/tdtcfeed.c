@@ -12,6 +12,7 @@
  *	-c	say CPUS in TINIT (a lie)
  *	-P	say PAGE_SIZE in TINIT (a lie)
  *	-g	send garbage as the header
+ *	-1	speak the old v1 protocol (a CPU count first): refused
  *	-v	vanish: after the header and a page of each CPU, exit without
  *		CLOSE
  *	-H	a third party: connect from SOURCE to each data PORT and send
@@ -202,7 +203,9 @@ int
 main(int argc, char **argv)
 {
 	const char *source = NULL;
-	bool udp = false, garbage = false, vanish = false;
+	bool udp = false, garbage = false, vanish = false, v1 = false;
+	struct sockaddr_in me;
+	socklen_t melen = sizeof me;
 	uint32_t cpus = 0, psize = 0, ncpus, i, rcpus;
 	uint16_t ports[TD_MAX_CPUS];
 	char path[] = "/tmp/tdtcfeed.XXXXXX", num[8], tag[16];
@@ -217,18 +220,19 @@ main(int argc, char **argv)
 	ssize_t len;
 	int ch, fd, hfd;
 
-	while ((ch = getopt(argc, argv, "uc:P:gvH:")) != -1) {
+	while ((ch = getopt(argc, argv, "uc:P:gv1H:")) != -1) {
 		switch (ch) {
 		case 'u': udp = true; break;
 		case 'c': cpus = (uint32_t)atol(optarg); break;
 		case 'P': psize = (uint32_t)atol(optarg); break;
 		case 'g': garbage = true; break;
 		case 'v': vanish = true; break;
+		case '1': v1 = true; break;
 		case 'H': source = optarg; break;
 		default: return 2;
 		}
 	}
-	if (argc - optind != 3) {
+	if (argc - optind != (source != NULL ? 2 : 3)) {
 		fprintf(stderr, "usage: tdtcfeed [-u] [-c CPUS] [-P PAGE_SIZE] "
 		    "[-g] [-v] HOST PORT FILE\n"
 		    "       tdtcfeed -H SOURCE HOST PORT[,PORT...]\n");
@@ -250,9 +254,20 @@ main(int argc, char **argv)
 	close(hfd);
 
 	fd = dial(argv[optind + 1], SOCK_STREAM, NULL);
+	if (getsockname(fd, (struct sockaddr *)&me, &melen) == 0)
+		printf("tdtcfeed: from 127.0.0.1:%u\n", ntohs(me.sin_port));
+	fflush(stdout);
 	get(fd, buf, TD_TC_GREETING_LEN);
 	if (memcmp(buf, TD_TC_GREETING, TD_TC_GREETING_LEN) != 0)
 		dief("no greeting");
+	if (v1) {
+		/* a v1 client's CPU count; the listener must hang up */
+		put(fd, "2", 2);
+		if (read(fd, buf, 1) > 0)
+			dief("the listener answered a v1 client");
+		printf("tdtcfeed: v1 refused\n");
+		return 0;
+	}
 	put(fd, TD_TC_V3_CPU, sizeof TD_TC_V3_CPU);
 	get(fd, buf, sizeof TD_TC_V3);
 	put(fd, TD_TC_MAGIC, TD_TC_MAGIC_LEN);
