@@ -552,7 +552,7 @@ tc_read_cb(struct bufferevent *bev, void *arg)
 			if (n < TD_TC_MAGIC_LEN)
 				return;
 			p = evbuffer_pullup(in, TD_TC_MAGIC_LEN);
-			if (memcmp(p, TD_TC_MAGIC, TD_TC_MAGIC_LEN) != 0) {
+			if (!td_tc_magic_ok(p)) {
 				tc_close(tc, "wrong v3 magic");
 				return;
 			}

@@ -80,6 +80,12 @@ td_tc_first(const uint8_t *buf, size_t avail, bool *v3, uint32_t *cpus,
 	return 1;
 }
 
+bool
+td_tc_magic_ok(const uint8_t *p)
+{
+	return memcmp(p, TD_TC_MAGIC, TD_TC_MAGIC_LEN) == 0;
+}
+
 int
 td_tc_msg_parse(const uint8_t *buf, size_t avail, struct td_tc_msg *m)
 {

@@ -89,6 +89,8 @@ struct td_tc_tinit {
  */
 int		 td_tc_first(const uint8_t *buf, size_t avail, bool *v3,
 		    uint32_t *cpus, size_t *used);
+/* Whether the TD_TC_MAGIC_LEN bytes at p are the v3 magic. */
+bool		 td_tc_magic_ok(const uint8_t *p);
 /*
  * One message at the start of buf: 1 and m filled when it is whole, 0 when
  * more bytes are needed (m->total says how many once the header is in,
