@@ -540,7 +540,7 @@ tc_read_cb(struct bufferevent *bev, void *arg)
 			if (!v3) {
 				tc_close(tc, "a client of trace-cmd's old v1 "
 				    "protocol (%u CPUs): not supported, only "
-				    "v3 (trace-cmd 2.9 and later)", cpus);
+				    "v3", cpus);
 				return;
 			}
 			evbuffer_drain(in, used);
