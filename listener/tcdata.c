@@ -30,8 +30,14 @@
 #define TCDATA_LOG_REFUSALS	8
 /* Pages one read callback takes before the other sockets' turn. */
 #define TCDATA_TURN		64
-/* A UDP socket's receive buffer asked for (the kernel may give less). */
+/*
+ * A UDP socket's receive buffer asked for (the kernel may give less): 8
+ * MiB a CPU, 32 MiB for all of a client's (a client of many CPUs gets less
+ * each, at least 256 KiB): kernel memory a client may fill.
+ */
 #define TCDATA_UDP_RCVBUF	(8 * 1024 * 1024)
+#define TCDATA_UDP_RCVBUF_ALL	(32 * 1024 * 1024)
+#define TCDATA_UDP_RCVBUF_MIN	(256 * 1024)
 
 /* One CPU's socket(s). */
 struct tcdata_cpu {
@@ -300,8 +306,12 @@ tcdata_bind(struct tcdata *d, int type, uint16_t *port)
 {
 	struct sockaddr_storage ss = d->p.local;
 	uint32_t span = (uint32_t)d->p.port_hi - d->p.port_lo + 1, i;
-	int fd, one = 1, size = TCDATA_UDP_RCVBUF;
+	int fd, one = 1, size = TCDATA_UDP_RCVBUF_ALL / (int)d->p.ncpus;
 
+	if (size > TCDATA_UDP_RCVBUF)
+		size = TCDATA_UDP_RCVBUF;
+	if (size < TCDATA_UDP_RCVBUF_MIN)
+		size = TCDATA_UDP_RCVBUF_MIN;
 	for (i = 0; i < span; i++) {
 		*port = (uint16_t)(d->p.port_lo + tcdata_next_port++ % span);
 		if (ss.ss_family == AF_INET)

@@ -21,7 +21,6 @@
  *   - the reader opens the header or refuses it with an errno, and no
  *     descriptor is left open.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
