@@ -538,8 +538,9 @@ recording_option(struct recording *r, uint16_t id, const void *p, size_t n)
 		return recording_fail(r, REC_INPUT, "malformed guest "
 		    "declaration (OPTION 0x%x)", TD_OPT_TD_GUEST);
 	}
-	/* the listener writes them (TRACEID: when it knows the agent's) */
-	if (id == TD_OPT_TIME_SHIFT || id == TD_OPT_DATE ||
+	/* the listener writes them (TRACEID: when it knows the agent's;
+	   DATE: unless the producer has no time sync, and its own counts) */
+	if (id == TD_OPT_TIME_SHIFT || (id == TD_OPT_DATE && !r->no_tsync) ||
 	    id == TD_OPT_TD_TSYNC || id == TD_OPT_GUEST ||
 	    (id == TD_OPT_TRACEID && r->p.file_trace_id != 0)) {
 		log_debug("%s: dropped option %u from the agent: the listener "
