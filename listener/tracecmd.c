@@ -235,6 +235,7 @@ tc_finish(struct tcclient *tc, bool force)
 	struct td_buf loss;
 	uint64_t *pages, lost;
 	uint32_t i, n = tc->tinit.cpus;
+	size_t head;
 	int ret;
 
 	if (tcdata_drain(tc->data) == -1 || tc->failed) {
@@ -250,11 +251,13 @@ tc_finish(struct tcclient *tc, bool force)
 	}
 	td_buf_init(&loss, 64 + (size_t)n * 128);
 	td_buf_printf(&loss, "tracedock loss 1\n");
+	head = loss.len;
 	lost = tcdata_losses(tc->data, &loss);
 	if (lost > 0) {
+		/* the lines without the last newline */
 		log_warnx("%s: %" PRIu64 " pages lost on the way, in the "
 		    "file's loss option:\n%.*s", tc->label, lost,
-		    (int)loss.len - 18, (const char *)loss.data + 18);
+		    (int)(loss.len - head - 1), (const char *)loss.data + head);
 		if (td_buf_add(&loss, "", 1) == -1 ||
 		    recording_option(tc->rec, TD_OPT_TD_LOSS, loss.data,
 		    loss.len) == -1)

@@ -6,7 +6,8 @@
 # its loss is in the log).  While a real client records, a third party
 # connects to its data ports from another address (refused), and
 # tests/tdtcfeed clients come and go on the same listener: a whole replay
-# over TCP (exact) and over UDP (pages kept + pages lost = pages sent), one
+# over TCP (exact) and over UDP (pages kept + pages lost = pages sent, with
+# datagrams short or out of order on purpose: counted to the page), one
 # sending garbage as its header, one lying about its CPUs or page size, one
 # vanishing without CLOSE (kept as incomplete), a v1 client (refused); the
 # real client's file is exact all the same.
@@ -148,6 +149,29 @@ KEPT=$(client_line "$FROM" "done after" | sed 's/.* CPUs, \([0-9]*\) pages,.*/\1
 LOST=$(client_line "$FROM" "[0-9]* pages lost" | sed 's/.*: \([0-9]*\) pages lost.*/\1/')
 eq "replay over UDP: pages kept + pages lost = pages sent" \
     "$((KEPT + ${LOST:-0}))" "$SENT"
+
+# ... over UDP with every 4th datagram short, and with two pages out of
+# order: counted to the page, in the log and in the file's loss option
+for how in -s -r; do
+	"$FEED" -u $how 127.0.0.1 $TPORT "$F1" > "$WORK/feed$how.out" 2>&1
+	FROM=$(from "$WORK/feed$how.out")
+	SENT=$(sed -n 's/^tdtcfeed: \([0-9]*\) pages sent$/\1/p' "$WORK/feed$how.out")
+	F=$(file_of "$FROM")
+	wait_until $((200 * SLOW)) grep -q "trace-cmd 127.0.0.1:$FROM: done after" "$LOG"
+	KEPT=$(client_line "$FROM" "done after" | sed 's/.* CPUs, \([0-9]*\) pages,.*/\1/')
+	LOST=$(client_line "$FROM" "[0-9]* pages lost" | sed 's/.*: \([0-9]*\) pages lost.*/\1/')
+	case $how in
+	-s) WANT=$(sed -n 's/^tdtcfeed: \([0-9]*\) short, .*/\1/p' "$WORK/feed$how.out") ;;
+	-r) WANT=$(sed -n 's/^tdtcfeed: .* short, \([0-9]*\) out of order$/\1/p' "$WORK/feed$how.out") ;;
+	esac
+	[ "${WANT:-0}" -gt 0 ] || fail "replay over UDP $how: tdtcfeed spoiled nothing"
+	eq "replay over UDP $how: the pages lost, counted" "${LOST:-0}" $WANT
+	eq "replay over UDP $how: pages kept + pages lost = pages sent" \
+	    "$((KEPT + ${LOST:-0}))" "$SENT"
+	check "replay over UDP $how: the loss is in the file (option 0x746c)" \
+	    sh -c "trace-cmd dump --options -i '$F' 2>/dev/null | grep -q '^ *29804 '"
+	check "replay over UDP $how: trace-cmd reads the file cleanly" tc_clean "$F"
+done
 
 # bad clients: each closed with its reason, nothing else disturbed
 "$FEED" -g 127.0.0.1 $TPORT "$F1" > "$WORK/feed3.out" 2>&1

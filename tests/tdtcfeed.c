@@ -5,13 +5,16 @@
  * CPU data by the writer, as a trace-cmd client sends it) and then every
  * page of FILE on the data ports, and CLOSE; or it misbehaves on purpose.
  *
- *	tdtcfeed [-u] [-c CPUS] [-P PAGE_SIZE] [-g] [-v] HOST PORT FILE
+ *	tdtcfeed [-u] [-s] [-r] [-1] [-c CPUS] [-P PAGE_SIZE] [-g] [-v] HOST PORT
+ *	    FILE
  *	tdtcfeed -H SOURCE HOST PORT[,PORT...]
  *
  *	-u	data over UDP (default TCP)
  *	-c	say CPUS in TINIT (a lie)
  *	-P	say PAGE_SIZE in TINIT (a lie)
  *	-g	send garbage as the header
+ *	-s	(UDP) make every 4th datagram half a page long
+ *	-r	(UDP) send the second page of each CPU before its first
  *	-1	speak the old v1 protocol (a CPU count first): refused
  *	-v	vanish: after the header and a page of each CPU, exit without
  *		CLOSE
@@ -179,7 +182,14 @@ struct feed {
 	long	 limit;		/* pages to send, -1: all */
 	long	 sent;
 	size_t	 page_size;
+	bool	 shorten;	/* -s */
+	bool	 swap;		/* -r */
+	uint8_t	*held;		/* -r: the first page, held back */
+	long	 seen;
 };
+
+/* Datagrams made short (-s) and pages sent out of order (-r). */
+static long shortened, reordered;
 
 static int
 page_cb(void *arg, const void *page, size_t len)
@@ -193,9 +203,25 @@ page_cb(void *arg, const void *page, size_t len)
 		return -1;
 	memset(pad, 0, sizeof pad);
 	memcpy(pad, page, len);
+	if (s->swap && s->seen++ == 0) {
+		s->held = malloc(s->page_size);
+		memcpy(s->held, pad, s->page_size);
+		return 0;
+	}
 	/* UDP: one datagram a page; TCP: the page's bytes */
-	put(s->fd, pad, s->page_size);
+	if (s->shorten && s->sent % 4 == 3) {
+		put(s->fd, pad, s->page_size / 2);
+		shortened++;
+	} else
+		put(s->fd, pad, s->page_size);
 	s->sent++;
+	if (s->held != NULL) {
+		put(s->fd, s->held, s->page_size);
+		reordered++;
+		s->sent++;
+		free(s->held);
+		s->held = NULL;
+	}
 	return 0;
 }
 
@@ -204,6 +230,7 @@ main(int argc, char **argv)
 {
 	const char *source = NULL;
 	bool udp = false, garbage = false, vanish = false, v1 = false;
+	bool shorten = false, swap = false;
 	struct sockaddr_in me;
 	socklen_t melen = sizeof me;
 	uint32_t cpus = 0, psize = 0, ncpus, i, rcpus;
@@ -220,7 +247,7 @@ main(int argc, char **argv)
 	ssize_t len;
 	int ch, fd, hfd;
 
-	while ((ch = getopt(argc, argv, "uc:P:gv1H:")) != -1) {
+	while ((ch = getopt(argc, argv, "uc:P:gv1srH:")) != -1) {
 		switch (ch) {
 		case 'u': udp = true; break;
 		case 'c': cpus = (uint32_t)atol(optarg); break;
@@ -228,12 +255,14 @@ main(int argc, char **argv)
 		case 'g': garbage = true; break;
 		case 'v': vanish = true; break;
 		case '1': v1 = true; break;
+		case 's': shorten = true; break;
+		case 'r': swap = true; break;
 		case 'H': source = optarg; break;
 		default: return 2;
 		}
 	}
 	if (argc - optind != (source != NULL ? 2 : 3)) {
-		fprintf(stderr, "usage: tdtcfeed [-u] [-c CPUS] [-P PAGE_SIZE] "
+		fprintf(stderr, "usage: tdtcfeed [-u] [-s] [-r] [-1] [-c CPUS] [-P PAGE_SIZE] "
 		    "[-g] [-v] HOST PORT FILE\n"
 		    "       tdtcfeed -H SOURCE HOST PORT[,PORT...]\n");
 		return 2;
@@ -316,18 +345,27 @@ main(int argc, char **argv)
 	}
 	for (i = 0; i < ncpus && i < rcpus; i++) {
 		snprintf(num, sizeof num, "%u", ports[i]);
+		memset(&s, 0, sizeof s);
 		s.fd = dial(num, udp ? SOCK_DGRAM : SOCK_STREAM, NULL);
-		s.sent = 0;
+		s.shorten = shorten;
+		s.swap = swap;
 		s.page_size = td_read_page_size(r);
 		/* vanishing: a page of each CPU, then gone */
 		s.limit = vanish ? 1 : -1;
 		if (td_read_cpu_pages(r, (int)i, page_cb, &s) == -1)
 			die("pages");
+		if (s.held != NULL) {	/* a CPU of one page */
+			put(s.fd, s.held, s.page_size);
+			s.sent++;
+			free(s.held);
+		}
 		total += s.sent;
 		close(s.fd);
 	}
 	snprintf(tag, sizeof tag, "%ld", total);
 	printf("tdtcfeed: %s pages sent\n", tag);
+	printf("tdtcfeed: %ld short, %ld out of order\n", shortened, reordered);
+	fflush(stdout);
 	if (vanish)
 		_exit(0);
 	{
