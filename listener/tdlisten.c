@@ -449,8 +449,8 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 			    "sessions", c->crl ? " and CRL" : "");
 		return;
 	}
-	log_info("signal %d: shutting down (%d sessions open)", (int)sig,
-	    conn_sessions());
+	log_info("signal %d: shutting down (%d sessions open, %d trace-cmd "
+	    "clients)", (int)sig, conn_sessions(), tracecmd_clients());
 	server_shutdown();
 	event_del(tdlisten_tick_ev);
 	tracecmd_shutdown();
