@@ -101,6 +101,7 @@ struct tcclient {
 	struct tcdata		*data;
 	struct recording	*rec;
 	uint64_t		 pages;
+	struct timespec		 closed;	/* when CLOSE came */
 	bool			 failed;	/* a page could not be taken */
 	char			 why[600];	/* ... why */
 };
@@ -235,6 +236,7 @@ tc_finish(struct tcclient *tc, bool force)
 	struct td_buf loss;
 	uint64_t *pages, lost;
 	uint32_t i, n = tc->tinit.cpus;
+	struct timespec now;
 	size_t head;
 	int ret;
 
@@ -279,6 +281,10 @@ tc_finish(struct tcclient *tc, bool force)
 		    recording_why(tc->rec));
 		return;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	log_info("%s: the file was ready %.3f s after CLOSE", tc->label,
+	    (now.tv_sec - tc->closed.tv_sec) +
+	    (now.tv_nsec - tc->closed.tv_nsec) / 1e9);
 	tc_free(tc);	/* recording_close() says "done" */
 }
 
@@ -502,6 +508,7 @@ tc_message(struct tcclient *tc, const struct td_tc_msg *m)
 	if (tc->state == TC_META && m->cmd == TD_TC_FIN_DATA)
 		return tc_meta_end(tc);
 	if (tc->state == TC_RECORD && m->cmd == TD_TC_CLOSE) {
+		clock_gettime(CLOCK_MONOTONIC, &tc->closed);
 		tc->state = TC_CLOSING;
 		tc_deadline(tc, TD_TC_CLOSE_WAIT);
 		event_active(tc->kick, EV_TIMEOUT, 0);
