@@ -403,7 +403,7 @@ tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 static int
 tc_meta_data(struct tcclient *tc, const struct td_tc_msg *m)
 {
-	char why[160];
+	enum budget_over over;
 	const uint8_t *p = m->payload;
 	size_t n = m->len;
 	ssize_t w;
@@ -425,13 +425,10 @@ tc_meta_data(struct tcclient *tc, const struct td_tc_msg *m)
 		n -= (size_t)w;
 	}
 	tc->meta_len += m->len;
-	switch (budget_set(tc->acct, tc->meta_len + tcdata_mem(tc->data))) {
-	case BUDGET_OK:
-		break;
-	default:
-		snprintf(why, sizeof why, "%s", budget_over_name(budget_set(
-		    tc->acct, tc->meta_len + tcdata_mem(tc->data))));
-		tc_close(tc, "its metadata is over %s", why);
+	/* a memfd is memory: the header counts until the recording opens */
+	over = budget_set(tc->acct, tc->meta_len + tcdata_mem(tc->data));
+	if (over != BUDGET_OK) {
+		tc_close(tc, "its metadata is over %s", budget_over_name(over));
 		return -1;
 	}
 	tc_deadline(tc, tc->cfg->handshake_timeout);
