@@ -4,9 +4,9 @@
  *
  * It exists because no tool on a Debian 12 machine reads zlib-compressed v7
  * files, and because replaying and recovering recordings needs a reader that
- * is safe on damaged input.  The test tools use it today; it is also the
- * parser the listener is to use for the trace.dat headers that foreign
- * producers send (a stock trace-cmd record -N client).  It gives back the
+ * is safe on damaged input.  The test tools use it, and tdlisten parses
+ * with it the trace.dat headers that foreign producers send (a stock
+ * trace-cmd record -N client: td_read_open_header()).  It gives back the
  * bytes the writer (tdfile.h) was handed: the decompressed content of each
  * metadata section, the raw data of each option, and every ring-buffer page
  * of each CPU of the top-level buffer.  It does not interpret events.
