@@ -37,11 +37,12 @@ done
 exec env ${SHIM:+LD_PRELOAD=$SHIM} trace-cmd "\$@"
 EOF
 chmod 755 "$WORK/tc.sh"
+# (a trace-cmd that hangs is killed: the test fails, it does not hang)
 if awk -v t=$TRACING '$3 == "tracefs" && $2 != t { f = 1 } END { exit !f }' \
     /proc/mounts && command -v unshare >/dev/null; then
-	TC="unshare -m --propagation private $WORK/tc.sh"
+	TC="timeout $((120 * SLOW)) unshare -m --propagation private $WORK/tc.sh"
 else
-	TC="$WORK/tc.sh"
+	TC="timeout $((120 * SLOW)) $WORK/tc.sh"
 fi
 
 # a port for the trace-cmd clients and 64 data ports after it
