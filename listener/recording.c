@@ -60,6 +60,7 @@ struct recording {
 	uint64_t		 bytes;
 	uint64_t		 pages;
 	uint64_t		 lost;		/* overrun + dropped (CPUSTAT) */
+	uint64_t		 lost_pages;	/* the producer's, on the way */
 	struct timespec		 start;
 	size_t			 ck_len;	/* bytes of the last state */
 	bool			 rewound;	/* take the writer back from the
@@ -675,6 +676,12 @@ recording_chunk(struct recording *r, uint32_t cpu, uint64_t first_seq,
 }
 
 void
+recording_lost_pages(struct recording *r, uint64_t n)
+{
+	r->lost_pages += n;
+}
+
+void
 recording_no_tsync(struct recording *r)
 {
 	r->no_tsync = true;
@@ -890,11 +897,16 @@ recording_close(struct recording *r)
 	if (!r->finished)
 		checkpoint_remove(r->state_path);
 	events = recording_events(r, &marked);
+	if (r->lost_pages > 0)
+		snprintf(err, sizeof err, ", %" PRIu64 " pages lost on the way",
+		    r->lost_pages);
+	else
+		err[0] = '\0';
 	log_info("%s: %s after %.2f s: %u CPUs, %" PRIu64 " pages, %" PRIu64
 	    " bytes, %" PRIu64 " events, %" PRIu64 " lost (%" PRIu64
-	    " pages marked)", r->label, r->finished ? "done" : "ended early",
-	    recording_elapsed(r), r->p.ncpus, r->pages, r->bytes, events,
-	    r->lost, marked);
+	    " pages marked%s)", r->label, r->finished ? "done" :
+	    "ended early", recording_elapsed(r), r->p.ncpus, r->pages,
+	    r->bytes, events, r->lost, marked, err);
 	recording_free(r);
 }
 

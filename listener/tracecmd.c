@@ -256,6 +256,7 @@ tc_finish(struct tcclient *tc, bool force)
 	head = loss.len;
 	lost = tcdata_losses(tc->data, &loss);
 	if (lost > 0) {
+		recording_lost_pages(tc->rec, lost);
 		/* the lines without the last newline */
 		log_warnx("%s: %" PRIu64 " pages lost on the way, in the "
 		    "file's loss option:\n%.*s", tc->label, lost,
