@@ -237,6 +237,7 @@ tc_finish(struct tcclient *tc, bool force)
 	uint64_t *pages, lost;
 	uint32_t i, n = tc->tinit.cpus;
 	struct timespec now;
+	const char *p, *end, *nl;
 	size_t head;
 	int ret;
 
@@ -257,10 +258,15 @@ tc_finish(struct tcclient *tc, bool force)
 	lost = tcdata_losses(tc->data, &loss);
 	if (lost > 0) {
 		recording_lost_pages(tc->rec, lost);
-		/* the lines without the last newline */
-		log_warnx("%s: %" PRIu64 " pages lost on the way, in the "
-		    "file's loss option:\n%.*s", tc->label, lost,
-		    (int)(loss.len - head - 1), (const char *)loss.data + head);
+		log_warnx("%s: %" PRIu64 " pages lost on the way (in the "
+		    "file's loss option too)", tc->label, lost);
+		/* one log line a CPU */
+		for (p = (const char *)loss.data + head, end = (const char *)
+		    loss.data + loss.len; p < end; p = nl + 1) {
+			if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+				nl = end;
+			log_warnx("%s: %.*s", tc->label, (int)(nl - p), p);
+		}
 		if (td_buf_add(&loss, "", 1) == -1 ||
 		    recording_option(tc->rec, TD_OPT_TD_LOSS, loss.data,
 		    loss.len) == -1)
