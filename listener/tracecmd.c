@@ -199,17 +199,17 @@ tc_page_cb(void *arg, uint32_t cpu, const uint8_t *page)
 	    cpu)) == -1 || recording_page(tc->rec, cpu, page) == -1) {
 		snprintf(tc->why, sizeof tc->why, "%s",
 		    recording_why(tc->rec));
-		goto out_fail;
+		goto out_stop;
 	}
 	if (++tc->pages % TC_ACCOUNT_PAGES == 0 &&
 	    recording_account(tc->rec, tcdata_mem(tc->data), why,
 	    sizeof why) == -1) {
 		/* a trace-cmd client cannot come back later: it ends */
 		snprintf(tc->why, sizeof tc->why, "%s", why);
-		goto out_fail;
+		goto out_stop;
 	}
 	return 0;
-out_fail:
+out_stop:
 	tc->failed = true;
 	event_active(tc->kick, EV_TIMEOUT, 0);
 	return -1;
