@@ -9,6 +9,7 @@
  * must agree with TINIT: the data sockets were made for those.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ struct tcmeta {
 	struct td_read	*rd;
 	int		 commit_size;
 	char		 desc[32];
+	char		 repaired[160];	/* what tcmeta_feed() put right */
 };
 
 /* The "NAME; offset:N; size:N;" field of header_page text. */
@@ -196,6 +198,51 @@ tcmeta_option_cb(void *arg, uint16_t id, const void *p, size_t n)
 	return 0;
 }
 
+/*
+ * trace-cmd writes a file's size, then copies the file: saved_cmdlines
+ * (and kallsyms, printk_formats) may change in between (a new task), and
+ * trace-cmd 3.1.6 then warns "error in size of file" and goes on, its
+ * section saying one size and holding another.  trace-cmd report reads
+ * such a file as empty, without a word.  The bytes are whole lines of
+ * text: the size is set to what the section holds, and the log says so.
+ */
+static void
+tcmeta_repair(struct tcmeta *m, int id, struct td_buf *b)
+{
+	size_t w = id == TD_OPT_CMDLINES ? 8 : 4;
+	uint64_t said, held;
+	uint32_t said32;
+
+	if (b->len < w)
+		return;
+	held = b->len - w;
+	if (w == 8)
+		memcpy(&said, b->data, 8);
+	else {
+		memcpy(&said32, b->data, 4);
+		said = said32;
+	}
+	if (said == held)
+		return;
+	snprintf(m->repaired, sizeof m->repaired, "its %s section says %"
+	    PRIu64 " bytes and holds %" PRIu64 " (trace-cmd read the file "
+	    "while it changed): set to %" PRIu64, id == TD_OPT_CMDLINES ?
+	    "saved_cmdlines" : id == TD_OPT_KALLSYMS ? "kallsyms" :
+	    "printk_formats", said, held, held);
+	if (w == 8)
+		memcpy(b->data, &held, 8);
+	else {
+		said32 = (uint32_t)held;
+		memcpy(b->data, &said32, 4);
+	}
+}
+
+const char *
+tcmeta_repaired(const struct tcmeta *m)
+{
+	return m->repaired;
+}
+
 int
 tcmeta_feed(struct tcmeta *m, struct recording *r, char *err, size_t errlen)
 {
@@ -212,6 +259,9 @@ tcmeta_feed(struct tcmeta *m, struct recording *r, char *err, size_t errlen)
 			    "malformed");
 			goto out;
 		}
+		if (id == TD_OPT_CMDLINES || id == TD_OPT_KALLSYMS ||
+		    id == TD_OPT_PRINTK)
+			tcmeta_repair(m, id, &b);
 		if (recording_section_begin(r, (uint16_t)id) == -1 ||
 		    recording_section_write(r, b.data, b.len) == -1 ||
 		    recording_section_end(r) == -1) {

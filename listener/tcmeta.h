@@ -37,6 +37,11 @@ const char	*tcmeta_describe(const struct tcmeta *m);
  */
 int		 tcmeta_feed(struct tcmeta *m, struct recording *r, char *err,
 		    size_t errlen);
+/*
+ * What tcmeta_feed() put right ("" if nothing): a section whose size field
+ * is not what it holds (trace-cmd read a file while it changed).
+ */
+const char	*tcmeta_repaired(const struct tcmeta *m);
 void		 tcmeta_free(struct tcmeta *m);
 
 #endif

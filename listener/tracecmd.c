@@ -489,6 +489,8 @@ tc_meta_end(struct tcclient *tc)
 		tc_close(tc, "%s", err);
 		return -1;
 	}
+	if (tcmeta_repaired(m)[0] != '\0')
+		log_warnx("%s: %s", tc->label, tcmeta_repaired(m));
 	tcmeta_free(m);
 	close(tc->memfd);
 	tc->memfd = -1;

@@ -9,8 +9,9 @@
 # over TCP (exact) and over UDP (pages kept + pages lost = pages sent, with
 # datagrams short or out of order on purpose: counted to the page), one
 # sending garbage as its header, one lying about its CPUs or page size, one
-# vanishing without CLOSE (kept as incomplete), a v1 client (refused); the
-# real client's file is exact all the same.
+# vanishing without CLOSE (kept as incomplete), a v1 client (refused), one
+# whose saved_cmdlines section says a size it does not hold (trace-cmd's
+# own race: repaired); the real client's file is exact all the same.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 POKE=$B/tests/tdpoke-static
@@ -173,6 +174,16 @@ for how in -s -r; do
 	    sh -c "trace-cmd dump --options -i '$F' 2>/dev/null | grep -q '^ *29804 '"
 	check "replay over UDP $how: trace-cmd reads the file cleanly" tc_clean "$F"
 done
+
+# trace-cmd 3.1.6 reads saved_cmdlines twice (its size, then its bytes):
+# a task that comes in between makes the section say one size and hold
+# another, and trace-cmd report then shows an empty file without a word.
+# The listener puts the size right and says so.
+"$FEED" -C 127.0.0.1 $TPORT "$F1" > "$WORK/feedC.out" 2>&1
+F=$(file_of "$(from "$WORK/feedC.out")")
+check "saved_cmdlines of the wrong size: repaired, and the log says so" \
+    grep -q "its saved_cmdlines section says [0-9]* bytes and holds" "$LOG"
+eq "saved_cmdlines of the wrong size: exactly N events" "$(events "$F")" $N
 
 # bad clients: each closed with its reason, nothing else disturbed
 "$FEED" -g 127.0.0.1 $TPORT "$F1" > "$WORK/feed3.out" 2>&1

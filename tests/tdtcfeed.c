@@ -5,7 +5,7 @@
  * CPU data by the writer, as a trace-cmd client sends it) and then every
  * page of FILE on the data ports, and CLOSE; or it misbehaves on purpose.
  *
- *	tdtcfeed [-u] [-s] [-r] [-1] [-c CPUS] [-P PAGE_SIZE] [-g] [-v] HOST PORT
+ *	tdtcfeed [-u] [-s] [-r] [-C] [-1] [-c CPUS] [-P PAGE_SIZE] [-g] [-v] HOST PORT
  *	    FILE
  *	tdtcfeed -H SOURCE HOST PORT[,PORT...]
  *
@@ -15,6 +15,8 @@
  *	-g	send garbage as the header
  *	-s	(UDP) make every 4th datagram half a page long
  *	-r	(UDP) send the second page of each CPU before its first
+ *	-C	say 10 bytes more in the saved_cmdlines section than it holds
+ *		(what trace-cmd sends when the file changed while it read it)
  *	-1	speak the old v1 protocol (a CPU count first): refused
  *	-v	vanish: after the header and a page of each CPU, exit without
  *		CLOSE
@@ -44,6 +46,7 @@
 #include "tdread.h"
 
 static const char *host;
+static bool bad_cmdlines;	/* -C */
 
 static void
 die(const char *what)
@@ -160,8 +163,16 @@ header(struct td_read *r, const char *path)
 	td_buf_init(&b, TD_MAX_SECTION_SIZE);
 	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
 		td_buf_reset(&b);
-		if (td_read_section(r, id, &b) == -1 ||
-		    td_file_section_add(f, id, b.data, b.len) == -1)
+		if (td_read_section(r, id, &b) == -1)
+			die("a section");
+		if (id == TD_OPT_CMDLINES && bad_cmdlines && b.len >= 8) {
+			uint64_t said;
+
+			memcpy(&said, b.data, 8);
+			said += 10;
+			memcpy(b.data, &said, 8);
+		}
+		if (td_file_section_add(f, id, b.data, b.len) == -1)
 			die("a section");
 	}
 	for (i = 0; i < sizeof copy / sizeof copy[0]; i++) {
@@ -247,7 +258,7 @@ main(int argc, char **argv)
 	ssize_t len;
 	int ch, fd, hfd;
 
-	while ((ch = getopt(argc, argv, "uc:P:gv1srH:")) != -1) {
+	while ((ch = getopt(argc, argv, "uc:P:gv1srCH:")) != -1) {
 		switch (ch) {
 		case 'u': udp = true; break;
 		case 'c': cpus = (uint32_t)atol(optarg); break;
@@ -257,12 +268,13 @@ main(int argc, char **argv)
 		case '1': v1 = true; break;
 		case 's': shorten = true; break;
 		case 'r': swap = true; break;
+		case 'C': bad_cmdlines = true; break;
 		case 'H': source = optarg; break;
 		default: return 2;
 		}
 	}
 	if (argc - optind != (source != NULL ? 2 : 3)) {
-		fprintf(stderr, "usage: tdtcfeed [-u] [-s] [-r] [-1] [-c CPUS] [-P PAGE_SIZE] "
+		fprintf(stderr, "usage: tdtcfeed [-u] [-s] [-r] [-C] [-1] [-c CPUS] [-P PAGE_SIZE] "
 		    "[-g] [-v] HOST PORT FILE\n"
 		    "       tdtcfeed -H SOURCE HOST PORT[,PORT...]\n");
 		return 2;
