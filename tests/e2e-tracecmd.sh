@@ -7,7 +7,8 @@
 # connects to its data ports from another address (refused), and
 # tests/tdtcfeed clients come and go on the same listener: a whole replay
 # over TCP (exact) and over UDP (pages kept + pages lost = pages sent, with
-# datagrams short or out of order on purpose: counted to the page), one
+# datagrams short or out of order on purpose, or dropped by the kernel
+# while the listener is stopped: counted to the page), one
 # sending garbage as its header, one lying about its CPUs or page size, one
 # vanishing without CLOSE (kept as incomplete), a v1 client (refused), one
 # whose saved_cmdlines section says a size it does not hold (trace-cmd's
@@ -174,6 +175,29 @@ for how in -s -r; do
 	    sh -c "trace-cmd dump --options -i '$F' 2>/dev/null | grep -q '^ *29804 '"
 	check "replay over UDP $how: trace-cmd reads the file cleanly" tc_clean "$F"
 done
+
+# ... over UDP while the listener is stopped (SIGSTOP): the kernel drops
+# what its socket buffers cannot hold, and SO_MEMINFO counts it exactly
+rm -f "$WORK/go2"
+"$FEED" -u -n 100 -w "$WORK/go2" 127.0.0.1 $TPORT "$F1" > "$WORK/feedn.out" 2>&1 &
+FPID=$!
+wait_until $((200 * SLOW)) grep -q "^tdtcfeed: from" "$WORK/feedn.out"
+FROM=$(from "$WORK/feedn.out")
+wait_until $((400 * SLOW)) grep -q "trace-cmd 127.0.0.1:$FROM: trace-cmd header of" "$LOG"
+kill -STOP $LPID
+touch "$WORK/go2"
+wait $FPID
+kill -CONT $LPID
+SENT=$(sed -n 's/^tdtcfeed: \([0-9]*\) pages sent$/\1/p' "$WORK/feedn.out")
+F=$(file_of "$FROM")
+wait_until $((200 * SLOW)) grep -q "trace-cmd 127.0.0.1:$FROM: done after" "$LOG"
+KEPT=$(client_line "$FROM" "done after" | sed 's/.* CPUs, \([0-9]*\) pages,.*/\1/')
+LOST=$(client_line "$FROM" "[0-9]* pages lost" | sed 's/.*: \([0-9]*\) pages lost.*/\1/')
+check "UDP to a stopped listener: the socket's drops are counted" \
+    grep -q "trace-cmd 127.0.0.1:$FROM: cpu [0-9]*: [0-9]* datagrams lost ([1-9][0-9]* dropped by the socket" "$LOG"
+eq "UDP to a stopped listener: pages kept + pages lost = pages sent" \
+    "$((KEPT + ${LOST:-0}))" "$SENT"
+check "UDP to a stopped listener: trace-cmd reads the file cleanly" tc_clean "$F"
 
 # trace-cmd 3.1.6 reads saved_cmdlines twice (its size, then its bytes):
 # a task that comes in between makes the section say one size and hold

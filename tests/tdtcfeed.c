@@ -5,8 +5,8 @@
  * CPU data by the writer, as a trace-cmd client sends it) and then every
  * page of FILE on the data ports, and CLOSE; or it misbehaves on purpose.
  *
- *	tdtcfeed [-u] [-s] [-r] [-C] [-1] [-c CPUS] [-P PAGE_SIZE] [-g] [-v] HOST PORT
- *	    FILE
+ *	tdtcfeed [-u] [-s] [-r] [-C] [-n N] [-w FILE] [-1] [-c CPUS]
+ *	    [-P PAGE_SIZE] [-g] [-v] HOST PORT FILE
  *	tdtcfeed -H SOURCE HOST PORT[,PORT...]
  *
  *	-u	data over UDP (default TCP)
@@ -17,6 +17,9 @@
  *	-r	(UDP) send the second page of each CPU before its first
  *	-C	say 10 bytes more in the saved_cmdlines section than it holds
  *		(what trace-cmd sends when the file changed while it read it)
+ *	-n	send each CPU's pages N times (each time 10 s later: the pages'
+ *		timestamps shifted)
+ *	-w	wait for FILE to exist before sending the pages
  *	-1	speak the old v1 protocol (a CPU count first): refused
  *	-v	vanish: after the header and a page of each CPU, exit without
  *		CLOSE
@@ -197,6 +200,7 @@ struct feed {
 	bool	 swap;		/* -r */
 	uint8_t	*held;		/* -r: the first page, held back */
 	long	 seen;
+	uint64_t shift;		/* -n: added to each page's timestamp */
 };
 
 /* Datagrams made short (-s) and pages sent out of order (-r). */
@@ -214,6 +218,13 @@ page_cb(void *arg, const void *page, size_t len)
 		return -1;
 	memset(pad, 0, sizeof pad);
 	memcpy(pad, page, len);
+	if (s->shift != 0 && len >= 8) {
+		uint64_t ts;
+
+		memcpy(&ts, pad, 8);
+		ts += s->shift;
+		memcpy(pad, &ts, 8);
+	}
 	if (s->swap && s->seen++ == 0) {
 		s->held = malloc(s->page_size);
 		memcpy(s->held, pad, s->page_size);
@@ -242,6 +253,8 @@ main(int argc, char **argv)
 	const char *source = NULL;
 	bool udp = false, garbage = false, vanish = false, v1 = false;
 	bool shorten = false, swap = false;
+	const char *wait = NULL;
+	long repeat = 1, k;
 	struct sockaddr_in me;
 	socklen_t melen = sizeof me;
 	uint32_t cpus = 0, psize = 0, ncpus, i, rcpus;
@@ -258,7 +271,7 @@ main(int argc, char **argv)
 	ssize_t len;
 	int ch, fd, hfd;
 
-	while ((ch = getopt(argc, argv, "uc:P:gv1srCH:")) != -1) {
+	while ((ch = getopt(argc, argv, "uc:P:gv1srCn:w:H:")) != -1) {
 		switch (ch) {
 		case 'u': udp = true; break;
 		case 'c': cpus = (uint32_t)atol(optarg); break;
@@ -269,13 +282,16 @@ main(int argc, char **argv)
 		case 's': shorten = true; break;
 		case 'r': swap = true; break;
 		case 'C': bad_cmdlines = true; break;
+		case 'n': repeat = atol(optarg); break;
+		case 'w': wait = optarg; break;
 		case 'H': source = optarg; break;
 		default: return 2;
 		}
 	}
 	if (argc - optind != (source != NULL ? 2 : 3)) {
-		fprintf(stderr, "usage: tdtcfeed [-u] [-s] [-r] [-C] [-1] [-c CPUS] [-P PAGE_SIZE] "
-		    "[-g] [-v] HOST PORT FILE\n"
+		fprintf(stderr, "usage: tdtcfeed [-u] [-s] [-r] [-C] [-n N] "
+		    "[-w FILE] [-1] [-c CPUS]\n"
+		    "           [-P PAGE_SIZE] [-g] [-v] HOST PORT FILE\n"
 		    "       tdtcfeed -H SOURCE HOST PORT[,PORT...]\n");
 		return 2;
 	}
@@ -355,6 +371,8 @@ main(int argc, char **argv)
 		put(fd, t.data, t.len);
 		td_buf_free(&t);
 	}
+	while (wait != NULL && access(wait, F_OK) == -1)
+		usleep(20000);
 	for (i = 0; i < ncpus && i < rcpus; i++) {
 		snprintf(num, sizeof num, "%u", ports[i]);
 		memset(&s, 0, sizeof s);
@@ -364,8 +382,11 @@ main(int argc, char **argv)
 		s.page_size = td_read_page_size(r);
 		/* vanishing: a page of each CPU, then gone */
 		s.limit = vanish ? 1 : -1;
-		if (td_read_cpu_pages(r, (int)i, page_cb, &s) == -1)
-			die("pages");
+		for (k = 0; k < repeat; k++) {
+			s.shift = (uint64_t)k * 10000000000ULL;
+			if (td_read_cpu_pages(r, (int)i, page_cb, &s) == -1)
+				die("pages");
+		}
 		if (s.held != NULL) {	/* a CPU of one page */
 			put(s.fd, s.held, s.page_size);
 			s.sent++;
