@@ -52,6 +52,12 @@ struct listener_config {
 	int			 max_per_identity;
 	uint64_t		 quota;		/* bytes per identity, 0: none */
 	struct td_codec		*codec_ctx;	/* shared by every session */
+	const char		*tracecmd_port;	/* NULL: no trace-cmd clients */
+	const char		*tracecmd_bind;	/* default 127.0.0.1 */
+	uint16_t		 tracecmd_lo;	/* their data ports */
+	uint16_t		 tracecmd_hi;
+	const char		*uftrace_port;	/* NULL: no uftrace clients */
+	const char		*uftrace_bind;	/* default 127.0.0.1 */
 };
 
 struct sockaddr;

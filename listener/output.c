@@ -214,13 +214,32 @@ output_keep_partial(struct td_file *f, const char *path, char **final)
 	inc = xstrdup(path);
 	if ((dot = strrchr(inc, '.')) != NULL)
 		*dot = '\0';
-	xasprintf(final, "%s.incomplete.dat", inc);
-	free(inc);
-	if (rename(path, *final) == -1) {
-		/* finished, if not renamed: kept where it is */
+	/*
+	 * Never over another file: two recordings of one identity that
+	 * began in the same second, the first already kept, have one name.
+	 */
+	for (i = 0; i < 1000; i++) {
+		if (i == 0)
+			xasprintf(final, "%s.incomplete.dat", inc);
+		else
+			xasprintf(final, "%s.incomplete.%zu.dat", inc, i);
+		if (renameat2(AT_FDCWD, path, AT_FDCWD, *final,
+		    RENAME_NOREPLACE) == 0)
+			break;
+		/* a file system without RENAME_NOREPLACE: look first */
+		if (errno == EINVAL && access(*final, F_OK) == -1 &&
+		    rename(path, *final) == 0)
+			break;
+		if (errno == EINVAL && access(*final, F_OK) == 0)
+			errno = EEXIST;
 		free(*final);
-		*final = xstrdup(path);
+		*final = NULL;
+		if (errno != EEXIST)
+			break;
 	}
+	free(inc);
+	if (*final == NULL)
+		*final = xstrdup(path);	/* finished, kept where it is */
 	return 0;
 out_drop:
 	td_file_abort(f);

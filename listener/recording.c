@@ -60,11 +60,13 @@ struct recording {
 	uint64_t		 bytes;
 	uint64_t		 pages;
 	uint64_t		 lost;		/* overrun + dropped (CPUSTAT) */
+	uint64_t		 lost_pages;	/* the producer's, on the way */
 	struct timespec		 start;
 	size_t			 ck_len;	/* bytes of the last state */
 	bool			 rewound;	/* take the writer back from the
 						   checkpoint */
 	bool			 finished;
+	bool			 no_tsync;	/* the producer has none */
 	void			(*taken)(void *);
 	void			*owner;		/* NULL: waits for a resume */
 	enum recording_fault	 fault;
@@ -543,8 +545,9 @@ recording_option(struct recording *r, uint16_t id, const void *p, size_t n)
 		return recording_fail(r, REC_INPUT, "malformed guest "
 		    "declaration (OPTION 0x%x)", TD_OPT_TD_GUEST);
 	}
-	/* the listener writes them (TRACEID: when it knows the agent's) */
-	if (id == TD_OPT_TIME_SHIFT || id == TD_OPT_DATE ||
+	/* the listener writes them (TRACEID: when it knows the agent's;
+	   DATE: unless the producer has no time sync, and its own counts) */
+	if (id == TD_OPT_TIME_SHIFT || (id == TD_OPT_DATE && !r->no_tsync) ||
 	    id == TD_OPT_TD_TSYNC || id == TD_OPT_GUEST ||
 	    (id == TD_OPT_TRACEID && r->p.file_trace_id != 0)) {
 		log_debug("%s: dropped option %u from the agent: the listener "
@@ -679,6 +682,18 @@ recording_chunk(struct recording *r, uint32_t cpu, uint64_t first_seq,
 }
 
 void
+recording_lost_pages(struct recording *r, uint64_t n)
+{
+	r->lost_pages += n;
+}
+
+void
+recording_no_tsync(struct recording *r)
+{
+	r->no_tsync = true;
+}
+
+void
 recording_sample(struct recording *r, const struct td_tsync_sample *s)
 {
 	if (!timesync_add(r->ts, s))
@@ -706,7 +721,7 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 		if (!td_file_has_section(r->file, i))
 			return recording_fail(r, REC_INPUT, "END before "
 			    "section %u", i);
-	if (r->cfg->tsync_interval != TD_TSYNC_OFF &&
+	if (r->cfg->tsync_interval != TD_TSYNC_OFF && !r->no_tsync &&
 	    timeline_write(r->ts, r->guests, r->file, &r->p, r->trace_id,
 	    r->label) == -1)
 		return recording_fail(r, REC_FAIL, "cannot write the "
@@ -888,11 +903,16 @@ recording_close(struct recording *r)
 	if (!r->finished)
 		checkpoint_remove(r->state_path);
 	events = recording_events(r, &marked);
+	if (r->lost_pages > 0)
+		snprintf(err, sizeof err, ", %" PRIu64 " pages lost on the way",
+		    r->lost_pages);
+	else
+		err[0] = '\0';
 	log_info("%s: %s after %.2f s: %u CPUs, %" PRIu64 " pages, %" PRIu64
 	    " bytes, %" PRIu64 " events, %" PRIu64 " lost (%" PRIu64
-	    " pages marked)", r->label, r->finished ? "done" : "ended early",
-	    recording_elapsed(r), r->p.ncpus, r->pages, r->bytes, events,
-	    r->lost, marked);
+	    " pages marked%s)", r->label, r->finished ? "done" :
+	    "ended early", recording_elapsed(r), r->p.ncpus, r->pages,
+	    r->bytes, events, r->lost, marked, err);
 	recording_free(r);
 }
 

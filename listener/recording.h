@@ -131,6 +131,17 @@ int		 recording_chunk(struct recording *r, uint32_t cpu,
  */
 size_t		 recording_chunk_mem(const struct recording *r,
 		    uint32_t count);
+/*
+ * Pages its producer lost on the way (a trace-cmd client's UDP datagrams):
+ * in the last line of its log (not kept in checkpoints); the producer
+ * says how in an option.
+ */
+void		 recording_lost_pages(struct recording *r, uint64_t n);
+/*
+ * Its producer has no time sync (a trace-cmd client): the file keeps the
+ * producer's clock and the log does not wait for samples.
+ */
+void		 recording_no_tsync(struct recording *r);
 /* A time-sync sample; absurd ones are dropped and counted. */
 void		 recording_sample(struct recording *r,
 		    const struct td_tsync_sample *s);

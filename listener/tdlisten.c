@@ -31,6 +31,7 @@
 #include "size.h"
 #include "tls.h"
 #include "uftrace.h"
+#include "tracecmd.h"
 #include "banned.h"
 
 enum {
@@ -56,6 +57,9 @@ enum {
 	OPT_GROUP,
 	OPT_UFTRACE_PORT,
 	OPT_UFTRACE_BIND,
+	OPT_TRACECMD_PORT,
+	OPT_TRACECMD_BIND,
+	OPT_TRACECMD_DATA_PORTS,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -65,9 +69,6 @@ enum {
 
 static struct listener_config *tdlisten_cfg;
 static struct event *tdlisten_tick_ev;
-/* --uftrace-port, --uftrace-bind (uftrace.c): NULL: no uftrace clients */
-static const char *tdlisten_uftrace_port;
-static const char *tdlisten_uftrace_bind;
 
 static const struct option tdlisten_longopts[] = {
 	{ "cert", required_argument, NULL, OPT_CERT },
@@ -93,6 +94,10 @@ static const struct option tdlisten_longopts[] = {
 	{ "group", required_argument, NULL, OPT_GROUP },
 	{ "uftrace-port", required_argument, NULL, OPT_UFTRACE_PORT },
 	{ "uftrace-bind", required_argument, NULL, OPT_UFTRACE_BIND },
+	{ "tracecmd-port", required_argument, NULL, OPT_TRACECMD_PORT },
+	{ "tracecmd-bind", required_argument, NULL, OPT_TRACECMD_BIND },
+	{ "tracecmd-data-ports", required_argument, NULL,
+	    OPT_TRACECMD_DATA_PORTS },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -110,8 +115,9 @@ usage(FILE *fp)
 "                [--handshake-timeout S] [--max-handshakes N]\n"
 "                [--max-handshakes-per-address N] [--max-per-identity N]\n"
 "                [--quota SIZE] [--uftrace-port PORT [--uftrace-bind ADDR]]\n"
-"                [-u USER] [--group GROUP] [-D] [-l LOGFILE]\n"
-"                [-q | -v]\n"
+"                [--tracecmd-port PORT [--tracecmd-bind ADDR]\n"
+"                [--tracecmd-data-ports A-B]]\n"
+"                [-u USER] [--group GROUP] [-D] [-l LOGFILE] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
 "Receive recordings from tdagent -h over TLS and write one trace.dat per\n"
@@ -158,6 +164,12 @@ usage(FILE *fp)
 "                     DIR/uftrace-<address>/<UTC time>/ (plain TCP, no\n"
 "                     authentication: off unless given)\n"
 "  --uftrace-bind ADDR  listen for uftrace on ADDR only (default 127.0.0.1)\n"
+"  --tracecmd-port PORT  also take stock trace-cmd record -N HOST:PORT\n"
+"                     clients (plain TCP and UDP, unauthenticated) into\n"
+"                     DIR/tracecmd-<address>/<UTC time>.dat (default: off)\n"
+"  --tracecmd-bind ADDR  the address for them (default 127.0.0.1)\n"
+"  --tracecmd-data-ports A-B  their per-CPU data ports (default 1500-6000,\n"
+"                     trace-cmd listen's range)\n"
 "  -u USER            after binding, run as USER (when started as root)\n"
 "  --group GROUP      GROUP may read the recordings: directories 0750 and\n"
 "                     files 0640 of that group (default: 0700 and 0600,\n"
@@ -320,11 +332,35 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			n = strtol(optarg, &end, 10);
 			if (*end != '\0' || n < 1 || n > 65535)
 				usage_error("invalid port '%s'", optarg);
-			tdlisten_uftrace_port = optarg;
+			c->uftrace_port = optarg;
 			break;
 		case OPT_UFTRACE_BIND:
-			tdlisten_uftrace_bind = optarg;
+			c->uftrace_bind = optarg;
 			break;
+		case OPT_TRACECMD_PORT:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > 65535)
+				usage_error("invalid port '%s'", optarg);
+			c->tracecmd_port = optarg;
+			break;
+		case OPT_TRACECMD_BIND:
+			c->tracecmd_bind = optarg;
+			break;
+		case OPT_TRACECMD_DATA_PORTS: {
+			long hi;
+
+			n = strtol(optarg, &end, 10);
+			if (*end != '-' || n < 1 || n > 65535)
+				usage_error("invalid port range '%s' (A-B)",
+				    optarg);
+			hi = strtol(end + 1, &end, 10);
+			if (*end != '\0' || hi < n || hi > 65535)
+				usage_error("invalid port range '%s' (A-B)",
+				    optarg);
+			c->tracecmd_lo = (uint16_t)n;
+			c->tracecmd_hi = (uint16_t)hi;
+			break;
+		}
 		case OPT_QUOTA:
 			if (td_parse_size(optarg, &c->quota) == -1)
 				usage_error("invalid size '%s' (e.g. 500M, 20G)",
@@ -358,10 +394,17 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
-	if (tdlisten_uftrace_bind != NULL && tdlisten_uftrace_port == NULL)
+	if (c->uftrace_bind != NULL && c->uftrace_port == NULL)
 		usage_error("--uftrace-bind needs --uftrace-port");
 	if (c->port == NULL)
 		c->port = "4000";
+	if (c->tracecmd_bind == NULL)
+		c->tracecmd_bind = "127.0.0.1";
+	if (c->tracecmd_lo == 0) {
+		/* trace-cmd listen's own range (START/MAX_PORT_SEARCH) */
+		c->tracecmd_lo = 1500;
+		c->tracecmd_hi = 6000;
+	}
 	if (c->file_version == 6) {
 		if (codec_set && c->codec != TD_CODEC_NONE)
 			usage_error("version 6 files cannot be compressed");
@@ -428,11 +471,12 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 			    "sessions", c->crl ? " and CRL" : "");
 		return;
 	}
-	log_info("signal %d: shutting down (%d sessions open)", (int)sig,
-	    conn_sessions());
+	log_info("signal %d: shutting down (%d sessions open, %d trace-cmd "
+	    "clients)", (int)sig, conn_sessions(), tracecmd_clients());
 	server_shutdown();
 	uftrace_shutdown();
 	event_del(tdlisten_tick_ev);
+	tracecmd_shutdown();
 	conn_shutdown_all();
 	recording_leave_all();
 	{
@@ -621,10 +665,12 @@ main(int argc, char **argv)
 		fatalx("cannot listen on port %s%s%s%s", cfg.port,
 		    cfg.unix_path ? " and " : "", cfg.unix_path ?
 		    cfg.unix_path : "", cfg.vsock_port ? " and vsock" : "");
-	if (tdlisten_uftrace_port != NULL && uftrace_start(base, &cfg,
-	    tdlisten_uftrace_port, tdlisten_uftrace_bind) == -1)
+	if (cfg.uftrace_port != NULL && uftrace_start(base, &cfg,
+	    cfg.uftrace_port, cfg.uftrace_bind) == -1)
 		fatalx("cannot listen for uftrace on port %s",
-		    tdlisten_uftrace_port);
+		    cfg.uftrace_port);
+	if (cfg.tracecmd_port != NULL && tracecmd_start(base, &cfg) == -1)
+		fatalx("cannot listen for trace-cmd clients");
 	for (i = 0; i < 3; i++) {
 		sigs[i] = evsignal_new(base, signos[i], tdlisten_signal_cb,
 		    base);
@@ -644,6 +690,7 @@ main(int argc, char **argv)
 		event_add(tdlisten_tick_ev, &tv);
 	}
 	event_base_dispatch(base);
+	tracecmd_shutdown();
 	conn_free_all();
 	uftrace_shutdown();
 	recording_leave_all();

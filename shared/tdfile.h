@@ -76,6 +76,9 @@ enum td_opt {
 	   agent's machine, its vCPU threads and KVM clock; the listener
 	   turns it into GUEST options and never writes it */
 	TD_OPT_TD_GUEST		= 0x7467,
+	/* tracedock's own, ASCII: what a producer lost on the way (a
+	   trace-cmd client's UDP datagrams), one line per CPU */
+	TD_OPT_TD_LOSS		= 0x746c,
 };
 
 struct td_file_params {

@@ -187,4 +187,13 @@
 #define TD_PLAN9_REORDER	(1u << 16)
 #define TD_PLAN9_MAX_TASKS	(1u << 20)
 
+/*
+ * trace-cmd record -N clients (listener/tracecmd.c): the trace.dat header
+ * a client sends before its data (v6 is uncompressed: kallsyms of some
+ * 6 MiB is most of it), and how long (s) a client's data connections may
+ * take to end after its CLOSE before the file is finished without them.
+ */
+#define TD_TC_MAX_META		(64u * 1024 * 1024)
+#define TD_TC_CLOSE_WAIT	10
+
 #endif

@@ -50,6 +50,7 @@ struct td_read {
 	int			 ioerr;		/* pread() error of this call */
 	uint64_t		 fsize;
 	int			 version;
+	bool			 header_only;	/* no CPU data needed */
 	bool			 swap;
 	int			 long_size;
 	uint32_t		 page_size;

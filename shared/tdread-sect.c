@@ -296,3 +296,29 @@ td_read_section(struct td_read *r, enum td_opt id, struct td_buf *out)
 	}
 	return 0;
 }
+
+/* A caller's callback for td_read_options(). */
+struct td_read_user {
+	int	(*cb)(void *, uint16_t, const void *, size_t);
+	void	*arg;
+};
+
+static int
+td_read_user_cb(struct td_read *r, uint16_t id, const uint8_t *p,
+    uint32_t n, void *arg)
+{
+	struct td_read_user *u = arg;
+
+	return u->cb(u->arg, id, p, n);
+}
+
+/* Every option record, in file order, to the caller's cb. */
+int
+td_read_options(struct td_read *r,
+    int (*cb)(void *arg, uint16_t id, const void *p, size_t n), void *arg)
+{
+	struct td_read_user u = { cb, arg };
+
+	r->ioerr = 0;
+	return td_read_opts_walk(r, td_read_user_cb, &u);
+}

@@ -311,6 +311,11 @@ td_read_open_v6(struct td_read *r, uint64_t pos)
 		return td_read_bad(r);
 	r->ncpus = (int)ncpus;
 	for (;;) {
+		if (r->header_only && opts_seen && pos == r->fsize) {
+			/* a client's header: the listener adds the data */
+			r->cpu = xcalloc(r->ncpus, sizeof *r->cpu);
+			return 0;
+		}
 		if (td_read_at(r, pos, label, sizeof label) == -1)
 			return td_read_bad(r);
 		pos += sizeof label;
@@ -343,11 +348,10 @@ td_read_open_v6(struct td_read *r, uint64_t pos)
 	}
 }
 
-/* Open a trace.dat file and check its layout. */
-struct td_read *
-td_read_open(const char *path)
+/* Check the file r->fd holds: its initial format and where its parts lie. */
+static struct td_read *
+td_read_init(struct td_read *r)
 {
-	struct td_read *r;
 	struct stat st;
 	uint8_t b[TD_MAGIC_LEN + 2];
 	char vers[TD_HDR_STR];
@@ -356,8 +360,7 @@ td_read_open(const char *path)
 	bool host_be = *(uint8_t *)&one == 0;
 	int saved;
 
-	r = xcalloc(1, sizeof *r);
-	if ((r->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (r->fd == -1)
 		goto fail;
 	if (fstat(r->fd, &st) == -1)
 		goto fail;
@@ -408,6 +411,27 @@ fail:
 	td_read_close(r);
 	errno = saved;
 	return NULL;
+}
+
+/* Open a trace.dat file and check its layout. */
+struct td_read *
+td_read_open(const char *path)
+{
+	struct td_read *r = xcalloc(1, sizeof *r);
+
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	return td_read_init(r);
+}
+
+/* Read the header a trace-cmd client sent, held in fd. */
+struct td_read *
+td_read_open_header(int fd)
+{
+	struct td_read *r = xcalloc(1, sizeof *r);
+
+	r->header_only = true;
+	r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	return td_read_init(r);
 }
 
 /* Close a reader. */

@@ -4,9 +4,9 @@
  *
  * It exists because no tool on a Debian 12 machine reads zlib-compressed v7
  * files, and because replaying and recovering recordings needs a reader that
- * is safe on damaged input.  The test tools use it today; it is also the
- * parser the listener is to use for the trace.dat headers that foreign
- * producers send (a stock trace-cmd record -N client).  It gives back the
+ * is safe on damaged input.  The test tools use it, and tdlisten parses
+ * with it the trace.dat headers that foreign producers send (a stock
+ * trace-cmd record -N client: td_read_open_header()).  It gives back the
  * bytes the writer (tdfile.h) was handed: the decompressed content of each
  * metadata section, the raw data of each option, and every ring-buffer page
  * of each CPU of the top-level buffer.  It does not interpret events.
@@ -44,6 +44,14 @@ struct td_read;
  * version, or the error of open/read.
  */
 struct td_read	*td_read_open(const char *path);
+/*
+ * Read the trace.dat header that a trace-cmd record -N client sends (the
+ * initial format, the metadata sections, then the CPU count and options
+ * of v6 or the first options section of v7, and no CPU data) from fd, a
+ * regular file or memfd (the reader keeps a duplicate).  Everything else
+ * as td_read_open(); every CPU then has no data.
+ */
+struct td_read	*td_read_open_header(int fd);
 /* Close a reader; NULL is fine. */
 void		 td_read_close(struct td_read *r);
 
@@ -79,6 +87,16 @@ int		 td_read_section(struct td_read *r, enum td_opt id,
  */
 int		 td_read_option(struct td_read *r, enum td_opt id, int nth,
 		    struct td_buf *out);
+
+/*
+ * Call cb for every option record, in file order across all options
+ * sections (v7) or in the options block (v6), DONE records excluded;
+ * p is valid during the call only.  A non-zero return of cb stops the walk
+ * and is returned; -1 with errno for a malformed file.
+ */
+int		 td_read_options(struct td_read *r,
+		    int (*cb)(void *arg, uint16_t id, const void *p,
+		    size_t n), void *arg);
 
 /*
  * Call cb for every page of a CPU of the top-level buffer, in order,

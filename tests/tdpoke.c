@@ -10,6 +10,10 @@
  * tests/e2e-guest-host.sh).
  *
  *	tdpoke N PAUSE_US [BURST [FILE]]
+ *
+ * With TDPOKE_WAIT=PATH in the environment it first waits for PATH to
+ * exist (polling with access(), no getppid), so that a test can start a
+ * recorder with it and say when the events begin.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,6 +40,12 @@ main(int argc, char **argv)
 	if (argc == 5 && (fd = open(argv[4], O_WRONLY | O_CLOEXEC)) == -1) {
 		perror(argv[4]);
 		return 1;
+	}
+	if (getenv("TDPOKE_WAIT") != NULL) {
+		struct timespec w = { 0, 20 * 1000 * 1000 };
+
+		while (access(getenv("TDPOKE_WAIT"), F_OK) == -1)
+			nanosleep(&w, NULL);
 	}
 	ts.tv_sec = pause / 1000000;
 	ts.tv_nsec = (pause % 1000000) * 1000;

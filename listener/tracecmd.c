@@ -1,0 +1,768 @@
+/*
+ * tracecmd.c: stock trace-cmd record -N clients (see tracecmd.h).
+ *
+ * One client's control connection, a state machine driven by what its
+ * bufferevent reads:
+ *
+ *	TC_FIRST	"tracecmd" sent; waiting for "-1V3\0" (a v1 client's
+ *			CPU count is refused: see docs/tdlisten.8)
+ *	TC_MAGIC	"V3\0" sent; waiting for the 8-byte magic
+ *	TC_TINIT	"OK" sent; waiting for TINIT (CPUs, page size, "tcp")
+ *	TC_META		RINIT sent with a data port per CPU; SEND_DATA
+ *			collects the client's trace.dat header in a memfd
+ *			(capped, counted in the budget) until FIN_DATA: the
+ *			header is read (tcmeta.c), the recording opened, its
+ *			sections and options written, the data read
+ *	TC_RECORD	pages arrive on the data sockets (tcdata.c); the
+ *			control connection waits for CLOSE
+ *	TC_CLOSING	CLOSE came: whatever is in the data sockets is taken
+ *			at once, and the file finished as soon as every TCP
+ *			data stream ended (trace-cmd's recorders exit before
+ *			the client sends CLOSE, so that is at once too; at
+ *			most TD_TC_CLOSE_WAIT s): no sleep as trace-cmd
+ *			listen's two seconds
+ *
+ * Until TC_RECORD a deadline of --handshake-timeout seconds covers each
+ * step.  Anything unexpected or malformed, a client that lies (CPUs, page
+ * size), or one that goes away without CLOSE ends that client only: its
+ * recording is closed, kept as NAME.incomplete.dat when enough arrived,
+ * with the reason in the log.  Callbacks of tcdata.c never free a client:
+ * they mark it and kick an event that does.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/queue.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "budget.h"
+#include "buf.h"
+#include "conn.h"
+#include "listener.h"
+#include "log.h"
+#include "recording.h"
+#include "registry.h"
+#include "tcdata.h"
+#include "tcmeta.h"
+#include "tcmsg.h"
+#include "tdfile.h"
+#include "tdlimits.h"
+#include "tracecmd.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+/* The largest UDP payload: a page must fit one datagram. */
+#define TC_UDP_MAX		65507
+/* Pages between two updates of the memory account. */
+#define TC_ACCOUNT_PAGES	256
+
+enum tc_state {
+	TC_FIRST,
+	TC_MAGIC,
+	TC_TINIT,
+	TC_META,
+	TC_RECORD,
+	TC_CLOSING,
+};
+
+/* One trace-cmd client. */
+struct tcclient {
+	LIST_ENTRY(tcclient)	 entry;
+	const struct listener_config *cfg;
+	enum tc_state		 state;
+	struct bufferevent	*bev;
+	struct event		*timer;		/* the step's deadline */
+	struct event		*kick;		/* finish or fail, deferred */
+	struct sockaddr_storage	 local;		/* where it reached us */
+	socklen_t		 local_len;
+	struct sockaddr_storage	 peer;
+	char			 host[NI_MAXHOST];
+	char			 identity[TD_MAX_NAME_LEN + 1];
+	char			 label[NI_MAXHOST + NI_MAXSERV + 32];
+	struct td_tc_tinit	 tinit;
+	int			 memfd;		/* the header, -1 */
+	uint64_t		 meta_len;
+	struct budget_account	*acct;		/* until the recording opens */
+	struct tcdata		*data;
+	struct recording	*rec;
+	uint64_t		 pages;
+	struct timespec		 closed;	/* when CLOSE came */
+	bool			 failed;	/* a page could not be taken */
+	char			 why[600];	/* ... why */
+};
+
+static LIST_HEAD(, tcclient) tc_all = LIST_HEAD_INITIALIZER(tc_all);
+static struct event_base	*tc_base;
+static const struct listener_config *tc_cfg;
+static struct evconnlistener	*tc_lev;
+static struct event		*tc_pause_ev;
+static int			 tc_nclients;
+static int			 tc_nfds;	/* sockets of all clients */
+
+int
+tracecmd_clients(void)
+{
+	return tc_nclients;
+}
+
+/* Free a client; a recording not finished is closed (kept partial). */
+static void
+tc_free(struct tcclient *tc)
+{
+	LIST_REMOVE(tc, entry);
+	tc_nclients--;
+	if (tc->data != NULL)
+		tc_nfds -= (int)tc->tinit.cpus * (tc->tinit.tcp ? 2 : 1);
+	tcdata_free(tc->data);
+	if (tc->rec != NULL)
+		recording_close(tc->rec);
+	budget_close(tc->acct);
+	if (tc->memfd != -1)
+		close(tc->memfd);
+	if (tc->timer != NULL)
+		event_free(tc->timer);
+	if (tc->kick != NULL)
+		event_free(tc->kick);
+	if (tc->bev != NULL)
+		bufferevent_free(tc->bev);
+	tc_nfds--;
+	free(tc);
+}
+
+/* End a client for a reason: logged, its recording closed. */
+static void
+tc_close(struct tcclient *tc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+tc_close(struct tcclient *tc, const char *fmt, ...)
+{
+	char why[700];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	log_warnx("%s: closing: %s", tc->label, why);
+	/* what already arrived on its data sockets is kept */
+	if (tc->rec != NULL && tc->data != NULL && !tc->failed)
+		tcdata_drain(tc->data);
+	tc_free(tc);
+}
+
+/* Arm the step's deadline (seconds). */
+static void
+tc_deadline(struct tcclient *tc, int s)
+{
+	struct timeval tv = { s, 0 };
+
+	evtimer_add(tc->timer, &tv);
+}
+
+/* A recording of ours taken over by a resuming agent: let it go. */
+static void
+tc_taken_cb(void *arg)
+{
+	struct tcclient *tc = arg;
+
+	tc->rec = NULL;
+	tc->failed = true;
+	snprintf(tc->why, sizeof tc->why, "its recording was taken over");
+	event_active(tc->kick, EV_TIMEOUT, 0);
+}
+
+/* A page of a CPU from tcdata.c: into the recording. */
+static int
+tc_page_cb(void *arg, uint32_t cpu, const uint8_t *page)
+{
+	struct tcclient *tc = arg;
+	char why[160];
+
+	if (tc->rec == NULL || tc->failed)
+		return -1;
+	if (recording_pages_begin(tc->rec, cpu, tcdata_pages(tc->data,
+	    cpu)) == -1 || recording_page(tc->rec, cpu, page) == -1) {
+		snprintf(tc->why, sizeof tc->why, "%s",
+		    recording_why(tc->rec));
+		goto out_stop;
+	}
+	if (++tc->pages % TC_ACCOUNT_PAGES == 0 &&
+	    recording_account(tc->rec, tcdata_mem(tc->data), why,
+	    sizeof why) == -1) {
+		/* a trace-cmd client cannot come back later: it ends */
+		snprintf(tc->why, sizeof tc->why, "%s", why);
+		goto out_stop;
+	}
+	return 0;
+out_stop:
+	tc->failed = true;
+	event_active(tc->kick, EV_TIMEOUT, 0);
+	return -1;
+}
+
+/* A TCP data stream ended: the client may be finished now. */
+static void
+tc_ended_cb(void *arg)
+{
+	struct tcclient *tc = arg;
+
+	if (tc->state == TC_CLOSING)
+		event_active(tc->kick, EV_TIMEOUT, 0);
+}
+
+/*
+ * CLOSE came (or its wait is over: force): take what the data sockets
+ * hold, and finish the file once every data stream ended.
+ */
+static void
+tc_finish(struct tcclient *tc, bool force)
+{
+	struct finished fin;
+	struct td_buf loss;
+	uint64_t *pages, lost;
+	uint32_t i, n = tc->tinit.cpus;
+	struct timespec now;
+	const char *p, *end, *nl;
+	size_t head;
+	int ret;
+
+	if (tcdata_drain(tc->data) == -1 || tc->failed) {
+		tc_close(tc, "%s", tc->why);
+		return;
+	}
+	if (!tcdata_complete(tc->data)) {
+		if (!force)
+			return;
+		log_warnx("%s: data connections still open %d s after "
+		    "CLOSE: finishing without what they hold", tc->label,
+		    TD_TC_CLOSE_WAIT);
+	}
+	td_buf_init(&loss, 64 + (size_t)n * 128);
+	td_buf_printf(&loss, "tracedock loss 1\n");
+	head = loss.len;
+	lost = tcdata_losses(tc->data, &loss);
+	if (lost > 0) {
+		recording_lost_pages(tc->rec, lost);
+		log_warnx("%s: %" PRIu64 " pages lost on the way (in the "
+		    "file's loss option too)", tc->label, lost);
+		/* one log line a CPU */
+		for (p = (const char *)loss.data + head, end = (const char *)
+		    loss.data + loss.len; p < end; p = nl + 1) {
+			if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+				nl = end;
+			log_warnx("%s: %.*s", tc->label, (int)(nl - p), p);
+		}
+		if (td_buf_add(&loss, "", 1) == -1 ||
+		    recording_option(tc->rec, TD_OPT_TD_LOSS, loss.data,
+		    loss.len) == -1)
+			log_warnx("%s: cannot write the loss option",
+			    tc->label);
+	}
+	td_buf_free(&loss);
+	if (tcdata_refused(tc->data) > 0)
+		log_warnx("%s: %" PRIu64 " data connections or datagrams "
+		    "from other addresses refused", tc->label,
+		    tcdata_refused(tc->data));
+	pages = xcalloc(n, sizeof *pages);
+	for (i = 0; i < n; i++)
+		pages[i] = tcdata_pages(tc->data, i);
+	ret = recording_finish(tc->rec, pages, n, &fin);
+	free(pages);
+	if (ret == -1) {
+		tc_close(tc, "cannot finish the file: %s",
+		    recording_why(tc->rec));
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	log_info("%s: the file was ready %.3f s after CLOSE", tc->label,
+	    (now.tv_sec - tc->closed.tv_sec) +
+	    (now.tv_nsec - tc->closed.tv_nsec) / 1e9);
+	tc_free(tc);	/* recording_close() says "done" */
+}
+
+static void
+tc_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcclient *tc = arg;
+
+	if (tc->failed) {
+		tc_close(tc, "%s", tc->why);
+		return;
+	}
+	if (tc->state == TC_CLOSING)
+		tc_finish(tc, false);
+}
+
+static void
+tc_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcclient *tc = arg;
+
+	if (tc->state == TC_CLOSING) {
+		tc_finish(tc, true);
+		return;
+	}
+	tc_close(tc, "no progress in %d s (handshake, TINIT or metadata)",
+	    tc->cfg->handshake_timeout);
+}
+
+/* Send bytes on the control connection. */
+static void
+tc_send(struct tcclient *tc, const void *p, size_t n)
+{
+	bufferevent_write(tc->bev, p, n);
+}
+
+/* TINIT: the data sockets, RINIT.  -1 when the client was closed. */
+static int
+tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
+{
+	struct tcdata_params dp;
+	struct td_buf b;
+	uint32_t span = (uint32_t)tc->cfg->tracecmd_hi -
+	    tc->cfg->tracecmd_lo + 1;
+	char err[256];
+
+	if (td_tc_unpack_tinit(m, &tc->tinit) == -1) {
+		tc_close(tc, "malformed TINIT (CPUs 1 to %d, a power of two "
+		    "page size of %d to %d bytes)", TD_MAX_CPUS,
+		    TD_MIN_PAGE_SIZE, TD_MAX_PAGE_SIZE);
+		return -1;
+	}
+	if (tc->tinit.vsock) {
+		tc_close(tc, "it asks for vsock data sockets over TCP");
+		return -1;
+	}
+	if ((uint64_t)tc->tinit.cpus * tc->tinit.page_size >
+	    TD_MAX_CPU_SPAN) {
+		tc_close(tc, "%u CPUs of %u-byte pages is past the listener's "
+		    "limit", tc->tinit.cpus, tc->tinit.page_size);
+		return -1;
+	}
+	if (!tc->tinit.tcp && tc->tinit.page_size > TC_UDP_MAX) {
+		tc_close(tc, "%u-byte pages do not fit a UDP datagram (use "
+		    "-t)", tc->tinit.page_size);
+		return -1;
+	}
+	if (tc->tinit.cpus > span) {
+		tc_close(tc, "%u CPUs, but --tracecmd-data-ports has %u ports",
+		    tc->tinit.cpus, span);
+		return -1;
+	}
+	memset(&dp, 0, sizeof dp);
+	dp.base = tc_base;
+	dp.local = tc->local;
+	dp.local_len = tc->local_len;
+	dp.client = tc->peer;
+	dp.ncpus = tc->tinit.cpus;
+	dp.page_size = tc->tinit.page_size;
+	dp.tcp = tc->tinit.tcp;
+	dp.port_lo = tc->cfg->tracecmd_lo;
+	dp.port_hi = tc->cfg->tracecmd_hi;
+	dp.label = tc->label;
+	dp.page = tc_page_cb;
+	dp.ended = tc_ended_cb;
+	dp.arg = tc;
+	if ((tc->data = tcdata_open(&dp, err, sizeof err)) == NULL) {
+		tc_close(tc, "%s", err);
+		return -1;
+	}
+	tc_nfds += (int)tc->tinit.cpus * (tc->tinit.tcp ? 2 : 1);
+	tc->memfd = memfd_create("tracecmd-header", MFD_CLOEXEC);
+	if (tc->memfd == -1) {
+		tc_close(tc, "memfd_create: %s", strerror(errno));
+		return -1;
+	}
+	tc->acct = budget_open(tc->identity);
+	td_buf_init(&b, TD_TC_MSG_MAX);
+	td_tc_pack_rinit(&b, tc->tinit.cpus, tcdata_ports(tc->data));
+	tc_send(tc, b.data, b.len);
+	td_buf_free(&b);
+	log_info("%s: %u CPUs, %u-byte pages, data over %s to ports %u-%u "
+	    "(unauthenticated)", tc->label, tc->tinit.cpus,
+	    tc->tinit.page_size, tc->tinit.tcp ? "TCP" : "UDP",
+	    tcdata_ports(tc->data)[0],
+	    tcdata_ports(tc->data)[tc->tinit.cpus - 1]);
+	if (tc->tinit.unknown > 0)
+		log_info("%s: %u TINIT options not known, ignored", tc->label,
+		    tc->tinit.unknown);
+	tc->state = TC_META;
+	tc_deadline(tc, tc->cfg->handshake_timeout);
+	return 0;
+}
+
+/* SEND_DATA: a piece of the header into the memfd. */
+static int
+tc_meta_data(struct tcclient *tc, const struct td_tc_msg *m)
+{
+	enum budget_over over;
+	const uint8_t *p = m->payload;
+	size_t n = m->len;
+	ssize_t w;
+
+	if (tc->meta_len + n > TD_TC_MAX_META) {
+		tc_close(tc, "its metadata is over %u bytes", TD_TC_MAX_META);
+		return -1;
+	}
+	while (n > 0) {
+		w = write(tc->memfd, p, n);
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			tc_close(tc, "cannot keep its metadata: %s",
+			    strerror(errno));
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	tc->meta_len += m->len;
+	/* a memfd is memory: the header counts until the recording opens */
+	over = budget_set(tc->acct, tc->meta_len + tcdata_mem(tc->data));
+	if (over != BUDGET_OK) {
+		tc_close(tc, "its metadata is over %s", budget_over_name(over));
+		return -1;
+	}
+	tc_deadline(tc, tc->cfg->handshake_timeout);
+	return 0;
+}
+
+/*
+ * FIN_DATA: the header is whole.  Read it, open the recording, write its
+ * sections and options, start reading the data.
+ */
+static int
+tc_meta_end(struct tcclient *tc)
+{
+	struct recording_params p;
+	enum recording_fault fault;
+	struct tcmeta *m;
+	char err[600];
+
+	if (registry_count(tc->identity) >= tc->cfg->max_per_identity) {
+		tc_close(tc, "too many recordings open for '%s' "
+		    "(--max-per-identity %d)", tc->identity,
+		    tc->cfg->max_per_identity);
+		return -1;
+	}
+	m = tcmeta_read(tc->memfd, tc->tinit.cpus, tc->tinit.page_size, err,
+	    sizeof err);
+	if (m == NULL) {
+		tc_close(tc, "%s", err);
+		return -1;
+	}
+	memset(&p, 0, sizeof p);
+	snprintf(p.identity, sizeof p.identity, "%s", tc->identity);
+	if (getrandom(&p.recording_id, sizeof p.recording_id, 0) !=
+	    sizeof p.recording_id)
+		p.recording_id = (uint64_t)(uintptr_t)tc ^ (uint64_t)time(NULL);
+	p.ncpus = tc->tinit.cpus;
+	p.page_size = tc->tinit.page_size;
+	tcmeta_params(m, &p);
+	tc->rec = recording_open(tc->cfg, &p, tc->label, tc_taken_cb, tc,
+	    conn_sessions() + tc_nfds, err, sizeof err, &fault);
+	if (tc->rec == NULL) {
+		tcmeta_free(m);
+		tc_close(tc, "%s", err);
+		return -1;
+	}
+	recording_no_tsync(tc->rec);
+	log_info("%s: trace-cmd header of %" PRIu64 " bytes (%s)", tc->label,
+	    tc->meta_len, tcmeta_describe(m));
+	if (tcmeta_feed(m, tc->rec, err, sizeof err) == -1) {
+		tcmeta_free(m);
+		tc_close(tc, "%s", err);
+		return -1;
+	}
+	if (tcmeta_repaired(m)[0] != '\0')
+		log_warnx("%s: %s", tc->label, tcmeta_repaired(m));
+	tcmeta_free(m);
+	close(tc->memfd);
+	tc->memfd = -1;
+	budget_close(tc->acct);
+	tc->acct = NULL;
+	recording_received(tc->rec, tc->meta_len);
+	tc->state = TC_RECORD;
+	evtimer_del(tc->timer);
+	tcdata_start(tc->data);
+	return 0;
+}
+
+/* One whole message.  -1 when the client was closed. */
+static int
+tc_message(struct tcclient *tc, const struct td_tc_msg *m)
+{
+	if (tc->state == TC_TINIT && m->cmd == TD_TC_TINIT)
+		return tc_tinit(tc, m);
+	if (tc->state == TC_META && m->cmd == TD_TC_SEND_DATA)
+		return tc_meta_data(tc, m);
+	if (tc->state == TC_META && m->cmd == TD_TC_FIN_DATA)
+		return tc_meta_end(tc);
+	if (tc->state == TC_RECORD && m->cmd == TD_TC_CLOSE) {
+		clock_gettime(CLOCK_MONOTONIC, &tc->closed);
+		tc->state = TC_CLOSING;
+		tc_deadline(tc, TD_TC_CLOSE_WAIT);
+		event_active(tc->kick, EV_TIMEOUT, 0);
+		return 0;
+	}
+	if (m->cmd == TD_TC_CLOSE) {
+		tc_close(tc, "CLOSE before its metadata was complete");
+		return -1;
+	}
+	tc_close(tc, "unexpected %s message", td_tc_name(m->cmd));
+	return -1;
+}
+
+static void
+tc_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct tcclient *tc = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct td_tc_msg m;
+	const uint8_t *p;
+	uint32_t cpus = 0;
+	size_t n, used;
+	bool v3;
+	int r;
+
+	while ((n = evbuffer_get_length(in)) > 0) {
+		switch (tc->state) {
+		case TC_FIRST:
+			p = evbuffer_pullup(in, n < TD_TC_FIRST_MAX ? n :
+			    TD_TC_FIRST_MAX);
+			r = td_tc_first(p, n < TD_TC_FIRST_MAX ? n :
+			    TD_TC_FIRST_MAX, &v3, &cpus, &used);
+			if (r == 0)
+				return;
+			if (r == -1) {
+				tc_close(tc, "not a trace-cmd client");
+				return;
+			}
+			if (!v3) {
+				tc_close(tc, "a client of trace-cmd's old v1 "
+				    "protocol (%u CPUs): not supported, only "
+				    "v3", cpus);
+				return;
+			}
+			evbuffer_drain(in, used);
+			tc_send(tc, TD_TC_V3, sizeof TD_TC_V3);
+			tc->state = TC_MAGIC;
+			tc_deadline(tc, tc->cfg->handshake_timeout);
+			break;
+		case TC_MAGIC:
+			if (n < TD_TC_MAGIC_LEN)
+				return;
+			p = evbuffer_pullup(in, TD_TC_MAGIC_LEN);
+			if (!td_tc_magic_ok(p)) {
+				tc_close(tc, "wrong v3 magic");
+				return;
+			}
+			evbuffer_drain(in, TD_TC_MAGIC_LEN);
+			tc_send(tc, TD_TC_OK, 2);
+			tc->state = TC_TINIT;
+			tc_deadline(tc, tc->cfg->handshake_timeout);
+			break;
+		default:
+			p = evbuffer_pullup(in, n < TD_TC_MSG_MAX ? n :
+			    TD_TC_MSG_MAX);
+			r = td_tc_msg_parse(p, n < TD_TC_MSG_MAX ? n :
+			    TD_TC_MSG_MAX, &m);
+			if (r == 0)
+				return;
+			if (r == -1) {
+				tc_close(tc, "malformed message (command %u)",
+				    (unsigned)(p[4] << 24 | p[5] << 16 |
+				    p[6] << 8 | p[7]));
+				return;
+			}
+			if (tc->state == TC_CLOSING) {
+				tc_close(tc, "data after CLOSE");
+				return;
+			}
+			if (tc_message(tc, &m) == -1)
+				return;
+			evbuffer_drain(in, m.total);
+			break;
+		}
+	}
+}
+
+static void
+tc_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct tcclient *tc = arg;
+
+	if (tc->state == TC_CLOSING) {
+		/* it closes after CLOSE, as it should */
+		bufferevent_disable(bev, EV_READ);
+		return;
+	}
+	if (what & BEV_EVENT_EOF)
+		tc_close(tc, "the client went away without CLOSE");
+	else
+		tc_close(tc, "the control connection failed: %s",
+		    strerror(EVUTIL_SOCKET_ERROR()));
+}
+
+/* An accepted control connection. */
+static void
+tc_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct tcclient *tc;
+	char serv[NI_MAXSERV];
+
+	if (tc_nclients >= tc_cfg->max_sessions) {
+		admit_refused(ADMIT_R_SESSIONS, "trace-cmd client refused: "
+		    "--max-sessions %d reached", tc_cfg->max_sessions);
+		close(fd);
+		return;
+	}
+	tc = xcalloc(1, sizeof *tc);
+	tc->cfg = tc_cfg;
+	tc->memfd = -1;
+	LIST_INSERT_HEAD(&tc_all, tc, entry);
+	tc_nclients++;
+	tc_nfds++;
+	memcpy(&tc->peer, sa, (size_t)salen < sizeof tc->peer ?
+	    (size_t)salen : sizeof tc->peer);
+	tc->local_len = sizeof tc->local;
+	if (getsockname(fd, (struct sockaddr *)&tc->local,
+	    &tc->local_len) == -1)
+		tc->local_len = 0;
+	if (getnameinfo(sa, (socklen_t)salen, tc->host, sizeof tc->host,
+	    serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		snprintf(tc->host, sizeof tc->host, "unknown");
+		snprintf(serv, sizeof serv, "0");
+	}
+	snprintf(tc->identity, sizeof tc->identity, "tracecmd-%.54s",
+	    tc->host);
+	output_sanitize(tc->identity);
+	snprintf(tc->label, sizeof tc->label, "trace-cmd %s%s%s:%s",
+	    sa->sa_family == AF_INET6 ? "[" : "", tc->host,
+	    sa->sa_family == AF_INET6 ? "]" : "", serv);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof (int));
+	evutil_make_socket_nonblocking(fd);
+	tc->timer = evtimer_new(tc_base, tc_timer_cb, tc);
+	tc->kick = event_new(tc_base, -1, 0, tc_kick_cb, tc);
+	tc->bev = bufferevent_socket_new(tc_base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (tc->bev == NULL || tc->local_len == 0) {
+		if (tc->bev == NULL)
+			close(fd);
+		tc_close(tc, "cannot set the connection up");
+		return;
+	}
+	bufferevent_setcb(tc->bev, tc_read_cb, NULL, tc_event_cb, tc);
+	/* a message is at most 8 KiB: never hold more than a few */
+	bufferevent_setwatermark(tc->bev, EV_READ, 0, 4 * TD_TC_MSG_MAX);
+	bufferevent_enable(tc->bev, EV_READ | EV_WRITE);
+	log_info("%s: trace-cmd client (unauthenticated)", tc->label);
+	tc_send(tc, TD_TC_GREETING, TD_TC_GREETING_LEN);
+	tc_deadline(tc, tc->cfg->handshake_timeout);
+}
+
+static void
+tc_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	if (tc_lev != NULL)
+		evconnlistener_enable(tc_lev);
+}
+
+static void
+tc_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct timeval tv = { 1, 0 };
+	int e = EVUTIL_SOCKET_ERROR();
+
+	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+		log_warnx("trace-cmd port: accept: %s: pausing for a second",
+		    strerror(e));
+		evconnlistener_disable(lev);
+		evtimer_add(tc_pause_ev, &tv);
+		return;
+	}
+	log_warnx("trace-cmd port: accept: %s", strerror(e));
+}
+
+int
+tracecmd_start(struct event_base *base, const struct listener_config *cfg)
+{
+	struct addrinfo hints, *res;
+	char host[NI_MAXHOST];
+	int e, fd, one = 1;
+
+	tc_base = base;
+	tc_cfg = cfg;
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+	if ((e = getaddrinfo(cfg->tracecmd_bind, cfg->tracecmd_port, &hints,
+	    &res)) != 0) {
+		log_warnx("--tracecmd-bind '%s' port '%s': %s",
+		    cfg->tracecmd_bind, cfg->tracecmd_port, gai_strerror(e));
+		return -1;
+	}
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC |
+	    SOCK_NONBLOCK, 0);
+	if (fd == -1) {
+		log_warn("trace-cmd port");
+		freeaddrinfo(res);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	getnameinfo(res->ai_addr, res->ai_addrlen, host, sizeof host, NULL, 0,
+	    NI_NUMERICHOST);
+	if (bind(fd, res->ai_addr, res->ai_addrlen) == -1) {
+		log_warn("cannot listen for trace-cmd clients on %s port %s",
+		    host, cfg->tracecmd_port);
+		close(fd);
+		freeaddrinfo(res);
+		return -1;
+	}
+	freeaddrinfo(res);
+	tc_lev = evconnlistener_new(base, tc_accept_cb, NULL,
+	    LEV_OPT_CLOSE_ON_FREE, 64, fd);
+	if (tc_lev == NULL) {
+		log_warn("cannot listen for trace-cmd clients on %s port %s",
+		    host, cfg->tracecmd_port);
+		close(fd);
+		return -1;
+	}
+	evconnlistener_set_error_cb(tc_lev, tc_error_cb);
+	tc_pause_ev = evtimer_new(base, tc_resume_cb, NULL);
+	log_info("listening for trace-cmd clients on %s port %s, data ports "
+	    "%u-%u (INSECURE: plain TCP and UDP, no authentication)", host,
+	    cfg->tracecmd_port, cfg->tracecmd_lo, cfg->tracecmd_hi);
+	return 0;
+}
+
+void
+tracecmd_shutdown(void)
+{
+	struct tcclient *tc;
+
+	if (tc_lev != NULL)
+		evconnlistener_free(tc_lev);
+	tc_lev = NULL;
+	if (tc_pause_ev != NULL)
+		event_free(tc_pause_ev);
+	tc_pause_ev = NULL;
+	while ((tc = LIST_FIRST(&tc_all)) != NULL)
+		tc_close(tc, "tdlisten is shutting down");
+}
