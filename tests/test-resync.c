@@ -58,6 +58,9 @@ add(uint8_t *buf, size_t *len, const void *p, size_t n)
 	*len += n;
 }
 
+/* Append a string literal, without its NUL. */
+#define ADD_LIT(buf, len, lit)	add(buf, len, lit, sizeof lit - 1)
+
 /* What a feed of a stream found. */
 struct seen {
 	size_t		start;		/* the session's first byte */
@@ -132,9 +135,9 @@ test_stale_then_preamble(void **state)
 	size_t len = 0, piece, stale;
 	struct seen r;
 
-	add(s, &len, "\x17\x03\x03\x00\x40 old session", 20);
+	ADD_LIT(s, &len, "\x17\x03\x03\x00\x40 old session");
 	add(s, &len, td_resync_magic, 5);	/* a false start */
-	add(s, &len, "xyz", 3);
+	ADD_LIT(s, &len, "xyz");
 	add(s, &len, td_resync_magic, TD_RESYNC_MAGIC_LEN - 1);
 	add(s, &len, "q", 1);		/* another false start */
 	stale = len;
@@ -249,7 +252,7 @@ test_find_echo(void **state)
 	uint8_t buf[512];
 	bool found;
 
-	add(s, &len, "\x17\x03\x03\x00\x10 ACK of the old session", 29);
+	ADD_LIT(s, &len, "\x17\x03\x03\x00\x10 ACK of the old session");
 	add_preamble(s, &len, 4);	/* the answer to an older attempt */
 	add(s, &len, td_resync_magic, 10);
 	stale = len;
