@@ -493,7 +493,11 @@ conn_error_words(struct conn *c, char *msg, size_t len)
 	unsigned long e = bufferevent_get_openssl_error(c->bev);
 	char reason[256];
 
-	if (c->state == C_HANDSHAKE && ssl != NULL &&
+	if (c->required && preamble_seen(ssl))
+		snprintf(msg, len, "a new session's resynchronisation preamble "
+		    "came in the middle of this one: the agent started over "
+		    "(a guest rebooted, or a new tdagent)");
+	else if (c->state == C_HANDSHAKE && ssl != NULL &&
 	    SSL_get_verify_result(ssl) != X509_V_OK)
 		td_tls_handshake_error(ssl, msg, len, "TLS handshake refused");
 	else if (e != 0) {
@@ -594,6 +598,9 @@ conn_begin(struct conn *c)
 		SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 		if (c->big)
 			sockio_tls(ssl);
+		/* a byte pipe: a new session's preamble may come in this one */
+		if (c->required)
+			preamble_watch(ssl, c->fd);
 		c->bev = bufferevent_openssl_socket_new(conn_base, c->fd, ssl,
 		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 		if (c->bev != NULL)

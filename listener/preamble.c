@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
 
 #include "log.h"
 #include "preamble.h"
@@ -208,4 +210,148 @@ preamble_describe(const struct preamble *p, char *buf, size_t len)
 	    p->rs.preambles == 1 ? "" : "s",
 	    (unsigned long long)p->rs.repeats,
 	    p->rs.repeats == 1 ? "y" : "ies");
+}
+
+/*
+ * The watch: a filter BIO between a TLS session and its socket that looks
+ * for the magic in the raw bytes read.  Ciphertext holds it by chance with
+ * a probability of 2^-128 per offset; a new agent's preamble holds it for
+ * sure.  The magic's last 15 bytes seen are kept to find one cut between
+ * two reads.
+ */
+struct preamble_watch {
+	uint8_t		 tail[TD_RESYNC_MAGIC_LEN - 1];
+	size_t		 ntail;
+	bool		 seen;
+};
+
+static BIO_METHOD	*preamble_watch_method;
+static int		 preamble_watch_type;
+
+static int
+preamble_watch_create(BIO *b)
+{
+	BIO_set_data(b, xcalloc(1, sizeof (struct preamble_watch)));
+	BIO_set_init(b, 1);
+	return 1;
+}
+
+static int
+preamble_watch_destroy(BIO *b)
+{
+	free(BIO_get_data(b));
+	BIO_set_data(b, NULL);
+	return 1;
+}
+
+/* Look for the magic in what was just read (p, n bytes). */
+static void
+preamble_watch_scan(struct preamble_watch *w, const uint8_t *p, size_t n)
+{
+	uint8_t edge[2 * (TD_RESYNC_MAGIC_LEN - 1)];
+	size_t k, e;
+
+	if (w->seen || n == 0)
+		return;
+	/* across the last read and this one */
+	k = n < TD_RESYNC_MAGIC_LEN - 1 ? n : TD_RESYNC_MAGIC_LEN - 1;
+	memcpy(edge, w->tail, w->ntail);
+	memcpy(edge + w->ntail, p, k);
+	e = w->ntail + k;
+	if (e >= TD_RESYNC_MAGIC_LEN && memmem(edge, e, td_resync_magic,
+	    TD_RESYNC_MAGIC_LEN) != NULL)
+		w->seen = true;
+	if (memmem(p, n, td_resync_magic, TD_RESYNC_MAGIC_LEN) != NULL)
+		w->seen = true;
+	/* the last bytes of all, for the next read */
+	if (e > TD_RESYNC_MAGIC_LEN - 1) {
+		memcpy(w->tail, n >= TD_RESYNC_MAGIC_LEN - 1 ?
+		    p + n - (TD_RESYNC_MAGIC_LEN - 1) :
+		    edge + e - (TD_RESYNC_MAGIC_LEN - 1),
+		    TD_RESYNC_MAGIC_LEN - 1);
+		w->ntail = TD_RESYNC_MAGIC_LEN - 1;
+	} else {
+		memcpy(w->tail, edge, e);
+		w->ntail = e;
+	}
+}
+
+static int
+preamble_watch_read(BIO *b, char *buf, size_t len, size_t *got)
+{
+	int r;
+
+	BIO_clear_retry_flags(b);
+	r = BIO_read_ex(BIO_next(b), buf, len, got);
+	BIO_copy_next_retry(b);
+	if (r == 1)
+		preamble_watch_scan(BIO_get_data(b), (const uint8_t *)buf,
+		    *got);
+	return r;
+}
+
+static int
+preamble_watch_write(BIO *b, const char *buf, size_t len, size_t *done)
+{
+	int r;
+
+	BIO_clear_retry_flags(b);
+	r = BIO_write_ex(BIO_next(b), buf, len, done);
+	BIO_copy_next_retry(b);
+	return r;
+}
+
+static long
+preamble_watch_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	return BIO_next(b) != NULL ? BIO_ctrl(BIO_next(b), cmd, num, ptr) : 0;
+}
+
+/* Watch the raw bytes of a TLS session on fd (preamble.h). */
+int
+preamble_watch(SSL *ssl, int fd)
+{
+	BIO *sock, *w;
+	int type;
+
+	if (preamble_watch_method == NULL) {
+		if ((type = BIO_get_new_index()) == -1 ||
+		    (preamble_watch_method = BIO_meth_new(type |
+		    BIO_TYPE_FILTER, "tracedock preamble watch")) == NULL)
+			return -1;
+		preamble_watch_type = type | BIO_TYPE_FILTER;
+		BIO_meth_set_create(preamble_watch_method,
+		    preamble_watch_create);
+		BIO_meth_set_destroy(preamble_watch_method,
+		    preamble_watch_destroy);
+		BIO_meth_set_read_ex(preamble_watch_method,
+		    preamble_watch_read);
+		BIO_meth_set_write_ex(preamble_watch_method,
+		    preamble_watch_write);
+		BIO_meth_set_ctrl(preamble_watch_method, preamble_watch_ctrl);
+	}
+	if ((sock = BIO_new_socket(fd, BIO_NOCLOSE)) == NULL)
+		return -1;
+	if ((w = BIO_new(preamble_watch_method)) == NULL) {
+		BIO_free(sock);
+		return -1;
+	}
+	BIO_push(w, sock);
+	SSL_set_bio(ssl, w, w);
+	return 0;
+}
+
+/* Whether the raw bytes of ssl held the magic (preamble.h). */
+bool
+preamble_seen(SSL *ssl)
+{
+	BIO *b;
+
+	if (ssl == NULL || preamble_watch_method == NULL)
+		return false;
+	for (b = SSL_get_rbio(ssl); b != NULL; b = BIO_next(b))
+		if (BIO_method_type(b) == preamble_watch_type)
+			return ((struct preamble_watch *)
+			    BIO_get_data(b))->seen;
+	return false;
 }

@@ -16,7 +16,10 @@
 #define TD_PREAMBLE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include <openssl/ssl.h>
 
 struct event_base;
 struct preamble;
@@ -43,5 +46,14 @@ void		 preamble_describe(const struct preamble *p, char *buf,
 		    size_t len);
 /* Whether a preamble was found (and answered). */
 bool		 preamble_found(const struct preamble *p);
+/*
+ * Once the session runs: give ssl a BIO on fd that watches the raw bytes
+ * for the magic, so that a TLS error can say it was a new session's
+ * preamble (the agent started over: a guest rebooted).  -1 when OpenSSL
+ * cannot make it (the session goes on unwatched).
+ */
+int		 preamble_watch(SSL *ssl, int fd);
+/* Whether the raw bytes of a watched ssl held the magic. */
+bool		 preamble_seen(SSL *ssl);
 
 #endif

@@ -15,9 +15,10 @@
 #   r2  the next recording on the same port in the same boot: exact.
 #   r3  the guest reboots (reboot -f) in the pause.  The listener's
 #       connection from QEMU stays up with r3's TLS session in it until
-#       the next boot's agent writes its preamble there: TLS fails, r3
-#       waits for a resume (--resume-wait) that never comes, and is kept
-#       as .incomplete.dat with the reason logged.
+#       the next boot's agent writes its preamble there: TLS fails, the
+#       listener says it was a new session's preamble, r3 waits for a
+#       resume (--resume-wait) that never comes, and is kept as
+#       .incomplete.dat.
 #   r4  the second boot's recording: a new one (no resume), exact; r3's
 #       file holds at most A calls, so nothing of r4 went into it.
 #
@@ -233,8 +234,8 @@ check "the guest booted twice" \
 exact r4
 check "r4: a new recording (not a resume)" opened "$WORK/l2.log" r4
 check "r4: not resumed" sh -c "! grep -q \"'r4' .*resumed\" '$WORK/l2.log'"
-check "r3: its session ended with a reason, waiting for a resume" \
-    grep -q "'r3' .*: .*; the recording waits [0-9]* s for the agent to resume" \
+check "r3: its session ended with the reason, waiting for a resume" \
+    grep -q "'r3' .*: a new session's resynchronisation preamble came in the middle of this one: the agent started over .*; the recording waits [0-9]* s for the agent to resume" \
     "$WORK/l2.log"
 sed -n "s/^.*'r3' .*: \(.*\); the recording waits.*$/# r3 ended: \1/p" \
     "$WORK/l2.log"

@@ -8,7 +8,9 @@
  * thing whatever the pieces: where the session starts, how many bytes
  * were discarded, how many preambles were answered and copies skipped.
  * The socket scan must answer each preamble with its own 32 bytes and
- * leave the session's first byte in the socket, unread.
+ * leave the session's first byte in the socket, unread.  The watch of a
+ * running TLS session's raw bytes (preamble_watch()) must see a new
+ * preamble, however the reads cut it, and nothing else.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -22,6 +24,8 @@
 
 #include <cmocka.h>
 #include <event2/event.h>
+#include <openssl/bio.h>
+#include <openssl/ssl.h>
 
 #include "log.h"
 #include "preamble.h"
@@ -396,6 +400,78 @@ test_socket(void **state)
 	close(sv[0]);
 }
 
+/* Read what waits on the BIO chain of ssl (as OpenSSL's record layer would). */
+static void
+drain(SSL *ssl)
+{
+	char buf[7];
+	size_t got;
+
+	/* small reads: the magic is cut between them */
+	while (BIO_read_ex(SSL_get_rbio(ssl), buf, sizeof buf, &got) == 1)
+		;
+}
+
+/* The watch of a TLS session's raw bytes. */
+static void
+test_watch(void **state)
+{
+	uint8_t nonce[TD_RESYNC_NONCE_LEN], pre[TD_RESYNC_LEN], junk[300];
+	SSL_CTX *ctx;
+	SSL *ssl;
+	int sv[2], i;
+
+	ctx = SSL_CTX_new(TLS_server_method());
+	assert_non_null(ctx);
+	for (i = 0; i < (int)sizeof junk; i++)
+		junk[i] = (uint8_t)(i * 7 + 1);
+	nonce_of(nonce, 8);
+	td_resync_pack(pre, nonce);
+
+	/* ciphertext-like bytes, the magic's first byte among them: no */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
+	    sv), 0);
+	ssl = SSL_new(ctx);
+	assert_int_equal(preamble_watch(ssl, sv[0]), 0);
+	assert_int_equal(SSL_get_fd(ssl), sv[0]);
+	junk[100] = td_resync_magic[0];
+	assert_int_equal(write(sv[1], junk, sizeof junk), sizeof junk);
+	assert_int_equal(write(sv[1], td_resync_magic, 15), 15);
+	drain(ssl);
+	assert_false(preamble_seen(ssl));
+	/* a whole preamble, cut by the reads: yes */
+	assert_int_equal(write(sv[1], pre, sizeof pre), sizeof pre);
+	drain(ssl);
+	assert_true(preamble_seen(ssl));
+	SSL_free(ssl);
+	close(sv[0]);
+	close(sv[1]);
+
+	/* the magic cut between two writes and reads of one byte */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
+	    sv), 0);
+	ssl = SSL_new(ctx);
+	assert_int_equal(preamble_watch(ssl, sv[0]), 0);
+	for (i = 0; i < TD_RESYNC_LEN; i++) {
+		char c;
+		size_t got;
+
+		assert_int_equal(write(sv[1], pre + i, 1), 1);
+		assert_int_equal(BIO_read_ex(SSL_get_rbio(ssl), &c, 1, &got),
+		    1);
+		assert_int_equal(preamble_seen(ssl),
+		    i >= TD_RESYNC_MAGIC_LEN - 1);
+	}
+	SSL_free(ssl);
+	close(sv[0]);
+	close(sv[1]);
+	/* a session without the watch: never */
+	ssl = SSL_new(ctx);
+	assert_false(preamble_seen(ssl));
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+}
+
 int
 main(void)
 {
@@ -407,6 +483,7 @@ main(void)
 		cmocka_unit_test(test_broken_after),
 		cmocka_unit_test(test_find_echo),
 		cmocka_unit_test(test_socket),
+		cmocka_unit_test(test_watch),
 	};
 
 	log_init("test-resync", -1, 0);
