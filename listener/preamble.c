@@ -263,16 +263,16 @@ preamble_watch_scan(struct preamble_watch *w, const uint8_t *p, size_t n)
 		w->seen = true;
 	if (memmem(p, n, td_resync_magic, TD_RESYNC_MAGIC_LEN) != NULL)
 		w->seen = true;
-	/* the last bytes of all, for the next read */
-	if (e > TD_RESYNC_MAGIC_LEN - 1) {
-		memcpy(w->tail, n >= TD_RESYNC_MAGIC_LEN - 1 ?
-		    p + n - (TD_RESYNC_MAGIC_LEN - 1) :
-		    edge + e - (TD_RESYNC_MAGIC_LEN - 1),
+	/* the last bytes of all, for the next read (when n is short, edge
+	   holds all of p after the old tail) */
+	if (n >= TD_RESYNC_MAGIC_LEN - 1) {
+		memcpy(w->tail, p + n - (TD_RESYNC_MAGIC_LEN - 1),
 		    TD_RESYNC_MAGIC_LEN - 1);
 		w->ntail = TD_RESYNC_MAGIC_LEN - 1;
 	} else {
-		memcpy(w->tail, edge, e);
-		w->ntail = e;
+		w->ntail = e < TD_RESYNC_MAGIC_LEN - 1 ? e :
+		    TD_RESYNC_MAGIC_LEN - 1;
+		memcpy(w->tail, edge + e - w->ntail, w->ntail);
 	}
 }
 
@@ -341,17 +341,35 @@ preamble_watch(SSL *ssl, int fd)
 	return 0;
 }
 
-/* Whether the raw bytes of ssl held the magic (preamble.h). */
+/*
+ * Whether the raw bytes of ssl held the magic (preamble.h): those read,
+ * or, with the last ones read, those still in the socket.  OpenSSL reads
+ * a record's 5-byte header first and fails on a preamble there: the
+ * magic's other 11 bytes are still in the socket then.
+ */
 bool
 preamble_seen(SSL *ssl)
 {
+	uint8_t buf[TD_RESYNC_MAGIC_LEN - 1 + 4096];
+	struct preamble_watch *w = NULL;
+	ssize_t n;
 	BIO *b;
+	int fd;
 
 	if (ssl == NULL || preamble_watch_method == NULL)
 		return false;
-	for (b = SSL_get_rbio(ssl); b != NULL; b = BIO_next(b))
+	for (b = SSL_get_rbio(ssl); b != NULL && w == NULL; b = BIO_next(b))
 		if (BIO_method_type(b) == preamble_watch_type)
-			return ((struct preamble_watch *)
-			    BIO_get_data(b))->seen;
-	return false;
+			w = BIO_get_data(b);
+	if (w == NULL)
+		return false;
+	if (w->seen)
+		return true;
+	if ((fd = SSL_get_fd(ssl)) == -1)
+		return false;
+	memcpy(buf, w->tail, w->ntail);
+	n = recv(fd, buf + w->ntail, sizeof buf - w->ntail,
+	    MSG_PEEK | MSG_DONTWAIT);
+	return n > 0 && memmem(buf, w->ntail + (size_t)n, td_resync_magic,
+	    TD_RESYNC_MAGIC_LEN) != NULL;
 }

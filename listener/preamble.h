@@ -53,7 +53,10 @@ bool		 preamble_found(const struct preamble *p);
  * cannot make it (the session goes on unwatched).
  */
 int		 preamble_watch(SSL *ssl, int fd);
-/* Whether the raw bytes of a watched ssl held the magic. */
+/*
+ * Whether the raw bytes of a watched ssl held the magic, read or still
+ * waiting in the socket (peeked at: call it once the session failed).
+ */
 bool		 preamble_seen(SSL *ssl);
 
 #endif

@@ -151,9 +151,10 @@ OUT=$WORK/out
 SOCK=$WORK/guests.sock
 # the boot outlasts the handshake timeout otherwise (QEMU connects at its
 # start); --resume-wait: how long r3 waits for a resume before it is kept
-# as .incomplete.dat, and r1 (after the restart) may wait
+# as .incomplete.dat (the test waits for it), and how long the restarted
+# listener keeps r1 for its agent (back within seconds, valgrind or not)
 LARGS="-d $OUT --cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem
---unix $SOCK --handshake-timeout $((120 * SLOW)) --resume-wait $((15 * SLOW))"
+--unix $SOCK --handshake-timeout $((120 * SLOW)) --resume-wait 20"
 # shellcheck disable=SC2086
 start_listener "$WORK/l1.log" $LARGS || exit 99
 mkfifo "$WORK/ctl.in" "$WORK/ctl.out" ||
