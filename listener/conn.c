@@ -573,7 +573,9 @@ conn_deadline_cb(evutil_socket_t fd, short what, void *arg)
 		preamble_describe(c->pre, scan, sizeof scan);
 		snprintf(msg, sizeof msg, "handshake timed out: %s", scan);
 		conn_refuse(c, msg);
-	} else if (c->s == NULL)
+	} else if (c->state == C_RESYNC && conn_ctx == NULL)
+		conn_refuse(c, "no HELLO in time");	/* plain: as ever */
+	else if (c->s == NULL)
 		conn_refuse(c, "handshake timed out");
 	else
 		conn_verdict(c, session_close(c->s, "no HELLO in time"));

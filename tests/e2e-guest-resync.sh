@@ -238,7 +238,7 @@ check "r4: not resumed" sh -c "! grep -q \"'r4' .*resumed\" '$WORK/l2.log'"
 check "r3: its session ended with the reason, waiting for a resume" \
     grep -q "'r3' .*: a new session's resynchronisation preamble came in the middle of this one: the agent started over .*; the recording waits [0-9]* s for the agent to resume" \
     "$WORK/l2.log"
-sed -n "s/^.*'r3' .*: \(.*\); the recording waits.*$/# r3 ended: \1/p" \
+sed -n "s/^.*'r3' ([^)]*): \(.*\); the recording waits.*$/# r3 ended: \1/p" \
     "$WORK/l2.log"
 inc=$(sed -n "s/^.*'r3' .*kept what was received as '\(.*\)'$/\1/p" \
     "$WORK/l2.log")
