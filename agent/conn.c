@@ -4,14 +4,16 @@
  *
  * Sockets are made blocking or not with SO_RCVTIMEO/SO_SNDTIMEO for the
  * timeouts; a character device has no such timeouts, so its descriptor
- * stays non-blocking and the blocking calls wait in poll() instead.
+ * stays non-blocking and the blocking calls wait in poll() instead.  Over
+ * a character device each connection begins with the resynchronisation
+ * preamble (conn_resync(), proto/resync.h): the device is a byte pipe
+ * that may still hold an older session's bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
-#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include <sys/stat.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/vm_sockets.h>
 
