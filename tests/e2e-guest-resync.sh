@@ -215,6 +215,9 @@ if ! grep -q "^td-guest: r4 rc 0$" "$WORK/console.txt"; then
 	echo "# ---- guest console"
 	sed 's/^/# /' "$WORK/console.txt"
 fi
+# what the agents' preambles met
+sed -n 's/^td-guest: \(r[0-9]\): .*\(connected to .*\)$/# \1: \2/p' \
+    "$WORK/console.txt"
 sed 's/^/# l1: /' "$WORK/l1.log"
 sed 's/^/# l2: /' "$WORK/l2.log"
 
