@@ -4,7 +4,10 @@
  *
  * Sockets are made blocking or not with SO_RCVTIMEO/SO_SNDTIMEO for the
  * timeouts; a character device has no such timeouts, so its descriptor
- * stays non-blocking and the blocking calls wait in poll() instead.
+ * stays non-blocking and the blocking calls wait in poll() instead.  Over
+ * a character device each connection begins with the resynchronisation
+ * preamble (conn_resync(), proto/resync.h): the device is a byte pipe
+ * that may still hold an older session's bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,10 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/vm_sockets.h>
 
@@ -26,6 +31,7 @@
 
 #include "buf.h"
 #include "conn.h"
+#include "resync.h"
 #include "tdlimits.h"
 #include "tls.h"
 #include "xmalloc.h"
@@ -39,6 +45,8 @@
 #define CONN_TLS_WBUF	(256u * 1024)
 /* How often a device whose other side is away is looked at again. */
 #define CONN_AWAY_POLL_MS	100
+/* How often the resynchronisation preamble is written until answered. */
+#define CONN_RESYNC_REPEAT_MS	1000
 
 /* One connection: its descriptor, its TLS session and what it read. */
 struct conn {
@@ -50,6 +58,9 @@ struct conn {
 	bool		 blocking;
 	int		 ms;		/* the blocking calls' timeout */
 	int		 away_ms;	/* waited for a device's other side */
+	bool		 resynced;	/* a preamble was answered */
+	uint64_t	 stale;		/* bytes discarded before the answer */
+	unsigned	 preambles;	/* preambles written */
 };
 
 /* "what: strerror(errno)" into err. */
@@ -477,6 +488,150 @@ conn_tls(struct conn *c, const struct conn_target *t, SSL_CTX *ctx,
 	return 0;
 }
 
+/* Milliseconds of CLOCK_MONOTONIC. */
+static int64_t
+conn_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A fresh nonce: random, or at worst different from the last one. */
+static void
+conn_nonce(uint8_t nonce[TD_RESYNC_NONCE_LEN])
+{
+	static uint64_t count;
+	struct timespec ts;
+	uint64_t v[2];
+
+	if (getrandom(nonce, TD_RESYNC_NONCE_LEN, GRND_NONBLOCK) ==
+	    TD_RESYNC_NONCE_LEN)
+		return;
+	/* a guest this early in its boot: no entropy yet */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	v[0] = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	v[1] = ((uint64_t)getpid() << 32) ^ ++count;
+	memcpy(nonce, v, TD_RESYNC_NONCE_LEN);
+}
+
+/*
+ * Before a session over a serial device (proto/resync.h): write the
+ * preamble, again every CONN_RESYNC_REPEAT_MS until the listener answers
+ * it, and discard what the device holds before the answer (the rest of an
+ * old session: at most TD_RESYNC_DISCARD_MAX).  The repeats are for a
+ * listener that is not there yet, or whose connection from QEMU drops
+ * (its TLS broke on the first preamble: a guest rebooted in the middle of
+ * a session still open); it skips the copies.  A copy being written when
+ * the answer comes is written whole, so that the listener sees no broken
+ * preamble before the session.  Reads and writes stay non-blocking; poll()
+ * waits, as conn_wait() does, for a device whose other side is away.
+ */
+static int
+conn_resync(struct conn *c, int ms, char *err, size_t errlen)
+{
+	uint8_t nonce[TD_RESYNC_NONCE_LEN], pre[TD_RESYNC_LEN], buf[4096];
+	int64_t now, end, repeat;
+	size_t off = 0, have = 0, used;
+	struct pollfd pfd;
+	ssize_t r;
+	int wait;
+
+	conn_nonce(nonce);
+	td_resync_pack(pre, nonce);
+	c->preambles = 1;
+	now = conn_now_ms();
+	end = now + ms;
+	repeat = now + CONN_RESYNC_REPEAT_MS;
+	for (;;) {
+		if (off < sizeof pre) {
+			r = write(c->fd, pre + off, sizeof pre - off);
+			if (r > 0)
+				off += (size_t)r;
+			else if (r == -1 && errno != EAGAIN &&
+			    errno != EINTR)
+				return conn_err(err, errlen, "cannot write to "
+				    "the device");
+		}
+		r = read(c->fd, buf + have, sizeof buf - have);
+		if (r == -1 && errno != EAGAIN && errno != EINTR)
+			return conn_err(err, errlen, "cannot read from the "
+			    "device");
+		if (r > 0) {
+			have += (size_t)r;
+			if (td_resync_find_echo(nonce, buf, have, &used)) {
+				/* what follows it cannot be the session's
+				   yet: we have not started it */
+				c->stale += used - TD_RESYNC_LEN +
+				    (have - used);
+				break;
+			}
+			c->stale += used;
+			memmove(buf, buf + used, have - used);
+			have -= used;
+			if (c->stale > TD_RESYNC_DISCARD_MAX) {
+				snprintf(err, errlen, "no answer to the "
+				    "resynchronisation preamble in %u bytes "
+				    "from the device", TD_RESYNC_DISCARD_MAX);
+				return -1;
+			}
+			continue;
+		}
+		if ((now = conn_now_ms()) >= end) {
+			snprintf(err, errlen, "no answer to the "
+			    "resynchronisation preamble within %d s (%u "
+			    "written, %" PRIu64 " bytes discarded)", ms / 1000,
+			    c->preambles, c->stale);
+			return -1;
+		}
+		if (now >= repeat) {
+			if (off == sizeof pre) {
+				off = 0;
+				c->preambles++;
+			}
+			repeat = now + CONN_RESYNC_REPEAT_MS;
+			continue;
+		}
+		wait = (int)((repeat < end ? repeat : end) - now);
+		pfd.fd = c->fd;
+		pfd.events = POLLIN | (off < sizeof pre ? POLLOUT : 0);
+		pfd.revents = 0;
+		if (poll(&pfd, 1, wait) == 1 &&
+		    (pfd.revents & (pfd.events | POLLERR | POLLNVAL)) == 0)
+			/* POLLHUP alone: the other side is away */
+			poll(NULL, 0, wait < CONN_AWAY_POLL_MS ? wait :
+			    CONN_AWAY_POLL_MS);
+	}
+	c->resynced = true;
+	/* a copy begun is finished */
+	while (off > 0 && off < sizeof pre) {
+		r = write(c->fd, pre + off, sizeof pre - off);
+		if (r > 0)
+			off += (size_t)r;
+		else if (r == -1 && (errno == EINTR || (errno == EAGAIN &&
+		    conn_wait(c, POLLOUT))))
+			continue;
+		else
+			return conn_err(err, errlen, "cannot write to the "
+			    "device");
+	}
+	return 0;
+}
+
+/* What the preamble found, for messages (conn.h). */
+void
+conn_resync_describe(const struct conn *c, char *buf, size_t len)
+{
+	if (!c->resynced) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	snprintf(buf, len, "resynchronised: %u preamble%s written, %" PRIu64
+	    " stale byte%s discarded", c->preambles, c->preambles == 1 ? "" :
+	    "s", c->stale, c->stale == 1 ? "" : "s");
+}
+
 /* Dial t's transport and authenticate (conn.h). */
 struct conn *
 conn_open(const struct conn_target *t, SSL_CTX *ctx, int timeout,
@@ -509,6 +664,11 @@ conn_open(const struct conn_target *t, SSL_CTX *ctx, int timeout,
 		return NULL;
 	}
 	conn_set_blocking(c, true, timeout * 1000);
+	if (c->kind == CONN_SERIAL && conn_resync(c, timeout * 1000, err,
+	    errlen) == -1) {
+		conn_close(c, false);
+		return NULL;
+	}
 	if (ctx != NULL && conn_tls(c, t, ctx, fatal, err, errlen) == -1) {
 		conn_close(c, false);
 		return NULL;

@@ -16,7 +16,10 @@
  * with TLS on top unless the context is NULL (--insecure).  Over TCP the
  * listener's certificate must name the host unless a server name is given;
  * over vsock and serial there is no host name to check, so a server name
- * is required.  conn_open() blocks (timeout in s) until the connection is
+ * is required.  Over serial, the session starts after a resynchronisation
+ * preamble the listener answers (proto/resync.h): whatever an old session
+ * left in the device is discarded.  conn_open() blocks (timeout in s, the
+ * preamble's wait included) until the connection is
  * authenticated; after it the descriptor is blocking or not as
  * conn_set_blocking() says.  No logging; errors go into err, or errno.
  */
@@ -99,6 +102,13 @@ void		 conn_close(struct conn *c, bool polite);
 
 /* The descriptor to poll. */
 int		 conn_fd(const struct conn *c);
+/*
+ * What the resynchronisation preamble of a serial connection found, for
+ * messages: "resynchronised: 2 preambles written, 96 stale bytes
+ * discarded"; "" over other transports.
+ */
+void		 conn_resync_describe(const struct conn *c, char *buf,
+		    size_t len);
 /*
  * Wait up to ms for the descriptor to be ready for events (POLLIN,
  * POLLOUT): the events that came (POLLHUP and POLLERR too), 0 when the

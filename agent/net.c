@@ -280,7 +280,17 @@ net_identity(const struct net *n)
 const char *
 net_where(struct net *n)
 {
+	char rs[128];
+	size_t l;
+
 	conn_target_describe(&n->target, n->where, sizeof n->where);
+	if (n->c != NULL) {
+		conn_resync_describe(n->c, rs, sizeof rs);
+		l = strlen(n->where);
+		if (rs[0] != '\0')
+			snprintf(n->where + l, sizeof n->where - l, " (%s)",
+			    rs);
+	}
 	return n->where;
 }
 

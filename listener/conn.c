@@ -1,6 +1,9 @@
 /*
  * conn.c: one agent's connection to tdlisten (see conn.h).
  *
+ *	C_RESYNC	the resynchronisation preamble is looked for
+ *			(preamble.c; required on a Unix socket, optional
+ *			else), in a handshake slot (TLS) or a session slot
  *	C_HANDSHAKE	TLS handshake running, in a handshake slot (admit.c);
  *			a deadline covers the handshake and the HELLO
  *	C_OPEN		through TLS (plain: at once), in a session slot: the
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -42,6 +46,7 @@
 #include "conn.h"
 #include "listener.h"
 #include "log.h"
+#include "preamble.h"
 #include "session.h"
 #include "sockio.h"
 #include "tdlimits.h"
@@ -51,6 +56,7 @@
 #include "banned.h"
 
 enum conn_state {
+	C_RESYNC,
 	C_HANDSHAKE,
 	C_OPEN,
 	C_PAUSING,
@@ -59,6 +65,9 @@ enum conn_state {
 
 /* One accepted connection. */
 struct conn {
+	int			 fd;		/* -1 once bev has it */
+	struct preamble		*pre;		/* in C_RESYNC */
+	bool			 required;	/* the preamble (Unix) */
 	struct bufferevent	*bev;
 	struct session		*s;		/* NULL in the handshake */
 	enum conn_state		 state;
@@ -107,8 +116,11 @@ conn_free(struct conn *c)
 {
 	if (c->timer != NULL)
 		event_free(c->timer);
+	preamble_free(c->pre);
 	if (c->bev != NULL)
 		bufferevent_free(c->bev);
+	else if (c->fd != -1)
+		close(c->fd);
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -481,7 +493,11 @@ conn_error_words(struct conn *c, char *msg, size_t len)
 	unsigned long e = bufferevent_get_openssl_error(c->bev);
 	char reason[256];
 
-	if (c->state == C_HANDSHAKE && ssl != NULL &&
+	if (c->required && preamble_seen(ssl))
+		snprintf(msg, len, "a new session's resynchronisation preamble "
+		    "came in the middle of this one: the agent started over "
+		    "(a guest rebooted, or a new tdagent)");
+	else if (c->state == C_HANDSHAKE && ssl != NULL &&
 	    SSL_get_verify_result(ssl) != X509_V_OK)
 		td_tls_handshake_error(ssl, msg, len, "TLS handshake refused");
 	else if (e != 0) {
@@ -551,72 +567,127 @@ static void
 conn_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
+	char scan[200], msg[300];
 
-	if (c->s == NULL)
+	if (c->state == C_RESYNC && c->required) {
+		preamble_describe(c->pre, scan, sizeof scan);
+		snprintf(msg, sizeof msg, "handshake timed out: %s", scan);
+		conn_refuse(c, msg);
+	} else if (c->state == C_RESYNC && conn_ctx == NULL)
+		conn_refuse(c, "no HELLO in time");	/* plain: as ever */
+	else if (c->s == NULL)
 		conn_refuse(c, "handshake timed out");
 	else
 		conn_verdict(c, session_close(c->s, "no HELLO in time"));
 }
 
-/* A connection on fd from peer: its bufferevent, timers, session. */
-static struct conn *
-conn_new(int fd, const char *peer)
+/*
+ * The preamble is over (or there was none to scan): the connection's
+ * bufferevent, TLS or plain, and its session when plain.
+ */
+static void
+conn_begin(struct conn *c)
 {
 	char identity[TD_MAX_NAME_LEN + 1];
 	struct timeval tv;
-	struct conn *c;
 	SSL *ssl;
 
-	c = xcalloc(1, sizeof *c);
-	c->counted = true;
-	snprintf(c->peer, sizeof c->peer, "%s", peer);
-	snprintf(c->label, sizeof c->label, "session %s", peer);
-	c->big = sockio_big(conn_nsessions);
 	if (conn_ctx != NULL) {
 		if ((ssl = SSL_new(conn_ctx)) == NULL) {
-			close(fd);
-			free(c);
-			return NULL;
+			conn_refuse(c, "cannot start TLS");
+			return;
 		}
 		SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 		if (c->big)
 			sockio_tls(ssl);
-		c->bev = bufferevent_openssl_socket_new(conn_base, fd, ssl,
+		/* a byte pipe: a new session's preamble may come in this one */
+		if (c->required)
+			preamble_watch(ssl, c->fd);
+		c->bev = bufferevent_openssl_socket_new(conn_base, c->fd, ssl,
 		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 		if (c->bev != NULL)
 			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
 		c->state = C_HANDSHAKE;
 	} else {
-		c->bev = bufferevent_socket_new(conn_base, fd,
+		c->bev = bufferevent_socket_new(conn_base, c->fd,
 		    BEV_OPT_CLOSE_ON_FREE);
 		c->state = C_OPEN;
 	}
 	if (c->bev == NULL) {
-		close(fd);
-		free(c);
-		return NULL;
+		conn_refuse(c, "out of memory");
+		return;
 	}
+	c->fd = -1;	/* the bufferevent's */
 	if (conn_ctx == NULL) {
 		/* the address is the identity; its port is not part of it */
-		snprintf(identity, sizeof identity, "%s", peer);
+		snprintf(identity, sizeof identity, "%.*s",
+		    (int)sizeof identity - 1, c->peer);
 		if (strrchr(identity, ':') != NULL)
 			*strrchr(identity, ':') = '\0';
 		output_sanitize(identity);
-		c->s = session_new(conn_cfg, identity, peer, conn_gone_cb, c);
+		c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb,
+		    c);
 	}
-	c->next = conn_list;
-	if (conn_list != NULL)
-		conn_list->prev = c;
-	conn_list = c;
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
 	    c);
 	tv.tv_sec = conn_cfg->handshake_timeout;
 	tv.tv_usec = 0;
 	bufferevent_set_timeouts(c->bev, &tv, NULL);
-	/* and a deadline: a peer trickling bytes cannot stretch it */
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+/* The preamble's scan is over: log what it did, go on or refuse. */
+static void
+conn_preamble_cb(void *arg, bool ok, const char *why)
+{
+	struct conn *c = arg;
+	char what[200], msg[400];
+
+	preamble_describe(c->pre, what, sizeof what);
+	if (!ok) {
+		if (preamble_found(c->pre) || c->required)
+			snprintf(msg, sizeof msg, "%s: %s", why, what);
+		else
+			snprintf(msg, sizeof msg, "%s", why);
+		conn_refuse(c, msg);
+		return;
+	}
+	if (preamble_found(c->pre))
+		log_info("%s: %s", c->label, what);
+	preamble_free(c->pre);
+	c->pre = NULL;
+	conn_begin(c);
+}
+
+/*
+ * A connection on fd from peer: its deadline, then its preamble's scan
+ * (required on a byte pipe: a Unix socket), then its bufferevent.
+ */
+static struct conn *
+conn_new(int fd, const char *peer, bool required)
+{
+	struct timeval tv;
+	struct conn *c;
+
+	c = xcalloc(1, sizeof *c);
+	c->counted = true;
+	c->fd = fd;
+	c->required = required;
+	c->state = C_RESYNC;
+	snprintf(c->peer, sizeof c->peer, "%s", peer);
+	snprintf(c->label, sizeof c->label, "session %s", peer);
+	c->big = sockio_big(conn_nsessions);
+	c->next = conn_list;
+	if (conn_list != NULL)
+		conn_list->prev = c;
+	conn_list = c;
+	/* a deadline for all of it: a peer trickling bytes cannot stretch
+	   it */
+	tv.tv_sec = conn_cfg->handshake_timeout;
+	tv.tv_usec = 0;
 	c->timer = evtimer_new(conn_base, conn_deadline_cb, c);
 	evtimer_add(c->timer, &tv);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	c->pre = preamble_new(conn_base, fd, required, conn_preamble_cb, c);
 	return c;
 }
 
@@ -634,6 +705,8 @@ conn_init(struct event_base *base, const struct listener_config *cfg,
 void
 conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 {
+	/* a byte pipe (QEMU's chardev) may hold an old session's bytes */
+	bool required = sa->sa_family == AF_UNIX;
 	struct conn *c;
 	void *victim;
 
@@ -644,9 +717,9 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 		return;
 	}
 	if (conn_ctx == NULL) {
-		/* plain TCP: no handshake, a session at once */
-		if (conn_new(fd, peer) != NULL)
-			conn_nsessions++;
+		/* plain: no handshake, a session slot at once */
+		conn_nsessions++;
+		conn_new(fd, peer, required);
 		return;
 	}
 	/* TLS: a handshake slot, one taken from a busier address, or none */
@@ -674,8 +747,8 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 	case ADMIT_YES:
 		break;
 	}
-	if ((c = conn_new(fd, peer)) != NULL)
-		admit_add(sa, c);
+	c = conn_new(fd, peer, required);
+	admit_add(sa, c);
 }
 
 /*

@@ -2,7 +2,7 @@
 # fuzz.sh [-b] [-j JOBS] [-t TARGET,...] [SECONDS]: build the libFuzzer
 # targets of tests/fuzz/ (make fuzz: clang, ASan + UBSan) in build-fuzz/
 # and run each one (or those of -t: proto, page, tdread, session, restore,
-# plan9, ufmsg, tcmsg)
+# plan9, ufmsg, tcmsg, resync)
 # for SECONDS (default 30) on a copy of its seed corpus, JOBS targets at a
 # time (default 1), under nice.  Prints one summary line per target
 # (executions, coverage, new corpus units) and exits 1 if any target
@@ -16,7 +16,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=$top/build-fuzz
 F=$top/tests/fuzz
-TARGETS="proto page tdread session restore plan9 ufmsg tcmsg"
+TARGETS="proto page tdread session restore plan9 ufmsg tcmsg resync"
 build_only=0
 jobs=1
 run=$TARGETS

@@ -43,6 +43,14 @@
  * records); held only while undecrypted bytes wait in it.
  */
 #define TD_TLS_READ_AHEAD	(64u * 1024)
+/*
+ * The resynchronisation preamble of a byte pipe (proto/resync.h): bytes
+ * either side discards before it finds one (the tail of an old session),
+ * and the preambles of new nonces tdlisten answers on one connection (an
+ * agent tries again with a new one each time it connects).
+ */
+#define TD_RESYNC_DISCARD_MAX	(16u * 1024 * 1024)
+#define TD_RESYNC_MAX_PREAMBLES	16
 /* Largest HELLO or WELCOME payload. */
 #define TD_MAX_HELLO		1024
 /* Longest agent name, clock name or identity on the wire. */

@@ -23,7 +23,8 @@
 #				boot it in the background (QPID, t0), with
 #				-smp $GUEST_SMP (2 by default); the
 #				console goes to $WORK/console, QEMU's own
-#				output to OUT
+#				output to OUT; a reboot ends QEMU unless
+#				GUEST_REBOOT=1
 #	guest_wait TICKS [CMD]	until QEMU ends (0.1 s ticks, times SLOW),
 #				running CMD each tick; 0 when it ended
 #	guest_console		$WORK/console.txt: the console without CRs
@@ -181,8 +182,11 @@ guest_start() {
 	_gappend=$2
 	shift 2
 	t0=$(date +%s.%N)
+	_gnoreboot=-no-reboot
+	[ "${GUEST_REBOOT:-0}" = 1 ] && _gnoreboot=
+	# shellcheck disable=SC2086
 	qemu-system-x86_64 -accel tcg -m 256 -smp "${GUEST_SMP:-2}" \
-	    -nographic -no-reboot \
+	    -nographic $_gnoreboot \
 	    -bios $QBOOT -kernel "$KDIR/vmlinuz" -initrd "$WORK/initrd.gz" \
 	    -append "console=ttyS0 panic=-1 quiet loglevel=3 $_gappend" \
 	    -monitor none -serial "file:$WORK/console" \
