@@ -222,31 +222,30 @@ server_listen_vsock(struct event_base *base, uint32_t port)
 	return 0;
 }
 
-/* Listen on every address of cfg->bind (all when NULL) at cfg->port. */
+/* Listen at port on the addresses of bind: server.h. */
 int
-server_start(struct event_base *base, const struct listener_config *cfg,
-    bool tls, server_accept_fn accept, void *arg)
+server_listen_tcp(struct event_base *base, const char *addr,
+    const char *port, const struct server_tcp *how,
+    struct evconnlistener **levs, int max)
 {
 	struct addrinfo hints, *res, *ai;
-	struct evconnlistener *lev;
 	char host[NI_MAXHOST];
-	int e, fd, one = 1;
+	int e, fd, n = 0, one = 1;
 
-	server_tls = tls;
-	server_accept_fn_cb = accept;
-	server_accept_arg = arg;
-	server_pause_ev = evtimer_new(base, server_resume_cb, NULL);
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	if ((e = getaddrinfo(cfg->bind, cfg->port, &hints, &res)) != 0) {
-		log_warnx("cannot resolve '%s' port '%s': %s",
-		    cfg->bind ? cfg->bind : "*", cfg->port, gai_strerror(e));
+	hints.ai_flags = AI_PASSIVE | (how->numeric ? AI_NUMERICHOST : 0);
+	if ((e = getaddrinfo(addr, port, &hints, &res)) != 0) {
+		if (how->opt != NULL)
+			log_warnx("%s '%s' port '%s': %s", how->opt,
+			    addr ? addr : "*", port, gai_strerror(e));
+		else
+			log_warnx("cannot resolve '%s' port '%s': %s",
+			    addr ? addr : "*", port, gai_strerror(e));
 		return -1;
 	}
-	for (ai = res; ai != NULL && server_nlev < SERVER_MAX_LISTENERS;
-	    ai = ai->ai_next) {
+	for (ai = res; ai != NULL && n < max; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
 		    SOCK_NONBLOCK, ai->ai_protocol);
 		if (fd == -1)
@@ -257,29 +256,50 @@ server_start(struct event_base *base, const struct listener_config *cfg,
 			    sizeof one);
 		getnameinfo(ai->ai_addr, ai->ai_addrlen, host, sizeof host,
 		    NULL, 0, NI_NUMERICHOST);
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == -1) {
-			log_warn("cannot listen on %s port %s", host,
-			    cfg->port);
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == -1 ||
+		    (levs[n] = evconnlistener_new(base, how->cb, NULL,
+		    LEV_OPT_CLOSE_ON_FREE, how->backlog, fd)) == NULL) {
+			log_warn("%s on %s port %s", how->fail, host, port);
 			close(fd);
+			while (n > 0)
+				evconnlistener_free(levs[--n]);
 			freeaddrinfo(res);
 			return -1;
 		}
-		lev = evconnlistener_new(base, server_accept_cb, NULL,
-		    LEV_OPT_CLOSE_ON_FREE, 512, fd);
-		if (lev == NULL) {
-			log_warn("cannot listen on %s port %s", host,
-			    cfg->port);
-			close(fd);
-			freeaddrinfo(res);
-			return -1;
-		}
-		evconnlistener_set_error_cb(lev, server_error_cb);
-		server_lev[server_nlev++] = lev;
-		log_info("listening on %s port %s%s", host, cfg->port,
-		    server_tls ? " (TLS 1.3, client certificates required)" :
-		    " (INSECURE: plain TCP, no authentication)");
+		evconnlistener_set_error_cb(levs[n++], how->errcb);
+		log_info("%s on %s port %s%s", how->ok, host, port, how->tail);
 	}
 	freeaddrinfo(res);
+	if (n == 0)
+		log_warn("%s port %s", how->fail, port);
+	return n > 0 ? n : -1;
+}
+
+/* Listen on every address of cfg->bind (all when NULL) at cfg->port. */
+int
+server_start(struct event_base *base, const struct listener_config *cfg,
+    bool tls, server_accept_fn accept, void *arg)
+{
+	struct server_tcp how = {
+		.fail = "cannot listen",
+		.ok = "listening",
+		.tail = tls ? " (TLS 1.3, client certificates required)" :
+		    " (INSECURE: plain TCP, no authentication)",
+		.backlog = 512,
+		.cb = server_accept_cb,
+		.errcb = server_error_cb,
+	};
+	int n;
+
+	server_tls = tls;
+	server_accept_fn_cb = accept;
+	server_accept_arg = arg;
+	server_pause_ev = evtimer_new(base, server_resume_cb, NULL);
+	n = server_listen_tcp(base, cfg->bind, cfg->port, &how, server_lev,
+	    SERVER_MAX_LISTENERS);
+	if (n == -1)
+		return -1;
+	server_nlev = n;
 	if (server_nlev > 0 && cfg->unix_path != NULL &&
 	    server_listen_unix(base, cfg->unix_path) == -1)
 		return -1;

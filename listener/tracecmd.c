@@ -54,6 +54,7 @@
 #include "buf.h"
 #include "conn.h"
 #include "listener.h"
+#include "server.h"
 #include "log.h"
 #include "recording.h"
 #include "registry.h"
@@ -702,53 +703,26 @@ tc_error_cb(struct evconnlistener *lev, void *arg)
 int
 tracecmd_start(struct event_base *base, const struct listener_config *cfg)
 {
-	struct addrinfo hints, *res;
-	char host[NI_MAXHOST];
-	int e, fd, one = 1;
+	char tail[128];
+	struct server_tcp how = {
+		.opt = "--tracecmd-bind",
+		.fail = "cannot listen for trace-cmd clients",
+		.ok = "listening for trace-cmd clients",
+		.tail = tail,
+		.backlog = 64,
+		.numeric = 1,
+		.cb = tc_accept_cb,
+		.errcb = tc_error_cb,
+	};
 
 	tc_base = base;
 	tc_cfg = cfg;
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
-	if ((e = getaddrinfo(cfg->tracecmd_bind, cfg->tracecmd_port, &hints,
-	    &res)) != 0) {
-		log_warnx("--tracecmd-bind '%s' port '%s': %s",
-		    cfg->tracecmd_bind, cfg->tracecmd_port, gai_strerror(e));
+	snprintf(tail, sizeof tail, ", data ports %u-%u (INSECURE: plain TCP "
+	    "and UDP, no authentication)", cfg->tracecmd_lo, cfg->tracecmd_hi);
+	if (server_listen_tcp(base, cfg->tracecmd_bind, cfg->tracecmd_port,
+	    &how, &tc_lev, 1) == -1)
 		return -1;
-	}
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC |
-	    SOCK_NONBLOCK, 0);
-	if (fd == -1) {
-		log_warn("trace-cmd port");
-		freeaddrinfo(res);
-		return -1;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	getnameinfo(res->ai_addr, res->ai_addrlen, host, sizeof host, NULL, 0,
-	    NI_NUMERICHOST);
-	if (bind(fd, res->ai_addr, res->ai_addrlen) == -1) {
-		log_warn("cannot listen for trace-cmd clients on %s port %s",
-		    host, cfg->tracecmd_port);
-		close(fd);
-		freeaddrinfo(res);
-		return -1;
-	}
-	freeaddrinfo(res);
-	tc_lev = evconnlistener_new(base, tc_accept_cb, NULL,
-	    LEV_OPT_CLOSE_ON_FREE, 64, fd);
-	if (tc_lev == NULL) {
-		log_warn("cannot listen for trace-cmd clients on %s port %s",
-		    host, cfg->tracecmd_port);
-		close(fd);
-		return -1;
-	}
-	evconnlistener_set_error_cb(tc_lev, tc_error_cb);
 	tc_pause_ev = evtimer_new(base, tc_resume_cb, NULL);
-	log_info("listening for trace-cmd clients on %s port %s, data ports "
-	    "%u-%u (INSECURE: plain TCP and UDP, no authentication)", host,
-	    cfg->tracecmd_port, cfg->tracecmd_lo, cfg->tracecmd_hi);
 	return 0;
 }
 

@@ -40,6 +40,7 @@
 #include <event2/listener.h>
 
 #include "listener.h"
+#include "server.h"
 #include "log.h"
 #include "recording.h"
 #include "registry.h"
@@ -677,52 +678,25 @@ int
 uftrace_start(struct event_base *base, const struct listener_config *cfg,
     const char *port, const char *bind_addr)
 {
-	struct addrinfo hints, *res, *ai;
-	struct evconnlistener *lev;
-	char host[NI_MAXHOST];
-	int e, fd, one = 1;
+	struct server_tcp how = {
+		.opt = "--uftrace-bind",
+		.fail = "cannot listen for uftrace",
+		.ok = "listening for uftrace record --host",
+		.tail = " (INSECURE: plain TCP, no authentication)",
+		.backlog = 64,
+		.cb = uf_accept_cb,
+		.errcb = uf_error_cb,
+	};
+	int n;
 
 	uf_cfg = cfg;
 	if (bind_addr == NULL)
 		bind_addr = "127.0.0.1";
-	memset(&hints, 0, sizeof hints);
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	if ((e = getaddrinfo(bind_addr, port, &hints, &res)) != 0) {
-		log_warnx("--uftrace-bind '%s' port '%s': %s", bind_addr, port,
-		    gai_strerror(e));
+	n = server_listen_tcp(base, bind_addr, port, &how, uf_lev,
+	    UF_MAX_LISTENERS);
+	if (n == -1)
 		return -1;
-	}
-	for (ai = res; ai != NULL && uf_nlev < UF_MAX_LISTENERS;
-	    ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
-		    SOCK_NONBLOCK, ai->ai_protocol);
-		if (fd == -1)
-			continue;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		if (ai->ai_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one,
-			    sizeof one);
-		getnameinfo(ai->ai_addr, ai->ai_addrlen, host, sizeof host,
-		    NULL, 0, NI_NUMERICHOST);
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) == -1 ||
-		    (lev = evconnlistener_new(base, uf_accept_cb, NULL,
-		    LEV_OPT_CLOSE_ON_FREE, 64, fd)) == NULL) {
-			log_warn("cannot listen for uftrace on %s port %s",
-			    host, port);
-			close(fd);
-			freeaddrinfo(res);
-			return -1;
-		}
-		evconnlistener_set_error_cb(lev, uf_error_cb);
-		uf_lev[uf_nlev++] = lev;
-		log_info("listening for uftrace record --host on %s port %s "
-		    "(INSECURE: plain TCP, no authentication)", host, port);
-	}
-	freeaddrinfo(res);
-	if (uf_nlev == 0)
-		return -1;
+	uf_nlev = n;
 	uf_recover(cfg);
 	return 0;
 }
