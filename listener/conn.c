@@ -708,6 +708,24 @@ conn_sessions(void)
 }
 
 void
+conn_count(struct conn_counts *n)
+{
+	struct conn *c;
+
+	memset(n, 0, sizeof *n);
+	for (c = conn_list; c != NULL; c = c->next) {
+		if (c->state == C_HANDSHAKE)
+			n->handshake++;
+		else if (c->state == C_OPEN)
+			n->open++;
+		else if (c->state == C_PAUSING)
+			n->pausing++;
+		else
+			n->closing++;
+	}
+}
+
+void
 conn_tick(void)
 {
 	struct conn *c, *next;

@@ -36,6 +36,14 @@ void	conn_set_ctx(SSL_CTX *ctx);
 SSL_CTX	*conn_get_ctx(void);
 /* Connections through their handshake (session slots taken). */
 int	conn_sessions(void);
+/* Connections by state, for the metrics. */
+struct conn_counts {
+	int	handshake;	/* in the TLS handshake */
+	int	open;		/* through it: HELLO, streaming */
+	int	pausing;	/* told to come back later */
+	int	closing;	/* sending their last ERROR */
+};
+void	conn_count(struct conn_counts *n);
 /* Every streaming session checkpoints and acknowledges what arrived. */
 void	conn_tick(void);
 /*

@@ -32,6 +32,7 @@
 #include "page.h"
 #include "recording.h"
 #include "registry.h"
+#include "tally.h"
 #include "tdfile.h"
 #include "tdproto.h"
 #include "timeline.h"
@@ -351,6 +352,7 @@ recording_attach(struct recording *r, const char *label,
 {
 	if (r->owner != NULL && r->taken != NULL)
 		r->taken(r->owner);	/* it lets go; it may rewind r */
+	tally_resume();
 	r->owner = NULL;
 	if (r->rewound) {
 		if (recording_read_state(r, r->state_path, err,
@@ -433,6 +435,7 @@ void
 recording_received(struct recording *r, uint64_t n)
 {
 	r->bytes += n;
+	tally_bytes(n);
 }
 
 uint64_t
@@ -509,22 +512,6 @@ recording_section_end(struct recording *r)
 	return 0;
 }
 
-/* The number after key in a CPUSTAT text (bounded, not NUL-trusting). */
-static uint64_t
-recording_stat(const uint8_t *p, size_t n, const char *key)
-{
-	char text[1024], *at;
-	size_t k = n < sizeof text - 1 ? n : sizeof text - 1;
-
-	memcpy(text, p, k);
-	text[k] = '\0';
-	if ((at = strstr(text, key)) == NULL)
-		return 0;
-	if (at != text && at[-1] != '\n')
-		return 0;
-	return strtoull(at + strlen(key), NULL, 10);
-}
-
 int
 recording_option(struct recording *r, uint16_t id, const void *p, size_t n)
 {
@@ -550,8 +537,7 @@ recording_option(struct recording *r, uint16_t id, const void *p, size_t n)
 		    "options over the listener's limit (TD_MAX_OPTIONS_TOTAL)" :
 		    "bad OPTION");
 	if (id == TD_OPT_CPUSTAT)
-		r->lost += recording_stat(p, n, "overrun: ") +
-		    recording_stat(p, n, "dropped events: ");
+		r->lost += tally_cpustat(p, n);
 	if (id == TD_OPT_TSC2NSEC && n >= 8)
 		timesync_tsc2nsec(r->ts, p, r->p.big_endian);
 	return 0;
@@ -601,6 +587,7 @@ recording_count(struct recording *r, uint32_t cpu, const uint8_t *page,
 		c->events += info.events;
 		if (info.missed)
 			c->missed_pages++;
+		tally_events(info.events, info.missed);
 	}
 	if (write && td_file_cpu_page(r->file, (int)cpu, page,
 	    r->p.page_size) == -1)
@@ -861,8 +848,37 @@ recording_events(const struct recording *r, uint64_t *marked)
 }
 
 void
+recording_info(const struct recording *r, struct tally_rec *t)
+{
+	const struct td_tsync_sample *s;
+	size_t dl = strlen(r->cfg->dir);
+	uint32_t i, n;
+
+	memset(t, 0, sizeof *t);
+	snprintf(t->identity, sizeof t->identity, "%s", r->p.identity);
+	snprintf(t->name, sizeof t->name, "%s", r->p.name);
+	if (r->path != NULL)
+		snprintf(t->path, sizeof t->path, "%s", strncmp(r->path,
+		    r->cfg->dir, dl) == 0 ? r->path + dl + (r->path[dl] ==
+		    '/') : r->path);
+	t->state = r->finished ? "done" : r->rewound ? "paused" :
+	    r->owner == NULL ? "waiting" : "recording";
+	t->trace_id = r->trace_id;
+	t->ncpus = r->p.ncpus;
+	t->bytes = r->bytes;
+	t->events = recording_events(r, &t->missed_pages);
+	t->lost = r->lost;
+	for (s = timesync_samples(r->ts, &n), i = 0; i < n; i++)
+		if (s[i].bound > t->sync_bound_ns)
+			t->sync_bound_ns = s[i].bound;
+	t->sync_samples = n;
+	t->elapsed = recording_elapsed(r);
+}
+
+void
 recording_close(struct recording *r)
 {
+	struct tally_rec t;
 	uint64_t events, marked;
 	char err[600];
 
@@ -881,6 +897,9 @@ recording_close(struct recording *r)
 	}
 	if (!r->finished)
 		checkpoint_remove(r->state_path);
+	recording_info(r, &t);
+	t.state = r->finished ? "done" : "ended early";
+	tally_ended(&t);
 	events = recording_events(r, &marked);
 	log_info("%s: %s after %.2f s: %u CPUs, %" PRIu64 " pages, %" PRIu64
 	    " bytes, %" PRIu64 " events, %" PRIu64 " lost (%" PRIu64

@@ -112,6 +112,15 @@ registry_expired(uint64_t now_ms)
 	return NULL;
 }
 
+void
+registry_each(void (*fn)(void *, void *), void *arg)
+{
+	struct registry_entry *e;
+
+	for (e = registry_list; e != NULL; e = e->next)
+		fn(e->rec, arg);
+}
+
 void *
 registry_any(void)
 {

@@ -33,6 +33,8 @@ void		 registry_set_deadline(struct registry_entry *e,
 		    uint64_t deadline_ms);
 /* A recording whose deadline passed by now_ms (ms), or NULL. */
 void		*registry_expired(uint64_t now_ms);
+/* fn(rec, arg) for every open recording; fn adds or removes none. */
+void		 registry_each(void (*fn)(void *rec, void *arg), void *arg);
 /* Any recording still here (to take them down one by one), or NULL. */
 void		*registry_any(void);
 /* A recording finished: remembered for a producer that missed its end. */

@@ -21,6 +21,7 @@
 
 #include "budget.h"
 #include "conn.h"
+#include "httpd.h"
 #include "listener.h"
 #include "crash.h"
 #include "log.h"
@@ -53,6 +54,7 @@ enum {
 	OPT_MAX_PER_IDENTITY,
 	OPT_QUOTA,
 	OPT_GROUP,
+	OPT_HTTP,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -85,6 +87,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_IDENTITY },
 	{ "quota", required_argument, NULL, OPT_QUOTA },
 	{ "group", required_argument, NULL, OPT_GROUP },
+	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -102,7 +105,7 @@ usage(FILE *fp)
 "                [--handshake-timeout S] [--max-handshakes N]\n"
 "                [--max-handshakes-per-address N] [--max-per-identity N]\n"
 "                [--quota SIZE] [-u USER] [--group GROUP] [-D] [-l LOGFILE]\n"
-"                [-q | -v]\n"
+"                [--http [ADDR:]PORT] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
 "Receive recordings from tdagent -h over TLS and write one trace.dat per\n"
@@ -148,6 +151,9 @@ usage(FILE *fp)
 "  --group GROUP      GROUP may read the recordings: directories 0750 and\n"
 "                     files 0640 of that group (default: 0700 and 0600,\n"
 "                     the user's own)\n"
+"  --http [ADDR:]PORT  serve a status page (/), /status (JSON) and /metrics\n"
+"                     (Prometheus) on ADDR (default 127.0.0.1; not loopback:\n"
+"                     over TLS, client certificates from --ca only)\n"
 "  -D                 run in the background (logs to syslog unless -l)\n"
 "  -l LOGFILE         append the log to LOGFILE\n"
 "  -q                 log only warnings\n"
@@ -301,6 +307,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			break;
 		case OPT_GROUP:
 			c->group = optarg;
+			break;
+		case OPT_HTTP:
+			c->http = optarg;
 			break;
 		case OPT_QUOTA:
 			if (td_parse_size(optarg, &c->quota) == -1)
@@ -595,6 +604,9 @@ main(int argc, char **argv)
 		fatalx("cannot listen on port %s%s%s%s", cfg.port,
 		    cfg.unix_path ? " and " : "", cfg.unix_path ?
 		    cfg.unix_path : "", cfg.vsock_port ? " and vsock" : "");
+	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
+	    sizeof err) == -1)
+		fatalx("--http: %s", err);
 	for (i = 0; i < 3; i++) {
 		sigs[i] = evsignal_new(base, signos[i], tdlisten_signal_cb,
 		    base);
@@ -614,6 +626,7 @@ main(int argc, char **argv)
 		event_add(tdlisten_tick_ev, &tv);
 	}
 	event_base_dispatch(base);
+	httpd_free();
 	conn_free_all();
 	recording_leave_all();
 	event_free(tdlisten_tick_ev);
