@@ -600,13 +600,13 @@ main(int argc, char **argv)
 	    event_get_version(), event_base_get_method(base),
 	    td_tls_version());
 	conn_init(base, &cfg, ctx);
+	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
+	    sizeof err) == -1)
+		fatalx("--http: %s", err);
 	if (server_start(base, &cfg, ctx != NULL, conn_accept, NULL) == -1)
 		fatalx("cannot listen on port %s%s%s%s", cfg.port,
 		    cfg.unix_path ? " and " : "", cfg.unix_path ?
 		    cfg.unix_path : "", cfg.vsock_port ? " and vsock" : "");
-	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
-	    sizeof err) == -1)
-		fatalx("--http: %s", err);
 	for (i = 0; i < 3; i++) {
 		sigs[i] = evsignal_new(base, signos[i], tdlisten_signal_cb,
 		    base);
