@@ -352,7 +352,6 @@ recording_attach(struct recording *r, const char *label,
 {
 	if (r->owner != NULL && r->taken != NULL)
 		r->taken(r->owner);	/* it lets go; it may rewind r */
-	tally_resume();
 	r->owner = NULL;
 	if (r->rewound) {
 		if (recording_read_state(r, r->state_path, err,
@@ -371,6 +370,7 @@ recording_attach(struct recording *r, const char *label,
 		r->rewound = false;
 	}
 	registry_set_deadline(r->reg, 0);
+	tally_resume();
 	r->taken = taken;
 	r->owner = arg;
 	snprintf(r->label, sizeof r->label, "%s", label);

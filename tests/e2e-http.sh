@@ -4,7 +4,7 @@
 # are the recording's own (events == libtracecmd's count of the file, bytes
 # == the listener's log line, disk use == the identity's directory); /status
 # (jq) says the same; a live recording shows as open; a refused handshake
-# is counted; the page loads in headless Chromium without a console error,
+# and a resume (across a restart of the listener) are counted; the page loads in headless Chromium without a console error,
 # shows the recording's exact event count, and a screenshot is taken;
 # unknown paths are 404, other methods 405.
 . "$(dirname "$0")/e2e-lib.sh"
@@ -207,8 +207,39 @@ eq "HEAD: 200" "$(code -I "$U/status")" 200
 check "the listener is alive" kill -0 "$LPID"
 eq "one connection closed for a reason: the rogue's" \
     "$(grep -c 'closing:' "$WORK/l.log")" 1
+
+# a resume: the listener restarts under a recording, its agent comes back
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name again -e sched -s 300 \
+    2> "$WORK/again.err" &
+apid=$!
+wait_until $((400 * SLOW)) sessions_open 1
 stop_listener
 eq "the listener stops cleanly" $? 0
+check "it left the recording to be resumed" \
+    grep -q "left '.*-again.dat' to be resumed" "$WORK/l.log"
+LPORT_FIXED=$LPORT start_listener "$WORK/l3.log" -d "$OUT" \
+    --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" \
+    --http 127.0.0.1:0 || exit 99
+unset LPORT_FIXED
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/l3.log")
+U=http://127.0.0.1:$HPORT
+resumed() {
+	get /metrics "$WORK/r.prom" &&
+	    [ "$(metric "$WORK/r.prom" tdlisten_resumes_total)" = 1 ]
+}
+wait_until $((400 * SLOW)) resumed
+eq "the new listener counts one resume" \
+    "$(metric "$WORK/r.prom" tdlisten_resumes_total)" 1
+eq "and the recording is open again" \
+    "$(metric "$WORK/r.prom" 'tdlisten_recordings{state="recording"}')" 1
+check "promtool passes them" promtool check metrics < "$WORK/r.prom"
+kill -TERM $apid
+wait $apid
+eq "the resumed agent stops cleanly" $? 0
+stop_listener
+eq "the second listener stops cleanly" $? 0
 
 # not on loopback without certificates: refused, never plain text
 "$TDLISTEN" -p "$LPORT" --insecure -d "$WORK/o2" --http 0.0.0.0:0 > "$WORK/l2.log" 2>&1
