@@ -96,16 +96,23 @@ httpd_bev_cb(struct event_base *base, void *arg)
 	return bev;
 }
 
-/* Reply code with body (NULL: an empty one) of type. */
+/* Reply code with body of type (to a HEAD: its headers only). */
 static void
 httpd_reply(struct evhttp_request *req, int code, const char *reason,
     const char *type, struct evbuffer *body)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	char len[32];
 
 	evhttp_add_header(h, "Content-Type", type);
 	evhttp_add_header(h, "Cache-Control", "no-store");
 	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		/* libevent 2.1 would send the body after a HEAD's headers */
+		snprintf(len, sizeof len, "%zu", evbuffer_get_length(body));
+		evhttp_add_header(h, "Content-Length", len);
+		body = NULL;
+	}
 	evhttp_send_reply(req, code, reason, body);
 }
 

@@ -204,6 +204,10 @@ eq "an unknown path: 404" "$(code "$U/nothing")" 404
 eq "POST: 405" "$(code -X POST --data x "$U/metrics")" 405
 eq "DELETE: 405" "$(code -X DELETE "$U/")" 405
 eq "HEAD: 200" "$(code -I "$U/status")" 200
+curl -sv -I --max-time $((10 * SLOW)) "$U/" > "$WORK/head.out" 2>&1
+eq "HEAD: the page's length, and no body" \
+    "$(sed -n 's/^< Content-Length: \([0-9]*\).*/\1/p' "$WORK/head.out") $(grep -c Excess "$WORK/head.out")" \
+    "$(wc -c < "$WORK/page.html") 0"
 check "the listener is alive" kill -0 "$LPID"
 eq "one connection closed for a reason: the rogue's" \
     "$(grep -c 'closing:' "$WORK/l.log")" 1
