@@ -35,6 +35,13 @@ struct metrics_identity {
 	uint64_t	 mem;
 };
 
+/* The connections listed in /status so far. */
+struct metrics_json_conns {
+	struct evbuffer	*out;
+	int		 n;
+	bool		 truncated;
+};
+
 /* Everything a reply shows, taken at once. */
 struct metrics_snap {
 	struct tally_rec	*recs;
@@ -342,6 +349,23 @@ metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 	metrics_snap_free(&m);
 }
 
+/* conn_each()'s callback: one agent's connection into the reply. */
+static void
+metrics_json_conn_cb(const struct conn_info *i, void *arg)
+{
+	struct metrics_json_conns *j = arg;
+
+	if (j->n == TD_HTTP_MAX_RECS) {
+		j->truncated = true;
+		return;
+	}
+	evbuffer_add_printf(j->out, "%s{\"peer\":", j->n++ > 0 ? "," : "");
+	metrics_jstr(j->out, i->peer);
+	evbuffer_add_printf(j->out, ",\"identity\":");
+	metrics_jstr(j->out, i->identity);
+	evbuffer_add_printf(j->out, ",\"state\":\"%s\"}", i->state);
+}
+
 /* One recording as a JSON object. */
 static void
 metrics_json_rec(struct evbuffer *out, const struct tally_rec *t)
@@ -371,6 +395,7 @@ void
 metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 {
 	const struct tally_totals *tt = tally_totals();
+	struct metrics_json_conns jc;
 	struct metrics_snap m;
 	int i;
 
@@ -403,6 +428,13 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 		else
 			evbuffer_add_printf(out, "null}");
 	}
+	evbuffer_add_printf(out, "],\"agents\":[");
+	jc.out = out;
+	jc.n = 0;
+	jc.truncated = false;
+	conn_each(metrics_json_conn_cb, &jc);
+	if (jc.truncated)
+		m.truncated = true;
 	evbuffer_add_printf(out, "],\"recordings\":[");
 	for (i = 0; i < m.nrecs; i++) {
 		if (i > 0)

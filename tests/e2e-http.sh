@@ -165,6 +165,8 @@ check "promtool passes the metrics of a live recording" \
 get /status "$WORK/s2.json"
 eq "/status: the live one is recording" \
     "$(jq -r '.recordings[] | select(.name == "live") | .state' "$WORK/s2.json")" recording
+eq "/status: its agent is connected, open" \
+    "$(jq -r '.agents[] | "\(.identity) \(.state)"' "$WORK/s2.json")" "web1 open"
 kill -TERM $apid
 wait $apid
 eq "the live agent stops cleanly" $? 0
