@@ -38,10 +38,13 @@ get() {
 metric() {
 	awk -v k="$2" 'index($0, k) == 1 { print $NF; n++ } END { if (n != 1) print "(" n + 0 " samples)" }' "$1"
 }
-# sessions_open N: /metrics says N sessions are open
+# sessions_open N: /metrics says N sessions are open, with N recordings
+# (a session is open from the end of its handshake, its recording from
+# its HELLO)
 sessions_open() {
 	get /metrics "$WORK/live.prom" &&
-	    [ "$(metric "$WORK/live.prom" 'tdlisten_sessions{state="open"}')" = "$1" ]
+	    [ "$(metric "$WORK/live.prom" 'tdlisten_sessions{state="open"}')" = "$1" ] &&
+	    [ "$(metric "$WORK/live.prom" 'tdlisten_recordings{state="recording"}')" = "$1" ]
 }
 
 get /metrics "$WORK/m0.prom"
