@@ -250,6 +250,26 @@ eq "the resumed agent stops cleanly" $? 0
 stop_listener
 eq "the second listener stops cleanly" $? 0
 
+# not on loopback: TLS, and a client certificate from --ca required
+start_listener "$WORK/l4.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --http 0.0.0.0:0 || exit 99
+HPORT=$(sed -n 's|.*status page and metrics at https://0.0.0.0:\([0-9]*\)/ (client certificates from --ca only)$|\1|p' \
+    "$WORK/l4.log")
+check "off loopback: https, client certificates only" test -n "$HPORT"
+S=https://localhost:$HPORT
+eq "off loopback: a client with a certificate of the CA reads /metrics" \
+    "$(code --cacert "$P/ca.pem" --cert "$P/web1.pem" --key "$P/web1.key" \
+    "$S/metrics")" 200
+eq "off loopback: a client without one is refused" \
+    "$(code --cacert "$P/ca.pem" "$S/metrics")" 000
+eq "off loopback: a client of another CA is refused" \
+    "$(code --cacert "$P/ca.pem" --cert "$WORK/other/rogue.pem" \
+    --key "$WORK/other/rogue.key" "$S/metrics")" 000
+eq "off loopback: plain HTTP gets nothing" \
+    "$(code "http://localhost:$HPORT/metrics")" 000
+stop_listener
+eq "the third listener stops cleanly" $? 0
+
 # not on loopback without certificates: refused, never plain text
 "$TDLISTEN" -p "$LPORT" --insecure -d "$WORK/o2" --http 0.0.0.0:0 > "$WORK/l2.log" 2>&1
 check "--http off loopback with --insecure is refused" test $? -ne 0
