@@ -78,6 +78,7 @@ static uint64_t			 admit_min_age_ms;
 static struct event		*admit_log_ev;
 static int			 admit_logged;	/* lines this interval */
 static uint64_t			 admit_held[ADMIT_R_NKINDS];	/* not logged */
+static uint64_t			 admit_total[ADMIT_R_NKINDS];	/* since start */
 
 static void	admit_log_cb(evutil_socket_t, short, void *);
 
@@ -306,6 +307,7 @@ admit_refused(enum admit_kind kind, const char *fmt, ...)
 	char line[1024];
 	va_list ap;
 
+	admit_total[kind]++;
 	if (admit_log_ev != NULL && !evtimer_pending(admit_log_ev, NULL))
 		evtimer_add(admit_log_ev, &tv);
 	if (admit_logged >= TD_ADMIT_LOG_BURST) {
@@ -317,6 +319,22 @@ admit_refused(enum admit_kind kind, const char *fmt, ...)
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	log_warnx("%s", line);
+}
+
+uint64_t
+admit_refused_total(enum admit_kind kind)
+{
+	return admit_total[kind];
+}
+
+const char *
+admit_kind_label(enum admit_kind kind)
+{
+	static const char *const labels[ADMIT_R_NKINDS] = {
+		"address", "full", "evicted", "sessions", "identity", "failed"
+	};
+
+	return labels[kind];
 }
 
 /* Free the tables; what was not logged yet is logged now. */

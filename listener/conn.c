@@ -781,6 +781,41 @@ conn_sessions(void)
 }
 
 void
+conn_count(struct conn_counts *n)
+{
+	struct conn *c;
+
+	memset(n, 0, sizeof *n);
+	for (c = conn_list; c != NULL; c = c->next) {
+		if (c->state == C_HANDSHAKE)
+			n->handshake++;
+		else if (c->state == C_OPEN)
+			n->open++;
+		else if (c->state == C_PAUSING)
+			n->pausing++;
+		else
+			n->closing++;
+	}
+}
+
+void
+conn_each(void (*fn)(const struct conn_info *, void *), void *arg)
+{
+	static const char *const names[] = {
+		"handshake", "open", "pausing", "closing"
+	};
+	struct conn_info i;
+	struct conn *c;
+
+	for (c = conn_list; c != NULL; c = c->next) {
+		i.peer = c->peer;
+		i.identity = c->s != NULL ? session_identity(c->s) : "";
+		i.state = names[c->state];
+		fn(&i, arg);
+	}
+}
+
+void
 conn_tick(void)
 {
 	struct conn *c, *next;

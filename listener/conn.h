@@ -36,6 +36,22 @@ void	conn_set_ctx(SSL_CTX *ctx);
 SSL_CTX	*conn_get_ctx(void);
 /* Connections through their handshake (session slots taken). */
 int	conn_sessions(void);
+/* Connections by state, for the metrics. */
+struct conn_counts {
+	int	handshake;	/* in the TLS handshake */
+	int	open;		/* through it: HELLO, streaming */
+	int	pausing;	/* told to come back later */
+	int	closing;	/* sending their last ERROR */
+};
+void	conn_count(struct conn_counts *n);
+/* One connection as the status page lists it (valid during the call). */
+struct conn_info {
+	const char	*peer;		/* address:port, unix:PID, vsock:... */
+	const char	*identity;	/* its certificate's, "" before */
+	const char	*state;		/* handshake, open, pausing, closing */
+};
+/* fn(info, arg) for every connection; fn changes none. */
+void	conn_each(void (*fn)(const struct conn_info *, void *), void *arg);
 /* Every streaming session checkpoints and acknowledges what arrived. */
 void	conn_tick(void);
 /*

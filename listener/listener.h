@@ -25,6 +25,7 @@ struct listener_config {
 	const char		*unix_path;	/* --unix: also this socket */
 	uint32_t		 vsock_port;	/* --vsock: also this port, 0:
 						   none */
+	const char		*http;		/* --http ADDR:PORT, NULL: off */
 	const char		*dir;		/* output directory */
 	const char		*cert;
 	const char		*key;
@@ -100,6 +101,10 @@ int	admit_handshakes(void);
 /* Log a refusal (kind), or count it for the interval's summary line. */
 void	admit_refused(enum admit_kind kind, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
+/* Connections refused or closed for kind since the start. */
+uint64_t admit_refused_total(enum admit_kind kind);
+/* A short name for kind, a metric's label ("address", "failed" ...). */
+const char *admit_kind_label(enum admit_kind kind);
 /* Log what is counted, free the tables. */
 void	admit_free(void);
 

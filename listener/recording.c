@@ -31,7 +31,9 @@
 #include "log.h"
 #include "page.h"
 #include "recording.h"
+#include "recording-local.h"
 #include "registry.h"
+#include "tally.h"
 #include "tdfile.h"
 #include "tdproto.h"
 #include "timeline.h"
@@ -39,41 +41,8 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-/* One recording. */
-struct recording {
-	const struct listener_config *cfg;
-	struct recording_params	 p;
-	char			 label[TD_MAX_NAME_LEN * 2 + 160];
-	struct td_file		*file;		/* NULL: rewound (or closed) */
-	char			*path;
-	char			*state_path;	/* PATH.state */
-	struct recording_cpu	*cpu;		/* p.ncpus */
-	struct timesync		*ts;
-	struct guests		*guests;	/* host and guest pairings */
-	struct budget_account	*acct;		/* memory and descriptors */
-	struct registry_entry	*reg;		/* NULL once finished */
-	struct td_codec		*wire;		/* chunks' decompression */
-	uint8_t			*zbuf;		/* TD_CHUNK_PAGES pages */
-	uint64_t		 trace_id;
-	uint64_t		 position;	/* the producer's */
-	uint64_t		 acked;		/* ... at the last checkpoint */
-	uint64_t		 bytes;
-	uint64_t		 pages;
-	uint64_t		 lost;		/* overrun + dropped (CPUSTAT) */
-	uint64_t		 lost_pages;	/* the producer's, on the way */
-	struct timespec		 start;
-	size_t			 ck_len;	/* bytes of the last state */
-	bool			 rewound;	/* take the writer back from the
-						   checkpoint */
-	bool			 finished;
-	bool			 no_tsync;	/* the producer has none */
-	void			(*taken)(void *);
-	void			*owner;		/* NULL: waits for a resume */
-	enum recording_fault	 fault;
-	char			 why[600];
-};
-
-static double
+/* Seconds since the recording began (recording-local.h). */
+double
 recording_elapsed(const struct recording *r)
 {
 	struct timespec now;
@@ -341,12 +310,6 @@ out_free:
 	return NULL;
 }
 
-bool
-recording_owned(const struct recording *r)
-{
-	return r->owner != NULL;
-}
-
 int
 recording_attach(struct recording *r, const char *label,
     void (*taken)(void *), void *arg, char *err, size_t errlen)
@@ -371,6 +334,7 @@ recording_attach(struct recording *r, const char *label,
 		r->rewound = false;
 	}
 	registry_set_deadline(r->reg, 0);
+	tally_resume();
 	r->taken = taken;
 	r->owner = arg;
 	snprintf(r->label, sizeof r->label, "%s", label);
@@ -395,42 +359,6 @@ recording_detach(struct recording *r, const char *why)
 	    (uint64_t)r->cfg->resume_wait * 1000);
 }
 
-const char *
-recording_label(const struct recording *r)
-{
-	return r->label;
-}
-
-const char *
-recording_path(const struct recording *r)
-{
-	return r->path;
-}
-
-const struct recording_params *
-recording_params(const struct recording *r)
-{
-	return &r->p;
-}
-
-uint64_t
-recording_trace_id(const struct recording *r)
-{
-	return r->trace_id;
-}
-
-uint64_t
-recording_position(const struct recording *r)
-{
-	return r->position;
-}
-
-uint64_t
-recording_acked(const struct recording *r)
-{
-	return r->acked;
-}
-
 void
 recording_advance(struct recording *r, uint64_t n)
 {
@@ -441,24 +369,7 @@ void
 recording_received(struct recording *r, uint64_t n)
 {
 	r->bytes += n;
-}
-
-uint64_t
-recording_pages(const struct recording *r)
-{
-	return r->pages;
-}
-
-const char *
-recording_why(const struct recording *r)
-{
-	return r->why;
-}
-
-enum recording_fault
-recording_fault(const struct recording *r)
-{
-	return r->fault;
+	tally_bytes(n);
 }
 
 int
@@ -517,22 +428,6 @@ recording_section_end(struct recording *r)
 	return 0;
 }
 
-/* The number after key in a CPUSTAT text (bounded, not NUL-trusting). */
-static uint64_t
-recording_stat(const uint8_t *p, size_t n, const char *key)
-{
-	char text[1024], *at;
-	size_t k = n < sizeof text - 1 ? n : sizeof text - 1;
-
-	memcpy(text, p, k);
-	text[k] = '\0';
-	if ((at = strstr(text, key)) == NULL)
-		return 0;
-	if (at != text && at[-1] != '\n')
-		return 0;
-	return strtoull(at + strlen(key), NULL, 10);
-}
-
 int
 recording_option(struct recording *r, uint16_t id, const void *p, size_t n)
 {
@@ -559,8 +454,7 @@ recording_option(struct recording *r, uint16_t id, const void *p, size_t n)
 		    "options over the listener's limit (TD_MAX_OPTIONS_TOTAL)" :
 		    "bad OPTION");
 	if (id == TD_OPT_CPUSTAT)
-		r->lost += recording_stat(p, n, "overrun: ") +
-		    recording_stat(p, n, "dropped events: ");
+		r->lost += tally_cpustat(p, n);
 	if (id == TD_OPT_TSC2NSEC && n >= 8)
 		timesync_tsc2nsec(r->ts, p, r->p.big_endian);
 	return 0;
@@ -610,6 +504,7 @@ recording_count(struct recording *r, uint32_t cpu, const uint8_t *page,
 		c->events += info.events;
 		if (info.missed)
 			c->missed_pages++;
+		tally_events(info.events, info.missed);
 	}
 	if (write && td_file_cpu_page(r->file, (int)cpu, page,
 	    r->p.page_size) == -1)
@@ -810,12 +705,6 @@ recording_rewind(struct recording *r, const char *what, int errnum)
 	r->zbuf = NULL;
 }
 
-bool
-recording_rewound(const struct recording *r)
-{
-	return r->rewound;
-}
-
 /*
  * What a recording makes the listener hold: its writer's buffers and
  * options, decompressed pages, time-sync samples.
@@ -866,24 +755,10 @@ recording_keep_partial(struct recording *r)
 	free(final);
 }
 
-/* Events and marked pages of every CPU. */
-static uint64_t
-recording_events(const struct recording *r, uint64_t *marked)
-{
-	uint64_t n = 0;
-	uint32_t i;
-
-	*marked = 0;
-	for (i = 0; r->cpu != NULL && i < r->p.ncpus; i++) {
-		n += r->cpu[i].events;
-		*marked += r->cpu[i].missed_pages;
-	}
-	return n;
-}
-
 void
 recording_close(struct recording *r)
 {
+	struct tally_rec t;
 	uint64_t events, marked;
 	char err[600];
 
@@ -902,6 +777,9 @@ recording_close(struct recording *r)
 	}
 	if (!r->finished)
 		checkpoint_remove(r->state_path);
+	recording_info(r, &t);
+	t.state = r->finished ? "done" : "ended early";
+	tally_ended(&t);
 	events = recording_events(r, &marked);
 	if (r->lost_pages > 0)
 		snprintf(err, sizeof err, ", %" PRIu64 " pages lost on the way",

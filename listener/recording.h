@@ -36,6 +36,7 @@
 struct finished;
 struct listener_config;
 struct recording;
+struct tally_rec;
 struct td_tsync_sample;
 
 /* Whose fault a failed action was. */
@@ -90,6 +91,9 @@ void		 recording_advance(struct recording *r, uint64_t n);
 void		 recording_received(struct recording *r, uint64_t n);
 /* Pages taken in so far. */
 uint64_t	 recording_pages(const struct recording *r);
+/* What r is now, for the status page and the metrics (tally.h). */
+void		 recording_info(const struct recording *r,
+		    struct tally_rec *t);
 /* Why the last action failed, and whose fault it was. */
 const char	*recording_why(const struct recording *r);
 enum recording_fault recording_fault(const struct recording *r);

@@ -136,6 +136,6 @@ registry_each(const char *identity, void (*fn)(void *, void *), void *arg)
 	struct registry_entry *e;
 
 	for (e = registry_list; e != NULL; e = e->next)
-		if (strcmp(e->identity, identity) == 0)
+		if (identity == NULL || strcmp(e->identity, identity) == 0)
 			fn(e->rec, arg);
 }

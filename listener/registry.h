@@ -28,9 +28,12 @@ void		*registry_find(const char *identity, uint64_t recording_id);
 void		*registry_find_trace(uint64_t trace_id);
 /* Open recordings of identity. */
 int		 registry_count(const char *identity);
-/* fn(rec, arg) for each open recording of identity. */
-void		 registry_each(const char *identity, void (*fn)(void *, void *),
-		    void *arg);
+/*
+ * fn(rec, arg) for each open recording of identity (NULL: every open
+ * recording); fn adds or removes none.
+ */
+void		 registry_each(const char *identity,
+		    void (*fn)(void *rec, void *arg), void *arg);
 /* Ownerless until the monotonic ms deadline (0: owned again). */
 void		 registry_set_deadline(struct registry_entry *e,
 		    uint64_t deadline_ms);

@@ -21,6 +21,7 @@
 
 #include "budget.h"
 #include "conn.h"
+#include "httpd.h"
 #include "listener.h"
 #include "crash.h"
 #include "log.h"
@@ -60,6 +61,7 @@ enum {
 	OPT_TRACECMD_PORT,
 	OPT_TRACECMD_BIND,
 	OPT_TRACECMD_DATA_PORTS,
+	OPT_HTTP,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -98,6 +100,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "tracecmd-bind", required_argument, NULL, OPT_TRACECMD_BIND },
 	{ "tracecmd-data-ports", required_argument, NULL,
 	    OPT_TRACECMD_DATA_PORTS },
+	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -117,6 +120,7 @@ usage(FILE *fp)
 "                [--quota SIZE] [--uftrace-port PORT [--uftrace-bind ADDR]]\n"
 "                [--tracecmd-port PORT [--tracecmd-bind ADDR]\n"
 "                [--tracecmd-data-ports A-B]]\n"
+"                [--http [ADDR:]PORT]\n"
 "                [-u USER] [--group GROUP] [-D] [-l LOGFILE] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
@@ -174,6 +178,9 @@ usage(FILE *fp)
 "  --group GROUP      GROUP may read the recordings: directories 0750 and\n"
 "                     files 0640 of that group (default: 0700 and 0600,\n"
 "                     the user's own)\n"
+"  --http [ADDR:]PORT  serve a status page (/), /status (JSON) and /metrics\n"
+"                     (Prometheus) on ADDR (default 127.0.0.1; not loopback:\n"
+"                     over TLS, client certificates from --ca only)\n"
 "  -D                 run in the background (logs to syslog unless -l)\n"
 "  -l LOGFILE         append the log to LOGFILE\n"
 "  -q                 log only warnings\n"
@@ -361,6 +368,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			c->tracecmd_hi = (uint16_t)hi;
 			break;
 		}
+		case OPT_HTTP:
+			c->http = optarg;
+			break;
 		case OPT_QUOTA:
 			if (td_parse_size(optarg, &c->quota) == -1)
 				usage_error("invalid size '%s' (e.g. 500M, 20G)",
@@ -661,6 +671,9 @@ main(int argc, char **argv)
 	    event_get_version(), event_base_get_method(base),
 	    td_tls_version());
 	conn_init(base, &cfg, ctx);
+	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
+	    sizeof err) == -1)
+		fatalx("--http: %s", err);
 	if (server_start(base, &cfg, ctx != NULL, conn_accept, NULL) == -1)
 		fatalx("cannot listen on port %s%s%s%s", cfg.port,
 		    cfg.unix_path ? " and " : "", cfg.unix_path ?
@@ -691,6 +704,7 @@ main(int argc, char **argv)
 	}
 	event_base_dispatch(base);
 	tracecmd_shutdown();
+	httpd_free();
 	conn_free_all();
 	uftrace_shutdown();
 	recording_leave_all();

@@ -171,6 +171,20 @@
  * file, of at most 8 x TD_MAX_CPUS + 78 bytes.
  */
 #define TD_MAX_GUESTS		64
+
+/*
+ * tdlisten --http: connections at once (more wait in the listen queue),
+ * a request's line and headers, its body (a GET has none), seconds a
+ * connection may take to send its request, and the replies: recordings
+ * listed (open ones and TD_TALLY_ENDED ended) and identities whose disk
+ * use is summed, past which a reply says it is truncated.
+ */
+#define TD_HTTP_MAX_CONNS	16
+#define TD_HTTP_MAX_HEADERS	8192
+#define TD_HTTP_MAX_BODY	1024
+#define TD_HTTP_TIMEOUT		10
+#define TD_HTTP_MAX_RECS	4096
+#define TD_HTTP_MAX_IDENTITIES	256
 #define TD_MAX_GUEST_PAIRS	256
 /*
  * Longest line tdagent takes from QEMU's monitor (QMP): query-cpus-fast

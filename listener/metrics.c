@@ -1,0 +1,447 @@
+/*
+ * metrics.c: tdlisten's metrics and status as text (see metrics.h).
+ *
+ * Both replies are built the same way: a snapshot of every recording (the
+ * open ones from the registry, the ended ones from the tally) and of the
+ * identities they belong to, then printed.  Strings from peers (an
+ * identity from a certificate, a name from a HELLO) are escaped for where
+ * they go: a Prometheus label value (backslash, quote, newline) or a JSON
+ * string (quote, backslash, every byte outside printable ASCII as \u00XX,
+ * so any byte gives valid JSON).
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "budget.h"
+#include "conn.h"
+#include "listener.h"
+#include "metrics.h"
+#include "recording.h"
+#include "registry.h"
+#include "tally.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+/* One identity: what it holds on disk and in memory. */
+struct metrics_identity {
+	const char	*name;		/* in a snapshot's recording */
+	uint64_t	 disk;
+	uint64_t	 mem;
+};
+
+/* The connections listed in /status so far. */
+struct metrics_json_conns {
+	struct evbuffer	*out;
+	int		 n;
+	bool		 truncated;
+};
+
+/* Everything a reply shows, taken at once. */
+struct metrics_snap {
+	struct tally_rec	*recs;
+	int			 nrecs;
+	int			 nopen;		/* recs[0..nopen) are open */
+	int			 max;		/* open ones it has room for */
+	bool			 truncated;
+	struct metrics_identity	*ids;
+	int			 nids;
+	struct conn_counts	 conns;
+	int			 by_state[3];	/* recording, waiting, paused */
+};
+
+static const char *const metrics_rec_states[3] = {
+	"recording", "waiting", "paused"
+};
+
+/* registry_each()'s callback: count the open recordings. */
+static void
+metrics_count_cb(void *rec, void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* registry_each()'s callback: one open recording into the snapshot. */
+static void
+metrics_open_cb(void *rec, void *arg)
+{
+	struct metrics_snap *m = arg;
+	int i;
+
+	if (m->nrecs >= m->max) {
+		m->truncated = true;
+		return;
+	}
+	recording_info(rec, &m->recs[m->nrecs]);
+	for (i = 0; i < 3; i++)
+		if (strcmp(m->recs[m->nrecs].state, metrics_rec_states[i]) == 0)
+			m->by_state[i]++;
+	m->nrecs++;
+}
+
+/* The identities of the snapshot's recordings, with their disk use. */
+static void
+metrics_identities(const struct listener_config *cfg, struct metrics_snap *m)
+{
+	int i, j;
+
+	m->ids = xcalloc(TD_HTTP_MAX_IDENTITIES, sizeof *m->ids);
+	for (i = 0; i < m->nrecs; i++) {
+		for (j = 0; j < m->nids; j++)
+			if (strcmp(m->ids[j].name, m->recs[i].identity) == 0)
+				break;
+		if (j < m->nids)
+			continue;
+		if (m->nids == TD_HTTP_MAX_IDENTITIES) {
+			m->truncated = true;
+			break;
+		}
+		m->ids[m->nids].name = m->recs[i].identity;
+		m->ids[m->nids].disk = output_usage(cfg->dir,
+		    m->recs[i].identity);
+		m->ids[m->nids].mem = budget_identity_held(m->recs[i].identity);
+		m->nids++;
+	}
+}
+
+static void
+metrics_snap(const struct listener_config *cfg, struct metrics_snap *m)
+{
+	const struct tally_rec *t;
+	int i, n = 0;
+
+	memset(m, 0, sizeof *m);
+	registry_each(NULL, metrics_count_cb, &n);
+	m->max = n < TD_HTTP_MAX_RECS ? n : TD_HTTP_MAX_RECS;
+	m->recs = xcalloc((size_t)m->max + TD_TALLY_ENDED, sizeof *m->recs);
+	registry_each(NULL, metrics_open_cb, m);
+	m->nopen = m->nrecs;
+	for (i = 0; (t = tally_ended_at(i)) != NULL; i++)
+		m->recs[m->nrecs++] = *t;
+	conn_count(&m->conns);
+	metrics_identities(cfg, m);
+}
+
+static void
+metrics_snap_free(struct metrics_snap *m)
+{
+	free(m->recs);
+	free(m->ids);
+}
+
+/*
+ * s as a Prometheus label value (without the quotes); bytes outside
+ * printable ASCII become '?' (the format wants UTF-8, a name from a HELLO
+ * may be anything).
+ */
+static void
+metrics_label(struct evbuffer *out, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\')
+			evbuffer_add(out, "\\\\", 2);
+		else if (*s == '"')
+			evbuffer_add(out, "\\\"", 2);
+		else if (*s == '\n')
+			evbuffer_add(out, "\\n", 2);
+		else if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			evbuffer_add(out, "?", 1);	/* UTF-8 unchecked */
+		else
+			evbuffer_add(out, s, 1);
+	}
+}
+
+/* s as a JSON string, quotes included. */
+static void
+metrics_jstr(struct evbuffer *out, const char *s)
+{
+	const unsigned char *p;
+
+	evbuffer_add(out, "\"", 1);
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '\\' || *p == '"')
+			evbuffer_add_printf(out, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			evbuffer_add_printf(out, "\\u%04x", *p);
+		else
+			evbuffer_add(out, p, 1);
+	}
+	evbuffer_add(out, "\"", 1);
+}
+
+/* The HELP and TYPE lines of a metric. */
+static void
+metrics_head(struct evbuffer *out, const char *name, const char *type,
+    const char *help)
+{
+	evbuffer_add_printf(out, "# HELP tdlisten_%s %s\n# TYPE tdlisten_%s "
+	    "%s\n", name, help, name, type);
+}
+
+/* name{identity="..",name="..",recording=".."} for recording t. */
+static void
+metrics_rec_labels(struct evbuffer *out, const char *name,
+    const struct tally_rec *t)
+{
+	evbuffer_add_printf(out, "tdlisten_%s{identity=\"", name);
+	metrics_label(out, t->identity);
+	evbuffer_add_printf(out, "\",name=\"");
+	metrics_label(out, t->name);
+	evbuffer_add_printf(out, "\",recording=\"%016" PRIx64 "\"} ",
+	    t->trace_id);
+}
+
+/* The metrics of every recording of the snapshot. */
+static void
+metrics_prom_recs(struct evbuffer *out, const struct metrics_snap *m)
+{
+	const struct tally_rec *t;
+	int i;
+
+	metrics_head(out, "recording_info", "gauge", "Recordings open or "
+	    "ended lately (1), with their state and file under the output "
+	    "directory.");
+	for (i = 0; i < m->nrecs; i++) {
+		t = &m->recs[i];
+		evbuffer_add_printf(out, "tdlisten_recording_info{identity=\"");
+		metrics_label(out, t->identity);
+		evbuffer_add_printf(out, "\",name=\"");
+		metrics_label(out, t->name);
+		evbuffer_add_printf(out, "\",recording=\"%016" PRIx64
+		    "\",state=\"%s\",file=\"", t->trace_id, t->state);
+		metrics_label(out, t->path);
+		evbuffer_add_printf(out, "\"} 1\n");
+	}
+	metrics_head(out, "recording_cpus", "gauge", "CPUs of a recording.");
+	for (i = 0; i < m->nrecs; i++) {
+		metrics_rec_labels(out, "recording_cpus", &m->recs[i]);
+		evbuffer_add_printf(out, "%" PRIu32 "\n", m->recs[i].ncpus);
+	}
+	metrics_head(out, "recording_received_bytes", "gauge", "Bytes "
+	    "received for a recording (since its last checkpoint taken back).");
+	for (i = 0; i < m->nrecs; i++) {
+		metrics_rec_labels(out, "recording_received_bytes",
+		    &m->recs[i]);
+		evbuffer_add_printf(out, "%" PRIu64 "\n", m->recs[i].bytes);
+	}
+	metrics_head(out, "recording_events", "gauge", "Events in the pages "
+	    "of a recording's file.");
+	for (i = 0; i < m->nrecs; i++) {
+		metrics_rec_labels(out, "recording_events", &m->recs[i]);
+		evbuffer_add_printf(out, "%" PRIu64 "\n", m->recs[i].events);
+	}
+	metrics_head(out, "recording_lost_events", "gauge", "Events the "
+	    "traced machine's ring lost (overrun and dropped, at its end).");
+	for (i = 0; i < m->nrecs; i++) {
+		metrics_rec_labels(out, "recording_lost_events", &m->recs[i]);
+		evbuffer_add_printf(out, "%" PRIu64 "\n", m->recs[i].lost);
+	}
+	metrics_head(out, "recording_missed_pages", "gauge", "Pages of a "
+	    "recording marked as coming after lost events.");
+	for (i = 0; i < m->nrecs; i++) {
+		metrics_rec_labels(out, "recording_missed_pages", &m->recs[i]);
+		evbuffer_add_printf(out, "%" PRIu64 "\n",
+		    m->recs[i].missed_pages);
+	}
+	metrics_head(out, "recording_sync_error_bound_seconds", "gauge",
+	    "The widest error bound of a recording's time-sync samples (none "
+	    "before its first).");
+	for (i = 0; i < m->nrecs; i++) {
+		if (m->recs[i].sync_samples == 0)
+			continue;
+		metrics_rec_labels(out, "recording_sync_error_bound_seconds",
+		    &m->recs[i]);
+		evbuffer_add_printf(out, "%.9f\n",
+		    m->recs[i].sync_bound_ns / 1e9);
+	}
+	metrics_head(out, "recording_duration_seconds", "gauge", "How long "
+	    "a recording has run (or ran).");
+	for (i = 0; i < m->nrecs; i++) {
+		metrics_rec_labels(out, "recording_duration_seconds",
+		    &m->recs[i]);
+		evbuffer_add_printf(out, "%.3f\n", m->recs[i].elapsed);
+	}
+}
+
+void
+metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
+{
+	const struct tally_totals *tt = tally_totals();
+	struct metrics_snap m;
+	int i;
+
+	metrics_snap(cfg, &m);
+	metrics_head(out, "sessions", "gauge", "Agent connections by state.");
+	evbuffer_add_printf(out, "tdlisten_sessions{state=\"handshake\"} %d\n"
+	    "tdlisten_sessions{state=\"open\"} %d\n"
+	    "tdlisten_sessions{state=\"pausing\"} %d\n"
+	    "tdlisten_sessions{state=\"closing\"} %d\n", m.conns.handshake,
+	    m.conns.open, m.conns.pausing, m.conns.closing);
+	metrics_head(out, "recordings", "gauge", "Open recordings by state.");
+	for (i = 0; i < 3; i++)
+		evbuffer_add_printf(out, "tdlisten_recordings{state=\"%s\"} "
+		    "%d\n", metrics_rec_states[i], m.by_state[i]);
+	metrics_head(out, "recordings_ended_total", "counter", "Recordings "
+	    "that ended: done, or ended early (kept as .incomplete.dat or "
+	    "dropped).");
+	evbuffer_add_printf(out, "tdlisten_recordings_ended_total{how=\"done\"}"
+	    " %" PRIu64 "\ntdlisten_recordings_ended_total{how=\"early\"} %"
+	    PRIu64 "\n", tt->done, tt->ended_early);
+	metrics_head(out, "received_bytes_total", "counter", "Bytes received "
+	    "for recordings, resends included.");
+	evbuffer_add_printf(out, "tdlisten_received_bytes_total %" PRIu64 "\n",
+	    tt->bytes);
+	metrics_head(out, "received_events_total", "counter", "Events in the "
+	    "pages received, resends included.");
+	evbuffer_add_printf(out, "tdlisten_received_events_total %" PRIu64
+	    "\n", tt->events);
+	metrics_head(out, "lost_events_total", "counter", "Events the traced "
+	    "machines' rings lost, by cause.");
+	for (i = 0; i < TALLY_NLOSS; i++)
+		evbuffer_add_printf(out, "tdlisten_lost_events_total{cause="
+		    "\"%s\"} %" PRIu64 "\n", tally_loss_name(i), tt->lost[i]);
+	metrics_head(out, "missed_pages_total", "counter", "Pages received "
+	    "marked as coming after lost events.");
+	evbuffer_add_printf(out, "tdlisten_missed_pages_total %" PRIu64 "\n",
+	    tt->missed_pages);
+	metrics_head(out, "handshake_failures_total", "counter", "Connections "
+	    "refused or closed before their session, by reason.");
+	for (i = 0; i < ADMIT_R_NKINDS; i++)
+		evbuffer_add_printf(out, "tdlisten_handshake_failures_total{"
+		    "reason=\"%s\"} %" PRIu64 "\n", admit_kind_label(i),
+		    admit_refused_total(i));
+	metrics_head(out, "resumes_total", "counter", "Recordings resumed by "
+	    "their agent after a lost connection.");
+	evbuffer_add_printf(out, "tdlisten_resumes_total %" PRIu64 "\n",
+	    tt->resumes);
+	metrics_head(out, "memory_held_bytes", "gauge", "Memory the sessions "
+	    "hold (the budget's account).");
+	evbuffer_add_printf(out, "tdlisten_memory_held_bytes %" PRIu64 "\n",
+	    budget_held());
+	metrics_head(out, "disk_used_bytes", "gauge", "Disk space used under "
+	    "an identity's directory (identities with recordings listed).");
+	for (i = 0; i < m.nids; i++) {
+		evbuffer_add_printf(out, "tdlisten_disk_used_bytes{identity=\"");
+		metrics_label(out, m.ids[i].name);
+		evbuffer_add_printf(out, "\"} %" PRIu64 "\n", m.ids[i].disk);
+	}
+	if (cfg->quota > 0) {
+		metrics_head(out, "disk_quota_bytes", "gauge", "The --quota of "
+		    "an identity.");
+		for (i = 0; i < m.nids; i++) {
+			evbuffer_add_printf(out, "tdlisten_disk_quota_bytes{"
+			    "identity=\"");
+			metrics_label(out, m.ids[i].name);
+			evbuffer_add_printf(out, "\"} %" PRIu64 "\n",
+			    cfg->quota);
+		}
+	}
+	metrics_prom_recs(out, &m);
+	metrics_head(out, "status_truncated", "gauge", "1 when recordings or "
+	    "identities past the reply's caps are left out.");
+	evbuffer_add_printf(out, "tdlisten_status_truncated %d\n",
+	    m.truncated ? 1 : 0);
+	metrics_snap_free(&m);
+}
+
+/* conn_each()'s callback: one agent's connection into the reply. */
+static void
+metrics_json_conn_cb(const struct conn_info *i, void *arg)
+{
+	struct metrics_json_conns *j = arg;
+
+	if (j->n == TD_HTTP_MAX_RECS) {
+		j->truncated = true;
+		return;
+	}
+	evbuffer_add_printf(j->out, "%s{\"peer\":", j->n++ > 0 ? "," : "");
+	metrics_jstr(j->out, i->peer);
+	evbuffer_add_printf(j->out, ",\"identity\":");
+	metrics_jstr(j->out, i->identity);
+	evbuffer_add_printf(j->out, ",\"state\":\"%s\"}", i->state);
+}
+
+/* One recording as a JSON object. */
+static void
+metrics_json_rec(struct evbuffer *out, const struct tally_rec *t)
+{
+	evbuffer_add_printf(out, "{\"identity\":");
+	metrics_jstr(out, t->identity);
+	evbuffer_add_printf(out, ",\"name\":");
+	metrics_jstr(out, t->name);
+	evbuffer_add_printf(out, ",\"recording\":\"%016" PRIx64 "\","
+	    "\"state\":", t->trace_id);
+	metrics_jstr(out, t->state);
+	evbuffer_add_printf(out, ",\"file\":");
+	metrics_jstr(out, t->path);
+	evbuffer_add_printf(out, ",\"cpus\":%" PRIu32 ",\"bytes\":%" PRIu64
+	    ",\"events\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"missed_pages\":%"
+	    PRIu64 ",\"sync_samples\":%" PRIu32 ",\"sync_bound_ns\":",
+	    t->ncpus, t->bytes, t->events, t->lost, t->missed_pages,
+	    t->sync_samples);
+	if (t->sync_samples > 0)
+		evbuffer_add_printf(out, "%" PRIu64, t->sync_bound_ns);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"seconds\":%.3f}", t->elapsed);
+}
+
+void
+metrics_json(const struct listener_config *cfg, struct evbuffer *out)
+{
+	const struct tally_totals *tt = tally_totals();
+	struct metrics_json_conns jc;
+	struct metrics_snap m;
+	int i;
+
+	metrics_snap(cfg, &m);
+	evbuffer_add_printf(out, "{\"version\":");
+	metrics_jstr(out, PACKAGE_VERSION);
+	evbuffer_add_printf(out, ",\"sessions\":{\"handshake\":%d,\"open\":%d,"
+	    "\"pausing\":%d,\"closing\":%d},", m.conns.handshake, m.conns.open,
+	    m.conns.pausing, m.conns.closing);
+	evbuffer_add_printf(out, "\"totals\":{\"bytes\":%" PRIu64 ",\"events\":%"
+	    PRIu64 ",\"lost_overrun\":%" PRIu64 ",\"lost_dropped\":%" PRIu64
+	    ",\"missed_pages\":%" PRIu64 ",\"resumes\":%" PRIu64 ",\"done\":%"
+	    PRIu64 ",\"ended_early\":%" PRIu64 ",\"memory_held\":%" PRIu64
+	    "},", tt->bytes, tt->events, tt->lost[TALLY_OVERRUN],
+	    tt->lost[TALLY_DROPPED], tt->missed_pages, tt->resumes, tt->done,
+	    tt->ended_early, budget_held());
+	evbuffer_add_printf(out, "\"handshake_failures\":{");
+	for (i = 0; i < ADMIT_R_NKINDS; i++)
+		evbuffer_add_printf(out, "%s\"%s\":%" PRIu64, i > 0 ? "," : "",
+		    admit_kind_label(i), admit_refused_total(i));
+	evbuffer_add_printf(out, "},\"identities\":[");
+	for (i = 0; i < m.nids; i++) {
+		evbuffer_add_printf(out, "%s{\"identity\":", i > 0 ? "," : "");
+		metrics_jstr(out, m.ids[i].name);
+		evbuffer_add_printf(out, ",\"disk_bytes\":%" PRIu64
+		    ",\"memory_bytes\":%" PRIu64 ",\"quota_bytes\":", m.ids[i].disk,
+		    m.ids[i].mem);
+		if (cfg->quota > 0)
+			evbuffer_add_printf(out, "%" PRIu64 "}", cfg->quota);
+		else
+			evbuffer_add_printf(out, "null}");
+	}
+	evbuffer_add_printf(out, "],\"agents\":[");
+	jc.out = out;
+	jc.n = 0;
+	jc.truncated = false;
+	conn_each(metrics_json_conn_cb, &jc);
+	if (jc.truncated)
+		m.truncated = true;
+	evbuffer_add_printf(out, "],\"recordings\":[");
+	for (i = 0; i < m.nrecs; i++) {
+		if (i > 0)
+			evbuffer_add(out, ",", 1);
+		metrics_json_rec(out, &m.recs[i]);
+	}
+	evbuffer_add_printf(out, "],\"truncated\":%s}\n", m.truncated ? "true" :
+	    "false");
+	metrics_snap_free(&m);
+}

@@ -1,0 +1,277 @@
+#!/bin/sh
+# End-to-end: tdlisten --http on loopback.  A real tdagent streams a
+# workload of known size over TLS; /metrics passes promtool and its numbers
+# are the recording's own (events == libtracecmd's count of the file, bytes
+# == the listener's log line, disk use == the identity's directory); /status
+# (jq) says the same; a live recording shows as open; a refused handshake
+# and a resume (across a restart of the listener) are counted; the page loads in headless Chromium without a console error,
+# shows the recording's exact event count, and a screenshot is taken;
+# unknown paths are 404, other methods 405.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+for t in curl jq promtool chromium; do
+	command -v $t >/dev/null || {
+		echo "FAIL: $t is not installed (scripts/deps.sh installs it)"
+		exit 99
+	}
+done
+P=$WORK/pki
+OUT=$WORK/out
+pki "$P" web1 || { echo "FAIL: cannot make certificates"; exit 99; }
+mkdir -p "$WORK/other"
+sh "$TDCERT" init "$WORK/other" >/dev/null
+sh "$TDCERT" issue "$WORK/other" rogue >/dev/null
+
+# port 0: the kernel picks one, the log says which
+start_listener "$WORK/l.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --http 127.0.0.1:0 || exit 99
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/l.log")
+check "the listener says where the status page is" test -n "$HPORT"
+U=http://127.0.0.1:$HPORT
+
+# get PATH FILE: the body of GET PATH into FILE
+get() {
+	curl -sS --max-time $((10 * SLOW)) -o "$2" "$U$1"
+}
+# metric FILE LINE-START: the value of the one sample whose line starts so
+metric() {
+	awk -v k="$2" 'index($0, k) == 1 { print $NF; n++ } END { if (n != 1) print "(" n + 0 " samples)" }' "$1"
+}
+# sessions_open N: /metrics says N sessions are open, with N recordings
+# (a session is open from the end of its handshake, its recording from
+# its HELLO)
+sessions_open() {
+	get /metrics "$WORK/live.prom" &&
+	    [ "$(metric "$WORK/live.prom" 'tdlisten_sessions{state="open"}')" = "$1" ] &&
+	    [ "$(metric "$WORK/live.prom" 'tdlisten_recordings{state="recording"}')" = "$1" ]
+}
+
+get /metrics "$WORK/m0.prom"
+eq "/metrics before any recording" $? 0
+check "promtool passes the metrics of an idle listener" \
+    promtool check metrics < "$WORK/m0.prom"
+eq "no events received yet" \
+    "$(metric "$WORK/m0.prom" tdlisten_received_events_total)" 0
+
+# a refused handshake: a certificate of another CA
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --cert "$WORK/other/rogue.pem" \
+    --key "$WORK/other/rogue.key" --ca "$P/ca.pem" -e sched -s 1 \
+    2> "$WORK/rogue.err"
+check "the rogue agent is refused" test $? -ne 0
+failed_one() {
+	get /metrics "$WORK/f.prom" && [ "$(metric "$WORK/f.prom" \
+	    'tdlisten_handshake_failures_total{reason="failed"}')" = 1 ]
+}
+wait_until $((200 * SLOW)) failed_one
+eq "the failed handshake is counted" \
+    "$(metric "$WORK/f.prom" 'tdlisten_handshake_failures_total{reason="failed"}')" 1
+
+# the workload: dd's 2000 one-byte blocks, raw_syscalls, streamed over TLS
+rm -f "$WORK/pid"
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name dd -e raw_syscalls -F \
+    -b 4096 -- sh -c 'echo $$ > '"$WORK/pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count=2000 status=none' \
+    2> "$WORK/agent.err"
+eq "the agent exits 0" $? 0
+RFILE=$(remote_file "$WORK/agent.err")
+check "the listener wrote the file" test -f "$OUT/$RFILE"
+"$TDCOUNT" "$OUT/$RFILE" > "$WORK/count"
+EVENTS=$(field events < "$WORK/count")
+check "the file has events ($EVENTS)" test "${EVENTS:-0}" -gt 8000
+eq "the ring lost nothing" "$(field missed < "$WORK/count")" 0
+done_line() {
+	grep -q "session web1 'dd' .*done after" "$WORK/l.log"
+}
+wait_until $((200 * SLOW)) done_line
+BYTES=$(sed -n "s/.*session web1 'dd' .*done after .* pages, \([0-9]*\) bytes, \([0-9]*\) events.*/\1/p" "$WORK/l.log")
+LOGEV=$(sed -n "s/.*session web1 'dd' .*done after .* bytes, \([0-9]*\) events.*/\1/p" "$WORK/l.log")
+NCPU=$(sed -n "s/.*session web1 'dd'.*: recording \([0-9]*\) CPUs.*/\1/p" "$WORK/l.log")
+eq "the listener's log counts the file's events" "$LOGEV" "$EVENTS"
+
+get /metrics "$WORK/m1.prom"
+eq "/metrics after the recording" $? 0
+check "promtool passes them" promtool check metrics < "$WORK/m1.prom"
+cp "$WORK/m1.prom" "$WORK/metrics.txt"
+eq "events received: the file's, per libtracecmd" \
+    "$(metric "$WORK/m1.prom" tdlisten_received_events_total)" "$EVENTS"
+REC=$(sed -n 's/^tdlisten_recording_info{identity="web1",name="dd",recording="\([0-9a-f]*\)",state="done",file="\([^"]*\)"} 1$/\1 \2/p' "$WORK/m1.prom")
+eq "the recording is listed, done, with its file" "${REC#* }" "$RFILE"
+L="{identity=\"web1\",name=\"dd\",recording=\"${REC%% *}\"}"
+eq "its events: the file's" \
+    "$(metric "$WORK/m1.prom" "tdlisten_recording_events$L")" "$EVENTS"
+eq "its bytes received: the log's" \
+    "$(metric "$WORK/m1.prom" "tdlisten_recording_received_bytes$L")" "$BYTES"
+eq "bytes received in all: the same" \
+    "$(metric "$WORK/m1.prom" tdlisten_received_bytes_total)" "$BYTES"
+eq "its CPUs: the log's" \
+    "$(metric "$WORK/m1.prom" "tdlisten_recording_cpus$L")" "$NCPU"
+eq "its lost events: none" \
+    "$(metric "$WORK/m1.prom" "tdlisten_recording_lost_events$L")" 0
+eq "lost events by cause: no overrun" \
+    "$(metric "$WORK/m1.prom" 'tdlisten_lost_events_total{cause="overrun"}')" 0
+eq "lost events by cause: none dropped" \
+    "$(metric "$WORK/m1.prom" 'tdlisten_lost_events_total{cause="dropped"}')" 0
+eq "one recording done" \
+    "$(metric "$WORK/m1.prom" 'tdlisten_recordings_ended_total{how="done"}')" 1
+eq "none ended early" \
+    "$(metric "$WORK/m1.prom" 'tdlisten_recordings_ended_total{how="early"}')" 0
+eq "no resume" "$(metric "$WORK/m1.prom" tdlisten_resumes_total)" 0
+eq "none open now" \
+    "$(metric "$WORK/m1.prom" 'tdlisten_recordings{state="recording"}')" 0
+DISK=$(find "$OUT/web1" -maxdepth 1 -type f ! -name '.*' -exec stat -c '%b %B' {} + |
+    awk '{ n += $1 * $2 } END { print n + 0 }')
+eq "disk use of web1: its directory's" \
+    "$(metric "$WORK/m1.prom" 'tdlisten_disk_used_bytes{identity="web1"}')" "$DISK"
+
+get /status "$WORK/s1.json"
+eq "/status" $? 0
+check "/status is JSON" sh -c "jq -e . '$WORK/s1.json' > /dev/null"
+eq "/status: one recording" "$(jq '.recordings | length' "$WORK/s1.json")" 1
+eq "/status: its identity, name, state, file" \
+    "$(jq -r '.recordings[0] | "\(.identity) \(.name) \(.state) \(.file)"' "$WORK/s1.json")" \
+    "web1 dd done $RFILE"
+eq "/status: its events" "$(jq '.recordings[0].events' "$WORK/s1.json")" "$EVENTS"
+eq "/status: its bytes" "$(jq '.recordings[0].bytes' "$WORK/s1.json")" "$BYTES"
+eq "/status: its CPUs" "$(jq '.recordings[0].cpus' "$WORK/s1.json")" "$NCPU"
+# time-sync samples: the start and end rounds (none kept when a round
+# cannot finish, as under valgrind); a bound only with one
+if [ "$(jq '.recordings[0].sync_samples' "$WORK/s1.json")" -gt 0 ]; then
+	eq "/status: the same sync bound as /metrics" \
+	    "$(jq '.recordings[0].sync_bound_ns / 1e9' "$WORK/s1.json" |
+	    awk '{ printf "%.9f", $1 }')" \
+	    "$(metric "$WORK/m1.prom" "tdlisten_recording_sync_error_bound_seconds$L")"
+else
+	eq "no sample: no bound in /status or /metrics" \
+	    "$(jq '.recordings[0].sync_bound_ns' "$WORK/s1.json") $(metric \
+	    "$WORK/m1.prom" "tdlisten_recording_sync_error_bound_seconds$L")" \
+	    "null (0 samples)"
+fi
+eq "/status: events received" "$(jq '.totals.events' "$WORK/s1.json")" "$EVENTS"
+eq "/status: the failed handshake" \
+    "$(jq '.handshake_failures.failed' "$WORK/s1.json")" 1
+eq "/status: disk use of web1" \
+    "$(jq '.identities[] | select(.identity == "web1") | .disk_bytes' "$WORK/s1.json")" "$DISK"
+
+# a live recording: open while it runs, then done
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name live -e sched -s 300 \
+    2> "$WORK/live.err" &
+apid=$!
+wait_until $((400 * SLOW)) sessions_open 1
+eq "a live recording: one session open" \
+    "$(metric "$WORK/live.prom" 'tdlisten_sessions{state="open"}')" 1
+eq "a live recording: one recording open" \
+    "$(metric "$WORK/live.prom" 'tdlisten_recordings{state="recording"}')" 1
+check "promtool passes the metrics of a live recording" \
+    promtool check metrics < "$WORK/live.prom"
+get /status "$WORK/s2.json"
+eq "/status: the live one is recording" \
+    "$(jq -r '.recordings[] | select(.name == "live") | .state' "$WORK/s2.json")" recording
+eq "/status: its agent is connected, open" \
+    "$(jq -r '.agents[] | "\(.identity) \(.state)"' "$WORK/s2.json")" "web1 open"
+kill -TERM $apid
+wait $apid
+eq "the live agent stops cleanly" $? 0
+wait_until $((200 * SLOW)) sessions_open 0
+
+# the page, in headless Chromium: no console message but the page's own,
+# the recording's exact count in its row, a screenshot
+get / "$WORK/page.html"
+check "the page is HTML" grep -q '<!DOCTYPE html>' "$WORK/page.html"
+check "the page loads nothing from elsewhere" \
+    sh -c "! grep -Eq '(src|href)=\"(https?:)?//' '$WORK/page.html'"
+CH="chromium --headless --no-sandbox --disable-gpu --user-data-dir=$WORK/chrome \
+    --window-size=1280,800 --virtual-time-budget=10000 --enable-logging=stderr --v=0"
+HOME=$WORK $CH --screenshot="$WORK/page.png" "$U/" > "$WORK/chrome.out" \
+    2> "$WORK/chrome.err"
+eq "chromium takes a screenshot" $? 0
+check "the screenshot is a PNG" sh -c \
+    "od -An -c -N4 '$WORK/page.png' | grep -q 'P   N   G'"
+check "the page's script ran and showed both recordings" \
+    grep -q 'CONSOLE.*"tdlisten status: 2 recordings shown"' "$WORK/chrome.err"
+eq "no other console message (errors, CSP refusals)" \
+    "$(grep CONSOLE "$WORK/chrome.err" | grep -vc '"tdlisten status: ')" 0
+HOME=$WORK $CH --dump-dom "$U/" > "$WORK/dom.html" 2> "$WORK/chrome2.err"
+eq "chromium dumps the page's DOM" $? 0
+eq "the page shows the recording's exact event count" \
+    "$(grep -o "<tr data-recording=\"${REC%% *}\">.*" "$WORK/dom.html" |
+    sed 's|</tr>.*||' | grep -o '<td class="events">[0-9]*</td>' |
+    sed 's/[^0-9]//g')" "$EVENTS"
+check "the page draws its event rate" sh -c \
+    "grep -o '<tr data-recording=\"${REC%% *}\">.*' '$WORK/dom.html' | sed 's|</tr>.*||' | grep -q '<polyline points='"
+
+# what is not there
+code() {
+	curl -s --max-time $((10 * SLOW)) -o /dev/null -w '%{http_code}' "$@"
+}
+eq "an unknown path: 404" "$(code "$U/nothing")" 404
+eq "POST: 405" "$(code -X POST --data x "$U/metrics")" 405
+eq "DELETE: 405" "$(code -X DELETE "$U/")" 405
+eq "HEAD: 200" "$(code -I "$U/status")" 200
+curl -sv -I --max-time $((10 * SLOW)) "$U/" > "$WORK/head.out" 2>&1
+eq "HEAD: the page's length, and no body" \
+    "$(sed -n 's/^< Content-Length: \([0-9]*\).*/\1/p' "$WORK/head.out") $(grep -c Excess "$WORK/head.out")" \
+    "$(wc -c < "$WORK/page.html") 0"
+check "the listener is alive" kill -0 "$LPID"
+eq "one connection closed for a reason: the rogue's" \
+    "$(grep -c 'closing:' "$WORK/l.log")" 1
+
+# a resume: the listener restarts under a recording, its agent comes back
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name again -e sched -s 300 \
+    2> "$WORK/again.err" &
+apid=$!
+wait_until $((400 * SLOW)) sessions_open 1
+stop_listener
+eq "the listener stops cleanly" $? 0
+check "it left the recording to be resumed" \
+    grep -q "left '.*-again.dat' to be resumed" "$WORK/l.log"
+LPORT_FIXED=$LPORT start_listener "$WORK/l3.log" -d "$OUT" \
+    --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" \
+    --http 127.0.0.1:0 || exit 99
+unset LPORT_FIXED
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/l3.log")
+U=http://127.0.0.1:$HPORT
+resumed() {
+	get /metrics "$WORK/r.prom" &&
+	    [ "$(metric "$WORK/r.prom" tdlisten_resumes_total)" = 1 ]
+}
+wait_until $((400 * SLOW)) resumed
+eq "the new listener counts one resume" \
+    "$(metric "$WORK/r.prom" tdlisten_resumes_total)" 1
+eq "and the recording is open again" \
+    "$(metric "$WORK/r.prom" 'tdlisten_recordings{state="recording"}')" 1
+check "promtool passes them" promtool check metrics < "$WORK/r.prom"
+kill -TERM $apid
+wait $apid
+eq "the resumed agent stops cleanly" $? 0
+stop_listener
+eq "the second listener stops cleanly" $? 0
+
+# not on loopback: TLS, and a client certificate from --ca required
+start_listener "$WORK/l4.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --http 0.0.0.0:0 || exit 99
+HPORT=$(sed -n 's|.*status page and metrics at https://0.0.0.0:\([0-9]*\)/ (client certificates from --ca only)$|\1|p' \
+    "$WORK/l4.log")
+check "off loopback: https, client certificates only" test -n "$HPORT"
+S=https://localhost:$HPORT
+eq "off loopback: a client with a certificate of the CA reads /metrics" \
+    "$(code --cacert "$P/ca.pem" --cert "$P/web1.pem" --key "$P/web1.key" \
+    "$S/metrics")" 200
+eq "off loopback: a client without one is refused" \
+    "$(code --cacert "$P/ca.pem" "$S/metrics")" 000
+eq "off loopback: a client of another CA is refused" \
+    "$(code --cacert "$P/ca.pem" --cert "$WORK/other/rogue.pem" \
+    --key "$WORK/other/rogue.key" "$S/metrics")" 000
+eq "off loopback: plain HTTP gets nothing" \
+    "$(code "http://localhost:$HPORT/metrics")" 000
+stop_listener
+eq "the third listener stops cleanly" $? 0
+
+# not on loopback without certificates: refused, never plain text
+"$TDLISTEN" -p "$LPORT" --insecure -d "$WORK/o2" --http 0.0.0.0:0 > "$WORK/l2.log" 2>&1
+check "--http off loopback with --insecure is refused" test $? -ne 0
+check "and says why" grep -q "not a loopback address" "$WORK/l2.log"
+finish
