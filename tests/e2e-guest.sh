@@ -29,11 +29,15 @@
 # the guest is root.
 . "$(dirname "$0")/e2e-lib.sh"
 . "$(dirname "$0")/guest-lib.sh"
-# tdpoke's getppid calls, 1 ms apart: about 1.1 s of recording under TCG,
-# for a few time-sync rounds (--tsync-interval 250) after the first,
+# tdpoke's getppid calls, PAUSE us apart: about 1.1 s of recording under
+# TCG, for a few time-sync rounds (--tsync-interval 250) after the first,
 # which meets a listener still busy with the headers (4 MB, kallsyms
-# mostly): under valgrind, 2 of 3 runs had no sample with 200
+# mostly): under valgrind, 2 of 3 runs had no sample with 200, and with
+# 1000 1 ms apart the first 2 to 4 of 6 rounds had no answer in time
+# (1 or 2 samples kept): 3 ms apart there
 N=1000
+PAUSE=1000
+[ "$SLOW" -gt 1 ] && PAUSE=3000
 # the guest certificate's name: the listener files the recording under it
 GUEST=qemu-guest1
 # a NIC's modules in the initramfs (virtio_net)
@@ -45,8 +49,8 @@ P=$WORK/pki
 pki "$P" "$GUEST" || { echo "FAIL: cannot make certificates"; exit 99; }
 
 # The initramfs: /init records tdpoke's getppid calls (tdn: their count,
-# tdnr: getppid's number, tdserver: the name in the listener's
-# certificate) over the port named org.tracedock.0, then sets up the
+# tdus: their pause, tdnr: getppid's number, tdserver: the name in the
+# listener's certificate) over the port named org.tracedock.0, then sets up the
 # network (QEMU's user-mode network: the host is 10.0.2.2) and records
 # them again over TCP (tdport: the listener's port), and powers off.
 # "td-guest: NAME" starts each recording's part of the console
@@ -61,7 +65,7 @@ echo "td-guest: version \$(tdagent --version 2>&1) rc \$?"
 echo "td-guest: serial"
 tdagent -v -h serial:\$dev --server-name "\$tdserver" --cert /pki/$GUEST.pem \\
     --key /pki/$GUEST.key --ca /pki/ca.pem \\
-    -e raw_syscalls:sys_enter -f "id == \$tdnr" -- tdpoke "\$tdn" 1000
+    -e raw_syscalls:sys_enter -f "id == \$tdnr" -- tdpoke "\$tdn" "\$tdus"
 echo "td-guest: tdagent rc \$?"
 ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 &&
     ip route add default via 10.0.2.2
@@ -69,7 +73,7 @@ echo "td-guest: network rc \$?"
 echo "td-guest: tcp"
 tdagent -v -h 10.0.2.2 -p "\$tdport" --server-name "\$tdserver" \\
     --cert /pki/$GUEST.pem --key /pki/$GUEST.key --ca /pki/ca.pem \\
-    -e raw_syscalls:sys_enter -f "id == \$tdnr" -- tdpoke "\$tdn" 1000
+    -e raw_syscalls:sys_enter -f "id == \$tdnr" -- tdpoke "\$tdn" "\$tdus"
 echo "td-guest: tdagent rc \$?"
 poweroff -f
 EOF
@@ -92,7 +96,7 @@ check "the socket is a socket, mode 0660" \
     test -S "$SOCK" -a "$(stat -c %a "$SOCK")" = 660
 
 guest_start "$WORK/qemu.out" \
-    "tdn=$N tdnr=$NR tdserver=listener tdport=$LPORT" \
+    "tdn=$N tdus=$PAUSE tdnr=$NR tdserver=listener tdport=$LPORT" \
     -chardev socket,id=td0,path="$SOCK",reconnect=1 \
     -device virtserialport,chardev=td0,name=org.tracedock.0 \
     -netdev user,id=n0,restrict=off -device virtio-net-pci,netdev=n0,romfile=
