@@ -8,10 +8,15 @@
 # once per build tree: tests/guest-kernel/VERSION/ (or
 # $TD_GUEST_CACHE/VERSION/: scripts/test.sh shares one among its builds)
 # keeps vmlinuz and the virtio modules (8 MB), filled under a lock, so two
-# runs at once download it once.  What this needs (qemu-system-x86,
+# runs at once download it once (and filled again where it lacks a module:
+# a cache from before a module was added).  What this needs (qemu-system-x86,
 # busybox-static, cpio, a kernel package) missing or not downloadable is a
 # skip, and with TD_REQUIRE_TRACEFS=1 a failure, as for tracefs.
 #
+#	GUEST_NET=1		a guest with a NIC: set before guest_need,
+#				adds the virtio_net modules ($NET_MODS) to
+#				the initramfs and its insmods (the network
+#				is /init's to configure)
 #	guest_need		the programs, the kernel: KDIR, NR_GETPPID,
 #				NR_WRITE (or skip)
 #	guest_root DIR CERT	an initramfs tree in DIR with CERT's key
@@ -35,13 +40,33 @@ QBOOT=/usr/share/qemu/qboot.rom
 # insmod order (the package has no modules.dep): each after its depends=
 MODS="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev
 virtio_pci virtio_console"
+# and for a NIC (GUEST_NET=1): virtio_net's depends= are virtio_ring,
+# virtio and net_failover, which needs failover
+NET_MODS="failover net_failover virtio_net"
+
+# guest_mods: the modules of this guest, in insmod order
+guest_mods() {
+	echo $MODS
+	[ "${GUEST_NET:-0}" = 1 ] && echo $NET_MODS
+	return 0
+}
+
+# kernel_has: $KDIR is filled and holds every module of $MODS $NET_MODS
+kernel_has() {
+	[ -f "$KDIR/done" ] || return 1
+	for _m in $MODS $NET_MODS; do
+		[ -f "$KDIR/$_m.ko" ] || return 1
+	done
+}
 
 # kernel_fetch VERSION: download linux-image-VERSION into $KCACHE/tmp and
-# keep its vmlinuz and the modules of $MODS in $KDIR, "done" last; print
-# what went wrong
+# keep its vmlinuz and the modules of $MODS $NET_MODS in $KDIR, "done"
+# last; print what went wrong.  A kept KDIR that lacks a module is filled
+# again in place, each file renamed into place: a run of another build
+# may be reading it.
 kernel_fetch() {
 	(
-	rm -rf "$KDIR" "$KCACHE/tmp"
+	rm -rf "$KCACHE/tmp"
 	mkdir -p "$KDIR" "$KCACHE/tmp" && cd "$KCACHE/tmp" || exit 1
 	if ! apt-get download -q "linux-image-$1" > dl.log 2>&1; then
 		echo "apt-get download linux-image-$1 failed:" \
@@ -52,16 +77,17 @@ kernel_fetch() {
 	set -f		# the patterns are tar's, not the shell's
 	# shellcheck disable=SC2046
 	dpkg-deb --fsys-tarfile "$deb" | tar -x --wildcards './boot/vmlinuz-*' \
-	    $(for m in $MODS; do echo "*/$m.ko"; done) ||
-	    { echo "cannot extract vmlinuz and $(echo $MODS) from $deb"; exit 1; }
+	    $(for m in $MODS $NET_MODS; do echo "*/$m.ko"; done) ||
+	    { echo "cannot extract vmlinuz and $(echo $MODS $NET_MODS) from $deb"; exit 1; }
 	set +f
-	cp boot/vmlinuz-* "$KDIR/vmlinuz" &&
-	    find . -name '*.ko' -exec cp {} "$KDIR" \; &&
-	    touch "$KDIR/done" || { echo "cannot fill $KDIR"; exit 1; }
+	mv boot/vmlinuz-* boot/vmlinuz &&
+	    find . -name vmlinuz -o -name '*.ko' | while read -r f; do
+		cp "$f" "$KDIR/.new" && mv "$KDIR/.new" "$KDIR/${f##*/}" ||
+		    exit 1
+	    done && touch "$KDIR/done" || { echo "cannot fill $KDIR"; exit 1; }
 	)
 	r=$?
 	rm -rf "$KCACHE/tmp"
-	[ $r = 0 ] || rm -rf "$KDIR"
 	return $r
 }
 
@@ -83,16 +109,16 @@ guest_kernel() {
 		    { KWHY="apt-cache knows no linux-image-amd64"; return 1; }
 	fi
 	KDIR=$KCACHE/$kver
-	[ -f "$KDIR/done" ] && return 0
+	kernel_has && return 0
 	# one fetch at a time; a run that waited for it finds it done
 	exec 9> "$KCACHE/lock"
 	if ! flock -w 600 9; then
 		KWHY="waited 600 s for $KCACHE/lock"
-	elif [ ! -f "$KDIR/done" ]; then
+	elif ! kernel_has; then
 		KWHY=$(kernel_fetch "$kver")
 	fi
 	exec 9>&-
-	[ -f "$KDIR/done" ]
+	kernel_has || { [ -n "$KWHY" ] || KWHY="$KDIR lacks a module"; return 1; }
 }
 
 # guest_nr NAME: the number of system call NAME on this architecture (the
@@ -120,7 +146,7 @@ guest_need() {
 	    { echo "FAIL: cannot find the system calls' numbers"; exit 99; }
 	KWHY=""
 	guest_kernel || skip "no guest kernel: $KWHY"
-	for m in $MODS; do
+	for m in $(guest_mods); do
 		[ -f "$KDIR/$m.ko" ] || { echo "FAIL: no $m.ko in $KDIR"; exit 99; }
 	done
 	echo "# guest kernel: $(basename "$KDIR")"
@@ -132,7 +158,7 @@ guest_root() {
 	    "$_gr/proc" "$_gr/sys" "$_gr/dev" "$_gr/mods" "$_gr/pki" \
 	    "$_gr/tmp" "$_gr/var/tmp" || return 1
 	cp "$BUSYBOX" "$_gr/bin/busybox" || return 1
-	for m in $MODS; do
+	for m in $(guest_mods); do
 		cp "$KDIR/$m.ko" "$_gr/mods/" || return 1
 	done
 	cp "$TDAGENT_STATIC" "$_gr/bin/tdagent" &&
@@ -153,7 +179,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tracefs tracefs /sys/kernel/tracing
 chmod 1777 /tmp /var/tmp
-for m in $(echo $MODS); do
+for m in $(echo $(guest_mods)); do
 	insmod /mods/\$m.ko || echo "td-guest: insmod \$m failed"
 done
 td_port() {
