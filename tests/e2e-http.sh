@@ -259,15 +259,15 @@ start_listener "$WORK/l4.log" -d "$OUT" --cert "$P/listener.pem" \
 HPORT=$(sed -n 's|.*status page and metrics at https://0.0.0.0:\([0-9]*\)/ (client certificates from --ca only)$|\1|p' \
     "$WORK/l4.log")
 check "off loopback: https, client certificates only" test -n "$HPORT"
-S=https://localhost:$HPORT
+U=https://localhost:$HPORT
 eq "off loopback: a client with a certificate of the CA reads /metrics" \
     "$(code --cacert "$P/ca.pem" --cert "$P/web1.pem" --key "$P/web1.key" \
-    "$S/metrics")" 200
+    "$U/metrics")" 200
 eq "off loopback: a client without one is refused" \
-    "$(code --cacert "$P/ca.pem" "$S/metrics")" 000
+    "$(code --cacert "$P/ca.pem" "$U/metrics")" 000
 eq "off loopback: a client of another CA is refused" \
     "$(code --cacert "$P/ca.pem" --cert "$WORK/other/rogue.pem" \
-    --key "$WORK/other/rogue.key" "$S/metrics")" 000
+    --key "$WORK/other/rogue.key" "$U/metrics")" 000
 eq "off loopback: plain HTTP gets nothing" \
     "$(code "http://localhost:$HPORT/metrics")" 000
 stop_listener

@@ -20,17 +20,13 @@ FEED=$B/tests/tdtcfeed
 N=10000
 
 # trace-cmd 3.1.6 wants to write /proc/sys/kernel/ftrace_enabled and open
-# the function tracer's files, which a sandbox may refuse: the sandbox shim
-# sends those opens to /dev/null (where there is one; a normal machine
-# records without it).  trace-cmd also takes the first tracefs of
-# /proc/mounts: another mount of it elsewhere is hidden in a private mount
-# namespace.
-SHIM=
-for s in "$S/../shared/tools/sandbox-shim.c" /work/shared/tools/sandbox-shim.c; do
-	[ -f "$s" ] || continue
-	cc -shared -fPIC -O2 -o "$WORK/shim.so" "$s" -ldl && SHIM=$WORK/shim.so
-	break
-done
+# the function tracer's files, which a sandbox may refuse: tests/tcshim.c
+# sends those opens to /dev/null (on a normal machine it changes nothing).
+# trace-cmd also takes the first tracefs of /proc/mounts: another mount of
+# it elsewhere is hidden in a private mount namespace.
+cc -shared -fPIC -O2 -o "$WORK/shim.so" "$S/tests/tcshim.c" -ldl ||
+    { echo "FAIL: cannot build tests/tcshim.c"; exit 99; }
+SHIM=$WORK/shim.so
 cat > "$WORK/tc.sh" <<EOF
 #!/bin/sh
 for m in \$(awk '\$3 == "tracefs" && \$2 != "$TRACING" { print \$2 }' /proc/mounts); do
