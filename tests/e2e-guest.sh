@@ -90,6 +90,9 @@ SOCK=$WORK/guests.sock
 start_listener "$WORK/l.log" -d "$WORK/out" --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" --unix "$SOCK" \
     --handshake-timeout $((120 * SLOW)) --tsync-interval 250 || exit 99
+# start_listener waits for the first "listening on" (TCP): the Unix
+# socket's line follows
+wait_until $((100 * SLOW)) grep -q "listening on Unix socket" "$WORK/l.log"
 check "the listener listens on its Unix socket" \
     grep -q "listening on Unix socket '$SOCK' (TLS 1.3" "$WORK/l.log"
 check "the socket is a socket, mode 0660" \

@@ -25,6 +25,8 @@ sh "$TDCERT" issue "$WORK/other" rogue >/dev/null
 # port 0: the kernel picks one, the log says which
 start_listener "$WORK/l.log" -d "$OUT" --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" --http 127.0.0.1:0 || exit 99
+# the --http line follows the TCP port's, which start_listener waits for
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" "$WORK/l.log"
 HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
     "$WORK/l.log")
 check "the listener says where the status page is" test -n "$HPORT"
@@ -234,6 +236,8 @@ LPORT_FIXED=$LPORT start_listener "$WORK/l3.log" -d "$OUT" \
     --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" \
     --http 127.0.0.1:0 || exit 99
 unset LPORT_FIXED
+# the --http line follows the TCP port's, which start_listener waits for
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" "$WORK/l3.log"
 HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
     "$WORK/l3.log")
 U=http://127.0.0.1:$HPORT
@@ -256,6 +260,8 @@ eq "the second listener stops cleanly" $? 0
 # not on loopback: TLS, and a client certificate from --ca required
 start_listener "$WORK/l4.log" -d "$OUT" --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" --http 0.0.0.0:0 || exit 99
+# the --http line follows the TCP port's, which start_listener waits for
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" "$WORK/l4.log"
 HPORT=$(sed -n 's|.*status page and metrics at https://0.0.0.0:\([0-9]*\)/ (client certificates from --ca only)$|\1|p' \
     "$WORK/l4.log")
 check "off loopback: https, client certificates only" test -n "$HPORT"

@@ -89,6 +89,9 @@ stop_listener
 VPORT=$((40000 + $$ % 20000))
 start_listener "$WORK/lv.log" --insecure -d "$WORK/outv" --vsock "$VPORT" ||
     exit 99
+# start_listener waits for the TCP port's line: the vsock port's follows
+wait_until $((100 * SLOW)) grep -q \
+    "listening on vsock port\|no AF_VSOCK" "$WORK/lv.log"
 if grep -q "listening on vsock port $VPORT (INSECURE" "$WORK/lv.log"; then
 	"$TDLISTEN" -p $((LPORT + 1)) --insecure -d "$WORK/outv2" \
 	    --vsock "$VPORT" 2> "$WORK/v2.err"
