@@ -71,18 +71,6 @@ open(const char *path, int flags, ...)
 }
 
 int
-open64(const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = mode_of(flags, ap);
-	va_end(ap);
-	return shim_open(real_openat(), AT_FDCWD, path, flags, mode);
-}
-
-int
 openat(int dir, const char *path, int flags, ...)
 {
 	va_list ap;
@@ -94,14 +82,6 @@ openat(int dir, const char *path, int flags, ...)
 	return shim_open(real_openat(), dir, path, flags, mode);
 }
 
-int
-openat64(int dir, const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t mode;
-
-	va_start(ap, flags);
-	mode = mode_of(flags, ap);
-	va_end(ap);
-	return shim_open(real_openat(), dir, path, flags, mode);
-}
+/* The 64-bit names are the same calls on a 64-bit C library. */
+int	open64(const char *, int, ...) __attribute__((alias("open")));
+int	openat64(int, const char *, int, ...) __attribute__((alias("openat")));
