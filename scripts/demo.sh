@@ -6,7 +6,7 @@
 # Run as root.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/scripts/deps.sh"
+"$top/scripts/deps.sh" --build
 "$top/scripts/build.sh" build
 B=$top/build
 D=$(mktemp -d "${TMPDIR:-/tmp}/tracedock-demo.XXXXXX")

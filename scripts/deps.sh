@@ -1,6 +1,8 @@
 #!/bin/sh
-# deps.sh: install the Debian 12 packages tracedock needs to build, test and
-# benchmark; does nothing when they are all present.  Run as root.
+# deps.sh [--build]: install the Debian 12 packages tracedock needs to
+# build, test and benchmark (with --build: only to build it and run it with
+# trace-cmd's report, as scripts/demo.sh does: no QEMU, uftrace, valgrind or
+# browser); does nothing when they are all present.  Run as root.
 # tests/e2e-guest.sh boots a QEMU guest: qemu-system-x86, busybox-static
 # and cpio (the guest's kernel is downloaded by the test, with apt-get).
 # tests/e2e-uftrace.sh runs the real uftrace 0.13 (uftrace record --host).
@@ -10,8 +12,9 @@
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
 libevent-dev libssl-dev zlib1g-dev libzstd-dev
-libtracefs-dev libtraceevent-dev libtracecmd-dev libcmocka-dev
-trace-cmd util-linux procps time openssl iproute2 valgrind
+libtracefs-dev libtraceevent-dev trace-cmd util-linux procps openssl"
+[ "${1:-}" = --build ] || PKGS="$PKGS libtracecmd-dev libcmocka-dev
+time iproute2 valgrind
 qemu-system-x86 busybox-static cpio uftrace
 curl jq prometheus chromium"
 missing=""
