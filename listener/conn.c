@@ -787,7 +787,7 @@ conn_count(struct conn_counts *n)
 
 	memset(n, 0, sizeof *n);
 	for (c = conn_list; c != NULL; c = c->next) {
-		if (c->state == C_HANDSHAKE)
+		if (c->state == C_RESYNC || c->state == C_HANDSHAKE)
 			n->handshake++;
 		else if (c->state == C_OPEN)
 			n->open++;
@@ -801,8 +801,11 @@ conn_count(struct conn_counts *n)
 void
 conn_each(void (*fn)(const struct conn_info *, void *), void *arg)
 {
+	/* the preamble is counted with the handshake it comes before */
 	static const char *const names[] = {
-		"handshake", "open", "pausing", "closing"
+		[C_RESYNC] = "handshake", [C_HANDSHAKE] = "handshake",
+		[C_OPEN] = "open", [C_PAUSING] = "pausing",
+		[C_CLOSING] = "closing",
 	};
 	struct conn_info i;
 	struct conn *c;

@@ -38,7 +38,7 @@ SSL_CTX	*conn_get_ctx(void);
 int	conn_sessions(void);
 /* Connections by state, for the metrics. */
 struct conn_counts {
-	int	handshake;	/* in the TLS handshake */
+	int	handshake;	/* in the preamble or the TLS handshake */
 	int	open;		/* through it: HELLO, streaming */
 	int	pausing;	/* told to come back later */
 	int	closing;	/* sending their last ERROR */
