@@ -46,6 +46,7 @@ struct tcdata_cpu {
 	int			 lfd;		/* TCP: listening; UDP: the
 						   socket */
 	struct event		*lev;
+	struct event		*pause;		/* TCP: accept paused */
 	int			 fd;		/* TCP: the client's, -1 */
 	struct event		*ev;
 	bool			 eof;		/* TCP: the stream ended */
@@ -204,6 +205,7 @@ tcdata_tcp_cb(evutil_socket_t fd, short what, void *arg)
 static void
 tcdata_accept(struct tcdata *d, struct tcdata_cpu *c)
 {
+	struct timeval second = { 1, 0 };
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fd;
@@ -215,6 +217,17 @@ tcdata_accept(struct tcdata *d, struct tcdata_cpu *c)
 		if (fd == -1) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				/* not every loop turn: a second's pause */
+				if (evtimer_pending(c->pause, NULL))
+					return;
+				log_warn("%s: CPU %u: accept: pausing for a "
+				    "second", d->p.label, c->cpu);
+				event_del(c->lev);
+				evtimer_add(c->pause, &second);
+				return;
+			}
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				log_warn("%s: CPU %u: accept", d->p.label,
 				    c->cpu);
@@ -246,6 +259,15 @@ tcdata_accept_cb(evutil_socket_t fd, short what, void *arg)
 	struct tcdata_cpu *c = arg;
 
 	tcdata_accept(c->d, c);
+}
+
+/* The pause after running out of descriptors is over. */
+static void
+tcdata_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct tcdata_cpu *c = arg;
+
+	event_add(c->lev, NULL);
 }
 
 /*
@@ -375,8 +397,10 @@ tcdata_open(const struct tcdata_params *p, char *err, size_t errlen)
 		c->lev = event_new(p->base, c->lfd, EV_READ | EV_PERSIST,
 		    p->tcp ? tcdata_accept_cb : tcdata_udp_cb, c);
 		/* TCP: connections are accepted (and checked) at once */
-		if (p->tcp)
+		if (p->tcp) {
+			c->pause = evtimer_new(p->base, tcdata_resume_cb, c);
 			event_add(c->lev, NULL);
+		}
 	}
 	return d;
 }
@@ -479,14 +503,11 @@ size_t
 tcdata_mem(const struct tcdata *d)
 {
 	size_t n = sizeof *d + d->p.ncpus * (sizeof *d->cpu + 2);
-	uint32_t i;
 
-	if (d->dgram != NULL)
-		n += d->p.page_size;
-	for (i = 0; i < d->p.ncpus; i++)
-		if (d->cpu[i].page != NULL)
-			n += d->p.page_size;
-	return n;
+	/* TCP: a page a CPU, counted before its first byte comes */
+	if (d->p.tcp)
+		return n + (size_t)d->p.ncpus * d->p.page_size;
+	return n + d->p.page_size;
 }
 
 void
@@ -505,6 +526,8 @@ tcdata_free(struct tcdata *d)
 			close(c->fd);
 		if (c->lev != NULL)
 			event_free(c->lev);
+		if (c->pause != NULL)
+			event_free(c->pause);
 		if (c->lfd != -1)
 			close(c->lfd);
 		free(c->page);

@@ -73,7 +73,11 @@ uint64_t	 tcdata_pages(const struct tcdata *d, uint32_t cpu);
 uint64_t	 tcdata_losses(struct tcdata *d, struct td_buf *text);
 /* Data connections and datagrams refused (not from the client). */
 uint64_t	 tcdata_refused(const struct tcdata *d);
-/* Bytes it holds (page buffers). */
+/*
+ * Bytes it may hold (page buffers): over TCP a page a CPU from the start,
+ * allocated or not, so that what a client can make it hold is counted
+ * before it sends a byte.
+ */
 size_t		 tcdata_mem(const struct tcdata *d);
 void		 tcdata_free(struct tcdata *d);
 

@@ -58,7 +58,7 @@ tcmeta_geometry(struct tcmeta *m, uint32_t *page_size)
 	char *text;
 	int ret = -1;
 
-	td_buf_init(&b, TD_MAX_SECTION_SIZE);
+	td_buf_init(&b, TD_TC_MAX_HEADER_INFO);
 	if (td_read_section(m->rd, TD_OPT_HEADER_INFO, &b) == -1)
 		goto out;
 	/* "header_page\0", u64 size, text */
@@ -248,15 +248,31 @@ tcmeta_feed(struct tcmeta *m, struct recording *r, char *err, size_t errlen)
 {
 	struct tcmeta_feed f = { r, err, errlen };
 	struct td_buf b;
+	uint64_t total = 0;
+	char why[160];
 	int id, ret = -1;
 
-	td_buf_init(&b, TD_MAX_SECTION_SIZE);
+	td_buf_init(&b, 0);
 	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
-		td_buf_reset(&b);
+		/* what is left of TD_TC_MAX_SECTIONS, decompressed */
+		td_buf_free(&b);
+		td_buf_init(&b, TD_TC_MAX_SECTIONS - total);
 		if (td_read_section(m->rd, id, &b) == -1) {
-			snprintf(err, errlen, "its metadata lacks section %d "
-			    "(%s)", id, errno == ENOENT ? "absent" :
-			    "malformed");
+			if (errno == ENOBUFS)
+				snprintf(err, errlen, "its metadata sections "
+				    "are over %u MiB decompressed",
+				    TD_TC_MAX_SECTIONS >> 20);
+			else
+				snprintf(err, errlen, "its metadata lacks "
+				    "section %d (%s)", id, errno == ENOENT ?
+				    "absent" : "malformed");
+			goto out;
+		}
+		total += b.len;
+		/* the section is memory while it is held */
+		if (recording_account(r, b.len, why, sizeof why) == -1) {
+			snprintf(err, errlen, "its metadata section %d (%zu "
+			    "bytes decompressed) is %s", id, b.len, why);
 			goto out;
 		}
 		if (id == TD_OPT_CMDLINES || id == TD_OPT_KALLSYMS ||
@@ -268,6 +284,12 @@ tcmeta_feed(struct tcmeta *m, struct recording *r, char *err, size_t errlen)
 			snprintf(err, errlen, "%s", recording_why(r));
 			goto out;
 		}
+	}
+	td_buf_free(&b);
+	td_buf_init(&b, 0);
+	if (recording_account(r, 0, why, sizeof why) == -1) {
+		snprintf(err, errlen, "%s", why);
+		goto out;
 	}
 	err[0] = '\0';
 	if (td_read_options(m->rd, tcmeta_option_cb, &f) != 0) {

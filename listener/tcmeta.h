@@ -32,8 +32,10 @@ void		 tcmeta_params(struct tcmeta *m,
 const char	*tcmeta_describe(const struct tcmeta *m);
 /*
  * Hand every metadata section and the client's options to r (those a
- * writer makes itself, section offsets, CPUCOUNT, BUFFER, are not).
- * 0, or -1 with err (the recording's reason).
+ * writer makes itself, section offsets, CPUCOUNT, BUFFER, are not).  The
+ * sections decompressed are TD_TC_MAX_SECTIONS bytes at most in all, and
+ * the one held is counted in r's memory account.  0, or -1 with err (the
+ * client's metadata is too big, or the recording's reason).
  */
 int		 tcmeta_feed(struct tcmeta *m, struct recording *r, char *err,
 		    size_t errlen);

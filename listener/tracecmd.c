@@ -23,7 +23,13 @@
  *			listen's two seconds
  *
  * Until TC_RECORD a deadline of --handshake-timeout seconds covers each
- * step.  Anything unexpected or malformed, a client that lies (CPUs, page
+ * step; the header's is put back only when TD_TC_META_PROGRESS bytes more
+ * of it came (empty SEND_DATA do not hold a client's sockets forever).
+ * At TINIT, before its data sockets are bound, the client's account
+ * reserves their descriptors (its identity's share, what the process has
+ * free) and counts a page buffer a CPU: it is refused when they do not
+ * fit, or when its ports do not fit one RINIT.  Anything unexpected or
+ * malformed, a client that lies (CPUs, page
  * size), or one that goes away without CLOSE ends that client only: its
  * recording is closed, kept as NAME.incomplete.dat when enough arrived,
  * with the reason in the log.  Callbacks of tcdata.c never free a client:
@@ -98,7 +104,9 @@ struct tcclient {
 	struct td_tc_tinit	 tinit;
 	int			 memfd;		/* the header, -1 */
 	uint64_t		 meta_len;
-	struct budget_account	*acct;		/* until the recording opens */
+	uint64_t		 meta_armed;	/* meta_len at the last deadline */
+	struct budget_account	*acct;		/* the data sockets' descriptors
+						   and pages; the header */
 	struct tcdata		*data;
 	struct recording	*rec;
 	uint64_t		 pages;
@@ -113,7 +121,8 @@ static const struct listener_config *tc_cfg;
 static struct evconnlistener	*tc_lev;
 static struct event		*tc_pause_ev;
 static int			 tc_nclients;
-static int			 tc_nfds;	/* sockets of all clients */
+static int			 tc_nfds;	/* control connections (the data
+					   sockets are in the budget) */
 
 int
 tracecmd_clients(void)
@@ -127,8 +136,6 @@ tc_free(struct tcclient *tc)
 {
 	LIST_REMOVE(tc, entry);
 	tc_nclients--;
-	if (tc->data != NULL)
-		tc_nfds -= (int)tc->tinit.cpus * (tc->tinit.tcp ? 2 : 1);
 	tcdata_free(tc->data);
 	if (tc->rec != NULL)
 		recording_close(tc->rec);
@@ -202,9 +209,9 @@ tc_page_cb(void *arg, uint32_t cpu, const uint8_t *page)
 		    recording_why(tc->rec));
 		goto out_stop;
 	}
+	/* (the page buffers are in the client's own account) */
 	if (++tc->pages % TC_ACCOUNT_PAGES == 0 &&
-	    recording_account(tc->rec, tcdata_mem(tc->data), why,
-	    sizeof why) == -1) {
+	    recording_account(tc->rec, 0, why, sizeof why) == -1) {
 		/* a trace-cmd client cannot come back later: it ends */
 		snprintf(tc->why, sizeof tc->why, "%s", why);
 		goto out_stop;
@@ -318,8 +325,9 @@ tc_timer_cb(evutil_socket_t fd, short what, void *arg)
 		tc_finish(tc, true);
 		return;
 	}
-	tc_close(tc, "no progress in %d s (handshake, TINIT or metadata)",
-	    tc->cfg->handshake_timeout);
+	tc_close(tc, "no progress in %d s (handshake, TINIT or metadata: "
+	    "%" PRIu64 " bytes of metadata so far)",
+	    tc->cfg->handshake_timeout, tc->meta_len);
 }
 
 /* Send bytes on the control connection. */
@@ -334,9 +342,11 @@ static int
 tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 {
 	struct tcdata_params dp;
+	enum budget_over over;
 	struct td_buf b;
 	uint32_t span = (uint32_t)tc->cfg->tracecmd_hi -
 	    tc->cfg->tracecmd_lo + 1;
+	int fds, ret;
 	char err[256];
 
 	if (td_tc_unpack_tinit(m, &tc->tinit) == -1) {
@@ -365,6 +375,22 @@ tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 		    tc->tinit.cpus, span);
 		return -1;
 	}
+	if (!td_tc_rinit_fits(tc->tinit.cpus, tc->cfg->tracecmd_hi)) {
+		tc_close(tc, "%u CPUs: their data ports do not fit an RINIT "
+		    "message (%d bytes)", tc->tinit.cpus, TD_TC_MSG_MAX);
+		return -1;
+	}
+	/* TCP: a listening socket and an accepted one a CPU */
+	fds = (int)tc->tinit.cpus * (tc->tinit.tcp ? 2 : 1);
+	tc->acct = budget_open(tc->identity);
+	over = budget_fds(tc->acct, fds, conn_sessions() + tc_nfds);
+	if (over != BUDGET_OK) {
+		tc_close(tc, "%u CPUs need %d file descriptors: %s",
+		    tc->tinit.cpus, fds, over == BUDGET_IDENTITY ?
+		    "past the share of its address (tracecmd-ADDRESS)" :
+		    "the listener does not have them free");
+		return -1;
+	}
 	memset(&dp, 0, sizeof dp);
 	dp.base = tc_base;
 	dp.local = tc->local;
@@ -383,17 +409,28 @@ tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 		tc_close(tc, "%s", err);
 		return -1;
 	}
-	tc_nfds += (int)tc->tinit.cpus * (tc->tinit.tcp ? 2 : 1);
+	over = budget_set(tc->acct, tcdata_mem(tc->data));
+	if (over != BUDGET_OK) {
+		tc_close(tc, "%u CPUs of %u-byte pages are over %s",
+		    tc->tinit.cpus, tc->tinit.page_size,
+		    budget_over_name(over));
+		return -1;
+	}
 	tc->memfd = memfd_create("tracecmd-header", MFD_CLOEXEC);
 	if (tc->memfd == -1) {
 		tc_close(tc, "memfd_create: %s", strerror(errno));
 		return -1;
 	}
-	tc->acct = budget_open(tc->identity);
 	td_buf_init(&b, TD_TC_MSG_MAX);
-	td_tc_pack_rinit(&b, tc->tinit.cpus, tcdata_ports(tc->data));
-	tc_send(tc, b.data, b.len);
+	ret = td_tc_pack_rinit(&b, tc->tinit.cpus, tcdata_ports(tc->data));
+	if (ret == 0)
+		tc_send(tc, b.data, b.len);
 	td_buf_free(&b);
+	if (ret == -1) {
+		tc_close(tc, "cannot make its RINIT (%u CPUs)",
+		    tc->tinit.cpus);
+		return -1;
+	}
 	log_info("%s: %u CPUs, %u-byte pages, data over %s to ports %u-%u "
 	    "(unauthenticated)", tc->label, tc->tinit.cpus,
 	    tc->tinit.page_size, tc->tinit.tcp ? "TCP" : "UDP",
@@ -403,6 +440,7 @@ tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 		log_info("%s: %u TINIT options not known, ignored", tc->label,
 		    tc->tinit.unknown);
 	tc->state = TC_META;
+	tc->meta_armed = 0;
 	tc_deadline(tc, tc->cfg->handshake_timeout);
 	return 0;
 }
@@ -439,7 +477,11 @@ tc_meta_data(struct tcclient *tc, const struct td_tc_msg *m)
 		tc_close(tc, "its metadata is over %s", budget_over_name(over));
 		return -1;
 	}
-	tc_deadline(tc, tc->cfg->handshake_timeout);
+	/* more time only for progress: not for empty messages */
+	if (tc->meta_len - tc->meta_armed >= TD_TC_META_PROGRESS) {
+		tc->meta_armed = tc->meta_len;
+		tc_deadline(tc, tc->cfg->handshake_timeout);
+	}
 	return 0;
 }
 
@@ -495,8 +537,8 @@ tc_meta_end(struct tcclient *tc)
 	tcmeta_free(m);
 	close(tc->memfd);
 	tc->memfd = -1;
-	budget_close(tc->acct);
-	tc->acct = NULL;
+	/* the account keeps the data sockets' descriptors and pages */
+	budget_set(tc->acct, tcdata_mem(tc->data));
 	recording_received(tc->rec, tc->meta_len);
 	tc->state = TC_RECORD;
 	evtimer_del(tc->timer);

@@ -273,3 +273,12 @@ out_undo:
 	b->len = len;
 	return -1;
 }
+
+bool
+td_tc_rinit_fits(uint32_t cpus, uint16_t max_port)
+{
+	char num[8];
+	size_t each = (size_t)snprintf(num, sizeof num, "%u", max_port) + 1;
+
+	return TD_TC_MSG_HEADER + 4 + (uint64_t)cpus * each <= TD_TC_MSG_MAX;
+}

@@ -117,8 +117,13 @@ int		 td_tc_pack(struct td_buf *b, uint32_t cmd, const void *p,
 /* TINIT (opts: NULL-terminated list of option strings, may be NULL). */
 int		 td_tc_pack_tinit(struct td_buf *b, uint32_t cpus,
 		    uint32_t page_size, const char *const *opts);
-/* RINIT with one port per CPU. */
+/* RINIT with one port per CPU (-1, EINVAL: past TD_TC_MSG_MAX). */
 int		 td_tc_pack_rinit(struct td_buf *b, uint32_t cpus,
 		    const uint16_t *ports);
+/*
+ * Whether an RINIT of cpus ports, none above max_port, fits TD_TC_MSG_MAX
+ * (some 1,360 CPUs of 5-digit ports): ask before binding them.
+ */
+bool		 td_tc_rinit_fits(uint32_t cpus, uint16_t max_port);
 
 #endif

@@ -217,5 +217,17 @@
  */
 #define TD_TC_MAX_META		(64u * 1024 * 1024)
 #define TD_TC_CLOSE_WAIT	10
+/*
+ * A trace-cmd header's metadata sections decompressed, all of them (a real
+ * kernel's kallsyms is some 6 MB): a header of compressible sections would
+ * otherwise expand to TD_MAX_SECTION_SIZE each.  A section's own cap in
+ * that total, header_page's, is much smaller.  Before the header is whole,
+ * its deadline (--handshake-timeout) is put back only when at least
+ * TD_TC_META_PROGRESS bytes more of it came: a client sending nothing, or
+ * empty messages, is closed.
+ */
+#define TD_TC_MAX_SECTIONS	(64u * 1024 * 1024)
+#define TD_TC_MAX_HEADER_INFO	(1024u * 1024)
+#define TD_TC_META_PROGRESS	(64u * 1024)
 
 #endif

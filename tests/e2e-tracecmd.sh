@@ -43,13 +43,16 @@ else
 	TC="timeout $((120 * SLOW)) $WORK/tc.sh"
 fi
 
-# a port for the trace-cmd clients and 64 data ports after it
+# a port for the trace-cmd clients and 200 data ports after it
 TPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
 DLO=$((TPORT + 1))
-DHI=$((TPORT + 64))
+DHI=$((TPORT + 200))
 OUT=$WORK/out
 mkdir -p "$OUT"
 LOG=$WORK/listen.log
+# 1024 descriptors at most: an address's share is (1024 - 32) / 4 = 248
+# (valgrind keeps a few of them), so 130 CPUs over TCP (260) do not fit
+[ "$(ulimit -n)" = unlimited ] || [ "$(ulimit -n)" -gt 1024 ] && ulimit -n 1024
 start_listener "$LOG" --insecure -d "$OUT" --resume-wait 0 \
     --tracecmd-port $TPORT --tracecmd-data-ports $DLO-$DHI || exit 1
 wait_until $((100 * SLOW)) grep -q "listening for trace-cmd clients" "$LOG"
@@ -98,6 +101,12 @@ case $F1 in
 esac
 eq "TCP: exactly N events in the file" "$(events "$F1")" $N
 check "TCP: trace-cmd reads the file cleanly" tc_clean "$F1"
+
+# a client that sends empty SEND_DATA every half second and never its
+# header: closed after --handshake-timeout (10 s) all the same (checked at
+# the end)
+"$FEED" -E 127.0.0.1 $TPORT "$F1" > "$WORK/feedE.out" 2>&1 &
+EPID=$!
 
 # ---- UDP: trace-cmd's default --------------------------------------------
 $TC record -N 127.0.0.1:$TPORT -e syscalls:sys_enter_getppid -F \
@@ -231,6 +240,45 @@ check "a client vanishing: its recording kept as incomplete with the reason" \
     grep -q "went away without CLOSE" "$LOG"
 INC=$(ls "$OUT"/tracecmd-127.0.0.1/*.incomplete.dat 2>/dev/null | head -1)
 check "the vanished client's incomplete file reads" tc_clean "$INC"
+
+# a client claiming more CPUs than the descriptors its address may hold:
+# refused at TINIT, before a data socket is bound
+"$FEED" -c 130 127.0.0.1 $TPORT "$F1" > "$WORK/feed9.out" 2>&1
+FROM=$(from "$WORK/feed9.out")
+wait_until $((200 * SLOW)) grep -q "127.0.0.1:$FROM: closing:" "$LOG"
+check "130 CPUs over TCP (260 descriptors): refused at TINIT, said why" \
+    grep -q "127.0.0.1:$FROM: closing: 130 CPUs need 260 file descriptors: past the share of its address" "$LOG"
+check "130 CPUs over TCP: no data socket bound" \
+    sh -c "! grep -q '127.0.0.1:$FROM: 130 CPUs, .* data over' '$LOG'"
+# 64 CPUs of 1 MiB pages: a page buffer a CPU is counted at TINIT (64 MiB,
+# past a session's 48 MiB), not when the pages come
+"$FEED" -c 64 -P 1048576 127.0.0.1 $TPORT "$F1" > "$WORK/feed10.out" 2>&1
+FROM=$(from "$WORK/feed10.out")
+wait_until $((200 * SLOW)) grep -q "127.0.0.1:$FROM: closing:" "$LOG"
+check "64 CPUs of 1 MiB pages: refused at TINIT, over the session's memory" \
+    grep -q "127.0.0.1:$FROM: closing: 64 CPUs of 1048576-byte pages are over the memory budget of a session" "$LOG"
+# a header whose kallsyms expands past what trace-cmd headers may hold
+# decompressed (64 MiB in all), and one past a session's memory (48 MiB)
+"$FEED" -K 65 127.0.0.1 $TPORT "$F1" > "$WORK/feed11.out" 2>&1
+FROM=$(from "$WORK/feed11.out")
+wait_until $((400 * SLOW)) grep -q "127.0.0.1:$FROM: closing:" "$LOG"
+check "a 65 MiB kallsyms: refused, over 64 MiB decompressed" \
+    grep -q "127.0.0.1:$FROM: closing: its metadata sections are over 64 MiB decompressed" "$LOG"
+"$FEED" -K 50 127.0.0.1 $TPORT "$F1" > "$WORK/feed12.out" 2>&1
+FROM=$(from "$WORK/feed12.out")
+wait_until $((400 * SLOW)) grep -q "127.0.0.1:$FROM: closing:" "$LOG"
+check "a 50 MiB kallsyms: refused, counted in the session's memory" \
+    grep -q "127.0.0.1:$FROM: closing: its metadata section [0-9]* ([0-9]* bytes decompressed) is over the memory budget of a session" "$LOG"
+# the empty SEND_DATA client is gone, after the deadline (or killed here:
+# a failure, not a hang)
+FROM=$(from "$WORK/feedE.out")
+wait_until $((600 * SLOW)) grep -q "127.0.0.1:$FROM: closing:" "$LOG"
+wait_until $((200 * SLOW)) sh -c "! kill -0 $EPID 2>/dev/null"
+kill $EPID 2>/dev/null
+wait $EPID
+eq "empty SEND_DATA: the client was closed (tdtcfeed exits 0)" "$?" 0
+check "empty SEND_DATA: closed for no progress, said why" \
+    grep -q "127.0.0.1:$FROM: closing: no progress in [0-9]* s (handshake, TINIT or metadata: 0 bytes of metadata so far)" "$LOG"
 
 # now the real client's events
 touch "$WORK/go"

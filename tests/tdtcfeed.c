@@ -6,7 +6,7 @@
  * page of FILE on the data ports, and CLOSE; or it misbehaves on purpose.
  *
  *	tdtcfeed [-u] [-s] [-r] [-C] [-n N] [-w FILE] [-1] [-c CPUS]
- *	    [-P PAGE_SIZE] [-g] [-v] HOST PORT FILE
+ *	    [-P PAGE_SIZE] [-g] [-v] [-E] [-K MIB] HOST PORT FILE
  *	tdtcfeed -H SOURCE HOST PORT[,PORT...]
  *
  *	-u	data over UDP (default TCP)
@@ -23,6 +23,10 @@
  *	-1	speak the old v1 protocol (a CPU count first): refused
  *	-v	vanish: after the header and a page of each CPU, exit without
  *		CLOSE
+ *	-E	after RINIT, send an empty SEND_DATA every half second, never
+ *		the header (exit 0 when the listener closed the connection)
+ *	-K	make the kallsyms section MIB MiB of symbol lines (compressed
+ *		some 10 times: a header that expands)
  *	-H	a third party: connect from SOURCE to each data PORT and send
  *		a page of garbage (exit 0 when every connection was closed by
  *		the other side without an answer)
@@ -39,6 +43,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -50,6 +56,7 @@
 
 static const char *host;
 static bool bad_cmdlines;	/* -C */
+static long kallsyms_mib;	/* -K */
 
 static void
 die(const char *what)
@@ -142,6 +149,36 @@ hijack(const char *source, char *ports)
 	return bad ? 1 : 0;
 }
 
+/*
+ * -K: a kallsyms section (u32 size, text) of kallsyms_mib MiB of lines
+ * that vary enough not to compress past the reader's expansion limit.
+ */
+static void
+big_kallsyms(struct td_buf *b)
+{
+	size_t want = (size_t)kallsyms_mib << 20;
+	uint32_t size;
+	uint64_t x = 88172645463325252ULL;
+	char line[64];
+	int n;
+
+	td_buf_free(b);
+	td_buf_init(b, want + 4 + sizeof line);
+	td_buf_add_zero(b, 4);
+	while (b->len < want + 4) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		n = snprintf(line, sizeof line, "ffffffff81%06llx T s%x\n",
+		    (unsigned long long)(b->len & 0xffffff),
+		    (unsigned)(x & 1));
+		if (td_buf_add(b, line, (size_t)n) == -1)
+			dief("-K");
+	}
+	size = (uint32_t)(b->len - 4);
+	memcpy(b->data, &size, 4);
+}
+
 /* FILE's header without CPU data, written by the writer into path. */
 static void
 header(struct td_read *r, const char *path)
@@ -175,6 +212,8 @@ header(struct td_read *r, const char *path)
 			said += 10;
 			memcpy(b.data, &said, 8);
 		}
+		if (id == TD_OPT_KALLSYMS && kallsyms_mib > 0)
+			big_kallsyms(&b);
 		if (td_file_section_add(f, id, b.data, b.len) == -1)
 			die("a section");
 	}
@@ -252,7 +291,7 @@ main(int argc, char **argv)
 {
 	const char *source = NULL;
 	bool udp = false, garbage = false, vanish = false, v1 = false;
-	bool shorten = false, swap = false;
+	bool shorten = false, swap = false, empty = false;
 	const char *wait = NULL;
 	long repeat = 1, k;
 	struct sockaddr_in me;
@@ -271,7 +310,7 @@ main(int argc, char **argv)
 	ssize_t len;
 	int ch, fd, hfd;
 
-	while ((ch = getopt(argc, argv, "uc:P:gv1srCn:w:H:")) != -1) {
+	while ((ch = getopt(argc, argv, "uc:P:gv1srCn:w:H:EK:")) != -1) {
 		switch (ch) {
 		case 'u': udp = true; break;
 		case 'c': cpus = (uint32_t)atol(optarg); break;
@@ -285,17 +324,22 @@ main(int argc, char **argv)
 		case 'n': repeat = atol(optarg); break;
 		case 'w': wait = optarg; break;
 		case 'H': source = optarg; break;
+		case 'E': empty = true; break;
+		case 'K': kallsyms_mib = atol(optarg); break;
 		default: return 2;
 		}
 	}
 	if (argc - optind != (source != NULL ? 2 : 3)) {
 		fprintf(stderr, "usage: tdtcfeed [-u] [-s] [-r] [-C] [-n N] "
 		    "[-w FILE] [-1] [-c CPUS]\n"
-		    "           [-P PAGE_SIZE] [-g] [-v] HOST PORT FILE\n"
+		    "           [-P PAGE_SIZE] [-g] [-v] [-E] [-K MIB] HOST "
+		    "PORT FILE\n"
 		    "       tdtcfeed -H SOURCE HOST PORT[,PORT...]\n");
 		return 2;
 	}
 	host = argv[optind];
+	if (empty)
+		signal(SIGPIPE, SIG_IGN);
 	if (source != NULL)
 		return hijack(source, argv[optind + 1]);
 	if ((r = td_read_open(argv[optind + 2])) == NULL)
@@ -351,6 +395,24 @@ main(int argc, char **argv)
 	if (td_tc_msg_parse(buf, (size_t)len, &m) != 1 ||
 	    td_tc_unpack_rinit(&m, TD_MAX_CPUS, &rcpus, ports) == -1)
 		dief("bad RINIT");
+	while (empty) {
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		struct td_buf t;
+
+		td_buf_init(&t, 64);
+		td_tc_pack(&t, TD_TC_SEND_DATA, NULL, 0);
+		len = write(fd, t.data, t.len);
+		td_buf_free(&t);
+		if (len == -1 || poll(&pfd, 1, 500) == 1) {
+			if (len != -1 && read(fd, buf, 1) > 0)
+				dief("the listener answered an empty SEND_DATA");
+			printf("tdtcfeed: closed by the listener\n");
+			close(fd);
+			td_read_close(r);
+			td_buf_free(&b);
+			return 0;
+		}
+	}
 	if (garbage)
 		for (off = 0; off < n; off++)
 			hdr[off] = (uint8_t)(off * 7 + 1);

@@ -101,6 +101,33 @@ test_rinit_roundtrip(void **state)
 	td_buf_free(&b);
 }
 
+/*
+ * RINIT's port list must fit one message: 1,362 CPUs of 5-digit ports do
+ * (12 + 4 + 1362 x 6 = 8188 bytes), 1,363 do not, and td_tc_rinit_fits()
+ * says so before the ports are bound; td_tc_pack_rinit() refuses too.
+ */
+static void
+test_rinit_fits(void **state)
+{
+	static uint16_t ports[TD_MAX_CPUS];
+	struct td_buf b;
+	uint32_t i;
+
+	for (i = 0; i < TD_MAX_CPUS; i++)
+		ports[i] = 65535;
+	assert_true(td_tc_rinit_fits(1362, 65535));
+	assert_false(td_tc_rinit_fits(1363, 65535));
+	assert_true(td_tc_rinit_fits(1363, 9999));	/* 4 digits */
+	assert_false(td_tc_rinit_fits(TD_MAX_CPUS, 65535));
+	td_buf_init(&b, TD_TC_MSG_MAX);
+	assert_int_equal(td_tc_pack_rinit(&b, 1362, ports), 0);
+	assert_int_equal(b.len, 8188);
+	td_buf_reset(&b);
+	assert_int_equal(td_tc_pack_rinit(&b, 1363, ports), -1);
+	assert_int_equal(b.len, 0);
+	td_buf_free(&b);
+}
+
 /* Messages are found only when whole, byte by byte. */
 static void
 test_stream(void **state)
@@ -253,6 +280,7 @@ main(void)
 		cmocka_unit_test(test_first),
 		cmocka_unit_test(test_tinit_bytes),
 		cmocka_unit_test(test_rinit_roundtrip),
+		cmocka_unit_test(test_rinit_fits),
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_header_rejects),
 		cmocka_unit_test(test_tinit_rejects),
