@@ -3,11 +3,15 @@
  *
  * evhttp does the protocol; this file owns its listening socket (an
  * evconnlistener handed to evhttp_bind_listener(), so accepting can pause)
- * and makes each connection's bufferevent (evhttp_set_bevcb()): a
- * pass-through filter over the socket's, or over an OpenSSL one for TLS,
- * whose free callback says the connection is gone.  That is how the
- * connections are counted: at TD_HTTP_MAX_CONNS accepting pauses, and the
- * next to go resumes it; the others wait in the kernel's queue.
+ * and makes each connection's bufferevent (evhttp_set_bevcb()), which is
+ * how a connection is counted at accept, before it sends anything: evhttp
+ * asks for one per accepted socket.  The bufferevent is held (a reference)
+ * until the loop's next turn, when evhttp has made its connection (the
+ * bufferevent's callback argument): a close callback on that connection
+ * uncounts it; a bufferevent evhttp freed at once (its callbacks cleared)
+ * is uncounted then.  At TD_HTTP_MAX_CONNS accepting pauses (within the
+ * very accept loop) and the next to go resumes it; the others wait in the
+ * kernel's queue.  Out of descriptors, accepting pauses for a second.
  *
  * Every reply is made at once from counters in memory (metrics.c): no
  * request waits on anything, none holds a recording.
@@ -42,9 +46,23 @@ static struct evconnlistener		*httpd_lev;
 static const struct listener_config	*httpd_cfg;
 static bool				 httpd_tls;
 static struct evhttp_connection	*httpd_conns[TD_HTTP_MAX_CONNS];
-static int				 httpd_nconns;
+static int				 httpd_nconns;	/* counted, all */
+static struct bufferevent		*httpd_new[TD_HTTP_MAX_CONNS];
+static int				 httpd_nnew;	/* of them: just made */
+static struct event			*httpd_new_ev;
+static struct event			*httpd_pause_ev;
+static bool				 httpd_paused;
 
-/* An HTTP connection that made a request closed: one fewer. */
+/* Accept again unless paused or full. */
+static void
+httpd_resume(void)
+{
+	if (httpd_lev != NULL && !httpd_paused &&
+	    httpd_nconns + httpd_nnew < TD_HTTP_MAX_CONNS)
+		evconnlistener_enable(httpd_lev);
+}
+
+/* An HTTP connection closed: one fewer. */
 static void
 httpd_closed_cb(struct evhttp_connection *evcon, void *arg)
 {
@@ -55,45 +73,82 @@ httpd_closed_cb(struct evhttp_connection *evcon, void *arg)
 			httpd_conns[i] = httpd_conns[--httpd_nconns];
 			break;
 		}
-	if (httpd_lev != NULL && httpd_nconns < TD_HTTP_MAX_CONNS)
-		evconnlistener_enable(httpd_lev);
+	httpd_resume();
 }
 
 /*
- * A request on evcon: count the connection at its first (accepting
- * pauses at TD_HTTP_MAX_CONNS); false when it is over the cap.
+ * The loop's turn after accepting: each new bufferevent's connection gets
+ * the close callback (or, freed already, is uncounted); our reference goes.
  */
-static bool
-httpd_count(struct evhttp_connection *evcon)
+static void
+httpd_new_cb(evutil_socket_t fd, short what, void *arg)
 {
-	int i;
+	struct evhttp_connection *evcon;
+	void *cbarg;
 
-	for (i = 0; i < httpd_nconns; i++)
-		if (httpd_conns[i] == evcon)
-			return true;	/* counted at an earlier request */
-	if (httpd_nconns >= TD_HTTP_MAX_CONNS)
-		return false;
-	evhttp_connection_set_closecb(evcon, httpd_closed_cb, NULL);
-	httpd_conns[httpd_nconns++] = evcon;
-	if (httpd_nconns >= TD_HTTP_MAX_CONNS)
-		evconnlistener_disable(httpd_lev);
-	return true;
+	while (httpd_nnew > 0) {
+		struct bufferevent *bev = httpd_new[--httpd_nnew];
+
+		bufferevent_getcb(bev, NULL, NULL, NULL, &cbarg);
+		if ((evcon = cbarg) != NULL) {
+			evhttp_connection_set_closecb(evcon, httpd_closed_cb,
+			    NULL);
+			httpd_conns[httpd_nconns++] = evcon;
+		}
+		bufferevent_decref(bev);
+	}
+	httpd_resume();
 }
 
-/* evhttp's maker of a TLS connection's bufferevent (the socket: later). */
+/* evhttp's maker of a connection's bufferevent (the socket: later). */
 static struct bufferevent *
 httpd_bev_cb(struct event_base *base, void *arg)
 {
 	struct bufferevent *bev;
 	SSL *ssl;
 
-	if ((ssl = SSL_new(conn_get_ctx())) == NULL)
-		fatalx("--http: cannot make a TLS connection");
-	bev = bufferevent_openssl_socket_new(base, -1, ssl,
-	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (httpd_tls) {
+		if ((ssl = SSL_new(conn_get_ctx())) == NULL)
+			fatalx("--http: cannot make a TLS connection");
+		bev = bufferevent_openssl_socket_new(base, -1, ssl,
+		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	} else	/* as evhttp makes it: evhttp closes the socket */
+		bev = bufferevent_socket_new(base, -1, 0);
 	if (bev == NULL)
 		fatalx("--http: cannot make a bufferevent");
+	/* evhttp makes its connection now: see it on the loop's next turn */
+	bufferevent_incref(bev);
+	httpd_new[httpd_nnew++] = bev;
+	event_active(httpd_new_ev, EV_TIMEOUT, 0);
+	if (httpd_nconns + httpd_nnew >= TD_HTTP_MAX_CONNS)
+		evconnlistener_disable(httpd_lev);	/* ends this accept loop */
 	return bev;
+}
+
+/* After a pause for want of descriptors. */
+static void
+httpd_pause_cb(evutil_socket_t fd, short what, void *arg)
+{
+	httpd_paused = false;
+	httpd_resume();
+}
+
+/* accept() failed: out of descriptors or memory, pause for a second. */
+static void
+httpd_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct timeval tv = { 1, 0 };
+	int e = EVUTIL_SOCKET_ERROR();
+
+	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+		log_warnx("--http: accept: %s: pausing for a second",
+		    strerror(e));
+		httpd_paused = true;
+		evconnlistener_disable(lev);
+		evtimer_add(httpd_pause_ev, &tv);
+		return;
+	}
+	log_warnx("--http: accept: %s", strerror(e));
 }
 
 /* Reply code with body of type (to a HEAD: its headers only). */
@@ -125,12 +180,6 @@ httpd_request_cb(struct evhttp_request *req, void *arg)
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
 	struct evbuffer *body;
 
-	if (!httpd_count(evhttp_request_get_connection(req))) {
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		    "Connection", "close");
-		evhttp_send_error(req, 503, "too many connections");
-		return;
-	}
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Allow", "GET, HEAD");
@@ -258,8 +307,12 @@ httpd_start(struct event_base *base, const struct listener_config *cfg,
 	if ((httpd_http = evhttp_new(base)) == NULL ||
 	    evhttp_bind_listener(httpd_http, httpd_lev) == NULL)
 		fatalx("--http: cannot set up evhttp");
-	if (httpd_tls)
-		evhttp_set_bevcb(httpd_http, httpd_bev_cb, NULL);
+	if ((httpd_new_ev = event_new(base, -1, 0, httpd_new_cb,
+	    NULL)) == NULL || (httpd_pause_ev = evtimer_new(base,
+	    httpd_pause_cb, NULL)) == NULL)
+		fatalx("--http: out of memory");
+	evhttp_set_bevcb(httpd_http, httpd_bev_cb, NULL);
+	evconnlistener_set_error_cb(httpd_lev, httpd_error_cb);
 	evhttp_set_gencb(httpd_http, httpd_request_cb, NULL);
 	/* every method reaches httpd_request_cb, which answers 405 */
 	evhttp_set_allowed_methods(httpd_http, EVHTTP_REQ_GET |
@@ -296,4 +349,12 @@ httpd_free(void)
 	else if (lev != NULL)
 		evconnlistener_free(lev);
 	httpd_http = NULL;
+	while (httpd_nnew > 0)
+		bufferevent_decref(httpd_new[--httpd_nnew]);
+	httpd_nconns = 0;
+	if (httpd_new_ev != NULL)
+		event_free(httpd_new_ev);
+	if (httpd_pause_ev != NULL)
+		event_free(httpd_pause_ev);
+	httpd_new_ev = httpd_pause_ev = NULL;
 }

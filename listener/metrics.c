@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 
@@ -55,6 +56,19 @@ struct metrics_snap {
 	int			 by_state[3];	/* recording, waiting, paused */
 };
 
+/*
+ * Each identity's disk use, as last measured: output_usage() walks its
+ * directory, so a page polled every second does not do it per request
+ * but at most once every METRICS_DISK_AGE seconds per identity.
+ */
+#define METRICS_DISK_AGE	5
+static struct metrics_disk {
+	char		 name[TD_MAX_IDENTITY_LEN + 1];
+	uint64_t	 disk;
+	time_t		 at;		/* CLOCK_MONOTONIC seconds */
+} metrics_disk[TD_HTTP_MAX_IDENTITIES];
+static int	metrics_ndisk;
+
 static const char *const metrics_rec_states[3] = {
 	"recording", "waiting", "paused"
 };
@@ -84,6 +98,37 @@ metrics_open_cb(void *rec, void *arg)
 	m->nrecs++;
 }
 
+/* identity's disk use, at most METRICS_DISK_AGE seconds old. */
+static uint64_t
+metrics_disk_use(const struct listener_config *cfg, const char *identity)
+{
+	struct metrics_disk *d = NULL;
+	struct timespec ts;
+	int i;
+
+	if (strlen(identity) > TD_MAX_IDENTITY_LEN)
+		return output_usage(cfg->dir, identity);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	for (i = 0; i < metrics_ndisk; i++) {
+		if (strcmp(metrics_disk[i].name, identity) == 0) {
+			d = &metrics_disk[i];
+			break;
+		}
+		/* when full: the one measured longest ago makes room */
+		if (d == NULL || metrics_disk[i].at < d->at)
+			d = &metrics_disk[i];
+	}
+	if (i < metrics_ndisk) {
+		if (ts.tv_sec - d->at < METRICS_DISK_AGE)
+			return d->disk;
+	} else if (metrics_ndisk < TD_HTTP_MAX_IDENTITIES)
+		d = &metrics_disk[metrics_ndisk++];
+	snprintf(d->name, sizeof d->name, "%s", identity);
+	d->disk = output_usage(cfg->dir, identity);
+	d->at = ts.tv_sec;
+	return d->disk;
+}
+
 /* The identities of the snapshot's recordings, with their disk use. */
 static void
 metrics_identities(const struct listener_config *cfg, struct metrics_snap *m)
@@ -102,7 +147,7 @@ metrics_identities(const struct listener_config *cfg, struct metrics_snap *m)
 			break;
 		}
 		m->ids[m->nids].name = m->recs[i].identity;
-		m->ids[m->nids].disk = output_usage(cfg->dir,
+		m->ids[m->nids].disk = metrics_disk_use(cfg,
 		    m->recs[i].identity);
 		m->ids[m->nids].mem = budget_identity_held(m->recs[i].identity);
 		m->nids++;

@@ -97,6 +97,7 @@ struct uf_client {
 static const struct listener_config	*uf_cfg;
 static struct evconnlistener		*uf_lev[UF_MAX_LISTENERS];
 static int				 uf_nlev;
+static struct event			*uf_pause_ev;
 static struct uf_client			*uf_clients;
 static int				 uf_nclients;
 
@@ -613,11 +614,32 @@ uf_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	log_debug("%s: connected", c->label);
 }
 
+/* After a pause for want of descriptors: accept again. */
+static void
+uf_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	int i;
+
+	for (i = 0; i < uf_nlev; i++)
+		evconnlistener_enable(uf_lev[i]);
+}
+
+/* accept() failed: out of descriptors or memory, pause for a second. */
 static void
 uf_error_cb(struct evconnlistener *lev, void *arg)
 {
-	log_warnx("uftrace port: accept: %s",
-	    strerror(EVUTIL_SOCKET_ERROR()));
+	struct timeval tv = { 1, 0 };
+	int e = EVUTIL_SOCKET_ERROR(), i;
+
+	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+		log_warnx("uftrace port: accept: %s: pausing for a second",
+		    strerror(e));
+		for (i = 0; i < uf_nlev; i++)
+			evconnlistener_disable(uf_lev[i]);
+		evtimer_add(uf_pause_ev, &tv);
+		return;
+	}
+	log_warnx("uftrace port: accept: %s", strerror(e));
 }
 
 /*
@@ -697,6 +719,8 @@ uftrace_start(struct event_base *base, const struct listener_config *cfg,
 	if (n == -1)
 		return -1;
 	uf_nlev = n;
+	if ((uf_pause_ev = evtimer_new(base, uf_resume_cb, NULL)) == NULL)
+		fatalx("uftrace port: out of memory");
 	uf_recover(cfg);
 	return 0;
 }
@@ -709,6 +733,9 @@ uftrace_shutdown(void)
 	for (i = 0; i < uf_nlev; i++)
 		evconnlistener_free(uf_lev[i]);
 	uf_nlev = 0;
+	if (uf_pause_ev != NULL)
+		event_free(uf_pause_ev);
+	uf_pause_ev = NULL;
 	while (uf_clients != NULL)
 		uf_close(uf_clients, "tdlisten stopped before the run ended");
 }

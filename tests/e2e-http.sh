@@ -123,8 +123,14 @@ eq "none open now" \
     "$(metric "$WORK/m1.prom" 'tdlisten_recordings{state="recording"}')" 0
 DISK=$(find "$OUT/web1" -maxdepth 1 -type f ! -name '.*' -exec stat -c '%b %B' {} + |
     awk '{ n += $1 * $2 } END { print n + 0 }')
+# disk use is measured at most every few seconds: until it settles
+disk_is() {
+	get /metrics "$WORK/d.prom" && [ "$(metric "$WORK/d.prom" \
+	    'tdlisten_disk_used_bytes{identity="web1"}')" = "$1" ]
+}
+wait_until $((300 * SLOW)) disk_is "$DISK"
 eq "disk use of web1: its directory's" \
-    "$(metric "$WORK/m1.prom" 'tdlisten_disk_used_bytes{identity="web1"}')" "$DISK"
+    "$(metric "$WORK/d.prom" 'tdlisten_disk_used_bytes{identity="web1"}')" "$DISK"
 
 get /status "$WORK/s1.json"
 eq "/status" $? 0
@@ -240,6 +246,62 @@ curl -sv -I --max-time $((10 * SLOW)) "$U/" > "$WORK/head.out" 2>&1
 eq "HEAD: the page's length, and no body" \
     "$(sed -n 's/^< Content-Length: \([0-9]*\).*/\1/p' "$WORK/head.out") $(grep -c Excess "$WORK/head.out")" \
     "$(wc -c < "$WORK/page.html") 0"
+# idle connections count from their accept: TD_HTTP_MAX_CONNS (16) are
+# taken, the others wait in the kernel's queue, so the listener's
+# descriptors stay bounded while agents still connect and record
+MAXC=$(sed -n 's/^#define TD_HTTP_MAX_CONNS[^0-9]*\([0-9]*\).*/\1/p' \
+    "$S/shared/tdlimits.h")
+NIDLE=$((MAXC + 8))	# within the listen queue (its backlog is MAXC)
+# the listener's side of connections to the page, and its accept queue
+http_conns() {
+	ss -Htn "( sport = :$HPORT )" | grep -vc TIME-WAIT
+}
+http_queue() {
+	ss -Hltn "( sport = :$HPORT )" | awk '{ print $2 }'
+}
+conns_are() {
+	[ "$(http_conns)" = "$1" ]
+}
+queue_is() {
+	[ "$(http_queue)" = "$1" ]
+}
+wait_until $((200 * SLOW)) conns_are 0
+FDS0=$(ls /proc/$LPID/fd | wc -l)
+mkfifo "$WORK/hold"
+bash -c 'for i in $(seq '$NIDLE'); do
+	exec {f}<>/dev/tcp/127.0.0.1/'$HPORT' || exit 1
+done
+read -r x < "$1"' hold "$WORK/hold" &
+hpid=$!
+wait_until $((200 * SLOW)) queue_is $((NIDLE - MAXC))
+eq "$NIDLE idle connections to the page: $MAXC taken, the rest queued" \
+    "$(http_conns) $(http_queue)" "$NIDLE $((NIDLE - MAXC))"
+eq "the listener holds $MAXC descriptors more, not $NIDLE" \
+    "$(ls /proc/$LPID/fd | wc -l)" $((FDS0 + MAXC))
+rm -f "$WORK/pid"
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name dd2 -e raw_syscalls -F \
+    -b 4096 -- dd if=/dev/zero of=/dev/null bs=1 count=2000 status=none \
+    2> "$WORK/agent2.err"
+eq "meanwhile an agent records: it exits 0" $? 0
+RFILE2=$(remote_file "$WORK/agent2.err")
+"$TDCOUNT" "$OUT/$RFILE2" > "$WORK/count2"
+EVENTS2=$(field events < "$WORK/count2")
+done2_line() {
+	grep -q "session web1 'dd2' .*done after" "$WORK/l.log"
+}
+wait_until $((200 * SLOW)) done2_line
+eq "its events: the listener's count is the file's" \
+    "$(sed -n "s/.*session web1 'dd2' .*done after .* bytes, \([0-9]*\) events.*/\1/p" "$WORK/l.log")" \
+    "${EVENTS2:-none}"
+check "it has events ($EVENTS2)" test "${EVENTS2:-0}" -gt 8000
+kill "$hpid"
+wait "$hpid" 2>/dev/null
+wait_until $((400 * SLOW)) conns_are 0
+get /metrics "$WORK/m2.prom"
+eq "once they close, /metrics answers" $? 0
+eq "and counts three recordings done (dd, live, dd2)" \
+    "$(metric "$WORK/m2.prom" 'tdlisten_recordings_ended_total{how="done"}')" 3
 check "the listener is alive" kill -0 "$LPID"
 eq "three connections closed for a reason: the rogue's and the two of the handshake part" \
     "$(grep -c 'closing:' "$WORK/l.log")" 3

@@ -11,7 +11,8 @@
 # of two threads gives one .dat each; the receiving machine's clock
 # offsets are in tdlisten.clock; with tracefs, the log names the tdagent
 # recording of the same host on the mono clock; a run still open when
-# tdlisten stops is kept incomplete.  Needs uftrace and cc
+# tdlisten stops is kept incomplete; out of descriptors, accepting pauses
+# a second at a time (one log line each) and resumes.  Needs uftrace and cc
 # (scripts/deps.sh installs them).
 . "$(dirname "$0")/e2e-lib.sh"
 command -v uftrace >/dev/null || skip "uftrace is not installed"
@@ -293,6 +294,42 @@ check "the next tdlisten keeps it as incomplete" logged "$WORK/l3.log" \
     "uftrace: '$OUT/uftrace-127.0.0.1/[^']*\\.incomplete' kept as incomplete: tdlisten stopped before the run ended"
 check "... and no .part is left" \
     sh -c "! ls -d '$OUT'/*/*.part 2>/dev/null"
+
+# ---- out of descriptors: accepting pauses a second, no spinning --------
+# the listener's limit lowered to 4 descriptors over those it holds below
+# 100 (valgrind's own sit near the old limit), then 10 idle clients
+L=$WORK/l3.log
+NOFILE=$(prlimit --pid "$LPID" --nofile --noheadings --raw -o SOFT,HARD)
+FDLOW=$(ls /proc/$LPID/fd | awk '$1 < 100 { n++ } END { print n + 0 }')
+prlimit --pid "$LPID" --nofile=$((FDLOW + 4)):"${NOFILE#* }"
+gone() {
+	grep -c "went away before" "$L"
+}
+GONE0=$(gone)
+T0=$(date +%s)
+bash -c 'for i in $(seq 10); do exec {f}<>/dev/tcp/127.0.0.1/'"$UPORT"' || exit 1
+done; read -r x < "$1"' hold "$WORK/fifo" &
+HOLD=$!
+pauses() {
+	[ "$(grep -c 'uftrace port: accept: .*pausing for a second' "$L")" -ge 2 ]
+}
+wait_until $((400 * SLOW)) pauses
+NP=$(grep -c 'uftrace port: accept: .*pausing for a second' "$L")
+T1=$(date +%s)
+check "out of descriptors, accepting pauses, and again after a second ($NP)" \
+    test "$NP" -ge 2
+eq "every accept failure pauses it" \
+    "$(grep -c 'uftrace port: accept:' "$L")" "$NP"
+check "at most one line a second ($NP lines in $((T1 - T0)) s)" \
+    test "$NP" -le $((T1 - T0 + 2))
+prlimit --pid "$LPID" --nofile="${NOFILE% *}:${NOFILE#* }"
+kill "$HOLD"
+wait "$HOLD" 2>/dev/null
+all_gone() {
+	[ "$(gone)" -ge $((GONE0 + 10)) ]
+}
+wait_until $((400 * SLOW)) all_gone
+eq "the 10 clients are taken in the end, each gone" "$(gone)" $((GONE0 + 10))
 stop_listener
 eq "tdlisten exits 0" "$?" 0
 finish
