@@ -241,11 +241,60 @@ metrics_rec_labels(struct evbuffer *out, const char *name,
 	    t->trace_id);
 }
 
+/* A recording's gauges that are one number: name, help, the number. */
+static uint64_t
+metrics_cpus(const struct tally_rec *t)
+{
+	return t->ncpus;
+}
+
+static uint64_t
+metrics_bytes(const struct tally_rec *t)
+{
+	return t->bytes;
+}
+
+static uint64_t
+metrics_events(const struct tally_rec *t)
+{
+	return t->events;
+}
+
+static uint64_t
+metrics_lost(const struct tally_rec *t)
+{
+	return t->lost;
+}
+
+static uint64_t
+metrics_missed(const struct tally_rec *t)
+{
+	return t->missed_pages;
+}
+
+static const struct metrics_rec_gauge {
+	const char	*name;
+	const char	*help;
+	uint64_t	(*value)(const struct tally_rec *);
+} metrics_rec_gauges[] = {
+	{ "recording_cpus", "CPUs of a recording.", metrics_cpus },
+	{ "recording_received_bytes", "Bytes received for a recording (since "
+	    "its last checkpoint taken back).", metrics_bytes },
+	{ "recording_events", "Events in the pages of a recording's file.",
+	    metrics_events },
+	{ "recording_lost_events", "Events the traced machine's ring lost "
+	    "(overrun and dropped, at its end).", metrics_lost },
+	{ "recording_missed_pages", "Pages of a recording marked as coming "
+	    "after lost events.", metrics_missed },
+};
+
 /* The metrics of every recording of the snapshot. */
 static void
 metrics_prom_recs(struct evbuffer *out, const struct metrics_snap *m)
 {
+	const struct metrics_rec_gauge *g;
 	const struct tally_rec *t;
+	size_t k;
 	int i;
 
 	metrics_head(out, "recording_info", "gauge", "Recordings open or "
@@ -262,36 +311,15 @@ metrics_prom_recs(struct evbuffer *out, const struct metrics_snap *m)
 		metrics_label(out, t->path);
 		evbuffer_add_printf(out, "\"} 1\n");
 	}
-	metrics_head(out, "recording_cpus", "gauge", "CPUs of a recording.");
-	for (i = 0; i < m->nrecs; i++) {
-		metrics_rec_labels(out, "recording_cpus", &m->recs[i]);
-		evbuffer_add_printf(out, "%" PRIu32 "\n", m->recs[i].ncpus);
-	}
-	metrics_head(out, "recording_received_bytes", "gauge", "Bytes "
-	    "received for a recording (since its last checkpoint taken back).");
-	for (i = 0; i < m->nrecs; i++) {
-		metrics_rec_labels(out, "recording_received_bytes",
-		    &m->recs[i]);
-		evbuffer_add_printf(out, "%" PRIu64 "\n", m->recs[i].bytes);
-	}
-	metrics_head(out, "recording_events", "gauge", "Events in the pages "
-	    "of a recording's file.");
-	for (i = 0; i < m->nrecs; i++) {
-		metrics_rec_labels(out, "recording_events", &m->recs[i]);
-		evbuffer_add_printf(out, "%" PRIu64 "\n", m->recs[i].events);
-	}
-	metrics_head(out, "recording_lost_events", "gauge", "Events the "
-	    "traced machine's ring lost (overrun and dropped, at its end).");
-	for (i = 0; i < m->nrecs; i++) {
-		metrics_rec_labels(out, "recording_lost_events", &m->recs[i]);
-		evbuffer_add_printf(out, "%" PRIu64 "\n", m->recs[i].lost);
-	}
-	metrics_head(out, "recording_missed_pages", "gauge", "Pages of a "
-	    "recording marked as coming after lost events.");
-	for (i = 0; i < m->nrecs; i++) {
-		metrics_rec_labels(out, "recording_missed_pages", &m->recs[i]);
-		evbuffer_add_printf(out, "%" PRIu64 "\n",
-		    m->recs[i].missed_pages);
+	for (k = 0; k < sizeof metrics_rec_gauges / sizeof
+	    metrics_rec_gauges[0]; k++) {
+		g = &metrics_rec_gauges[k];
+		metrics_head(out, g->name, "gauge", g->help);
+		for (i = 0; i < m->nrecs; i++) {
+			metrics_rec_labels(out, g->name, &m->recs[i]);
+			evbuffer_add_printf(out, "%" PRIu64 "\n",
+			    g->value(&m->recs[i]));
+		}
 	}
 	metrics_head(out, "recording_sync_error_bound_seconds", "gauge",
 	    "The widest error bound of a recording's time-sync samples (none "
