@@ -583,6 +583,7 @@ conn_resync(struct conn *c, int ms, char *err, size_t errlen)
 			    "resynchronisation preamble within %d s (%u "
 			    "written, %" PRIu64 " bytes discarded)", ms / 1000,
 			    c->preambles, c->stale);
+			errno = ETIMEDOUT;
 			return -1;
 		}
 		if (now >= repeat) {
@@ -638,6 +639,7 @@ conn_open(const struct conn_target *t, SSL_CTX *ctx, int timeout,
     int user_timeout_ms, bool *fatal, char *err, size_t errlen)
 {
 	struct conn *c;
+	int saved;
 
 	*fatal = false;
 	c = xcalloc(1, sizeof *c);
@@ -666,7 +668,9 @@ conn_open(const struct conn_target *t, SSL_CTX *ctx, int timeout,
 	conn_set_blocking(c, true, timeout * 1000);
 	if (c->kind == CONN_SERIAL && conn_resync(c, timeout * 1000, err,
 	    errlen) == -1) {
+		saved = errno;
 		conn_close(c, false);
+		errno = saved;
 		return NULL;
 	}
 	if (ctx != NULL && conn_tls(c, t, ctx, fatal, err, errlen) == -1) {

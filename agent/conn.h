@@ -92,7 +92,9 @@ void		 conn_ctx_free(SSL_CTX *ctx);
  * checked against t's server name), blocking for at most timeout s at each
  * step; a link that stops acknowledging is given up after user_timeout_ms
  * (TCP).  NULL with err; *fatal when trying again cannot help (a
- * certificate refused).
+ * certificate refused); errno ETIMEDOUT when a serial device's preamble
+ * got no answer (the listener, or QEMU's connection to it, is not there
+ * yet: worth trying again).
  */
 struct conn	*conn_open(const struct conn_target *t, SSL_CTX *ctx,
 		    int timeout, int user_timeout_ms, bool *fatal, char *err,

@@ -49,7 +49,7 @@ struct net {
 	/* reconnecting */
 	struct reconnect *rc;
 	bool		 retry_later;	/* ERROR RETRY: wait before trying */
-	bool		 told_later;	/* ... answered to the first HELLO */
+	bool		 told_later;	/* the first connection: try again */
 	uint64_t	 up_since_ms;
 	char		 nerr[512];	/* why no attempt could start */
 	unsigned int	 reconnects;
@@ -128,8 +128,13 @@ net_open(struct net *n, bool resume, struct conn **cp,
 
 	*cp = NULL;
 	if ((c = conn_open(&n->target, n->ctx, n->np.timeout,
-	    NET_USER_TIMEOUT_MS, fatal, err, errlen)) == NULL)
+	    NET_USER_TIMEOUT_MS, fatal, err, errlen)) == NULL) {
+		/* a serial device nobody answers yet: a guest that boots
+		   before its host's listener, or QEMU reconnecting */
+		n->told_later = !*fatal && errno == ETIMEDOUT &&
+		    n->target.kind == CONN_SERIAL;
 		return -1;
+	}
 	if (resume)
 		h.flags |= TD_HELLO_RESUME;
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
@@ -248,7 +253,10 @@ net_start(struct net *n, char *err, size_t errlen)
 	return 0;
 }
 
-/* Whether the listener answered net_start() "come back later". */
+/*
+ * Whether net_start() is worth trying again: the listener said "come back
+ * later", or a serial device's preamble got no answer yet.
+ */
 bool
 net_later(const struct net *n)
 {

@@ -56,9 +56,11 @@ struct net	*net_new(const struct net_params *np,
 		    const struct td_hello *hello, char *err, size_t errlen);
 int		 net_start(struct net *n, char *err, size_t errlen);
 /*
- * Whether net_start() failed because the listener said to come back later
- * (it is out of descriptors, disk or memory now): try again after
- * net_pause(), one backoff (100 ms doubling to 5 s, with jitter).
+ * Whether net_start() failed in a way worth trying again after
+ * net_pause(), one backoff (100 ms doubling to 5 s, with jitter): the
+ * listener said to come back later (it is out of descriptors, disk or
+ * memory now), or a serial device's preamble got no answer in time (the
+ * host's listener, or QEMU's connection to it, is not there yet).
  */
 bool		 net_later(const struct net *n);
 void		 net_pause(struct net *n);

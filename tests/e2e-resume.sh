@@ -22,9 +22,13 @@
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 command -v ip >/dev/null || skip "the ip command (iproute2) is missing"
+# the veth pair's subnet, in this network namespace's routes: one of
+# 200 by the test's pid, so that two runs of the suite at once (a shared
+# machine, two trees) do not meet there
+NET=10.77.$(($$ % 200 + 20))
 P=$WORK/pki
 pki "$P" web1 || { echo "FAIL: cannot make certificates"; exit 99; }
-sh "$TDCERT" issue "$P" vlistener --server --ip 10.77.0.1 >/dev/null ||
+sh "$TDCERT" issue "$P" vlistener --server --ip $NET.1 >/dev/null ||
     { echo "FAIL: cannot make certificates"; exit 99; }
 TLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
 NS=
@@ -151,24 +155,24 @@ cleanup_ns() {
 }
 trap 'cleanup_ns; [ "${TD_KEEP_WORK:-0}" = 1 ] || rm -rf "$WORK"' EXIT
 # ns_up: the namespace $NSN, joined to this one by a veth pair: tdv$$
-# (10.77.0.1) here, tdp$$ (10.77.0.2) there
+# ($NET.1) here, tdp$$ ($NET.2) there
 ns_up() {
 	ip netns add "$NSN" 2>/dev/null &&
 	    ip link add tdv$$ type veth peer name tdp$$ &&
 	    ip link set tdp$$ netns "$NSN" &&
-	    ip addr add 10.77.0.1/24 dev tdv$$ && ip link set tdv$$ up &&
-	    ip -n "$NSN" addr add 10.77.0.2/24 dev tdp$$ &&
+	    ip addr add $NET.1/24 dev tdv$$ && ip link set tdv$$ up &&
+	    ip -n "$NSN" addr add $NET.2/24 dev tdp$$ &&
 	    ip -n "$NSN" link set tdp$$ up && ip -n "$NSN" link set lo up
 }
 if ! part 3; then
 	:
 elif ns_up; then
 	OUT=$WORK/out3
-	start_listener "$WORK/l3.log" -d "$OUT" --bind 10.77.0.1 \
+	start_listener "$WORK/l3.log" -d "$OUT" --bind $NET.1 \
 	    --cert "$P/vlistener.pem" --key "$P/vlistener.key" \
 	    --ca "$P/ca.pem" || exit 99
 	NS="ip netns exec $NSN"
-	agent_bg cut 10.77.0.1
+	agent_bg cut $NET.1
 	NS=
 	wait_recording "$APID"
 	wait_session "$WORK/l3.log"
@@ -334,10 +338,10 @@ elif ns_up && ip netns exec "$NSN" tc qdisc add dev tdp$$ root tbf \
 	OUT=$WORK/out9
 	VTLS="--cert $P/vlistener.pem --key $P/vlistener.key --ca $P/ca.pem"
 	# shellcheck disable=SC2086 # the TLS flags are words
-	start_listener "$WORK/l9.log" -d "$OUT" --bind 10.77.0.1 $VTLS ||
+	start_listener "$WORK/l9.log" -d "$OUT" --bind $NET.1 $VTLS ||
 	    exit 99
 	NS="ip netns exec $NSN"
-	agent_bg headers 10.77.0.1
+	agent_bg headers $NET.1
 	NS=
 	wait_session "$WORK/l9.log"
 	sleep 1
@@ -347,7 +351,7 @@ elif ns_up && ip netns exec "$NSN" tc qdisc add dev tdp$$ root tbf \
 	sleep 1
 	# shellcheck disable=SC2086
 	LPORT_FIXED=$LPORT start_listener "$WORK/l9b.log" -d "$OUT" \
-	    --bind 10.77.0.1 $VTLS || exit 99
+	    --bind $NET.1 $VTLS || exit 99
 	unset LPORT_FIXED
 	check "headers: the listener was killed before the first page" \
 	    grep -q "recovered '.*' at offset [0-9]* (0 pages)" "$WORK/l9b.log"

@@ -15,6 +15,10 @@
 # own race: repaired); the real client's file is exact all the same.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
+# trace-cmd records the top-level buffer, one per machine: two runs of
+# the suite at once (a shared CI machine, two trees) take turns here
+exec 9< "$TRACING/set_event_pid"
+flock -w 3600 9 || { echo "FAIL: the top-level buffer stayed taken"; exit 99; }
 POKE=$B/tests/tdpoke-static
 FEED=$B/tests/tdtcfeed
 N=10000

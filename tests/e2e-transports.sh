@@ -17,10 +17,11 @@ TLS="--cert $P/guest1.pem --key $P/guest1.key --ca $P/ca.pem"
 start_listener "$WORK/l.log" -d "$WORK/out" --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" || exit 99
 
-# relay: a pseudo-terminal carried to the listener; sets RELAY, DEV
+# relay [-l S]: a pseudo-terminal carried to the listener (after S s:
+# tests/tdrelay.c); sets RELAY, DEV
 relay() {
 	rm -f "$WORK/dev"
-	"$TDRELAY" 127.0.0.1 "$LPORT" "$WORK/dev" > "$WORK/relay.out" 2>&1 &
+	"$TDRELAY" "$@" 127.0.0.1 "$LPORT" "$WORK/dev" > "$WORK/relay.out" 2>&1 &
 	RELAY=$!
 	wait_until $((100 * SLOW)) test -s "$WORK/dev"
 	DEV=$(cat "$WORK/dev")
@@ -65,6 +66,35 @@ check "serial: and says why" grep -q "certificate verify failed" \
     "$WORK/wrong.err"
 kill "$RELAY" 2>/dev/null
 wait "$RELAY" 2>/dev/null
+
+# a host side that comes late (a guest booted before its host's listener,
+# or QEMU reconnecting its chardev): for 12 s what the device gets goes
+# nowhere, so the first attempt's preambles get no answer within its 10 s;
+# the agent tries again (up to --reconnect-wait) and records all of it
+relay -l 12
+rm -f "$WORK/pid"
+# shellcheck disable=SC2086
+"$TDAGENT" -h "serial:$DEV" --server-name listener $TLS --name late \
+    -e raw_syscalls -F -b 16384 -- sh -c 'echo $$ > '"$WORK/pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count=5000 status=none' \
+    2> "$WORK/late.err"
+eq "serial, late host: tdagent exits 0" $? 0
+kill "$RELAY" 2>/dev/null
+wait "$RELAY" 2>/dev/null
+sed 's/^/# relay: /' "$WORK/relay.out"
+check "serial, late host: the relay threw the first attempt's bytes away" \
+    grep -q "relayed [1-9][0-9]* bytes up, [1-9][0-9]* down ([1-9][0-9]* thrown away)" \
+    "$WORK/relay.out"
+check "serial, late host: the agent said it tries again" grep -q \
+    "no answer to the resynchronisation preamble within 10 s .*; trying again for up to 300 s" \
+    "$WORK/late.err"
+f=$WORK/out/$(remote_file "$WORK/late.err")
+check "serial, late host: trace-cmd reads the file cleanly" tc_clean "$f"
+"$TDCOUNT" "$f" -p "$(cat "$WORK/pid")" > "$WORK/c"
+eq "serial, late host: no event lost" "$(field missed < "$WORK/c")" 0
+n=$(field events < "$WORK/c")
+# 5000 blocks: 20000 events plus the shell's and dd's start-up calls
+check "serial, late host: every event of the workload ($n)" \
+    test "${n:-0}" -gt 20000 -a "${n:-0}" -lt 22000
 
 # usage errors: say what is wrong, exit 2, touch nothing
 # shellcheck disable=SC2086

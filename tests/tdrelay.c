@@ -8,7 +8,13 @@
  * that closes first leaves the device open (what it sent last, DONE,
  * still to be read), as a host whose socket goes leaves a guest's port.
  *
- *	tdrelay HOST PORT PATHFILE
+ *	tdrelay [-l SECONDS] HOST PORT PATHFILE
+ *
+ * -l SECONDS: a host side that comes late, as a QEMU chardev whose
+ * listener is not up yet: what the device's user writes in the first
+ * SECONDS after its first byte is thrown away, and the device side stays
+ * open here so that the user may close and open it again meanwhile (the
+ * relay then ends when it is killed).
  *
  * Exit status 0 after a relay that carried bytes both ways, 1 otherwise.
  */
@@ -17,12 +23,23 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pty.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+
+static volatile sig_atomic_t relay_stop;
+
+static void
+relay_on_term(int sig)
+{
+	(void)sig;
+	relay_stop = 1;
+}
 
 static int
 relay_dial(const char *host, const char *port)
@@ -72,13 +89,26 @@ main(int argc, char **argv)
 	struct termios tio;
 	struct pollfd pfd[2];
 	char buf[65536], name[256];
-	unsigned long long up = 0, down = 0;
+	unsigned long long up = 0, down = 0, dropped = 0;
 	int master, slave, sock = -1;
+	double late = 0, first = -1;
+	struct timespec ts;
+	struct sigaction sa;
 	ssize_t r;
 	FILE *fp;
 
+	/* killed (-l): the summary still comes */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = relay_on_term;
+	sigaction(SIGTERM, &sa, NULL);
+	if (argc == 6 && strcmp(argv[1], "-l") == 0) {
+		late = atof(argv[2]);
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc != 4) {
-		fprintf(stderr, "usage: tdrelay HOST PORT PATHFILE\n");
+		fprintf(stderr, "usage: tdrelay [-l SECONDS] HOST PORT "
+		    "PATHFILE\n");
 		return 2;
 	}
 	if (openpty(&master, &slave, name, NULL, NULL) == -1) {
@@ -105,7 +135,7 @@ main(int argc, char **argv)
 	pfd[1].events = POLLIN;
 	for (;;) {
 		if (poll(pfd, 2, -1) == -1) {
-			if (errno == EINTR)
+			if (errno == EINTR && !relay_stop)
 				continue;
 			break;
 		}
@@ -115,8 +145,16 @@ main(int argc, char **argv)
 				/* EIO: its user closed the device */
 				break;
 			}
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			if (first < 0)
+				first = ts.tv_sec + ts.tv_nsec / 1e9;
+			if (ts.tv_sec + ts.tv_nsec / 1e9 - first < late) {
+				dropped += (unsigned long long)r;
+				continue;
+			}
 			if (sock == -1) {
-				close(slave);
+				if (late == 0)
+					close(slave);
 				if ((sock = relay_dial(argv[1], argv[2])) == -1) {
 					perror("tdrelay: connect");
 					return 1;
@@ -151,6 +189,7 @@ main(int argc, char **argv)
 	if (sock != -1)
 		close(sock);
 	close(master);
-	printf("relayed %llu bytes up, %llu down\n", up, down);
+	printf("relayed %llu bytes up, %llu down (%llu thrown away)\n", up,
+	    down, dropped);
 	return up > 0 && down > 0 ? 0 : 1;
 }
