@@ -33,6 +33,7 @@
 #include <event2/listener.h>
 #include <openssl/ssl.h>
 
+#include "acceptpause.h"
 #include "conn.h"
 #include "httpd.h"
 #include "listener.h"
@@ -50,14 +51,13 @@ static int				 httpd_nconns;	/* counted, all */
 static struct bufferevent		*httpd_new[TD_HTTP_MAX_CONNS];
 static int				 httpd_nnew;	/* of them: just made */
 static struct event			*httpd_new_ev;
-static struct event			*httpd_pause_ev;
-static bool				 httpd_paused;
+static struct accept_pause		*httpd_pause;
 
 /* Accept again unless paused or full. */
 static void
 httpd_resume(void)
 {
-	if (httpd_lev != NULL && !httpd_paused &&
+	if (httpd_lev != NULL && !accept_paused(httpd_pause) &&
 	    httpd_nconns + httpd_nnew < TD_HTTP_MAX_CONNS)
 		evconnlistener_enable(httpd_lev);
 }
@@ -125,30 +125,11 @@ httpd_bev_cb(struct event_base *base, void *arg)
 	return bev;
 }
 
-/* After a pause for want of descriptors. */
+/* After a pause for want of descriptors (acceptpause.h): unless full. */
 static void
-httpd_pause_cb(evutil_socket_t fd, short what, void *arg)
+httpd_pause_over(void *arg)
 {
-	httpd_paused = false;
 	httpd_resume();
-}
-
-/* accept() failed: out of descriptors or memory, pause for a second. */
-static void
-httpd_error_cb(struct evconnlistener *lev, void *arg)
-{
-	struct timeval tv = { 1, 0 };
-	int e = EVUTIL_SOCKET_ERROR();
-
-	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-		log_warnx("--http: accept: %s: pausing for a second",
-		    strerror(e));
-		httpd_paused = true;
-		evconnlistener_disable(lev);
-		evtimer_add(httpd_pause_ev, &tv);
-		return;
-	}
-	log_warnx("--http: accept: %s", strerror(e));
 }
 
 /* Reply code with body of type (to a HEAD: its headers only). */
@@ -308,11 +289,11 @@ httpd_start(struct event_base *base, const struct listener_config *cfg,
 	    evhttp_bind_listener(httpd_http, httpd_lev) == NULL)
 		fatalx("--http: cannot set up evhttp");
 	if ((httpd_new_ev = event_new(base, -1, 0, httpd_new_cb,
-	    NULL)) == NULL || (httpd_pause_ev = evtimer_new(base,
-	    httpd_pause_cb, NULL)) == NULL)
+	    NULL)) == NULL || (httpd_pause = accept_pause_new(base, "--http",
+	    httpd_pause_over, NULL)) == NULL)
 		fatalx("--http: out of memory");
 	evhttp_set_bevcb(httpd_http, httpd_bev_cb, NULL);
-	evconnlistener_set_error_cb(httpd_lev, httpd_error_cb);
+	accept_pause_watch(httpd_pause, httpd_lev);
 	evhttp_set_gencb(httpd_http, httpd_request_cb, NULL);
 	/* every method reaches httpd_request_cb, which answers 405 */
 	evhttp_set_allowed_methods(httpd_http, EVHTTP_REQ_GET |
@@ -354,7 +335,7 @@ httpd_free(void)
 	httpd_nconns = 0;
 	if (httpd_new_ev != NULL)
 		event_free(httpd_new_ev);
-	if (httpd_pause_ev != NULL)
-		event_free(httpd_pause_ev);
-	httpd_new_ev = httpd_pause_ev = NULL;
+	accept_pause_free(httpd_pause);
+	httpd_new_ev = NULL;
+	httpd_pause = NULL;
 }

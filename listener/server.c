@@ -1,8 +1,8 @@
 /*
  * server.c: tdlisten's listening sockets.  Accepts connections and hands
  * each to the accept callback (conn_accept()); when the process runs out
- * of descriptors it pauses accepting for a second instead of dying or
- * spinning.  A TCP port on every address of --bind, with --unix a Unix
+ * of descriptors it pauses accepting for a second (acceptpause.c) instead
+ * of dying or spinning.  A TCP port on every address of --bind, with --unix a Unix
  * socket that QEMU connects guests' virtio-serial ports to (its peers are
  * named unix:PID), and with --vsock an AF_VSOCK port for guests (peers
  * vsock:CID:PORT).
@@ -23,6 +23,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "acceptpause.h"
 #include "listener.h"
 #include "log.h"
 #include "server.h"
@@ -34,19 +35,10 @@
 static struct evconnlistener	*server_lev[SERVER_MAX_LISTENERS];
 static const char		*server_unix_path;	/* --unix */
 static int			 server_nlev;
-static struct event		*server_pause_ev;
+static struct accept_pause	*server_pause;
 static server_accept_fn		 server_accept_fn_cb;
 static void			*server_accept_arg;
 static bool			 server_tls;
-
-static void
-server_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-	int i;
-
-	for (i = 0; i < server_nlev; i++)
-		evconnlistener_enable(server_lev[i]);
-}
 
 static void
 server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
@@ -83,22 +75,6 @@ server_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	evutil_make_socket_nonblocking(fd);
 	log_debug("connection from %s", peer);
 	server_accept_fn_cb(fd, sa, peer, server_accept_arg);
-}
-
-static void
-server_error_cb(struct evconnlistener *lev, void *arg)
-{
-	struct timeval tv = { 1, 0 };
-	int e = EVUTIL_SOCKET_ERROR(), i;
-
-	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-		log_warnx("accept: %s: pausing for a second", strerror(e));
-		for (i = 0; i < server_nlev; i++)
-			evconnlistener_disable(server_lev[i]);
-		evtimer_add(server_pause_ev, &tv);
-		return;
-	}
-	log_warnx("accept: %s", strerror(e));
 }
 
 /*
@@ -166,7 +142,7 @@ server_listen_unix(struct event_base *base, const char *path)
 		unlink(path);
 		return -1;
 	}
-	evconnlistener_set_error_cb(lev, server_error_cb);
+	accept_pause_watch(server_pause, lev);
 	server_lev[server_nlev++] = lev;
 	server_unix_path = path;
 	log_info("listening on Unix socket '%s'%s", path, server_tls ?
@@ -214,7 +190,7 @@ server_listen_vsock(struct event_base *base, uint32_t port)
 		close(fd);
 		return -1;
 	}
-	evconnlistener_set_error_cb(lev, server_error_cb);
+	accept_pause_watch(server_pause, lev);
 	server_lev[server_nlev++] = lev;
 	log_info("listening on vsock port %u%s", port, server_tls ?
 	    " (TLS 1.3, client certificates required)" :
@@ -266,7 +242,16 @@ server_listen_tcp(struct event_base *base, const char *addr,
 			freeaddrinfo(res);
 			return -1;
 		}
-		evconnlistener_set_error_cb(levs[n++], how->errcb);
+		if (how->pause != NULL &&
+		    accept_pause_watch(how->pause, levs[n]) == -1) {
+			log_warnx("%s on %s port %s: too many listening "
+			    "sockets", how->fail, host, port);
+			while (n >= 0)
+				evconnlistener_free(levs[n--]);
+			freeaddrinfo(res);
+			return -1;
+		}
+		n++;
 		log_info("%s on %s port %s%s", how->ok, host, port, how->tail);
 	}
 	freeaddrinfo(res);
@@ -287,14 +272,18 @@ server_start(struct event_base *base, const struct listener_config *cfg,
 		    " (INSECURE: plain TCP, no authentication)",
 		.backlog = 512,
 		.cb = server_accept_cb,
-		.errcb = server_error_cb,
 	};
 	int n;
 
 	server_tls = tls;
 	server_accept_fn_cb = accept;
 	server_accept_arg = arg;
-	server_pause_ev = evtimer_new(base, server_resume_cb, NULL);
+	if ((server_pause = accept_pause_new(base, NULL, NULL, NULL)) ==
+	    NULL) {
+		log_warnx("cannot listen: out of memory");
+		return -1;
+	}
+	how.pause = server_pause;
 	n = server_listen_tcp(base, cfg->bind, cfg->port, &how, server_lev,
 	    SERVER_MAX_LISTENERS);
 	if (n == -1)
@@ -322,7 +311,6 @@ server_shutdown(void)
 	if (server_unix_path != NULL)
 		unlink(server_unix_path);
 	server_unix_path = NULL;
-	if (server_pause_ev != NULL)
-		event_free(server_pause_ev);
-	server_pause_ev = NULL;
+	accept_pause_free(server_pause);
+	server_pause = NULL;
 }

@@ -11,13 +11,16 @@
 
 #include <event2/listener.h>
 
+struct accept_pause;
 struct event_base;
 struct listener_config;
 struct sockaddr;
 
 /*
  * A TCP listening socket's wishes and words (server_listen_tcp()): the
- * backlog and callbacks of its evconnlistener; opt names the bind option
+ * backlog and callback of its evconnlistener, the group it pauses with
+ * when accept() runs out of descriptors (acceptpause.h; NULL: none); opt
+ * names the bind option
  * in a resolution error (NULL: "cannot resolve"); the log says
  * "<fail> on HOST port PORT" when it cannot listen and
  * "<ok> on HOST port PORT<tail>" when it does.
@@ -30,7 +33,7 @@ struct server_tcp {
 	int			 backlog;
 	int			 numeric;	/* bind is a numeric address */
 	evconnlistener_cb	 cb;
-	evconnlistener_errorcb	 errcb;
+	struct accept_pause	*pause;
 };
 
 /* What an accepted socket is handed to. */

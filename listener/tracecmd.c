@@ -56,6 +56,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "acceptpause.h"
 #include "budget.h"
 #include "buf.h"
 #include "conn.h"
@@ -119,7 +120,7 @@ static LIST_HEAD(, tcclient) tc_all = LIST_HEAD_INITIALIZER(tc_all);
 static struct event_base	*tc_base;
 static const struct listener_config *tc_cfg;
 static struct evconnlistener	*tc_lev;
-static struct event		*tc_pause_ev;
+static struct accept_pause	*tc_pause;
 static int			 tc_nclients;
 static int			 tc_nfds;	/* control connections (the data
 					   sockets are in the budget) */
@@ -719,29 +720,6 @@ tc_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	tc_deadline(tc, tc->cfg->handshake_timeout);
 }
 
-static void
-tc_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-	if (tc_lev != NULL)
-		evconnlistener_enable(tc_lev);
-}
-
-static void
-tc_error_cb(struct evconnlistener *lev, void *arg)
-{
-	struct timeval tv = { 1, 0 };
-	int e = EVUTIL_SOCKET_ERROR();
-
-	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-		log_warnx("trace-cmd port: accept: %s: pausing for a second",
-		    strerror(e));
-		evconnlistener_disable(lev);
-		evtimer_add(tc_pause_ev, &tv);
-		return;
-	}
-	log_warnx("trace-cmd port: accept: %s", strerror(e));
-}
-
 int
 tracecmd_start(struct event_base *base, const struct listener_config *cfg)
 {
@@ -754,17 +732,19 @@ tracecmd_start(struct event_base *base, const struct listener_config *cfg)
 		.backlog = 64,
 		.numeric = 1,
 		.cb = tc_accept_cb,
-		.errcb = tc_error_cb,
 	};
 
 	tc_base = base;
 	tc_cfg = cfg;
 	snprintf(tail, sizeof tail, ", data ports %u-%u (INSECURE: plain TCP "
 	    "and UDP, no authentication)", cfg->tracecmd_lo, cfg->tracecmd_hi);
+	if ((tc_pause = accept_pause_new(base, "trace-cmd port", NULL,
+	    NULL)) == NULL)
+		fatalx("trace-cmd port: out of memory");
+	how.pause = tc_pause;
 	if (server_listen_tcp(base, cfg->tracecmd_bind, cfg->tracecmd_port,
 	    &how, &tc_lev, 1) == -1)
 		return -1;
-	tc_pause_ev = evtimer_new(base, tc_resume_cb, NULL);
 	return 0;
 }
 
@@ -776,9 +756,8 @@ tracecmd_shutdown(void)
 	if (tc_lev != NULL)
 		evconnlistener_free(tc_lev);
 	tc_lev = NULL;
-	if (tc_pause_ev != NULL)
-		event_free(tc_pause_ev);
-	tc_pause_ev = NULL;
+	accept_pause_free(tc_pause);
+	tc_pause = NULL;
 	while ((tc = LIST_FIRST(&tc_all)) != NULL)
 		tc_close(tc, "tdlisten is shutting down");
 }

@@ -39,6 +39,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "acceptpause.h"
 #include "listener.h"
 #include "server.h"
 #include "log.h"
@@ -97,7 +98,7 @@ struct uf_client {
 static const struct listener_config	*uf_cfg;
 static struct evconnlistener		*uf_lev[UF_MAX_LISTENERS];
 static int				 uf_nlev;
-static struct event			*uf_pause_ev;
+static struct accept_pause		*uf_pause;
 static struct uf_client			*uf_clients;
 static int				 uf_nclients;
 
@@ -614,34 +615,6 @@ uf_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	log_debug("%s: connected", c->label);
 }
 
-/* After a pause for want of descriptors: accept again. */
-static void
-uf_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-	int i;
-
-	for (i = 0; i < uf_nlev; i++)
-		evconnlistener_enable(uf_lev[i]);
-}
-
-/* accept() failed: out of descriptors or memory, pause for a second. */
-static void
-uf_error_cb(struct evconnlistener *lev, void *arg)
-{
-	struct timeval tv = { 1, 0 };
-	int e = EVUTIL_SOCKET_ERROR(), i;
-
-	if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-		log_warnx("uftrace port: accept: %s: pausing for a second",
-		    strerror(e));
-		for (i = 0; i < uf_nlev; i++)
-			evconnlistener_disable(uf_lev[i]);
-		evtimer_add(uf_pause_ev, &tv);
-		return;
-	}
-	log_warnx("uftrace port: accept: %s", strerror(e));
-}
-
 /*
  * Runs an earlier tdlisten left in DIR/uftrace-* as NAME.part become
  * NAME.incomplete, with the reason.
@@ -707,20 +680,21 @@ uftrace_start(struct event_base *base, const struct listener_config *cfg,
 		.tail = " (INSECURE: plain TCP, no authentication)",
 		.backlog = 64,
 		.cb = uf_accept_cb,
-		.errcb = uf_error_cb,
 	};
 	int n;
 
 	uf_cfg = cfg;
 	if (bind_addr == NULL)
 		bind_addr = "127.0.0.1";
+	if ((uf_pause = accept_pause_new(base, "uftrace port", NULL,
+	    NULL)) == NULL)
+		fatalx("uftrace port: out of memory");
+	how.pause = uf_pause;
 	n = server_listen_tcp(base, bind_addr, port, &how, uf_lev,
 	    UF_MAX_LISTENERS);
 	if (n == -1)
 		return -1;
 	uf_nlev = n;
-	if ((uf_pause_ev = evtimer_new(base, uf_resume_cb, NULL)) == NULL)
-		fatalx("uftrace port: out of memory");
 	uf_recover(cfg);
 	return 0;
 }
@@ -733,9 +707,8 @@ uftrace_shutdown(void)
 	for (i = 0; i < uf_nlev; i++)
 		evconnlistener_free(uf_lev[i]);
 	uf_nlev = 0;
-	if (uf_pause_ev != NULL)
-		event_free(uf_pause_ev);
-	uf_pause_ev = NULL;
+	accept_pause_free(uf_pause);
+	uf_pause = NULL;
 	while (uf_clients != NULL)
 		uf_close(uf_clients, "tdlisten stopped before the run ended");
 }
