@@ -17,7 +17,9 @@
 #   block   still running when tdlisten stops: sent SIGTERM, run again
 #           by the next tdlisten;
 #   cut     a recording tdlisten stops under: the next one recovers it
-#           and keeps it as .incomplete.dat (TD_FILE_KIND=incomplete).
+#           and keeps it as .incomplete.dat (TD_FILE_KIND=incomplete);
+#   uftrace a run of uftrace record --host (when uftrace and cc are
+#           there): the command gets the run's directory.
 # Every file's command works exactly once in the end; each copy is the
 # received file byte for byte, which trace-cmd reads; /metrics counts
 # the attempts (promtool checks the text when it is installed).
@@ -35,7 +37,8 @@ cat > "$HOOK" <<EOF
 #!/bin/sh
 # the --on-finish command of e2e-onfinish.sh
 w='$WORK'
-printf 'start %s %s %s %s %s|%s\n' "\$TD_RECORDING" "\$TD_ATTEMPT" \\
+n=\${TD_RECORDING:-\$TD_PRODUCER}
+printf 'start %s %s %s %s %s|%s\n' "\$n" "\$TD_ATTEMPT" \\
     "\$TD_FILE_KIND" "\$TD_PRODUCER" "\$TD_IDENTITY" "\$1" >> "\$w/hook.log"
 [ \$# = 1 ] || exit 9
 case \$TD_RECORDING:\$TD_ATTEMPT in
@@ -45,8 +48,12 @@ giveup:*) [ -f "\$w/fixed" ] || exit 3 ;;
 slow:*) while [ ! -f "\$w/release" ]; do sleep 0.05; done ;;
 block:*) while [ ! -f "\$w/release2" ]; do sleep 0.05; done ;;
 esac
-cp "\$1" "\$w/copies/\$TD_RECORDING.dat" || exit 4
-printf 'end %s|%s\n' "\$TD_RECORDING" "\$1" >> "\$w/hook.log"
+if [ -d "\$1" ]; then
+	cp -r "\$1" "\$w/copies/\$n" || exit 4
+else
+	cp "\$1" "\$w/copies/\$n.dat" || exit 4
+fi
+printf 'end %s|%s\n' "\$n" "\$1" >> "\$w/hook.log"
 EOF
 chmod 755 "$HOOK"
 
@@ -123,6 +130,7 @@ eq "metrics: runs started" "$(metric onfinish_started_total)" 2
 eq "metrics: failed attempts" "$(metric onfinish_failed_total)" 1
 eq "metrics: of them at the timeout" "$(metric onfinish_timeouts_total)" 1
 stop_listener
+eq "the listener exits 0" $? 0
 
 listen "$WORK/l1.log" 600
 
@@ -210,6 +218,7 @@ B=$(path_of block)
 wait_until $((200 * SLOW)) started block 1
 kill -TERM "$LPID"
 wait "$LPID"
+eq "the listener exits 0 with a command running" $? 0
 check "the stop says what was pending" grep -q \
     "on-finish: 1 files pending (1 running: sent SIGTERM)" "$WORK/l1.log"
 check "block: its sidecar stays" test -f "$B.onfinish"
@@ -241,11 +250,48 @@ eq "cut: the command heard it as incomplete" \
 check "cut: the copy is the kept file" cmp -s "$WORK/$C" copies/cut.dat
 check "cut: trace-cmd reads it" tc_clean copies/cut.dat
 stop_listener
+eq "the next listener exits 0" $? 0
+
+# uftrace: the command gets the run's directory
+nf=8
+if command -v uftrace >/dev/null && command -v cc >/dev/null; then
+	nf=9
+	printf '%s\n' 'static int f(int x) { return x + 1; }' \
+	    'int main(void) { int i, s = 0; for (i = 0; i < 100; i++) s += f(i); return s == 0; }' \
+	    > prog.c
+	cc -pg -O0 -o prog prog.c || { echo "FAIL: cc -pg"; exit 99; }
+	for try in 1 2 3 4 5; do
+		UPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+		listen "$WORK/l3.log" 600 --uftrace-port "$UPORT"
+		wait_until $((100 * SLOW)) grep -q "listening for uftrace" \
+		    "$WORK/l3.log"
+		grep -q "listening for uftrace" "$WORK/l3.log" && break
+		stop_listener
+	done
+	mkdir -p ufrun
+	(cd ufrun && uftrace record --no-sched --host 127.0.0.1 \
+	    --port "$UPORT" ../prog) > uftrace.out 2>&1
+	eq "uftrace: uftrace record --host exits 0" $? 0
+	wait_until $((400 * SLOW)) ended uftrace
+	R=$(sed -n "s/.*: wrote '\(.*\)' ([0-9]* files.*/\1/p" "$WORK/l3.log")
+	eq "uftrace: the command got the run's directory" \
+	    "$(grep "^start uftrace " "$HLOG")" \
+	    "start uftrace 1 complete uftrace uftrace-127.0.0.1|$WORK/$R"
+	check "uftrace: the copy is the run, file for file" \
+	    diff -r "$WORK/$R" copies/uftrace
+	uftrace replay -d copies/uftrace -f none --no-event > replay.out 2>&1
+	eq "uftrace: uftrace replay of the copy shows the 100 calls" \
+	    "$(grep -c ' f();' replay.out)" 100
+	stop_listener
+	eq "the uftrace listener exits 0" $? 0
+else
+	echo "# uftrace or cc missing: no uftrace run"
+fi
 
 # in all: one run to its end per file, every sidecar gone
-eq "one end per file" "$(grep -c '^end ' "$HLOG")" 8
+eq "one end per file" "$(grep -c '^end ' "$HLOG")" $nf
 eq "each with its own path" "$(grep '^end ' "$HLOG" | sort -u -t'|' -k2 |
-    wc -l)" 8
+    wc -l)" $nf
 eq "no sidecar left" "$(find "$WORK/$ODIR" -name '*.onfinish' | wc -l)" 0
 check "no shell ever read the path" test ! -e pwned
 finish
