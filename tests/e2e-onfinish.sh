@@ -18,6 +18,7 @@
 #           by the next tdlisten;
 #   cut     a recording tdlisten stops under: the next one recovers it
 #           and keeps it as .incomplete.dat (TD_FILE_KIND=incomplete);
+#   tracecmd a trace-cmd client's recording (tests/tdtcfeed);
 #   uftrace a run of uftrace record --host (when uftrace and cc are
 #           there): the command gets the run's directory.
 # Every file's command works exactly once in the end; each copy is the
@@ -214,14 +215,14 @@ wait_until $((400 * SLOW)) grep -q "'cut' .*: time sync round" "$WORK/l1.log"
 check "cut: recording, headers in" grep -q "'cut' .*: time sync round" \
     "$WORK/l1.log"
 rec block
-B=$(path_of block)
+BLK=$(path_of block)
 wait_until $((200 * SLOW)) started block 1
 kill -TERM "$LPID"
 wait "$LPID"
 eq "the listener exits 0 with a command running" $? 0
 check "the stop says what was pending" grep -q \
     "on-finish: 1 files pending (1 running: sent SIGTERM)" "$WORK/l1.log"
-check "block: its sidecar stays" test -f "$B.onfinish"
+check "block: its sidecar stays" test -f "$BLK.onfinish"
 kill -TERM "$cpid"
 wait "$cpid"
 eq "block: one attempt, stopped" "$(attempts block)" 1
@@ -238,7 +239,7 @@ eq "block: one more attempt" "$(attempts block)" 2
 check "giveup: queued again from its sidecar" logged "$WORK/l2.log" \
     "'$G': left by an earlier tdlisten, queued again"
 check "block: queued again from its sidecar" logged "$WORK/l2.log" \
-    "'$B': left by an earlier tdlisten, queued again"
+    "'$BLK': left by an earlier tdlisten, queued again"
 C=$(sed -n "s/.*kept what was received as '\(.*\)'/\1/p" "$WORK/l2.log")
 case $C in
 *cut.incomplete.dat) ok "cut: kept as $C" ;;
@@ -252,22 +253,40 @@ check "cut: trace-cmd reads it" tc_clean copies/cut.dat
 stop_listener
 eq "the next listener exits 0" $? 0
 
-# uftrace: the command gets the run's directory
-nf=8
-if command -v uftrace >/dev/null && command -v cc >/dev/null; then
-	nf=9
+# other producers: a trace-cmd client (tests/tdtcfeed sends plain's
+# file) and a uftrace client (when uftrace and cc are there), whose run
+# the command gets as its directory
+UF=false
+command -v uftrace >/dev/null && command -v cc >/dev/null && UF=true
+for try in 1 2 3 4 5; do
+	TPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+	UPORT=$((TPORT + 100))
+	listen "$WORK/l3.log" 600 --tracecmd-port "$TPORT" \
+	    --tracecmd-data-ports $((TPORT + 1))-$((TPORT + 50)) \
+	    --uftrace-port "$UPORT"
+	wait_until $((100 * SLOW)) grep -q "listening for uftrace" \
+	    "$WORK/l3.log"
+	grep -q "listening for uftrace" "$WORK/l3.log" && break
+	stop_listener
+done
+"$B/tests/tdtcfeed" 127.0.0.1 "$TPORT" copies/plain.dat > feed.out 2>&1
+eq "tracecmd: the trace-cmd client's recording went through" $? 0
+wait_until $((400 * SLOW)) ended tracecmd
+T=$(sed -n "s/.*trace-cmd 127.0.0.1:[0-9]*: wrote '\(.*\)' ([0-9]* bytes)\$/\1/p" \
+    "$WORK/l3.log")
+eq "tracecmd: the command got its file, as trace-cmd's" \
+    "$(grep "^start tracecmd " "$HLOG")" \
+    "start tracecmd 1 complete tracecmd tracecmd-127.0.0.1|$WORK/$T"
+check "tracecmd: the copy is the received file" cmp -s "$WORK/$T" \
+    copies/tracecmd.dat
+check "tracecmd: trace-cmd reads the copy" tc_clean copies/tracecmd.dat
+nf=9
+if $UF; then
+	nf=10
 	printf '%s\n' 'static int f(int x) { return x + 1; }' \
 	    'int main(void) { int i, s = 0; for (i = 0; i < 100; i++) s += f(i); return s == 0; }' \
 	    > prog.c
 	cc -pg -O0 -o prog prog.c || { echo "FAIL: cc -pg"; exit 99; }
-	for try in 1 2 3 4 5; do
-		UPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-		listen "$WORK/l3.log" 600 --uftrace-port "$UPORT"
-		wait_until $((100 * SLOW)) grep -q "listening for uftrace" \
-		    "$WORK/l3.log"
-		grep -q "listening for uftrace" "$WORK/l3.log" && break
-		stop_listener
-	done
 	mkdir -p ufrun
 	(cd ufrun && uftrace record --no-sched --host 127.0.0.1 \
 	    --port "$UPORT" ../prog) > uftrace.out 2>&1
@@ -282,11 +301,11 @@ if command -v uftrace >/dev/null && command -v cc >/dev/null; then
 	uftrace replay -d copies/uftrace -f none --no-event > replay.out 2>&1
 	eq "uftrace: uftrace replay of the copy shows the 100 calls" \
 	    "$(grep -c ' f();' replay.out)" 100
-	stop_listener
-	eq "the uftrace listener exits 0" $? 0
 else
 	echo "# uftrace or cc missing: no uftrace run"
 fi
+stop_listener
+eq "the listener of other producers exits 0" $? 0
 
 # in all: one run to its end per file, every sidecar gone
 eq "one end per file" "$(grep -c '^end ' "$HLOG")" $nf
