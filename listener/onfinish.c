@@ -620,9 +620,10 @@ onfinish_free(struct onfinish *of)
 	if (of == NULL)
 		return;
 	if (of->st.queued > 0)
-		log_warnx("on-finish: %d files pending (%d running: sent "
-		    "SIGTERM): their sidecars stay, the next start of "
-		    "tdlisten runs them", of->st.queued, of->st.running);
+		log_warnx("on-finish: %d file%s pending (%d running: sent "
+		    "SIGTERM): the sidecars stay, the next start of tdlisten "
+		    "runs them", of->st.queued, of->st.queued == 1 ? "" : "s",
+		    of->st.running);
 	for (it = of->head; it != NULL; it = it->next)
 		if (it->state == OF_RUNNING && kill(-it->pid, SIGTERM) == -1 &&
 		    errno != ESRCH)

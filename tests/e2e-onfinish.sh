@@ -221,7 +221,7 @@ kill -TERM "$LPID"
 wait "$LPID"
 eq "the listener exits 0 with a command running" $? 0
 check "the stop says what was pending" grep -q \
-    "on-finish: 1 files pending (1 running: sent SIGTERM)" "$WORK/l1.log"
+    "on-finish: 1 file pending (1 running: sent SIGTERM)" "$WORK/l1.log"
 check "block: its sidecar stays" test -f "$BLK.onfinish"
 kill -TERM "$cpid"
 wait "$cpid"
