@@ -18,7 +18,8 @@
 #           by the next tdlisten;
 #   cut     a recording tdlisten stops under: the next one recovers it
 #           and keeps it as .incomplete.dat (TD_FILE_KIND=incomplete);
-#   tracecmd a trace-cmd client's recording (tests/tdtcfeed);
+#   tracecmd a trace-cmd client's recording (tests/tdtcfeed), with the
+#           listener run as daemon (-u): the command runs as daemon;
 #   uftrace a run of uftrace record --host (when uftrace and cc are
 #           there): the command gets the run's directory.
 # Every file's command works exactly once in the end; each copy is the
@@ -42,6 +43,7 @@ n=\${TD_RECORDING:-\$TD_PRODUCER}
 printf 'start %s %s %s %s %s|%s\n' "\$n" "\$TD_ATTEMPT" \\
     "\$TD_FILE_KIND" "\$TD_PRODUCER" "\$TD_IDENTITY" "\$1" >> "\$w/hook.log"
 [ \$# = 1 ] || exit 9
+printf 'uid %s %s\n' "\$n" "\$(id -u)" >> "\$w/hook.log"
 case \$TD_RECORDING:\$TD_ATTEMPT in
 fail2:1|fail2:2) exit 1 ;;
 hang:1) sleep 3600 & echo \$! > "\$w/hang.pid"; wait; exit 0 ;;
@@ -255,13 +257,18 @@ eq "the next listener exits 0" $? 0
 
 # other producers: a trace-cmd client (tests/tdtcfeed sends plain's
 # file) and a uftrace client (when uftrace and cc are there), whose run
-# the command gets as its directory
+# the command gets as its directory; this listener runs as daemon (-u),
+# and so does the command
+chmod 711 "$WORK"
+chown daemon "$WORK/$ODIR"
+chmod 777 copies
+chmod 666 "$HLOG"
 UF=false
 command -v uftrace >/dev/null && command -v cc >/dev/null && UF=true
 for try in 1 2 3 4 5; do
 	TPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
 	UPORT=$((TPORT + 100))
-	listen "$WORK/l3.log" 600 --tracecmd-port "$TPORT" \
+	listen "$WORK/l3.log" 600 -u daemon --tracecmd-port "$TPORT" \
 	    --tracecmd-data-ports $((TPORT + 1))-$((TPORT + 50)) \
 	    --uftrace-port "$UPORT"
 	wait_until $((100 * SLOW)) grep -q "listening for uftrace" \
@@ -279,6 +286,8 @@ eq "tracecmd: the command got its file, as trace-cmd's" \
     "start tracecmd 1 complete tracecmd tracecmd-127.0.0.1|$WORK/$T"
 check "tracecmd: the copy is the received file" cmp -s "$WORK/$T" \
     copies/tracecmd.dat
+eq "tracecmd: the command ran as the -u user" \
+    "$(sed -n 's/^uid tracecmd //p' "$HLOG")" "$(id -u daemon)"
 check "tracecmd: trace-cmd reads the copy" tc_clean copies/tracecmd.dat
 nf=9
 if $UF; then
