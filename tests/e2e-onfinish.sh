@@ -114,14 +114,15 @@ gone() {
 # hang: killed at the timeout with what it started, then works (a
 # listener of its own: the others' timeout is long, for commands that
 # wait for the test however slow the machine)
-listen "$WORK/l0.log" 3
+T0=$((3 * SLOW))
+listen "$WORK/l0.log" $T0
 check "the listener says how it runs the command" \
-    grep -q "on-finish: 2 at once, timeout 3 s, 4 attempts" "$WORK/l0.log"
+    grep -q "on-finish: 2 at once, timeout $T0 s, 4 attempts" "$WORK/l0.log"
 rec hang
 wait_until $((400 * SLOW)) ended hang
 eq "hang: two attempts" "$(attempts hang)" 2
 check "hang: attempt 1 killed at the timeout" logged "$WORK/l0.log" \
-    "'$(path_of hang)': attempt 1 of 4 killed after 3 s (--on-finish-timeout); again in 1 s"
+    "'$(path_of hang)': attempt 1 of 4 killed after $T0 s (--on-finish-timeout); again in 1 s"
 hp=$(cat hang.pid 2>/dev/null)
 [ -n "$hp" ] && wait_until $((200 * SLOW)) gone "$hp"
 check "hang: the command's own child was killed too" \
