@@ -43,6 +43,7 @@ struct recording {
 						   checkpoint */
 	bool			 finished;
 	bool			 no_tsync;	/* the producer has none */
+	const char		*producer;	/* a static string */
 	void			(*taken)(void *);
 	void			*owner;		/* NULL: waits for a resume */
 	enum recording_fault	 fault;

@@ -118,6 +118,7 @@ recording_alloc(const struct listener_config *cfg, const char *label)
 
 	r->cfg = cfg;
 	r->ts = timesync_new();
+	r->producer = "tdproto";
 	snprintf(r->label, sizeof r->label, "%s", label);
 	return r;
 }
@@ -599,6 +600,38 @@ recording_sample(struct recording *r, const struct td_tsync_sample *s)
 	    s->ts, s->bound, s->probes);
 }
 
+/* Who hears of the files put in place (recording_set_done()). */
+static void	(*recording_done_cb)(const struct output_done *, void *);
+static void	*recording_done_arg;
+
+void
+recording_set_done(void (*cb)(const struct output_done *, void *), void *arg)
+{
+	recording_done_cb = cb;
+	recording_done_arg = arg;
+}
+
+void
+recording_set_producer(struct recording *r, const char *producer)
+{
+	r->producer = producer;
+}
+
+/* r's file is in place as path (complete: finished): say so. */
+static void
+recording_done(const struct recording *r, const char *path, bool complete)
+{
+	struct output_done d;
+
+	if (recording_done_cb == NULL)
+		return;
+	d.path = path;
+	d.complete = complete;
+	d.producer = r->producer;
+	d.identity = r->p.identity;
+	d.name = r->p.name;
+	recording_done_cb(&d, recording_done_arg);
+}
 
 int
 recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
@@ -651,6 +684,7 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 	registry_finished(d);
 	log_info("%s: wrote '%s' (%" PRIu64 " bytes)", r->label, r->path,
 	    d->size);
+	recording_done(r, r->path, true);
 	return 0;
 }
 
@@ -752,6 +786,7 @@ recording_keep_partial(struct recording *r)
 		return;
 	}
 	log_warnx("%s: kept what was received as '%s'", r->label, final);
+	recording_done(r, final, false);
 	free(final);
 }
 
@@ -853,6 +888,12 @@ recording_recover(const struct listener_config *cfg, const char *identity,
 		    identity, name);
 	} else
 		snprintf(r->label, sizeof r->label, "session %s", identity);
+	/*
+	 * The checkpoint does not say who produced it: trace-cmd clients'
+	 * recordings are the ones under tracecmd-<address> (tracecmd.c).
+	 */
+	if (strncmp(identity, "tracecmd-", 9) == 0)
+		r->producer = "tracecmd";
 	r->acct = budget_open(identity);
 	/* it exists already: recovered even past the budget (uncounted) */
 	if (budget_fds(r->acct, recording_fds(&r->p), 0) != BUDGET_OK)
