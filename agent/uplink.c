@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,12 +139,29 @@ uplink_option(struct recorder *r, uint16_t id, const void *p, size_t n)
  * --reconnect-wait (nothing is lost meanwhile: tracing is not on yet, an
  * import has not started reading).
  */
+/* A stopping signal pending (they are blocked until the loop), or 0. */
+static int
+uplink_stop_signal(void)
+{
+	static const int stop[] = { SIGINT, SIGTERM, SIGHUP };
+	sigset_t set;
+	size_t i;
+
+	if (sigpending(&set) == -1)
+		return 0;
+	for (i = 0; i < sizeof stop / sizeof *stop; i++)
+		if (sigismember(&set, stop[i]) == 1)
+			return stop[i];
+	return 0;
+}
+
 int
 uplink_net_start(struct net *n, const struct agent_opts *o, char *err,
     size_t errlen)
 {
 	struct timespec t0, now;
 	bool told = false;
+	int sig;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (net_start(n, err, errlen) == -1) {
@@ -151,6 +169,14 @@ uplink_net_start(struct net *n, const struct agent_opts *o, char *err,
 		if (!net_later(n) || (now.tv_sec - t0.tv_sec) +
 		    (now.tv_nsec - t0.tv_nsec) / 1e9 >= o->reconnect_wait)
 			return -1;
+		/* the signals wait blocked for the recorder's loop: one
+		   that came meanwhile ends the trying */
+		if ((sig = uplink_stop_signal()) != 0) {
+			snprintf(err, errlen, "stopped by %s before the "
+			    "listener took the recording", sig == SIGINT ?
+			    "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
+			return -1;
+		}
 		if (!told)
 			log_warnx("%s; trying again for up to %d s", err,
 			    o->reconnect_wait);
