@@ -2,7 +2,8 @@
 # End-to-end: several collectors (tdagent -h A,B,C) and listeners that
 # share an output directory.  The workload is tests/tdpoke's getppid()
 # calls (-f "id == getppid"): each is a sys_enter and a sys_exit, so a
-# file holds exactly 2 N events of tdpoke, counted in trace-cmd report.
+# file holds exactly 2 N events of tdpoke-static, counted in trace-cmd
+# report.
 #   1. -h DEAD,LIVE: the first is a closed port, the second takes the
 #      recording; the agent's log names it.
 #   2. -h A,B where A says "come back later" (its open files limit leaves
@@ -48,7 +49,7 @@ exact() {
 	check "$1: the listener wrote a file" test -f "$f"
 	check "$1: trace-cmd reads it cleanly" tc_clean "$f"
 	eq "$1: exactly the workload's events" "$(awk -v nr="$NR_GETPPID" \
-	    '/ tdpoke-[0-9]+ / && $0 ~ "NR " nr " " { n++ } END { print n + 0 }' \
+	    '/ tdpoke-static-[0-9]+ / && $0 ~ "NR " nr " " { n++ } END { print n + 0 }' \
 	    "$WORK/report.out")" $((2 * $3))
 	"$TDCOUNT" "$f" > "$WORK/count.$1" 2>&1
 	eq "$1: no event marked lost" "$(field missed < "$WORK/count.$1")" 0
