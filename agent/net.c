@@ -1,10 +1,11 @@
 /*
  * net.c: the agent side of the tracedock protocol over TLS (or plain TCP
  * with --insecure): the session with the listener (HELLO, resume, ACKs,
- * time sync) over one connection after another.  The recording's bytes,
- * kept until the listener acknowledges them, are stream.c's; one
- * connection's bytes, and every socket and TLS call, are conn.c's; the
- * thread that dials again is reconnect.c's.
+ * time sync) over one connection after another, to the collector that
+ * took the recording (collectors.h).  The recording's bytes, kept until
+ * the listener acknowledges them, are stream.c's (net-sink.c frames
+ * them); one connection's bytes, and every socket and TLS call, are
+ * conn.c's; the thread that dials again is reconnect.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,8 +30,6 @@
 
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
-
-
 
 static uint64_t
 net_now_ms(void)
