@@ -1,10 +1,11 @@
 /*
  * net.c: the agent side of the tracedock protocol over TLS (or plain TCP
  * with --insecure): the session with the listener (HELLO, resume, ACKs,
- * time sync) over one connection after another.  The recording's bytes,
- * kept until the listener acknowledges them, are stream.c's; one
- * connection's bytes, and every socket and TLS call, are conn.c's; the
- * thread that dials again is reconnect.c's.
+ * time sync) over one connection after another, to the collector that
+ * took the recording (collectors.h).  The recording's bytes, kept until
+ * the listener acknowledges them, are stream.c's (net-sink.c frames
+ * them); one connection's bytes, and every socket and TLS call, are
+ * conn.c's; the thread that dials again is reconnect.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,9 +16,11 @@
 #include <time.h>
 
 #include "buf.h"
+#include "collectors.h"
 #include "conn.h"
 #include "meta.h"
 #include "net.h"
+#include "net-local.h"
 #include "reconnect.h"
 #include "stream.h"
 #include "tdlimits.h"
@@ -27,34 +30,6 @@
 
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
-
-/* The session: the stream, the connection of the moment, reconnecting. */
-struct net {
-	struct net_params np;
-	struct td_hello	 hello;
-	struct conn_target target;	/* where the listener is */
-	char		 where[4200];	/* net_where()'s text */
-	SSL_CTX		*ctx;		/* NULL: --insecure */
-	struct conn	*c;		/* NULL: down */
-	char		 identity[TD_MAX_NAME_LEN + 1];
-	uint32_t	 tsync_interval;
-	uint32_t	 idle_timeout;
-	bool		 fatal;
-	bool		 done;		/* DONE came with a resume */
-	struct td_done	 done_msg;
-
-	struct stream	*s;		/* the recording's bytes */
-	uint64_t	 last_send_ms;
-
-	/* reconnecting */
-	struct reconnect *rc;
-	bool		 retry_later;	/* ERROR RETRY: wait before trying */
-	bool		 told_later;	/* the first connection: try again */
-	uint64_t	 up_since_ms;
-	char		 nerr[512];	/* why no attempt could start */
-	unsigned int	 reconnects;
-};
-
 
 static uint64_t
 net_now_ms(void)
@@ -121,18 +96,20 @@ static int
 net_open(struct net *n, bool resume, struct conn **cp,
     struct td_welcome *w, bool *fatal, char *err, size_t errlen)
 {
+	const struct conn_target *t;
 	struct td_hello h = n->hello;
 	struct td_frame f;
 	struct td_buf b;
 	struct conn *c;
 
 	*cp = NULL;
-	if ((c = conn_open(&n->target, n->ctx, n->np.timeout,
+	t = collectors_target(n->cl, n->cur);
+	if ((c = conn_open(t, n->ctx, n->np.timeout,
 	    NET_USER_TIMEOUT_MS, fatal, err, errlen)) == NULL) {
 		/* a serial device nobody answers yet: a guest that boots
 		   before its host's listener, or QEMU reconnecting */
 		n->told_later = !*fatal && errno == ETIMEDOUT &&
-		    n->target.kind == CONN_SERIAL;
+		    t->kind == CONN_SERIAL;
 		return -1;
 	}
 	if (resume)
@@ -196,7 +173,6 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 	struct net *n;
 
 	n = xcalloc(1, sizeof *n);
-	n->target.devfd = -1;
 	n->np = *np;
 	n->np.host = xstrdup(np->host);
 	n->np.port = xstrdup(np->port);
@@ -206,9 +182,9 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 	n->np.server_name = np->server_name ? xstrdup(np->server_name) : NULL;
 	n->np.spool_dir = np->spool_dir ? xstrdup(np->spool_dir) : NULL;
 	n->hello = *hello;
-	if (conn_target_parse(np->host, np->port, np->server_name,
-	    !np->insecure, &n->target, err, errlen) == -1 ||
-	    conn_target_open(&n->target, err, errlen) == -1)
+	if ((n->cl = collectors_parse(np->host, np->port, np->server_name,
+	    !np->insecure, err, errlen)) == NULL ||
+	    collectors_open(n->cl, err, errlen) == -1)
 		goto fail;
 	n->s = stream_new(hello->page_size, hello->ncpus, np->wire,
 	    np->spool_dir, np->spool_max);
@@ -235,16 +211,22 @@ fail:
 	return NULL;
 }
 
-/* The first connection: connect, authenticate, introduce the recording. */
+/*
+ * The first connection, to collector i: connect, authenticate, introduce
+ * the recording.  The collector that takes it keeps it (n->cur).
+ */
 int
-net_start(struct net *n, char *err, size_t errlen)
+net_start(struct net *n, int i, char *err, size_t errlen)
 {
 	struct td_welcome w;
 	bool fatal;
 
-	n->told_later = false;
-	if (net_open(n, false, &n->c, &w, &fatal, err, errlen) == -1)
+	n->told_later = n->refused = false;
+	n->cur = i;
+	if (net_open(n, false, &n->c, &w, &fatal, err, errlen) == -1) {
+		n->refused = fatal;
 		return -1;
+	}
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
 	n->tsync_interval = w.tsync_interval;
 	n->idle_timeout = w.idle_timeout;
@@ -261,6 +243,27 @@ bool
 net_later(const struct net *n)
 {
 	return n->told_later;
+}
+
+/* Whether the collector net_start() tried refused this agent for good. */
+bool
+net_refused(const struct net *n)
+{
+	return n->refused;
+}
+
+/* How many collectors -h gave. */
+int
+net_collectors(const struct net *n)
+{
+	return collectors_count(n->cl);
+}
+
+/* Where collector i is, for messages. */
+const char *
+net_collector(const struct net *n, int i)
+{
+	return collectors_where(n->cl, i);
 }
 
 /* Wait one backoff before net_start() tries again. */
@@ -291,7 +294,8 @@ net_where(struct net *n)
 	char rs[128];
 	size_t l;
 
-	conn_target_describe(&n->target, n->where, sizeof n->where);
+	snprintf(n->where, sizeof n->where, "%s",
+	    collectors_where(n->cl, n->cur));
 	if (n->c != NULL) {
 		conn_resync_describe(n->c, rs, sizeof rs);
 		l = strlen(n->where);
@@ -509,108 +513,6 @@ net_tsync_end(struct net *n)
 {
 	if (net_up(n))
 		conn_set_blocking(n->c, false, n->np.timeout * 1000);
-}
-
-/* ---- the meta sink ------------------------------------------------------ */
-
-static int
-net_sink_begin(void *arg, enum td_opt id)
-{
-	struct net *n = arg;
-	struct td_buf *q;
-
-	if ((q = stream_frame(n->s)) == NULL ||
-	    td_msg_pack_section(q, id) == -1)
-		return -1;
-	stream_added(n->s);
-	return 0;
-}
-
-static int
-net_sink_write(void *arg, const void *p, size_t len)
-{
-	struct net *n = arg;
-	char err[512];
-
-	if (stream_section_data(n->s, p, len) == -1)
-		return -1;
-	/* big sections start going out while they are read */
-	if (net_up(n) && net_flush(n, err, sizeof err) == -1)
-		return 0;	/* the loop finds out and reconnects */
-	return 0;
-}
-
-static int
-net_sink_end(void *arg)
-{
-	struct net *n = arg;
-	struct td_buf *q;
-
-	if (stream_section_flush(n->s) == -1 ||
-	    (q = stream_frame(n->s)) == NULL ||
-	    td_msg_pack_section_end(q) == -1)
-		return -1;
-	stream_added(n->s);
-	return 0;
-}
-
-static int
-net_sink_option(void *arg, enum td_opt id, const void *p, size_t len)
-{
-	struct net *n = arg;
-	struct td_buf *q;
-
-	if ((q = stream_frame(n->s)) == NULL ||
-	    td_msg_pack_option(q, id, p, len) == -1)
-		return -1;
-	stream_added(n->s);
-	return 0;
-}
-
-static int
-net_sink_page(void *arg, int cpu, const void *p, size_t len)
-{
-	struct net *n = arg;
-
-	return stream_page(n->s, cpu, p, len);
-}
-
-static int
-net_sink_chunk(void *arg, int cpu, enum td_codec_id codec, const void *z,
-    size_t zlen, uint32_t npages)
-{
-	struct net *n = arg;
-
-	return stream_chunk(n->s, cpu, codec, z, zlen, npages);
-}
-
-static int
-net_sink_batch_end(void *arg)
-{
-	struct net *n = arg;
-
-	return stream_batch_end(n->s);
-}
-
-/* Frame everything recorded into the stream. */
-void
-net_meta_sink(struct net *n, struct meta_sink *s)
-{
-	s->begin = net_sink_begin;
-	s->write = net_sink_write;
-	s->end = net_sink_end;
-	s->option = net_sink_option;
-	s->page = net_sink_page;
-	s->chunk = net_sink_chunk;
-	s->batch_end = net_sink_batch_end;
-	s->arg = n;
-}
-
-/* Close the current PAGES batch. */
-int
-net_batch_end(struct net *n)
-{
-	return stream_batch_end(n->s);
 }
 
 /* ---- the connection --------------------------------------------------- */
@@ -968,7 +870,7 @@ net_close(struct net *n)
 		return;
 	reconnect_free(n->rc);
 	conn_close(n->c, true);
-	conn_target_close(&n->target);
+	collectors_free(n->cl);
 	conn_ctx_free(n->ctx);
 	stream_free(n->s);
 	free((char *)(uintptr_t)n->np.host);

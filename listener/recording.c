@@ -32,6 +32,7 @@
 #include "page.h"
 #include "recording.h"
 #include "recording-local.h"
+#include "reclock.h"
 #include "registry.h"
 #include "tally.h"
 #include "tdfile.h"
@@ -103,11 +104,14 @@ recording_write_failed(struct recording *r, const char *room,
 	return recording_fail(r, REC_INPUT, "%s", input);
 }
 
-/* The writer's descriptors: its file, its spools, a checkpoint. */
+/*
+ * The writer's descriptors: its file, its spools, a checkpoint, and the
+ * lock that says this listener owns the recording (reclock.h).
+ */
 static int
 recording_fds(const struct recording_params *p)
 {
-	return 2 + (p->ncpus < TD_WRITER_SPOOL_FDS ? (int)p->ncpus :
+	return 3 + (p->ncpus < TD_WRITER_SPOOL_FDS ? (int)p->ncpus :
 	    TD_WRITER_SPOOL_FDS);
 }
 
@@ -117,6 +121,7 @@ recording_alloc(const struct listener_config *cfg, const char *label)
 	struct recording *r = xcalloc(1, sizeof *r);
 
 	r->cfg = cfg;
+	r->lockfd = -1;
 	r->ts = timesync_new();
 	r->producer = "tdproto";
 	snprintf(r->label, sizeof r->label, "%s", label);
@@ -137,7 +142,38 @@ recording_free(struct recording *r)
 	free(r->cpu);
 	free(r->path);
 	free(r->state_path);
+	reclock_release(r->lockfd);
 	free(r);
+}
+
+/*
+ * Lock r's PATH.part: from now on no other listener sharing the output
+ * directory takes the recording over (reclock.h).  A filesystem without
+ * locks is said once, and the recording goes on without.  -1 with errno.
+ */
+static int
+recording_lock(struct recording *r)
+{
+	static bool told;
+	char *part;
+	int e;
+
+	xasprintf(&part, "%s.part", r->path);
+	r->lockfd = reclock_take(part);
+	e = errno;
+	free(part);
+	if (r->lockfd != -1)
+		return 0;
+	if (e != ENOLCK && e != EOPNOTSUPP) {
+		errno = e;
+		return -1;
+	}
+	if (!told)
+		log_warnx("'%s': no file locks here (%s): listeners that share "
+		    "this directory are not kept from taking over each "
+		    "other's recordings", r->cfg->dir, strerror(e));
+	told = true;
+	return 0;
 }
 
 /* What a checkpoint of r holds. */
@@ -289,6 +325,15 @@ recording_open(const struct listener_config *cfg,
 		r->trace_id = (uint64_t)time(NULL);
 	/* the first checkpoint: from now on the recording survives us */
 	xasprintf(&r->state_path, "%s.state", r->path);
+	if (recording_lock(r) == -1) {
+		e = errno;
+		snprintf(err, errlen, "cannot lock '%s.part': %s", r->path,
+		    strerror(e));
+		*fault = recording_no_room(e) ? REC_ROOM : REC_FAIL;
+		td_file_abort(r->file);
+		r->file = NULL;
+		goto out_free;
+	}
 	if (recording_write_state(r) == -1) {
 		e = errno;
 		snprintf(err, errlen, "cannot write '%s': %s", r->state_path,
@@ -862,6 +907,37 @@ recording_leave_all(void)
 		recording_leave(r);
 }
 
+/*
+ * Before recovering the recording of statepath: take its lock, unless
+ * another listener sharing the directory holds it (-1: it is that
+ * listener's, leave it alone), or the recording ended meanwhile (-1).  A
+ * .part that is not there, or a filesystem without locks, leaves it to
+ * recovery as before (0).
+ */
+static int
+recording_claim(struct recording *r, const char *statepath)
+{
+	char *part;
+	int e;
+
+	xasprintf(&part, "%.*s.part", (int)strlen(statepath) - 6, statepath);
+	r->lockfd = reclock_take(part);
+	e = errno;
+	free(part);
+	if (r->lockfd == -1 && e == EAGAIN) {
+		log_warnx("'%s': another tdlisten holds this recording (its "
+		    ".part is locked): not recovered", statepath);
+		return -1;
+	}
+	if ((r->lockfd == -1 && e == ESTALE) ||
+	    (r->lockfd != -1 && access(statepath, F_OK) == -1)) {
+		log_debug("'%s': ended by another tdlisten meanwhile",
+		    statepath);
+		return -1;
+	}
+	return 0;
+}
+
 void
 recording_recover(const struct listener_config *cfg, const char *identity,
     const char *statepath)
@@ -875,6 +951,10 @@ recording_recover(const struct listener_config *cfg, const char *identity,
 	}
 	r = recording_alloc(cfg, "recovered");
 	snprintf(r->p.identity, sizeof r->p.identity, "%s", identity);
+	if (recording_claim(r, statepath) == -1) {
+		recording_free(r);
+		return;
+	}
 	if (recording_read_state(r, statepath, err, sizeof err) == -1) {
 		log_warnx("cannot recover a recording: %s; its files stay",
 		    err);

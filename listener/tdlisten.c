@@ -576,10 +576,11 @@ tdlisten_tick_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Every session holds a socket, its .part file and one spool per CPU of
- * its agent: a thousand 2-CPU agents need 4000 descriptors, and the soft
- * limit is often 1024.  Take the hard limit and say when even that is
- * short of --max-sessions (accepting then pauses when it runs out).
+ * Every session holds a socket, its .part file, the .part's lock and one
+ * spool per CPU of its agent: a thousand 2-CPU agents need 5000
+ * descriptors, and the soft limit is often 1024.  Take the hard limit
+ * and say when even that is short of --max-sessions (accepting then
+ * pauses when it runs out).
  */
 static void
 tdlisten_raise_nofile(const struct listener_config *c)
@@ -587,7 +588,7 @@ tdlisten_raise_nofile(const struct listener_config *c)
 	struct budget_caps caps = { TD_SESSION_MEM, TD_IDENTITY_MEM,
 	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE, 0 };
 	struct rlimit rl;
-	rlim_t want = (rlim_t)c->max_sessions * 4 + 64;
+	rlim_t want = (rlim_t)c->max_sessions * 5 + 64;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
 		return;

@@ -107,6 +107,12 @@
  */
 #define TD_SESSION_TURN		(8u * 1024 * 1024)
 /*
+ * Collectors an agent is given at most (tdagent -h A,B,C): it tries them
+ * in order for the first connection, each with its own connect and TLS
+ * timeouts, so a long list only makes a start slower.
+ */
+#define TD_MAX_COLLECTORS	8
+/*
  * Descriptors the listener keeps for itself (listening sockets, logs,
  * checkpoints being written, accepts): a recording starts only if its
  * descriptors fit in RLIMIT_NOFILE minus these and the connections.

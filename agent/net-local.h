@@ -1,0 +1,53 @@
+/*
+ * net-local.h: the agent's session with the listener, struct net, for
+ * net.c and net-sink.c only (see net.h).
+ */
+#ifndef TD_NET_LOCAL_H
+#define TD_NET_LOCAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <openssl/ssl.h>
+
+#include "net.h"
+#include "tdlimits.h"
+#include "tdproto.h"
+
+struct collectors;
+struct conn;
+struct reconnect;
+struct stream;
+
+/* The session: the stream, the connection of the moment, reconnecting. */
+struct net {
+	struct net_params np;
+	struct td_hello	 hello;
+	struct collectors *cl;		/* where the listeners are */
+	int		 cur;		/* the one tried, then the one that
+					   took the recording: every resume
+					   goes to it */
+	char		 where[4200];	/* net_where()'s text */
+	SSL_CTX		*ctx;		/* NULL: --insecure */
+	struct conn	*c;		/* NULL: down */
+	char		 identity[TD_MAX_NAME_LEN + 1];
+	uint32_t	 tsync_interval;
+	uint32_t	 idle_timeout;
+	bool		 fatal;
+	bool		 done;		/* DONE came with a resume */
+	struct td_done	 done_msg;
+
+	struct stream	*s;		/* the recording's bytes */
+	uint64_t	 last_send_ms;
+
+	/* reconnecting */
+	struct reconnect *rc;
+	bool		 retry_later;	/* ERROR RETRY: wait before trying */
+	bool		 told_later;	/* the first connection: try again */
+	bool		 refused;	/* ... or not this listener, ever */
+	uint64_t	 up_since_ms;
+	char		 nerr[512];	/* why no attempt could start */
+	unsigned int	 reconnects;
+};
+
+#endif
