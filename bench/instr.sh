@@ -5,7 +5,7 @@
 # seam (#12)", "Load-independent: instructions and peak RSS".
 #
 #	sudo bench/instr.sh [--runs R] [--poke N] [--dd N] [--keep]
-#	    [--only cg|rss] BEFORE_TREE AFTER_TREE
+#	    [--only cg|rss] [--scen "SCENARIO..."] BEFORE_TREE AFTER_TREE
 #
 # Each tree must be built (sh scripts/build.sh build); the script makes the
 # test tools it needs (tests/tdload, tests/tdpoke) in its build/ and copies
@@ -57,6 +57,7 @@ POKE=1000000
 DD=50000
 KEEP=0
 ONLY="cg rss"
+SCENS="idle-tcp idle-tls load0-tcp load0-tls load-tcp load-tls start-tcp start-tls poke-tcp poke-tls"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) RUNS=$2; shift 2 ;;
@@ -64,8 +65,10 @@ while [ $# -gt 0 ]; do
 	--dd) DD=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
 	--only) ONLY=$2; shift 2 ;;
+	--scen) SCENS=$2; shift 2 ;;
 	-*) echo "usage: $0 [--runs R] [--poke N] [--dd N] [--keep]" \
-	    "[--only cg|rss] BEFORE_TREE AFTER_TREE" >&2; exit 2 ;;
+	    "[--only cg|rss] [--scen LIST] BEFORE_TREE AFTER_TREE" >&2
+	    exit 2 ;;
 	*) break ;;
 	esac
 done
@@ -153,10 +156,14 @@ SRC0_BYTES=$(data_bytes "$SRC0") || die "cannot size $SRC0"
 say "src0.dat: $(stat -c %s "$SRC0") bytes, $SRC0_BYTES bytes of ring pages"
 
 # wrap MODE TAG: the command prefix that measures one program: callgrind
-# (its files $TMP/cg/TAG.PID) or /usr/bin/time (its line in $TMP/TAG.time)
+# (its files $TMP/cg/TAG.PID[.PART]) or /usr/bin/time (its line in
+# $TMP/TAG.time).  A forked child starts with its parent's counts in
+# callgrind: tdagent's parent dumps its counts (and so zeroes them) when
+# it enters priv_fork(), and its recorder, forked right after, counts only
+# its own (the few instructions between the two are counted twice).
 wrap() {
 	if [ "$1" = cg ]; then
-		echo valgrind -q --tool=callgrind \
+		echo valgrind -q --tool=callgrind --dump-before=priv_fork \
 		    "--callgrind-out-file=$TMP/cg/$2.%p"
 	else
 		echo /usr/bin/time -f %M -o "$TMP/$2.time"
@@ -218,6 +225,49 @@ ir_of() {
 		s=$((s + n))
 	done
 	echo "$s"
+}
+
+# self Ir of the callgrind files $TMP/cg/$1.* by object, in groups: own
+# (tdagent, tdlisten), zstd, libc, libevent, ssl (libssl and libcrypto),
+# ld.so, other; "GROUP IR" lines
+obj_of() {
+	awk '
+	function obid(s,    id, rest) {
+		if (match(s, /^\([0-9]+\)/)) {
+			id = substr(s, 1, RLENGTH)
+			rest = substr(s, RLENGTH + 2)
+			if (rest != "")
+				name[FILENAME, id] = rest
+			return id
+		}
+		name[FILENAME, s] = s
+		return s
+	}
+	/^ob=/ { ob = obid(substr($0, 4)); next }
+	/^cob=/ { obid(substr($0, 5)); next }
+	# the line after calls= is the inclusive cost of the call
+	/^calls=/ { skip = 1; next }
+	/^[-+*0-9]/ {
+		if (skip) { skip = 0; next }
+		ir[FILENAME, ob] += $2
+		next
+	}
+	END {
+		for (k in ir) {
+			n = name[k]
+			sub(/.*\//, "", n)
+			g = "other"
+			if (n ~ /^td(agent|listen)$/) g = "own"
+			else if (n ~ /^libzstd/) g = "zstd"
+			else if (n ~ /^libc\.so/) g = "libc"
+			else if (n ~ /^libevent/) g = "libevent"
+			else if (n ~ /^lib(ssl|crypto)/) g = "ssl"
+			else if (n ~ /^ld-linux/) g = "ld.so"
+			t[g] += ir[k]
+		}
+		for (g in t)
+			print g, t[g]
+	}' "$TMP"/cg/"$1".*
 }
 
 # peak RSS in MB of /usr/bin/time's file $TMP/$1.time
@@ -304,15 +354,22 @@ one_run() {
 		;;
 	esac
 	if [ "$mode" = cg ]; then
+		local role g n
 		record "$t" ir "$scen" "$run" listener "$(ir_of "$tag-listener")"
 		case $scen in
 		start-* | poke-*)
 			record "$t" ir "$scen" "$run" agent \
 			    "$(ir_of "$tag-agent")"
-			record "$t" ir "$scen" "$run" agent-procs \
+			record "$t" ir "$scen" "$run" agent-files \
 			    "$(ls "$TMP"/cg/"$tag"-agent.* | wc -l)"
 			;;
 		esac
+		for role in listener agent; do
+			ls "$TMP"/cg/"$tag-$role".* >/dev/null 2>&1 || continue
+			obj_of "$tag-$role" | while read -r g n; do
+				record "$t" ir "$scen" "$run" "$role:$g" "$n"
+			done
+		done
 		keep_cg "$tag-listener"
 		keep_cg "$tag-agent"
 	else
@@ -331,7 +388,6 @@ one_run() {
 	rm -rf "$dir"
 }
 
-SCENS="idle-tcp idle-tls load0-tcp load0-tls load-tcp load-tls start-tcp start-tls poke-tcp poke-tls"
 : >"$OUT/results.tsv"
 {
 	echo "# bench/instr.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r)," \
@@ -368,10 +424,15 @@ function fig(t, m, s, role, per,    r, n, a, x, b) {
 		x = v[t, m, s, r, role]
 		sec = substr(s, index(s, "-") + 1)
 		b = s ~ /^load-/ ? srcb : s ~ /^load0-/ ? src0b : v[t, m, s, r, "ring-bytes"]
-		if (per == "idle")
+		if (per == "idle") {
+			if (!((t, m, "idle-" sec, r, "listener") in v))
+				continue
 			x = x - v[t, m, "idle-" sec, r, "listener"]
+		}
 		# the marginal cost: less the same without (almost) pages
 		if (per == "load0") {
+			if (!((t, m, "load0-" sec, r, role) in v))
+				continue
 			x = x - v[t, m, "load0-" sec, r, role]
 			b = b - src0b
 		}
@@ -443,6 +504,15 @@ END {
 	row("listener, poke TLS: (-start) per ring MB", "ir", "poke-tls", "listener", "start")
 	row("poke TCP: ring MB (callgrind runs)", "ir", "poke-tcp", "ring-bytes", "")
 	row("poke TLS: ring MB (callgrind runs)", "ir", "poke-tls", "ring-bytes", "")
+	print "self Ir by object (own: tdagent or tdlisten itself)"
+	ns = split("load-tcp load-tls start-tcp start-tls poke-tcp poke-tls", sc, " ")
+	ng = split("own zstd libc libevent ssl ld.so other", gr, " ")
+	for (i = 1; i <= ns; i++)
+		for (rr = 1; rr <= 2; rr++) {
+			ro = rr == 1 ? "listener" : "agent"
+			for (j = 1; j <= ng; j++)
+				row("  " sc[i] " " ro ": " gr[j], "ir", sc[i], ro ":" gr[j], "")
+		}
 	print "peak RSS MB (native)"
 	row("listener idle TCP", "rss", "idle-tcp", "listener", "")
 	row("listener idle TLS", "rss", "idle-tls", "listener", "")
