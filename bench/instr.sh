@@ -4,8 +4,12 @@
 # before / after / ratio.  See bench/README.md, "Before and after the
 # seam (#12)", "Load-independent: instructions and peak RSS".
 #
-#	sudo bench/instr.sh [--runs R] [--poke N] [--dd N] [--keep]
-#	    [--only cg|rss] [--scen "SCENARIO..."] BEFORE_TREE AFTER_TREE
+#	sudo bench/instr.sh [--runs R] [--poke N] [--dd N] [--storm N] [--keep]
+#	    [--only cg|rss] [--scen "SCENARIO..."] [--append] BEFORE_TREE
+#	    AFTER_TREE
+#
+# --append adds its runs to the results already in the output directory
+# (reusing its src.dat files) and prints the table of them all.
 #
 # Each tree must be built (sh scripts/build.sh build); the script makes the
 # test tools it needs (tests/tdload, tests/tdpoke) in its build/ and copies
@@ -35,6 +39,12 @@
 #                       -b 65536 -- tests/tdpoke N 0: N events (1,000,000 by
 #                       default) streamed, the ring big enough to hold them
 #                       all whatever the speed
+#   storm-tcp, storm-tls  peak RSS only (not under callgrind): tdagent -h
+#                       ... -e raw_syscalls -F -- dd if=/dev/zero
+#                       of=/dev/null bs=1 count=N (2,000,000 by default) at
+#                       the kernel's ring size, the storm of bench/run.sh:
+#                       the agent's queue fills as fast as the listener
+#                       lags, so this one does depend on the load
 #
 # The listeners run with --tsync-interval 0 (a time-sync round at the start
 # and at the end only, not one every 10 s of wall time, which valgrind and
@@ -55,19 +65,24 @@ set -euo pipefail
 RUNS=3
 POKE=1000000
 DD=50000
+STORM=2000000
 KEEP=0
+APPEND=0
 ONLY="cg rss"
-SCENS="idle-tcp idle-tls load0-tcp load0-tls load-tcp load-tls start-tcp start-tls poke-tcp poke-tls"
+SCENS="idle-tcp idle-tls load0-tcp load0-tls load-tcp load-tls start-tcp start-tls poke-tcp poke-tls storm-tcp storm-tls"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) RUNS=$2; shift 2 ;;
 	--poke) POKE=$2; shift 2 ;;
 	--dd) DD=$2; shift 2 ;;
+	--storm) STORM=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
+	--append) APPEND=1; shift ;;
 	--only) ONLY=$2; shift 2 ;;
 	--scen) SCENS=$2; shift 2 ;;
-	-*) echo "usage: $0 [--runs R] [--poke N] [--dd N] [--keep]" \
-	    "[--only cg|rss] [--scen LIST] BEFORE_TREE AFTER_TREE" >&2
+	-*) echo "usage: $0 [--runs R] [--poke N] [--dd N] [--storm N]" \
+	    "[--keep] [--only cg|rss] [--scen LIST] [--append] BEFORE_TREE" \
+	    "AFTER_TREE" >&2
 	    exit 2 ;;
 	*) break ;;
 	esac
@@ -143,15 +158,18 @@ chmod -R a+rX "$PKI"
 
 # the fixed recording tdload replays, made once by the first tree's agent
 SRC=$OUT/src.dat
-"$TMP/bin-before/tdagent" -q -o "$SRC" -e sched -e raw_syscalls -F \
-    -b 4096 -- dd if=/dev/zero of=/dev/null bs=1 count="$DD" status=none ||
-    die "cannot make $SRC"
+SRC0=$OUT/src0.dat
+if [ "$APPEND" = 0 ] || [ ! -s "$SRC" ] || [ ! -s "$SRC0" ]; then
+	"$TMP/bin-before/tdagent" -q -o "$SRC" -e sched -e raw_syscalls -F \
+	    -b 4096 -- dd if=/dev/zero of=/dev/null bs=1 count="$DD" \
+	    status=none || die "cannot make $SRC"
+	# the same headers and almost no pages: what a replay costs besides
+	# them
+	"$TMP/bin-before/tdagent" -q -o "$SRC0" -e sched -e raw_syscalls -F \
+	    -b 4096 -- true || die "cannot make $SRC0"
+fi
 SRC_BYTES=$(data_bytes "$SRC") || die "cannot size $SRC"
 say "src.dat: $(stat -c %s "$SRC") bytes, $SRC_BYTES bytes of ring pages"
-# the same headers and almost no pages: what a replay costs besides them
-SRC0=$OUT/src0.dat
-"$TMP/bin-before/tdagent" -q -o "$SRC0" -e sched -e raw_syscalls -F \
-    -b 4096 -- true || die "cannot make $SRC0"
 SRC0_BYTES=$(data_bytes "$SRC0") || die "cannot size $SRC0"
 say "src0.dat: $(stat -c %s "$SRC0") bytes, $SRC0_BYTES bytes of ring pages"
 
@@ -197,7 +215,8 @@ start_listener() {
 			[ "$mode" = cg ] ||
 			    LPID=$(pgrep -P "$LWRAP" | head -1 || true)
 			[ -n "$LPID" ] &&
-			    grep -q "listening on" "$TMP/$tag.llog" && return 0
+			    grep -q "listening on" "$TMP/$tag.llog" 2>/dev/null &&
+			    return 0
 			kill -0 "$LWRAP" 2>/dev/null || break
 			sleep 0.05
 		done
@@ -325,12 +344,15 @@ one_run() {
 		    die "$tag: tdload failed: $(tail -3 "$TMP/$tag.load")"
 		stop_listener "$TMP/$tag.llog"
 		;;
-	start-* | poke-*)
+	start-* | poke-* | storm-*)
 		start_listener "$t" "$mode" "$tag" "$sec" "$dir"
 		local -a rec=(-e syscalls:sys_enter_getppid -F -b 65536 --
 		    "$TMP/bin-$t/tdpoke" "$POKE" 0)
-		[ "${scen%-*}" = poke ] ||
+		[ "${scen%-*}" != start ] ||
 		    rec=(-e syscalls:sys_enter_getppid -F -b 65536 -- true)
+		[ "${scen%-*}" != storm ] ||
+		    rec=(-e raw_syscalls -F -- dd if=/dev/zero of=/dev/null
+		    bs=1 count="$STORM" status=none)
 		# shellcheck disable=SC2046
 		$(wrap "$mode" "$tag-agent") "$TMP/bin-$t/tdagent" \
 		    -h 127.0.0.1 -p "$LPORT" "${sec_args[@]}" "${rec[@]}" \
@@ -375,7 +397,7 @@ one_run() {
 	else
 		record "$t" rss "$scen" "$run" listener "$(rss_of "$tag-listener")"
 		case $scen in
-		start-* | poke-*)
+		start-* | poke-* | storm-*)
 			record "$t" rss "$scen" "$run" agent \
 			    "$(rss_of "$tag-agent")" ;;
 		esac
@@ -388,19 +410,25 @@ one_run() {
 	rm -rf "$dir"
 }
 
-: >"$OUT/results.tsv"
+if [ "$APPEND" = 0 ]; then
+	: >"$OUT/results.tsv"
+	: >"$OUT/head.txt"
+fi
 {
 	echo "# bench/instr.sh $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r)," \
 	    "$(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "# before ${TREE[before]} ${REV[before]}; after ${TREE[after]} ${REV[after]}"
-	echo "# runs $RUNS, poke $POKE, dd $DD, ring bytes: src.dat $SRC_BYTES, src0.dat $SRC0_BYTES"
-} >"$OUT/head.txt"
+	echo "# runs $RUNS, poke $POKE, dd $DD, storm $STORM, ring bytes: src.dat" \
+	    "$SRC_BYTES, src0.dat $SRC0_BYTES; $ONLY: $SCENS"
+} >>"$OUT/head.txt"
 for run in $(seq "$RUNS"); do
 	order="before after"
 	[ $((run % 2)) = 1 ] || order="after before"
 	for mode in $ONLY; do
 		for scen in $SCENS; do
 			for t in $order; do
+				# the storm depends on the load: no callgrind
+				[ "$mode:${scen%-*}" != cg:storm ] || continue
 				say "run $run: $mode $scen $t ($(cut -d' ' -f1 /proc/loadavg))"
 				one_run "$t" "$mode" "$scen" "$run"
 			done
@@ -528,6 +556,12 @@ END {
 	row("agent poke TLS", "rss", "poke-tls", "agent", "")
 	row("listener, poke TCP", "rss", "poke-tcp", "listener", "")
 	row("listener, poke TLS", "rss", "poke-tls", "listener", "")
+	row("agent storm TCP (load-dependent)", "rss", "storm-tcp", "agent", "")
+	row("agent storm TLS (load-dependent)", "rss", "storm-tls", "agent", "")
+	row("listener, storm TCP", "rss", "storm-tcp", "listener", "")
+	row("listener, storm TLS", "rss", "storm-tls", "listener", "")
+	row("storm TCP: ring MB", "rss", "storm-tcp", "ring-bytes", "")
+	row("storm TLS: ring MB", "rss", "storm-tls", "ring-bytes", "")
 }' "$OUT/results.tsv" >"$OUT/body.txt"
 cat "$OUT/head.txt" "$OUT/body.txt" >"$OUT/table.txt"
 cat "$OUT/table.txt"
