@@ -92,6 +92,7 @@ done
 command -v valgrind >/dev/null || { echo "instr.sh: needs valgrind" >&2; exit 2; }
 
 S=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
 . "$S/bench/lib.sh"
 OUT=${INSTR_OUT:-$S/bench/out/instr}
 mkdir -p "$OUT"
@@ -190,7 +191,7 @@ wrap() {
 
 # start_listener T MODE TAG tcp|tls DIR: sets LPORT, LPID
 start_listener() {
-	local t=$1 mode=$2 tag=$3 sec=$4 dir=$5 i try
+	local t=$1 mode=$2 tag=$3 sec=$4 dir=$5
 	local -a sec_args
 
 	if [ "$sec" = tcp ]; then
@@ -200,7 +201,7 @@ start_listener() {
 		    --ca "$PKI/ca.pem")
 	fi
 	mkdir -p "$dir"
-	for try in 1 2 3 4 5; do
+	for _ in 1 2 3 4 5; do
 		LPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
 		port_listening "$LPORT" && continue
 		# shellcheck disable=SC2046
@@ -211,7 +212,7 @@ start_listener() {
 		LIVE="$LIVE $LWRAP"
 		# under /usr/bin/time, the listener is its child
 		LPID=$LWRAP
-		for i in $(seq 1200); do
+		for _ in $(seq 1200); do
 			[ "$mode" = cg ] ||
 			    LPID=$(pgrep -P "$LWRAP" | head -1 || true)
 			[ -n "$LPID" ] &&
@@ -310,7 +311,7 @@ keep_cg() {
 one_run() {
 	local t=$1 mode=$2 scen=$3 run=$4
 	local tag=$t-$scen-$run sec=${scen##*-} dir=$TMP/out-$t-$scen-$run f
-	local bytes=0 arole=agent
+	local bytes=0
 	local -a sec_args
 
 	if [ "$sec" = tcp ]; then
@@ -383,11 +384,11 @@ one_run() {
 			record "$t" ir "$scen" "$run" agent \
 			    "$(ir_of "$tag-agent")"
 			record "$t" ir "$scen" "$run" agent-files \
-			    "$(ls "$TMP"/cg/"$tag"-agent.* | wc -l)"
+			    "$(find "$TMP/cg" -name "$tag-agent.*" | wc -l)"
 			;;
 		esac
 		for role in listener agent; do
-			ls "$TMP"/cg/"$tag-$role".* >/dev/null 2>&1 || continue
+			ls "$TMP/cg/$tag-$role".* >/dev/null 2>&1 || continue
 			obj_of "$tag-$role" | while read -r g n; do
 				record "$t" ir "$scen" "$run" "$role:$g" "$n"
 			done
