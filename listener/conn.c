@@ -73,6 +73,7 @@ struct conn {
 	enum conn_state		 state;
 	bool			 counted;	/* holds a slot */
 	bool			 big;		/* sockio_big() said so */
+	size_t			 rlow;		/* bev's read watermark now */
 	bool			 out_blocked;	/* replies unread: no reads */
 	struct event		*timer;		/* deadline, or closing */
 	char			 peer[128];
@@ -331,6 +332,20 @@ conn_streaming(struct conn *c)
 	}
 }
 
+/*
+ * Wake the read callback once low bytes wait; set only when it changes
+ * (libevent adds the read event again at each call: per page, that was
+ * the listener's most frequent call).
+ */
+static void
+conn_read_low(struct conn *c, size_t low)
+{
+	if (c->rlow == low)
+		return;
+	bufferevent_setwatermark(c->bev, EV_READ, low, 0);
+	c->rlow = low;
+}
+
 static void
 conn_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -371,10 +386,10 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		}
 		if (len < want || len == 0) {
 			/* wake up only when it is all in */
-			bufferevent_setwatermark(bev, EV_READ, want, 0);
+			conn_read_low(c, want);
 			return;
 		}
-		bufferevent_setwatermark(bev, EV_READ, 0, 0);
+		conn_read_low(c, 0);
 		n = want;
 		if (more) {
 			/* what is contiguous, so that nothing is copied */
