@@ -16,8 +16,10 @@
 
 #include "buf.h"
 #include "conn.h"
+#include "hstage.h"
 #include "meta.h"
 #include "net.h"
+#include "net-local.h"
 #include "reconnect.h"
 #include "stream.h"
 #include "tdlimits.h"
@@ -28,32 +30,6 @@
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
 
-/* The session: the stream, the connection of the moment, reconnecting. */
-struct net {
-	struct net_params np;
-	struct td_hello	 hello;
-	struct conn_target target;	/* where the listener is */
-	char		 where[4200];	/* net_where()'s text */
-	SSL_CTX		*ctx;		/* NULL: --insecure */
-	struct conn	*c;		/* NULL: down */
-	char		 identity[TD_MAX_NAME_LEN + 1];
-	uint32_t	 tsync_interval;
-	uint32_t	 idle_timeout;
-	bool		 fatal;
-	bool		 done;		/* DONE came with a resume */
-	struct td_done	 done_msg;
-
-	struct stream	*s;		/* the recording's bytes */
-	uint64_t	 last_send_ms;
-
-	/* reconnecting */
-	struct reconnect *rc;
-	bool		 retry_later;	/* ERROR RETRY: wait before trying */
-	bool		 told_later;	/* the first connection: try again */
-	uint64_t	 up_since_ms;
-	char		 nerr[512];	/* why no attempt could start */
-	unsigned int	 reconnects;
-};
 
 
 static uint64_t
@@ -218,6 +194,10 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 	}
 	if ((n->rc = reconnect_new(net_dial_cb, n, err, errlen)) == NULL)
 		goto fail;
+	if ((n->hs = hstage_new()) == NULL) {
+		net_err(err, errlen, "cannot hold the header sections");
+		goto fail;
+	}
 	if (!np->insecure) {
 		n->ctx = conn_ctx_new(np->cert, np->key, np->ca, err, errlen);
 		if (n->ctx == NULL)
@@ -245,6 +225,15 @@ net_start(struct net *n, char *err, size_t errlen)
 	n->told_later = false;
 	if (net_open(n, false, &n->c, &w, &fatal, err, errlen) == -1)
 		return -1;
+	/* the sections held back: those the listener has by reference */
+	if (n->hs != NULL && hstage_send(n->hs, n->c, w.version, n->s,
+	    n->note, sizeof n->note, err, errlen) == -1) {
+		conn_close(n->c, false);
+		n->c = NULL;
+		return -1;
+	}
+	hstage_free(n->hs);
+	n->hs = NULL;
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
 	n->tsync_interval = w.tsync_interval;
 	n->idle_timeout = w.idle_timeout;
@@ -275,6 +264,13 @@ uint32_t
 net_tsync_interval(const struct net *n)
 {
 	return n->tsync_interval;
+}
+
+/* What the header cache saved at the first connection, "" if nothing. */
+const char *
+net_note(const struct net *n)
+{
+	return n->note;
 }
 
 /* The listener's name for this agent. */
@@ -509,108 +505,6 @@ net_tsync_end(struct net *n)
 {
 	if (net_up(n))
 		conn_set_blocking(n->c, false, n->np.timeout * 1000);
-}
-
-/* ---- the meta sink ------------------------------------------------------ */
-
-static int
-net_sink_begin(void *arg, enum td_opt id)
-{
-	struct net *n = arg;
-	struct td_buf *q;
-
-	if ((q = stream_frame(n->s)) == NULL ||
-	    td_msg_pack_section(q, id) == -1)
-		return -1;
-	stream_added(n->s);
-	return 0;
-}
-
-static int
-net_sink_write(void *arg, const void *p, size_t len)
-{
-	struct net *n = arg;
-	char err[512];
-
-	if (stream_section_data(n->s, p, len) == -1)
-		return -1;
-	/* big sections start going out while they are read */
-	if (net_up(n) && net_flush(n, err, sizeof err) == -1)
-		return 0;	/* the loop finds out and reconnects */
-	return 0;
-}
-
-static int
-net_sink_end(void *arg)
-{
-	struct net *n = arg;
-	struct td_buf *q;
-
-	if (stream_section_flush(n->s) == -1 ||
-	    (q = stream_frame(n->s)) == NULL ||
-	    td_msg_pack_section_end(q) == -1)
-		return -1;
-	stream_added(n->s);
-	return 0;
-}
-
-static int
-net_sink_option(void *arg, enum td_opt id, const void *p, size_t len)
-{
-	struct net *n = arg;
-	struct td_buf *q;
-
-	if ((q = stream_frame(n->s)) == NULL ||
-	    td_msg_pack_option(q, id, p, len) == -1)
-		return -1;
-	stream_added(n->s);
-	return 0;
-}
-
-static int
-net_sink_page(void *arg, int cpu, const void *p, size_t len)
-{
-	struct net *n = arg;
-
-	return stream_page(n->s, cpu, p, len);
-}
-
-static int
-net_sink_chunk(void *arg, int cpu, enum td_codec_id codec, const void *z,
-    size_t zlen, uint32_t npages)
-{
-	struct net *n = arg;
-
-	return stream_chunk(n->s, cpu, codec, z, zlen, npages);
-}
-
-static int
-net_sink_batch_end(void *arg)
-{
-	struct net *n = arg;
-
-	return stream_batch_end(n->s);
-}
-
-/* Frame everything recorded into the stream. */
-void
-net_meta_sink(struct net *n, struct meta_sink *s)
-{
-	s->begin = net_sink_begin;
-	s->write = net_sink_write;
-	s->end = net_sink_end;
-	s->option = net_sink_option;
-	s->page = net_sink_page;
-	s->chunk = net_sink_chunk;
-	s->batch_end = net_sink_batch_end;
-	s->arg = n;
-}
-
-/* Close the current PAGES batch. */
-int
-net_batch_end(struct net *n)
-{
-	return stream_batch_end(n->s);
 }
 
 /* ---- the connection --------------------------------------------------- */
@@ -971,6 +865,7 @@ net_close(struct net *n)
 	conn_target_close(&n->target);
 	conn_ctx_free(n->ctx);
 	stream_free(n->s);
+	hstage_free(n->hs);
 	free((char *)(uintptr_t)n->np.host);
 	free((char *)(uintptr_t)n->np.port);
 	free((char *)(uintptr_t)n->np.cert);

@@ -55,6 +55,8 @@ struct net_params {
 struct net	*net_new(const struct net_params *np,
 		    const struct td_hello *hello, char *err, size_t errlen);
 int		 net_start(struct net *n, char *err, size_t errlen);
+/* What the header cache saved at the first connection ("" if nothing). */
+const char	*net_note(const struct net *n);
 /*
  * Whether net_start() failed in a way worth trying again after
  * net_pause(), one backoff (100 ms doubling to 5 s, with jitter): the

@@ -22,6 +22,7 @@
 #include "budget.h"
 #include "conn.h"
 #include "httpd.h"
+#include "hcache.h"
 #include "listener.h"
 #include "crash.h"
 #include "log.h"
@@ -62,6 +63,7 @@ enum {
 	OPT_TRACECMD_BIND,
 	OPT_TRACECMD_DATA_PORTS,
 	OPT_HTTP,
+	OPT_NO_HEADER_CACHE,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -101,6 +103,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "tracecmd-data-ports", required_argument, NULL,
 	    OPT_TRACECMD_DATA_PORTS },
 	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "no-header-cache", no_argument, NULL, OPT_NO_HEADER_CACHE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -120,7 +123,7 @@ usage(FILE *fp)
 "                [--quota SIZE] [--uftrace-port PORT [--uftrace-bind ADDR]]\n"
 "                [--tracecmd-port PORT [--tracecmd-bind ADDR]\n"
 "                [--tracecmd-data-ports A-B]]\n"
-"                [--http [ADDR:]PORT]\n"
+"                [--http [ADDR:]PORT] [--no-header-cache]\n"
 "                [-u USER] [--group GROUP] [-D] [-l LOGFILE] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
@@ -174,6 +177,8 @@ usage(FILE *fp)
 "  --tracecmd-bind ADDR  the address for them (default 127.0.0.1)\n"
 "  --tracecmd-data-ports A-B  their per-CPU data ports (default 1500-6000,\n"
 "                     trace-cmd listen's range)\n"
+"  --no-header-cache  keep no header sections by content hash: agents send\n"
+"                     all of them every time (protocol version 3 only)\n"
 "  -u USER            after binding, run as USER (when started as root)\n"
 "  --group GROUP      GROUP may read the recordings: directories 0750 and\n"
 "                     files 0640 of that group (default: 0700 and 0600,\n"
@@ -370,6 +375,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 		}
 		case OPT_HTTP:
 			c->http = optarg;
+			break;
+		case OPT_NO_HEADER_CACHE:
+			c->no_hcache = true;
 			break;
 		case OPT_QUOTA:
 			if (td_parse_size(optarg, &c->quota) == -1)
@@ -694,6 +702,8 @@ main(int argc, char **argv)
 	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
 		fatal("cannot daemonize");
 	finished_load(cfg.dir);
+	if (!cfg.no_hcache)
+		cfg.hcache = hcache_new(cfg.dir);
 	recording_recover_all(&cfg);
 	{
 		struct timeval tv = { 0, TDLISTEN_TICK_MS * 1000 };
@@ -711,6 +721,7 @@ main(int argc, char **argv)
 	event_free(tdlisten_tick_ev);
 	admit_free();
 	finished_free();
+	hcache_free(cfg.hcache);
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	event_base_free(base);

@@ -242,7 +242,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	memset(&h, 0, sizeof h);
-	h.version_min = h.version_max = TD_PROTO_VERSION;
+	h.version_min = h.version_max = TD_PROTO_VERSION_MIN;
 	h.ncpus = td_read_ncpus(r);
 	h.page_size = td_read_page_size(r);
 	h.long_size = td_read_long_size(r);
