@@ -407,6 +407,8 @@ check_hcache(const struct td_frame *f, struct td_buf *b)
 	struct td_frame g;
 	uint16_t i;
 
+	memset(&o, 0, sizeof o);	/* compared whole, padding too */
+	memset(&o2, 0, sizeof o2);
 	if (td_msg_unpack_section_offer(f, &o) == 0) {
 		FUZZ_CHECK(f->type == TD_MSG_SECTION_OFFER &&
 		    o.count <= TD_HCACHE_OFFER_MAX &&
