@@ -20,7 +20,8 @@
  * With TDFEED_CERT, TDFEED_KEY and TDFEED_CA in the environment it speaks
  * TLS with that client certificate (the listener without --insecure);
  * TDFEED_ID (hex) is the recording id of the HELLO (default 1, and 3 for
- * resume-unknown).
+ * resume-unknown).  TDFEED_SRC=ADDR connects from that IPv4 address (with
+ * --insecure the listener's identity is the address: 127.1.0.7 is one).
  *
  * With TDFEED_HCACHE=1 it speaks version 4 when the listener does: it
  * offers the sections 16 to 20 by hash and sends those the listener has
@@ -35,7 +36,9 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +134,19 @@ dial(const char *host, const char *port)
 	if (getaddrinfo(host, port, &hints, &res) != 0)
 		return -1;
 	s = socket(res->ai_family, SOCK_STREAM, 0);
+	if (s != -1 && getenv("TDFEED_SRC") != NULL) {
+		/* from another loopback address: another --insecure identity */
+		struct sockaddr_in sin;
+
+		memset(&sin, 0, sizeof sin);
+		sin.sin_family = AF_INET;
+		if (inet_pton(AF_INET, getenv("TDFEED_SRC"),
+		    &sin.sin_addr) != 1 ||
+		    bind(s, (struct sockaddr *)&sin, sizeof sin) == -1) {
+			close(s);
+			s = -1;
+		}
+	}
 	if (s == -1 || connect(s, res->ai_addr, res->ai_addrlen) == -1) {
 		freeaddrinfo(res);
 		return -1;
