@@ -129,7 +129,7 @@ for mode in off on; do
 		feed_round "$W/l2-$mode.log" "$round"
 		t1=$(date +%s%N)
 		total=$(sed -n "s/.*'a[0-9]*-$round'.*: done after .* pages, \([0-9]*\) bytes,.*/\1/p" \
-		    "$W/l2-$mode.log" | awk '{ s += $1; n++ } END { print s + 0, n + 0 }')
+		    "$W/l2-$mode.log" | awk '{ s += $1; n++ } END { printf "%d %d\n", s, n }')
 		echo "$mode $round $(( (t1 - t0) / 1000000 )) $total" >> "$W/many.tsv"
 	done
 	stop

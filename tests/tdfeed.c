@@ -167,9 +167,11 @@ next_frame(struct td_frame *f)
 	ssize_t r;
 	int pr;
 
-	memmove(in.data, in.data + taken, in.len - taken);
-	in.len -= taken;
-	taken = 0;
+	if (taken > 0) {
+		memmove(in.data, in.data + taken, in.len - taken);
+		in.len -= taken;
+		taken = 0;
+	}
 	for (;;) {
 		if ((pr = td_frame_parse(in.data, in.len, f)) == 1) {
 			taken = f->total;
