@@ -62,29 +62,39 @@ listener() {	# listener LOG DIR [ARGS]: sets PORT, LPID
 }
 stop() {
 	kill -TERM "$LPID"
-	wait "$LPID" || true
+	wait "$LPID" 2>/dev/null || true
+}
+# cpu PID: user + system CPU of a process so far, in ms
+cpu() {
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000 / hz }' \
+	    "/proc/$1/stat"
 }
 # bytes LOG NAME: what the listener received for recording NAME
 bytes() {
 	sed -n "s/.*'$2'.*: done after .* pages, \([0-9]*\) bytes,.*/\1/p" "$1"
 }
 
-# ---- 1. one agent, ten recordings
-for mode in off on; do
-	args=()
-	[ "$mode" = off ] && args=(--no-header-cache)
-	listener "$W/l1-$mode.log" "$W/o1-$mode" "${args[@]}"
-	for i in $(seq 1 10); do
+# ---- 1. one agent, ten recordings, with and without the cache taking
+# turns (two listeners at once), so that a busy machine slows both alike
+listener "$W/l1-off.log" "$W/o1-off" --no-header-cache
+POFF=$PORT LOFF=$LPID
+listener "$W/l1-on.log" "$W/o1-on"
+PON=$PORT LON=$LPID
+for i in $(seq 1 10); do
+	for mode in off on; do
+		p=$PON
+		[ "$mode" = off ] && p=$POFF
 		t0=$(date +%s%N)
-		"$TDAGENT" -h 127.0.0.1 -p "$PORT" --insecure --name "r$i" \
+		"$TDAGENT" -h 127.0.0.1 -p "$p" --insecure --name "r$i" \
 		    -e sched -- sh -c "date +%s%N > $W/t1; sleep 0.2" \
 		    2> "$W/a1-$mode-$i.err"
 		t1=$(cat "$W/t1")
 		echo "$mode $i $(( (t1 - t0) / 1000000 )) $(bytes "$W/l1-$mode.log" "r$i")" \
 		    >> "$W/one.tsv"
 	done
-	stop
 done
+LPID=$LOFF stop
+LPID=$LON stop
 {
 	echo "1. One agent, ten recordings (tdagent -e sched, 0.2 s each)"
 	echo
@@ -117,8 +127,9 @@ feed_round() {	# feed_round LOG ROUND
 	for i in $(seq 0 $((N - 1))); do
 		echo "$(addr "$i") a$i-$2"
 	done | xargs -P "$PAR" -n 2 sh -c \
-	    'TDFEED_SRC=$0 TDFEED_HCACHE=1 TDFEED_ID='"$2"' "'"$TDFEED"'" 127.0.0.1 '"$PORT"' "'"$W/src.dat"'" good "$1" 2>/dev/null ||
-	    echo "tdfeed $0 failed" >&2'
+	    't0=$(date +%s%N); TDFEED_SRC=$0 TDFEED_HCACHE=1 TDFEED_ID='"$2"' "'"$TDFEED"'" 127.0.0.1 '"$PORT"' "'"$W/src.dat"'" good "$1" 2>/dev/null ||
+	    echo "tdfeed $0 failed" >&2; echo $(( ($(date +%s%N) - t0) / 1000000 ))' \
+	    > "$W/ms-$mode-$2"
 }
 for mode in off on; do
 	args=()
@@ -126,11 +137,14 @@ for mode in off on; do
 	listener "$W/l2-$mode.log" "$W/o2-$mode" "${args[@]}"
 	for round in 1 2; do
 		t0=$(date +%s%N)
+		c0=$(cpu "$LPID")
 		feed_round "$W/l2-$mode.log" "$round"
 		t1=$(date +%s%N)
+		c1=$(cpu "$LPID")
 		total=$(sed -n "s/.*'a[0-9]*-$round'.*: done after .* pages, \([0-9]*\) bytes,.*/\1/p" \
-		    "$W/l2-$mode.log" | awk '{ s += $1; n++ } END { printf "%d %d\n", s, n }')
-		echo "$mode $round $(( (t1 - t0) / 1000000 )) $total" >> "$W/many.tsv"
+		    "$W/l2-$mode.log" | awk '{ s += $1; n++ } END { printf "%.0f %d\n", s, n }')
+		med=$(sort -n "$W/ms-$mode-$round" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+		echo "$mode $round $(( (t1 - t0) / 1000000 )) $total $med $((c1 - c0))" >> "$W/many.tsv"
 	done
 	stop
 	du -sb "$W/o2-$mode/.tdlisten-cache" 2>/dev/null | \
@@ -140,13 +154,13 @@ done
 {
 	echo "2. $N agents of one kernel build (tests/tdfeed, one recording replayed, $PAR at a time)"
 	echo
-	echo "| cache | round | recordings done | bytes received in all | per recording | wall time (s) |"
-	echo "|---|---|---|---|---|---|"
-	awk '{ printf "| %s | %s | %d | %d | %d | %.1f |\n",
+	echo "| cache | round | recordings done | bytes received in all | per recording | median time per recording (ms) | wall time (s) | tdlisten CPU (s) |"
+	echo "|---|---|---|---|---|---|---|---|"
+	awk '{ printf "| %s | %s | %d | %.0f | %.0f | %d | %.1f | %.1f |\n",
 	    $1 == "on" ? "on" : "off", $2 == 1 ? "1st of each agent" : "2nd of each agent",
-	    $5, $4, $5 ? $4 / $5 : 0, $3 / 1000 }' "$W/many.tsv"
+	    $5, $4, $5 ? $4 / $5 : 0, $6, $3 / 1000, $7 / 1000 }' "$W/many.tsv"
 	echo
-	awk '$1 == "on" { printf "cache on disk after both rounds: %d bytes\n", $2 }' \
+	awk '$1 == "on" { printf "cache on disk after both rounds: %.0f bytes\n", $2 }' \
 	    "$W/cache.tsv"
 } >> "$RES"
 cat "$RES"
