@@ -289,96 +289,103 @@ hcache_stats(const struct hcache *hc, uint64_t st[4])
 	st[3] = hc->bad;
 }
 
-/*
- * Open the entry of r and check it: its size and its hash.  A bad entry
- * is removed (*bad set); -1 then, or when there is none.
- */
-static int
-hcache_open_checked(struct hcache *hc, const char *identity,
-    const struct td_section_ref *r, bool *bad)
+/* Whether fd holds exactly r: its size and its SHA-256 (read from 0). */
+static bool
+hcache_check(int fd, const struct td_section_ref *r)
 {
 	static uint8_t buf[65536];
 	uint8_t sha[EVP_MAX_MD_SIZE];
-	char path[PATH_MAX];
 	unsigned int shalen = 0;
 	EVP_MD_CTX *md;
 	struct stat st;
 	uint64_t got = 0;
 	ssize_t k;
+
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != r->length)
+		return false;
+	if ((md = EVP_MD_CTX_new()) == NULL)
+		return false;
+	if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+		EVP_MD_CTX_free(md);
+		return false;
+	}
+	while ((k = pread(fd, buf, sizeof buf, (off_t)got)) > 0) {
+		EVP_DigestUpdate(md, buf, (size_t)k);
+		got += (uint64_t)k;
+	}
+	EVP_DigestFinal_ex(md, sha, &shalen);
+	EVP_MD_CTX_free(md);
+	return k == 0 && got == r->length && shalen == TD_HCACHE_SHA_LEN &&
+	    memcmp(sha, r->sha, TD_HCACHE_SHA_LEN) == 0;
+}
+
+/*
+ * Open the entry of r and check it.  A bad entry is removed (*bad set);
+ * -1 then, or when there is none.
+ */
+static int
+hcache_open_checked(struct hcache *hc, const char *identity,
+    const struct td_section_ref *r, bool *bad)
+{
+	char path[PATH_MAX];
 	int fd;
 
 	*bad = false;
 	if (hcache_path(hc, identity, r, path, sizeof path) == -1 ||
 	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return -1;
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size != r->length)
-		goto bad;
-	if ((md = EVP_MD_CTX_new()) == NULL)
-		goto fail;
-	if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-		EVP_MD_CTX_free(md);
-		goto fail;
-	}
-	while ((k = read(fd, buf, sizeof buf)) > 0) {
-		EVP_DigestUpdate(md, buf, (size_t)k);
-		got += (uint64_t)k;
-	}
-	EVP_DigestFinal_ex(md, sha, &shalen);
-	EVP_MD_CTX_free(md);
-	if (k < 0 || got != r->length || shalen != TD_HCACHE_SHA_LEN ||
-	    memcmp(sha, r->sha, TD_HCACHE_SHA_LEN) != 0 ||
-	    lseek(fd, 0, SEEK_SET) != 0)
-		goto bad;
-	return fd;
-bad:
+	if (hcache_check(fd, r))
+		return fd;
 	*bad = true;
 	hc->bad++;
 	if (unlink(path) == 0)
 		hc->total -= hc->total < r->length ? hc->total : r->length;
-fail:
 	close(fd);
 	return -1;
 }
 
-bool
+int
 hcache_have(struct hcache *hc, const char *identity,
     const struct td_section_ref *r, bool *bad)
 {
-	char path[PATH_MAX];
 	int fd;
 
 	if ((fd = hcache_open_checked(hc, identity, r, bad)) == -1) {
 		hc->misses++;
-		return false;
+		return -1;
 	}
-	close(fd);
-	/* the least lately used go first */
-	if (hcache_path(hc, identity, r, path, sizeof path) == 0)
-		(void)utimensat(AT_FDCWD, path, NULL, 0);
+	(void)futimens(fd, NULL);	/* the least lately used go first */
 	hc->hits++;
-	return true;
+	return fd;
 }
 
 int
 hcache_read(struct hcache *hc, const char *identity,
-    const struct td_section_ref *r, int (*fn)(void *, const void *, size_t),
-    void *arg, char *err, size_t errlen)
+    const struct td_section_ref *r, int fd,
+    int (*fn)(void *, const void *, size_t), void *arg, char *err,
+    size_t errlen)
 {
 	static uint8_t buf[65536];
-	uint64_t left = r->length;
+	uint64_t off = 0;
 	ssize_t k;
-	bool bad;
-	int fd;
+	bool bad = true;
 
-	if ((fd = hcache_open_checked(hc, identity, r, &bad)) == -1) {
+	if (fd == -1)
+		fd = hcache_open_checked(hc, identity, r, &bad);
+	else if (!hcache_check(fd, r)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd == -1) {
 		snprintf(err, errlen, "the header cache has no good copy of "
 		    "section %u (%s)", r->id, bad ? "it was damaged" :
 		    "it is gone");
 		return -1;
 	}
-	while (left > 0) {
-		k = read(fd, buf, left < sizeof buf ? left : sizeof buf);
+	while (off < r->length) {
+		k = pread(fd, buf, r->length - off < sizeof buf ?
+		    r->length - off : sizeof buf, (off_t)off);
 		if (k <= 0) {
 			snprintf(err, errlen, "cannot read the header cache's "
 			    "copy of section %u", r->id);
@@ -391,7 +398,7 @@ hcache_read(struct hcache *hc, const char *identity,
 			    r->id);
 			return -1;
 		}
-		left -= (uint64_t)k;
+		off += (uint64_t)k;
 	}
 	close(fd);
 	return 0;

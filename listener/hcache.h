@@ -34,17 +34,19 @@ void		 hcache_free(struct hcache *hc);
 /* Whether sections of this id may be shared across identities. */
 bool		 hcache_shared(uint16_t id);
 /*
- * Whether identity may use a good copy of r (a bad one is removed, and
- * bad set); renews its time.
+ * A good copy of r that identity may use, opened (its time renewed), or
+ * -1 (a bad one is removed, and bad set).  Entries are never rewritten,
+ * so the descriptor keeps that content even if the entry is evicted.
  */
-bool		 hcache_have(struct hcache *hc, const char *identity,
+int		 hcache_have(struct hcache *hc, const char *identity,
 		    const struct td_section_ref *r, bool *bad);
 /*
- * Hand the checked copy of r to fn in pieces; -1 with err when it is gone
- * or bad (nothing handed then), or when fn fails (errno its own).
+ * Check the copy of r (fd from hcache_have(), which this closes, or -1 to
+ * open it now) and hand it to fn in pieces; -1 with err when it is gone or
+ * bad (nothing handed then), or when fn fails (errno its own).
  */
 int		 hcache_read(struct hcache *hc, const char *identity,
-		    const struct td_section_ref *r,
+		    const struct td_section_ref *r, int fd,
 		    int (*fn)(void *, const void *, size_t), void *arg,
 		    char *err, size_t errlen);
 /*

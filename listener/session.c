@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "hcache.h"
@@ -62,6 +63,8 @@ struct session {
 	bool			 offer_ok;	/* an OFFER may come now */
 	struct td_section_offer	 offer;		/* what the agent offered */
 	struct td_section_have	 have;		/* and the answer */
+	int			 have_fd[TD_HCACHE_OFFER_MAX];	/* the
+					   cache's copies, until used; -1 */
 	struct hcache_put	*put;		/* the section being kept */
 };
 
@@ -70,6 +73,7 @@ session_new(const struct listener_config *cfg, const char *identity,
     const char *peer, void (*gone)(void *), void *arg)
 {
 	struct session *s = xcalloc(1, sizeof *s);
+	int i;
 
 	s->cfg = cfg;
 	s->phase = SESSION_HELLO;
@@ -82,12 +86,16 @@ session_new(const struct listener_config *cfg, const char *identity,
 	s->want = TD_FRAME_HEADER;
 	s->gone = gone;
 	s->gone_arg = arg;
+	for (i = 0; i < TD_HCACHE_OFFER_MAX; i++)
+		s->have_fd[i] = -1;
 	return s;
 }
 
 void
 session_free(struct session *s)
 {
+	int i;
+
 	if (s == NULL)
 		return;
 	if (s->rec != NULL) {
@@ -100,6 +108,9 @@ session_free(struct session *s)
 		}
 	}
 	hcache_put_abort(s->put);
+	for (i = 0; i < TD_HCACHE_OFFER_MAX; i++)
+		if (s->have_fd[i] != -1)
+			close(s->have_fd[i]);
 	td_buf_free(&s->out);
 	td_buf_free(&s->err);
 	free(s);
@@ -493,8 +504,9 @@ session_offer(struct session *s, const struct td_frame *f)
 	s->have.count = s->offer.count;
 	for (i = 0; i < s->offer.count; i++) {
 		r = &s->offer.ref[i];
-		s->have.have[i] = hcache_have(s->cfg->hcache, s->identity, r,
+		s->have_fd[i] = hcache_have(s->cfg->hcache, s->identity, r,
 		    &bad);
+		s->have.have[i] = s->have_fd[i] != -1;
 		if (bad)
 			log_warnx("%s: the header cache's copy of section %u "
 			    "was damaged: removed, the agent sends it",
@@ -529,6 +541,7 @@ session_ref(struct session *s, const struct td_frame *f)
 	struct session_ref_to to = { s->rec, false };
 	struct td_section_ref r;
 	char err[256];
+	int i, fd = -1;
 
 	if (s->version < 4)
 		return session_close(s, "SECTION_REF before version 4");
@@ -539,7 +552,16 @@ session_ref(struct session *s, const struct td_frame *f)
 		    "is off");
 	if (recording_section_begin(s->rec, r.id) == -1)
 		return session_failed(s);
-	if (hcache_read(s->cfg->hcache, s->identity, &r, session_ref_cb,
+	/* the copy opened for the offer, which no eviction can take */
+	for (i = 0; i < s->offer.count; i++)
+		if (s->have_fd[i] != -1 && s->offer.ref[i].id == r.id &&
+		    memcmp(s->offer.ref[i].sha, r.sha, sizeof r.sha) == 0 &&
+		    s->offer.ref[i].length == r.length) {
+			fd = s->have_fd[i];
+			s->have_fd[i] = -1;
+			break;
+		}
+	if (hcache_read(s->cfg->hcache, s->identity, &r, fd, session_ref_cb,
 	    &to, err, sizeof err) == -1) {
 		if (to.failed)
 			return session_failed(s);
