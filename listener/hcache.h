@@ -10,7 +10,8 @@
  * only that identity's recordings ever see.  An entry is written from what
  * a recording received, its name the hash the listener computed (never
  * the agent's word), through a temporary file and rename(2); it is checked
- * against its name whenever it is read (a bad one is removed).  The cache
+ * against its name when it is used: hashed the first time, and whenever
+ * its inode, size or times change (a bad one is removed).  The cache
  * holds at most TD_HCACHE_IDENTITY_MAX bytes per identity directory
  * (shared/ included) and TD_HCACHE_TOTAL_MAX in all; the entries used
  * least lately go first (a hit renews an entry's time).
