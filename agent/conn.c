@@ -595,6 +595,14 @@ conn_resync(struct conn *c, int ms, char *err, size_t errlen)
 			continue;
 		}
 		wait = (int)((repeat < end ? repeat : end) - now);
+		if (r == 0) {
+			/* end of file: a virtio port whose host side is not
+			   connected reads so (or a device that is no pipe,
+			   /dev/null): wait, as for POLLHUP, not spin */
+			poll(NULL, 0, wait < CONN_AWAY_POLL_MS ? wait :
+			    CONN_AWAY_POLL_MS);
+			continue;
+		}
 		pfd.fd = c->fd;
 		pfd.events = POLLIN | (off < sizeof pre ? POLLOUT : 0);
 		pfd.revents = 0;

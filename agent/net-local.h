@@ -1,6 +1,6 @@
 /*
- * net-local.h: struct net, for net.c and netsink.c only (everyone else
- * sees net.h's opaque type).
+ * net-local.h: the agent's session with the listener, struct net, for
+ * net.c and net-sink.c only (see net.h).
  */
 #ifndef TD_NET_LOCAL_H
 #define TD_NET_LOCAL_H
@@ -10,10 +10,12 @@
 
 #include <openssl/ssl.h>
 
-#include "conn.h"
 #include "net.h"
+#include "tdlimits.h"
 #include "tdproto.h"
 
+struct collectors;
+struct conn;
 struct hstage;
 struct reconnect;
 struct stream;
@@ -22,7 +24,10 @@ struct stream;
 struct net {
 	struct net_params np;
 	struct td_hello	 hello;
-	struct conn_target target;	/* where the listener is */
+	struct collectors *cl;		/* where the listeners are */
+	int		 cur;		/* the one tried, then the one that
+					   took the recording: every resume
+					   goes to it */
 	char		 where[4200];	/* net_where()'s text */
 	SSL_CTX		*ctx;		/* NULL: --insecure */
 	struct conn	*c;		/* NULL: down */
@@ -43,6 +48,7 @@ struct net {
 	struct reconnect *rc;
 	bool		 retry_later;	/* ERROR RETRY: wait before trying */
 	bool		 told_later;	/* the first connection: try again */
+	bool		 refused;	/* ... or not this listener, ever */
 	uint64_t	 up_since_ms;
 	char		 nerr[512];	/* why no attempt could start */
 	unsigned int	 reconnects;

@@ -1,10 +1,11 @@
 /*
  * net.c: the agent side of the tracedock protocol over TLS (or plain TCP
  * with --insecure): the session with the listener (HELLO, resume, ACKs,
- * time sync) over one connection after another.  The recording's bytes,
- * kept until the listener acknowledges them, are stream.c's; one
- * connection's bytes, and every socket and TLS call, are conn.c's; the
- * thread that dials again is reconnect.c's.
+ * time sync) over one connection after another, to the collector that
+ * took the recording (collectors.h).  The recording's bytes, kept until
+ * the listener acknowledges them, are stream.c's (net-sink.c frames
+ * them); one connection's bytes, and every socket and TLS call, are
+ * conn.c's; the thread that dials again is reconnect.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "collectors.h"
 #include "conn.h"
 #include "hstage.h"
 #include "meta.h"
@@ -29,8 +31,6 @@
 
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
-
-
 
 static uint64_t
 net_now_ms(void)
@@ -97,18 +97,20 @@ static int
 net_open(struct net *n, bool resume, struct conn **cp,
     struct td_welcome *w, bool *fatal, char *err, size_t errlen)
 {
+	const struct conn_target *t;
 	struct td_hello h = n->hello;
 	struct td_frame f;
 	struct td_buf b;
 	struct conn *c;
 
 	*cp = NULL;
-	if ((c = conn_open(&n->target, n->ctx, n->np.timeout,
+	t = collectors_target(n->cl, n->cur);
+	if ((c = conn_open(t, n->ctx, n->np.timeout,
 	    NET_USER_TIMEOUT_MS, fatal, err, errlen)) == NULL) {
 		/* a serial device nobody answers yet: a guest that boots
 		   before its host's listener, or QEMU reconnecting */
 		n->told_later = !*fatal && errno == ETIMEDOUT &&
-		    n->target.kind == CONN_SERIAL;
+		    t->kind == CONN_SERIAL;
 		return -1;
 	}
 	if (resume)
@@ -172,7 +174,6 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 	struct net *n;
 
 	n = xcalloc(1, sizeof *n);
-	n->target.devfd = -1;
 	n->np = *np;
 	n->np.host = xstrdup(np->host);
 	n->np.port = xstrdup(np->port);
@@ -182,9 +183,9 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 	n->np.server_name = np->server_name ? xstrdup(np->server_name) : NULL;
 	n->np.spool_dir = np->spool_dir ? xstrdup(np->spool_dir) : NULL;
 	n->hello = *hello;
-	if (conn_target_parse(np->host, np->port, np->server_name,
-	    !np->insecure, &n->target, err, errlen) == -1 ||
-	    conn_target_open(&n->target, err, errlen) == -1)
+	if ((n->cl = collectors_parse(np->host, np->port, np->server_name,
+	    !np->insecure, err, errlen)) == NULL ||
+	    collectors_open(n->cl, err, errlen) == -1)
 		goto fail;
 	n->s = stream_new(hello->page_size, hello->ncpus, np->wire,
 	    np->spool_dir, np->spool_max);
@@ -215,16 +216,22 @@ fail:
 	return NULL;
 }
 
-/* The first connection: connect, authenticate, introduce the recording. */
+/*
+ * The first connection, to collector i: connect, authenticate, introduce
+ * the recording.  The collector that takes it keeps it (n->cur).
+ */
 int
-net_start(struct net *n, char *err, size_t errlen)
+net_start(struct net *n, int i, char *err, size_t errlen)
 {
 	struct td_welcome w;
 	bool fatal;
 
-	n->told_later = false;
-	if (net_open(n, false, &n->c, &w, &fatal, err, errlen) == -1)
+	n->told_later = n->refused = false;
+	n->cur = i;
+	if (net_open(n, false, &n->c, &w, &fatal, err, errlen) == -1) {
+		n->refused = fatal;
 		return -1;
+	}
 	/* the sections held back: those the listener has by reference */
 	if (n->hs != NULL && hstage_send(n->hs, n->c, w.version, n->s,
 	    n->note, sizeof n->note, err, errlen) == -1) {
@@ -250,6 +257,27 @@ bool
 net_later(const struct net *n)
 {
 	return n->told_later;
+}
+
+/* Whether the collector net_start() tried refused this agent for good. */
+bool
+net_refused(const struct net *n)
+{
+	return n->refused;
+}
+
+/* How many collectors -h gave. */
+int
+net_collectors(const struct net *n)
+{
+	return collectors_count(n->cl);
+}
+
+/* Where collector i is, for messages. */
+const char *
+net_collector(const struct net *n, int i)
+{
+	return collectors_where(n->cl, i);
 }
 
 /* Wait one backoff before net_start() tries again. */
@@ -287,7 +315,8 @@ net_where(struct net *n)
 	char rs[128];
 	size_t l;
 
-	conn_target_describe(&n->target, n->where, sizeof n->where);
+	snprintf(n->where, sizeof n->where, "%s",
+	    collectors_where(n->cl, n->cur));
 	if (n->c != NULL) {
 		conn_resync_describe(n->c, rs, sizeof rs);
 		l = strlen(n->where);
@@ -862,7 +891,7 @@ net_close(struct net *n)
 		return;
 	reconnect_free(n->rc);
 	conn_close(n->c, true);
-	conn_target_close(&n->target);
+	collectors_free(n->cl);
 	conn_ctx_free(n->ctx);
 	stream_free(n->s);
 	hstage_free(n->hs);

@@ -34,7 +34,8 @@ struct meta_sink;
 
 /* Where the listener is, how to authenticate, where to spool. */
 struct net_params {
-	const char	*host;		/* HOST, vsock:CID or serial:PATH */
+	const char	*host;		/* a list of HOST, vsock:CID or
+					   serial:PATH (collectors.h) */
 	const char	*port;
 	const char	*cert;
 	const char	*key;
@@ -54,7 +55,21 @@ struct net_params {
  */
 struct net	*net_new(const struct net_params *np,
 		    const struct td_hello *hello, char *err, size_t errlen);
-int		 net_start(struct net *n, char *err, size_t errlen);
+/*
+ * The first connection, to collector i of -h's list (0 first): -1 with
+ * err when it did not take the recording.  The one that takes it keeps
+ * it: every reconnection goes back to it alone (its file and checkpoint
+ * are there).
+ */
+int		 net_start(struct net *n, int i, char *err, size_t errlen);
+/* How many collectors the list holds; where the i-th is, for messages. */
+int		 net_collectors(const struct net *n);
+const char	*net_collector(const struct net *n, int i);
+/*
+ * Whether the collector net_start() tried refused this agent for good (a
+ * certificate refused, a fatal ERROR): not worth asking it again.
+ */
+bool		 net_refused(const struct net *n);
 /* What the header cache saved at the first connection ("" if nothing). */
 const char	*net_note(const struct net *n);
 /*
@@ -90,7 +105,10 @@ int		 net_tsync_sample(struct net *n,
 void		 net_tsync_end(struct net *n);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);
-/* Where the listener is, for messages: "'HOST' port P" and the like. */
+/*
+ * Where the listener is (the collector tried, or the one that took the
+ * recording), for messages: "'HOST' port P" and the like.
+ */
 const char	*net_where(struct net *n);
 /*
  * A meta_sink that frames everything recorded into the stream: sections,

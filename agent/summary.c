@@ -87,7 +87,8 @@ summary_log(struct recorder *r, const struct meta_cpustat *st)
 		snprintf(where, sizeof where, " in '%s' (%.1f MB)",
 		    r->o->output, td_file_size(r->file) / 1e6);
 	else
-		snprintf(where, sizeof where, " sent to '%s'", r->o->host);
+		snprintf(where, sizeof where, " sent to %s", r->net != NULL ?
+		    net_where(r->net) : r->o->host);
 	log_info("%.2f s: %s; lost %" PRIu64 " (overrun %" PRIu64
 	    ", dropped %" PRIu64 ", %" PRIu64 " pages marked); %" PRIu64
 	    " events%s", record_elapsed(r), line, overrun + dropped, overrun,

@@ -15,7 +15,7 @@
 #include <tracefs.h>
 
 #include "agent.h"
-#include "conn.h"
+#include "collectors.h"
 #include "instance.h"
 #include "crash.h"
 #include "log.h"
@@ -84,7 +84,11 @@ usage(FILE *fp)
 "  -o FILE            output trace.dat file\n"
 "  -h HOST            stream to tdlisten on HOST (with -o too: both); also\n"
 "                     vsock:CID (a VM's host) or serial:PATH (a character\n"
-"                     device, e.g. a virtio-serial port)\n"
+"                     device, e.g. a virtio-serial port); HOST:PORT,\n"
+"                     [V6]:PORT, vsock:CID:PORT name a port of their own\n"
+"  -h A,B,C           several collectors (at most 8): the first connection\n"
+"                     tries them in order, the one that takes the recording\n"
+"                     keeps it (every resume goes back to it)\n"
 "  -p PORT            tdlisten's port (default 4000; not for serial:)\n"
 "  --cert FILE        this agent's certificate (tdcert issue DIR NAME)\n"
 "  --key FILE         its private key\n"
@@ -450,14 +454,15 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 		tdagent_usage_error("--insecure and certificates do not go "
 		    "together");
 	if (o->host != NULL) {
-		struct conn_target t;
-		char err[256];
+		struct collectors *cl;
+		char err[512];
 
-		if (conn_target_parse(o->host, o->port, o->server_name,
-		    !o->insecure, &t, err, sizeof err) == -1)
+		if ((cl = collectors_parse(o->host, o->port, o->server_name,
+		    !o->insecure, err, sizeof err)) == NULL)
 			tdagent_usage_error("-h %s: %s", o->host, err);
-		if (t.kind == CONN_SERIAL && port_set)
+		if (!collectors_ported(cl) && port_set)
 			tdagent_usage_error("-p does not go with serial:");
+		collectors_free(cl);
 	}
 	if (o->file_version == 6) {
 		if (codec_set && o->codec != TD_CODEC_NONE)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "net.h"
 #include "recorder.h"
 #include "ring.h"
+#include "tdlimits.h"
 #include "tsync.h"
 #include "uplink.h"
 #include "xmalloc.h"
@@ -134,32 +136,108 @@ uplink_option(struct recorder *r, uint16_t id, const void *p, size_t n)
 	return ns.option(ns.arg, id, p, n);
 }
 
+/* A stopping signal pending (they are blocked until the loop), or 0. */
+static int
+uplink_stop_signal(void)
+{
+	static const int stop[] = { SIGINT, SIGTERM, SIGHUP };
+	sigset_t set;
+	size_t i;
+
+	if (sigpending(&set) == -1)
+		return 0;
+	for (i = 0; i < sizeof stop / sizeof *stop; i++)
+		if (sigismember(&set, stop[i]) == 1)
+			return stop[i];
+	return 0;
+}
+
 /*
- * The first connection.  A listener out of descriptors, disk or memory
- * says "come back later": a fleet starting at once waits for it, up to
- * --reconnect-wait (nothing is lost meanwhile: tracing is not on yet, an
- * import has not started reading).
+ * Why no collector of several took the recording, into err: each one's
+ * reason (why[i]) after where it is.
+ */
+static void
+uplink_reasons(struct net *n, char why[][512], char *err, size_t errlen)
+{
+	size_t len;
+	int i, k = net_collectors(n);
+
+	if (k == 1) {
+		snprintf(err, errlen, "%s", why[0]);
+		return;
+	}
+	len = (size_t)snprintf(err, errlen, "no collector took the recording");
+	for (i = 0; i < k && len < errlen; i++) {
+		len += (size_t)snprintf(err + len, errlen - len, "%s %s: %s",
+		    i == 0 ? ":" : ";", net_collector(n, i), why[i]);
+	}
+}
+
+/*
+ * The first connection: the collectors of -h in order, until one takes
+ * the recording (it keeps it: net.h).  One that is unreachable, times out
+ * or says "come back later" (out of descriptors, disk or memory) is
+ * passed over for the next; so is one that refuses this agent for good (a
+ * certificate refused: another collector may have another CRL), which is
+ * then not asked again.  When none took it and one said "later", a fleet
+ * starting at once waits for them: the whole list is tried again, with
+ * backoff, up to --reconnect-wait (nothing is lost meanwhile: tracing is
+ * not on yet, an import has not started reading).  Then err holds every
+ * collector's reason.
  */
 int
 uplink_net_start(struct net *n, const struct agent_opts *o, char *err,
     size_t errlen)
 {
+	char why[TD_MAX_COLLECTORS][512];
+	bool refused[TD_MAX_COLLECTORS] = { false };
 	struct timespec t0, now;
-	bool told = false;
+	bool told = false, later, any;
+	int i, k = net_collectors(n), sig;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (net_start(n, err, errlen) == -1) {
+	for (;;) {
+		later = any = false;
+		for (i = 0; i < k; i++) {
+			if (refused[i])
+				continue;
+			any = true;
+			if (net_start(n, i, why[i], sizeof why[i]) == 0)
+				goto up;
+			refused[i] = net_refused(n);
+			later = later || net_later(n);
+			if (k > 1 && !told)
+				log_warnx("collector %s: %s%s", net_where(n),
+				    why[i], refused[i] ? " (refused for good)"
+				    : "");
+		}
+		uplink_reasons(n, why, err, errlen);
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (!net_later(n) || (now.tv_sec - t0.tv_sec) +
+		if (!any || !later || (now.tv_sec - t0.tv_sec) +
 		    (now.tv_nsec - t0.tv_nsec) / 1e9 >= o->reconnect_wait)
 			return -1;
+		/* the signals wait blocked for the recorder's loop: one
+		   that came meanwhile ends the trying */
+		if ((sig = uplink_stop_signal()) != 0) {
+			snprintf(err, errlen, "stopped by %s before the "
+			    "listener took the recording", sig == SIGINT ?
+			    "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
+			return -1;
+		}
 		if (!told)
 			log_warnx("%s; trying again for up to %d s", err,
 			    o->reconnect_wait);
 		told = true;
 		net_pause(n);
 	}
-	log_info("connected to %s as '%s'", net_where(n), net_identity(n));
+up:
+	if (k > 1)
+		log_info("connected to %s as '%s' (collector %d of %d: it "
+		    "keeps the recording)", net_where(n), net_identity(n),
+		    i + 1, k);
+	else
+		log_info("connected to %s as '%s'", net_where(n),
+		    net_identity(n));
 	if (net_note(n)[0] != '\0')
 		log_info("%s", net_note(n));
 	return 0;
@@ -468,8 +546,9 @@ uplink_net_finish(struct net *n, const struct agent_opts *o,
 		err[0] = '\0';
 		return 0;
 	}
-	log_info("the listener wrote '%s' (%.1f MB sent%s)", path,
-	    net_sent(n) / 1e6, net_reconnects(n) ?
+	log_info("the listener wrote '%s' (%.1f MB sent%s%s%s)", path,
+	    net_sent(n) / 1e6, net_collectors(n) > 1 ? " to " : "",
+	    net_collectors(n) > 1 ? net_where(n) : "", net_reconnects(n) ?
 	    ", resumed after lost connections" : "");
 	/* the pages' own ratio: the headers (megabytes of
 	   kallsyms), time sync and resends are in "sent" */

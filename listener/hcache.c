@@ -313,6 +313,24 @@ hcache_stats(const struct hcache *hc, uint64_t st[4])
 
 static bool	hcache_hash_check(int, const struct td_section_ref *);
 
+/* Remember fd's file, as it is now, as holding the content of hash sha. */
+static void
+hcache_seen(struct hcache *hc, int fd, const uint8_t *sha)
+{
+	struct hcache_seen *seen;
+	struct stat st;
+
+	if (fstat(fd, &st) == -1)
+		return;
+	seen = &hc->seen[st.st_ino % HCACHE_SEEN];
+	seen->dev = st.st_dev;
+	seen->ino = st.st_ino;
+	seen->size = st.st_size;
+	seen->ctime = st.st_ctim;
+	seen->mtime = st.st_mtim;
+	memcpy(seen->sha, sha, TD_HCACHE_SHA_LEN);
+}
+
 static bool
 hcache_same_time(const struct timespec *a, const struct timespec *b)
 {
@@ -342,12 +360,7 @@ hcache_check(struct hcache *hc, int fd, const struct td_section_ref *r)
 		return true;
 	if (!hcache_hash_check(fd, r))
 		return false;
-	seen->dev = st0.st_dev;
-	seen->ino = st0.st_ino;
-	seen->size = st0.st_size;
-	seen->ctime = st0.st_ctim;
-	seen->mtime = st0.st_mtim;
-	memcpy(seen->sha, r->sha, TD_HCACHE_SHA_LEN);
+	hcache_seen(hc, fd, r->sha);
 	return true;
 }
 
@@ -579,13 +592,11 @@ hcache_put_end(struct hcache_put *p, char *err, size_t errlen)
 		goto out;	/* not what was offered: keep nothing */
 	hcache_hex(sha, hex);
 	if (snprintf(path, sizeof path, "%s/%s", p->dir, hex) >=
-	    (int)sizeof path || close(p->fd) == -1) {
-		p->fd = -1;
-		snprintf(err, errlen, "cannot write '%s'", p->tmp);
+	    (int)sizeof path) {
+		snprintf(err, errlen, "header cache path too long");
 		ret = -1;
 		goto out;
 	}
-	p->fd = -1;
 	if (rename(p->tmp, path) == -1) {
 		snprintf(err, errlen, "cannot rename '%s': %s", p->tmp,
 		    strerror(errno));
@@ -593,6 +604,8 @@ hcache_put_end(struct hcache_put *p, char *err, size_t errlen)
 		goto out;
 	}
 	p->made = false;
+	/* hashed as it came: known good as it is now (after the rename) */
+	hcache_seen(p->hc, p->fd, sha);
 	p->hc->total += p->len;
 	p->hc->stores++;
 	hcache_evict(p->hc, p->dir);

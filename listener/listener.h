@@ -19,6 +19,8 @@
 #include "compress.h"
 #include "tdlimits.h"
 
+struct onfinish;
+
 struct listener_config {
 	const char		*port;
 	const char		*bind;		/* NULL: all addresses */
@@ -61,6 +63,7 @@ struct listener_config {
 	uint16_t		 tracecmd_hi;
 	const char		*uftrace_port;	/* NULL: no uftrace clients */
 	const char		*uftrace_bind;	/* default 127.0.0.1 */
+	struct onfinish		*onfinish;	/* --on-finish, NULL: none */
 };
 
 struct sockaddr;
@@ -124,6 +127,19 @@ void		 finished_add(const struct finished *e);
 const struct finished *finished_find(const char *identity,
 		    uint64_t recording_id);
 void		 finished_free(void);
+
+/*
+ * A file or directory tdlisten put in place (or kept incomplete), as the
+ * callback registered for it hears it (recording_set_done(),
+ * uftrace_set_done()): every pointer valid for the call only.
+ */
+struct output_done {
+	const char	*path;		/* under DIR, as the log names it */
+	bool		 complete;	/* false: kept incomplete */
+	const char	*producer;	/* "tdproto", "tracecmd", "uftrace" */
+	const char	*identity;	/* its directory under DIR */
+	const char	*name;		/* the recording's name, or "" */
+};
 
 /* output.c */
 /*

@@ -23,6 +23,7 @@
 #include "conn.h"
 #include "listener.h"
 #include "metrics.h"
+#include "onfinish.h"
 #include "recording.h"
 #include "registry.h"
 #include "tally.h"
@@ -341,6 +342,50 @@ metrics_prom_recs(struct evbuffer *out, const struct metrics_snap *m)
 	}
 }
 
+/* --on-finish: its counters, and what waits or runs now. */
+static void
+metrics_prom_onfinish(struct evbuffer *out, const struct onfinish *of)
+{
+	static const struct {
+		const char	*name, *type, *help;
+	} h[] = {
+		{ "onfinish_started_total", "counter", "Runs of the "
+		    "--on-finish command started (every attempt)." },
+		{ "onfinish_succeeded_total", "counter", "Runs that exited "
+		    "with status 0." },
+		{ "onfinish_failed_total", "counter", "Runs that failed (an "
+		    "exit status, a signal, the timeout): each is tried again "
+		    "or given up." },
+		{ "onfinish_timeouts_total", "counter", "Of the failed runs, "
+		    "those killed at --on-finish-timeout." },
+		{ "onfinish_given_up_total", "counter", "Files whose "
+		    "--on-finish-attempts all failed." },
+		{ "onfinish_dropped_total", "counter", "Files not queued (the "
+		    "queue was full): the next start runs them." },
+		{ "onfinish_queued", "gauge", "Files waiting for the command "
+		    "or running it." },
+		{ "onfinish_running", "gauge", "Commands running." },
+	};
+	struct onfinish_stats st;
+	uint64_t v[8];
+	size_t i;
+
+	onfinish_stats(of, &st);
+	v[0] = st.started;
+	v[1] = st.succeeded;
+	v[2] = st.failed;
+	v[3] = st.timeouts;
+	v[4] = st.given_up;
+	v[5] = st.dropped;
+	v[6] = (uint64_t)st.queued;
+	v[7] = (uint64_t)st.running;
+	for (i = 0; i < sizeof h / sizeof h[0]; i++) {
+		metrics_head(out, h[i].name, h[i].type, h[i].help);
+		evbuffer_add_printf(out, "tdlisten_%s %" PRIu64 "\n",
+		    h[i].name, v[i]);
+	}
+}
+
 void
 metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 {
@@ -415,6 +460,8 @@ metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 		}
 	}
 	metrics_prom_recs(out, &m);
+	if (cfg->onfinish != NULL)
+		metrics_prom_onfinish(out, cfg->onfinish);
 	metrics_head(out, "status_truncated", "gauge", "1 when recordings or "
 	    "identities past the reply's caps are left out.");
 	evbuffer_add_printf(out, "tdlisten_status_truncated %d\n",
@@ -514,7 +561,20 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 			evbuffer_add(out, ",", 1);
 		metrics_json_rec(out, &m.recs[i]);
 	}
-	evbuffer_add_printf(out, "],\"truncated\":%s}\n", m.truncated ? "true" :
+	evbuffer_add_printf(out, "],\"on_finish\":");
+	if (cfg->onfinish != NULL) {
+		struct onfinish_stats st;
+
+		onfinish_stats(cfg->onfinish, &st);
+		evbuffer_add_printf(out, "{\"started\":%" PRIu64 ",\"succeeded"
+		    "\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"timeouts\":%"
+		    PRIu64 ",\"given_up\":%" PRIu64 ",\"dropped\":%" PRIu64
+		    ",\"queued\":%d,\"running\":%d}", st.started, st.succeeded,
+		    st.failed, st.timeouts, st.given_up, st.dropped, st.queued,
+		    st.running);
+	} else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"truncated\":%s}\n", m.truncated ? "true" :
 	    "false");
 	metrics_snap_free(&m);
 }

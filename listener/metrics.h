@@ -1,7 +1,8 @@
 /*
  * metrics.h: what tdlisten shows of itself, rendered from the counters the
  * modules below keep (conn.c, recording.c through registry.c, tally.c,
- * admit.c, budget.c, output.c): the Prometheus text format for /metrics
+ * admit.c, budget.c, output.c, onfinish.c with --on-finish): the
+ * Prometheus text format for /metrics
  * and JSON for /status.  Nothing is kept here between two calls; a reply
  * holds at most TD_HTTP_MAX_RECS recordings and TD_HTTP_MAX_IDENTITIES
  * identities.  It calls down into those modules, none calls it.  Loop

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "listener.h"
+#include "reclock.h"
 #include "tdfile.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -247,9 +248,25 @@ out_drop:
 }
 
 /*
+ * Remove tmp, a NAME.dat.state.tmp (a checkpoint cut short, or the state
+ * before the last), unless another listener sharing the directory holds
+ * NAME.dat (reclock.h): it may be writing that checkpoint now.
+ */
+static void
+output_drop_tmp(const char *tmp)
+{
+	char *part;
+
+	xasprintf(&part, "%.*s.part", (int)strlen(tmp) - 10, tmp);
+	if (!reclock_busy(part))
+		unlink(tmp);
+	free(part);
+}
+
+/*
  * The recordings an earlier tdlisten left: fn(c, identity, state path) for
  * every DIR/IDENTITY/NAME.dat.state; a NAME.dat.state.tmp (a checkpoint
- * cut short) is removed.
+ * cut short) is removed, unless another listener holds NAME.dat.
  */
 void
 output_states(const struct listener_config *c,
@@ -275,7 +292,7 @@ output_states(const struct listener_config *c,
 			xasprintf(&path, "%s/%s", hostdir, e->d_name);
 			if (n > 14 && strcmp(e->d_name + n - 14,
 			    ".dat.state.tmp") == 0)
-				unlink(path);
+				output_drop_tmp(path);
 			else if (n > 10 && strcmp(e->d_name + n - 10,
 			    ".dat.state") == 0)
 				fn(c, d->d_name, path);

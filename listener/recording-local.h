@@ -29,6 +29,8 @@ struct recording {
 	struct budget_account	*acct;		/* memory and descriptors */
 	struct registry_entry	*reg;		/* NULL once finished */
 	struct td_codec		*wire;		/* chunks' decompression */
+	int			 lockfd;	/* PATH.part's lock: ours
+						   (reclock.h), -1 none */
 	uint8_t			*zbuf;		/* TD_CHUNK_PAGES pages */
 	uint64_t		 trace_id;
 	uint64_t		 position;	/* the producer's */
@@ -43,6 +45,7 @@ struct recording {
 						   checkpoint */
 	bool			 finished;
 	bool			 no_tsync;	/* the producer has none */
+	const char		*producer;	/* a static string */
 	void			(*taken)(void *);
 	void			*owner;		/* NULL: waits for a resume */
 	enum recording_fault	 fault;

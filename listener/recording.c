@@ -32,6 +32,7 @@
 #include "page.h"
 #include "recording.h"
 #include "recording-local.h"
+#include "reclock.h"
 #include "registry.h"
 #include "tally.h"
 #include "tdfile.h"
@@ -103,11 +104,14 @@ recording_write_failed(struct recording *r, const char *room,
 	return recording_fail(r, REC_INPUT, "%s", input);
 }
 
-/* The writer's descriptors: its file, its spools, a checkpoint. */
+/*
+ * The writer's descriptors: its file, its spools, a checkpoint, and the
+ * lock that says this listener owns the recording (reclock.h).
+ */
 static int
 recording_fds(const struct recording_params *p)
 {
-	return 2 + (p->ncpus < TD_WRITER_SPOOL_FDS ? (int)p->ncpus :
+	return 3 + (p->ncpus < TD_WRITER_SPOOL_FDS ? (int)p->ncpus :
 	    TD_WRITER_SPOOL_FDS);
 }
 
@@ -117,7 +121,9 @@ recording_alloc(const struct listener_config *cfg, const char *label)
 	struct recording *r = xcalloc(1, sizeof *r);
 
 	r->cfg = cfg;
+	r->lockfd = -1;
 	r->ts = timesync_new();
+	r->producer = "tdproto";
 	snprintf(r->label, sizeof r->label, "%s", label);
 	return r;
 }
@@ -136,7 +142,38 @@ recording_free(struct recording *r)
 	free(r->cpu);
 	free(r->path);
 	free(r->state_path);
+	reclock_release(r->lockfd);
 	free(r);
+}
+
+/*
+ * Lock r's PATH.part: from now on no other listener sharing the output
+ * directory takes the recording over (reclock.h).  A filesystem without
+ * locks is said once, and the recording goes on without.  -1 with errno.
+ */
+static int
+recording_lock(struct recording *r)
+{
+	static bool told;
+	char *part;
+	int e;
+
+	xasprintf(&part, "%s.part", r->path);
+	r->lockfd = reclock_take(part);
+	e = errno;
+	free(part);
+	if (r->lockfd != -1)
+		return 0;
+	if (e != ENOLCK && e != EOPNOTSUPP) {
+		errno = e;
+		return -1;
+	}
+	if (!told)
+		log_warnx("'%s': no file locks here (%s): listeners that share "
+		    "this directory are not kept from taking over each "
+		    "other's recordings", r->cfg->dir, strerror(e));
+	told = true;
+	return 0;
 }
 
 /* What a checkpoint of r holds. */
@@ -288,6 +325,15 @@ recording_open(const struct listener_config *cfg,
 		r->trace_id = (uint64_t)time(NULL);
 	/* the first checkpoint: from now on the recording survives us */
 	xasprintf(&r->state_path, "%s.state", r->path);
+	if (recording_lock(r) == -1) {
+		e = errno;
+		snprintf(err, errlen, "cannot lock '%s.part': %s", r->path,
+		    strerror(e));
+		*fault = recording_no_room(e) ? REC_ROOM : REC_FAIL;
+		td_file_abort(r->file);
+		r->file = NULL;
+		goto out_free;
+	}
 	if (recording_write_state(r) == -1) {
 		e = errno;
 		snprintf(err, errlen, "cannot write '%s': %s", r->state_path,
@@ -600,6 +646,38 @@ recording_sample(struct recording *r, const struct td_tsync_sample *s)
 	    s->ts, s->bound, s->probes);
 }
 
+/* Who hears of the files put in place (recording_set_done()). */
+static void	(*recording_done_cb)(const struct output_done *, void *);
+static void	*recording_done_arg;
+
+void
+recording_set_done(void (*cb)(const struct output_done *, void *), void *arg)
+{
+	recording_done_cb = cb;
+	recording_done_arg = arg;
+}
+
+void
+recording_set_producer(struct recording *r, const char *producer)
+{
+	r->producer = producer;
+}
+
+/* r's file is in place as path (complete: finished): say so. */
+static void
+recording_done(const struct recording *r, const char *path, bool complete)
+{
+	struct output_done d;
+
+	if (recording_done_cb == NULL)
+		return;
+	d.path = path;
+	d.complete = complete;
+	d.producer = r->producer;
+	d.identity = r->p.identity;
+	d.name = r->p.name;
+	recording_done_cb(&d, recording_done_arg);
+}
 
 int
 recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
@@ -652,6 +730,7 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 	registry_finished(d);
 	log_info("%s: wrote '%s' (%" PRIu64 " bytes)", r->label, r->path,
 	    d->size);
+	recording_done(r, r->path, true);
 	return 0;
 }
 
@@ -753,6 +832,7 @@ recording_keep_partial(struct recording *r)
 		return;
 	}
 	log_warnx("%s: kept what was received as '%s'", r->label, final);
+	recording_done(r, final, false);
 	free(final);
 }
 
@@ -828,6 +908,37 @@ recording_leave_all(void)
 		recording_leave(r);
 }
 
+/*
+ * Before recovering the recording of statepath: take its lock, unless
+ * another listener sharing the directory holds it (-1: it is that
+ * listener's, leave it alone), or the recording ended meanwhile (-1).  A
+ * .part that is not there, or a filesystem without locks, leaves it to
+ * recovery as before (0).
+ */
+static int
+recording_claim(struct recording *r, const char *statepath)
+{
+	char *part;
+	int e;
+
+	xasprintf(&part, "%.*s.part", (int)strlen(statepath) - 6, statepath);
+	r->lockfd = reclock_take(part);
+	e = errno;
+	free(part);
+	if (r->lockfd == -1 && e == EAGAIN) {
+		log_warnx("'%s': another tdlisten holds this recording (its "
+		    ".part is locked): not recovered", statepath);
+		return -1;
+	}
+	if ((r->lockfd == -1 && e == ESTALE) ||
+	    (r->lockfd != -1 && access(statepath, F_OK) == -1)) {
+		log_debug("'%s': ended by another tdlisten meanwhile",
+		    statepath);
+		return -1;
+	}
+	return 0;
+}
+
 void
 recording_recover(const struct listener_config *cfg, const char *identity,
     const char *statepath)
@@ -841,6 +952,10 @@ recording_recover(const struct listener_config *cfg, const char *identity,
 	}
 	r = recording_alloc(cfg, "recovered");
 	snprintf(r->p.identity, sizeof r->p.identity, "%s", identity);
+	if (recording_claim(r, statepath) == -1) {
+		recording_free(r);
+		return;
+	}
 	if (recording_read_state(r, statepath, err, sizeof err) == -1) {
 		log_warnx("cannot recover a recording: %s; its files stay",
 		    err);
@@ -854,6 +969,12 @@ recording_recover(const struct listener_config *cfg, const char *identity,
 		    identity, name);
 	} else
 		snprintf(r->label, sizeof r->label, "session %s", identity);
+	/*
+	 * The checkpoint does not say who produced it: trace-cmd clients'
+	 * recordings are the ones under tracecmd-<address> (tracecmd.c).
+	 */
+	if (strncmp(identity, "tracecmd-", 9) == 0)
+		r->producer = "tracecmd";
 	r->acct = budget_open(identity);
 	/* it exists already: recovered even past the budget (uncounted) */
 	if (budget_fds(r->acct, recording_fds(&r->p), 0) != BUDGET_OK)

@@ -35,6 +35,7 @@
 
 struct finished;
 struct listener_config;
+struct output_done;
 struct recording;
 struct tally_rec;
 struct td_tsync_sample;
@@ -56,6 +57,16 @@ struct recording *recording_open(const struct listener_config *cfg,
 		    const struct recording_params *p, const char *label,
 		    void (*taken)(void *), void *arg, int conns, char *err,
 		    size_t errlen, enum recording_fault *fault);
+/*
+ * cb(d, arg) for every file a recording puts in place, finished or kept
+ * as NAME.incomplete.dat (tdlisten --on-finish); NULL: nobody.  Called
+ * after the file is in place and logged.
+ */
+void		 recording_set_done(void (*cb)(const struct output_done *,
+		    void *), void *arg);
+/* The producer that callback names ("tdproto" unless told). */
+void		 recording_set_producer(struct recording *r,
+		    const char *producer);
 /* Whether r has an owner now (one that resumes it takes it over). */
 bool		 recording_owned(const struct recording *r);
 /*

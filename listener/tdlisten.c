@@ -26,6 +26,7 @@
 #include "listener.h"
 #include "crash.h"
 #include "log.h"
+#include "onfinish.h"
 #include "recording.h"
 #include "server.h"
 #include "tdlimits.h"
@@ -63,6 +64,11 @@ enum {
 	OPT_TRACECMD_BIND,
 	OPT_TRACECMD_DATA_PORTS,
 	OPT_HTTP,
+	OPT_ON_FINISH,
+	OPT_ON_FINISH_JOBS,
+	OPT_ON_FINISH_TIMEOUT,
+	OPT_ON_FINISH_RETRY,
+	OPT_ON_FINISH_ATTEMPTS,
 	OPT_NO_HEADER_CACHE,
 	OPT_HELP,
 	OPT_VERSION,
@@ -73,6 +79,8 @@ enum {
 
 static struct listener_config *tdlisten_cfg;
 static struct event *tdlisten_tick_ev;
+/* --on-finish and its options (cmd NULL: none) */
+static struct onfinish_config tdlisten_of = { NULL, 2, 600, 10, 8, 0600 };
 
 static const struct option tdlisten_longopts[] = {
 	{ "cert", required_argument, NULL, OPT_CERT },
@@ -103,6 +111,12 @@ static const struct option tdlisten_longopts[] = {
 	{ "tracecmd-data-ports", required_argument, NULL,
 	    OPT_TRACECMD_DATA_PORTS },
 	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "on-finish", required_argument, NULL, OPT_ON_FINISH },
+	{ "on-finish-jobs", required_argument, NULL, OPT_ON_FINISH_JOBS },
+	{ "on-finish-timeout", required_argument, NULL, OPT_ON_FINISH_TIMEOUT },
+	{ "on-finish-retry", required_argument, NULL, OPT_ON_FINISH_RETRY },
+	{ "on-finish-attempts", required_argument, NULL,
+	    OPT_ON_FINISH_ATTEMPTS },
 	{ "no-header-cache", no_argument, NULL, OPT_NO_HEADER_CACHE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -124,6 +138,8 @@ usage(FILE *fp)
 "                [--tracecmd-port PORT [--tracecmd-bind ADDR]\n"
 "                [--tracecmd-data-ports A-B]]\n"
 "                [--http [ADDR:]PORT] [--no-header-cache]\n"
+"                [--on-finish CMD [--on-finish-jobs N] [--on-finish-timeout S]\n"
+"                [--on-finish-retry S] [--on-finish-attempts N]]\n"
 "                [-u USER] [--group GROUP] [-D] [-l LOGFILE] [-q | -v]\n"
 "       tdlisten --help | --version\n"
 "\n"
@@ -177,6 +193,18 @@ usage(FILE *fp)
 "  --tracecmd-bind ADDR  the address for them (default 127.0.0.1)\n"
 "  --tracecmd-data-ports A-B  their per-CPU data ports (default 1500-6000,\n"
 "                     trace-cmd listen's range)\n"
+"  --on-finish CMD    run /bin/sh -c 'CMD \"$1\"' with $1 the absolute path of\n"
+"                     each file put in place (a .dat, an .incomplete.dat, a\n"
+"                     uftrace run's directory) and TD_FILE_KIND,\n"
+"                     TD_PRODUCER, TD_IDENTITY, TD_RECORDING, TD_ATTEMPT\n"
+"                     set; off the event loop, as -u USER; a failure is\n"
+"                     tried again later; PATH.onfinish stays until it works\n"
+"  --on-finish-jobs N  commands at once (default 2, at most %d)\n"
+"  --on-finish-timeout S  a command running S seconds is killed, and fails\n"
+"                     (default 600)\n"
+"  --on-finish-retry S  wait S seconds before trying again, doubling up to\n"
+"                     %d (default 10)\n"
+"  --on-finish-attempts N  tries in all before giving up (default 8)\n"
 "  --no-header-cache  keep no header sections by content hash: agents send\n"
 "                     all of them every time (protocol version 3 only)\n"
 "  -u USER            after binding, run as USER (when started as root)\n"
@@ -189,7 +217,8 @@ usage(FILE *fp)
 "  -D                 run in the background (logs to syslog unless -l)\n"
 "  -l LOGFILE         append the log to LOGFILE\n"
 "  -q                 log only warnings\n"
-"  -v                 log more\n");
+"  -v                 log more\n", TD_ONFINISH_MAX_JOBS,
+	    TD_ONFINISH_RETRY_MAX);
 }
 
 static void __attribute__((noreturn, format(printf, 1, 2)))
@@ -376,6 +405,35 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 		case OPT_HTTP:
 			c->http = optarg;
 			break;
+		case OPT_ON_FINISH:
+			if (*optarg == '\0')
+				usage_error("--on-finish needs a command");
+			tdlisten_of.cmd = optarg;
+			break;
+		case OPT_ON_FINISH_JOBS:
+		case OPT_ON_FINISH_ATTEMPTS:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > (ch ==
+			    OPT_ON_FINISH_JOBS ? TD_ONFINISH_MAX_JOBS : 1000))
+				usage_error("invalid count '%s' (1 to %d)",
+				    optarg, ch == OPT_ON_FINISH_JOBS ?
+				    TD_ONFINISH_MAX_JOBS : 1000);
+			if (ch == OPT_ON_FINISH_JOBS)
+				tdlisten_of.jobs = (int)n;
+			else
+				tdlisten_of.attempts = (int)n;
+			break;
+		case OPT_ON_FINISH_TIMEOUT:
+		case OPT_ON_FINISH_RETRY:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > 86400 * 7)
+				usage_error("invalid number of seconds '%s'",
+				    optarg);
+			if (ch == OPT_ON_FINISH_TIMEOUT)
+				tdlisten_of.timeout = (int)n;
+			else
+				tdlisten_of.retry = (int)n;
+			break;
 		case OPT_NO_HEADER_CACHE:
 			c->no_hcache = true;
 			break;
@@ -414,6 +472,10 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 		usage_error("unexpected argument '%s'", argv[optind]);
 	if (c->uftrace_bind != NULL && c->uftrace_port == NULL)
 		usage_error("--uftrace-bind needs --uftrace-port");
+	if (tdlisten_of.cmd == NULL && (tdlisten_of.jobs != 2 ||
+	    tdlisten_of.timeout != 600 || tdlisten_of.retry != 10 ||
+	    tdlisten_of.attempts != 8))
+		usage_error("the --on-finish-* options need --on-finish");
 	if (c->port == NULL)
 		c->port = "4000";
 	if (c->tracecmd_bind == NULL)
@@ -451,6 +513,7 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 		c->dir_mode = 02750;
 		c->file_mode = 0640;
 	}
+	tdlisten_of.file_mode = c->file_mode;
 }
 
 static void
@@ -491,6 +554,9 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 	}
 	log_info("signal %d: shutting down (%d sessions open, %d trace-cmd "
 	    "clients)", (int)sig, conn_sessions(), tracecmd_clients());
+	/* no command starts now: files done from here on wait on disk */
+	if (tdlisten_cfg->onfinish != NULL)
+		onfinish_stop(tdlisten_cfg->onfinish);
 	server_shutdown();
 	uftrace_shutdown();
 	event_del(tdlisten_tick_ev);
@@ -518,10 +584,11 @@ tdlisten_tick_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Every session holds a socket, its .part file and one spool per CPU of
- * its agent: a thousand 2-CPU agents need 4000 descriptors, and the soft
- * limit is often 1024.  Take the hard limit and say when even that is
- * short of --max-sessions (accepting then pauses when it runs out).
+ * Every session holds a socket, its .part file, the .part's lock and one
+ * spool per CPU of its agent: a thousand 2-CPU agents need 5000
+ * descriptors, and the soft limit is often 1024.  Take the hard limit
+ * and say when even that is short of --max-sessions (accepting then
+ * pauses when it runs out).
  */
 static void
 tdlisten_raise_nofile(const struct listener_config *c)
@@ -529,7 +596,7 @@ tdlisten_raise_nofile(const struct listener_config *c)
 	struct budget_caps caps = { TD_SESSION_MEM, TD_IDENTITY_MEM,
 	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE, 0 };
 	struct rlimit rl;
-	rlim_t want = (rlim_t)c->max_sessions * 4 + 64;
+	rlim_t want = (rlim_t)c->max_sessions * 5 + 64;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
 		return;
@@ -701,6 +768,20 @@ main(int argc, char **argv)
 	tdlisten_drop_privileges(&cfg);
 	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
 		fatal("cannot daemonize");
+	/* after -u and daemon(): the commands are this process's children */
+	if (tdlisten_of.cmd != NULL) {
+		cfg.onfinish = onfinish_new(base, &tdlisten_of, err,
+		    sizeof err);
+		if (cfg.onfinish == NULL)
+			fatalx("--on-finish: %s", err);
+		recording_set_done(onfinish_done_cb, cfg.onfinish);
+		uftrace_set_done(onfinish_done_cb, cfg.onfinish);
+		log_info("on-finish: %d at once, timeout %d s, %d attempts, "
+		    "the first again after %d s", tdlisten_of.jobs,
+		    tdlisten_of.timeout, tdlisten_of.attempts,
+		    tdlisten_of.retry);
+		onfinish_recover(cfg.onfinish, cfg.dir);
+	}
 	finished_load(cfg.dir);
 	if (!cfg.no_hcache)
 		cfg.hcache = hcache_new(cfg.dir);
@@ -718,6 +799,8 @@ main(int argc, char **argv)
 	conn_free_all();
 	uftrace_shutdown();
 	recording_leave_all();
+	onfinish_free(cfg.onfinish);
+	cfg.onfinish = NULL;
 	event_free(tdlisten_tick_ev);
 	admit_free();
 	finished_free();

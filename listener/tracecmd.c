@@ -526,6 +526,7 @@ tc_meta_end(struct tcclient *tc)
 		return -1;
 	}
 	recording_no_tsync(tc->rec);
+	recording_set_producer(tc->rec, "tracecmd");
 	log_info("%s: trace-cmd header of %" PRIu64 " bytes (%s)", tc->label,
 	    tc->meta_len, tcmeta_describe(m));
 	if (tcmeta_feed(m, tc->rec, err, sizeof err) == -1) {

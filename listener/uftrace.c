@@ -99,6 +99,9 @@ static const struct listener_config	*uf_cfg;
 static struct evconnlistener		*uf_lev[UF_MAX_LISTENERS];
 static int				 uf_nlev;
 static struct accept_pause		*uf_pause;
+/* Who hears of the runs put in place (uftrace_set_done()). */
+static void	(*uf_done_cb)(const struct output_done *, void *);
+static void	*uf_done_arg;
 static struct uf_client			*uf_clients;
 static int				 uf_nclients;
 
@@ -266,6 +269,16 @@ uf_run_end(struct uf_client *c, const char *why)
 		    "%s", c->label, final, c->files,
 		    (unsigned long long)c->bytes, why);
 	uf_log_peers(c, final);
+	if (part != NULL && uf_done_cb != NULL) {
+		struct output_done d;
+
+		d.path = final;
+		d.complete = why == NULL;
+		d.producer = "uftrace";
+		d.identity = strrchr(c->hostdir, '/') + 1;
+		d.name = "";
+		uf_done_cb(&d, uf_done_arg);
+	}
 	free(part);
 	free(final);
 }
@@ -697,6 +710,13 @@ uftrace_start(struct event_base *base, const struct listener_config *cfg,
 	uf_nlev = n;
 	uf_recover(cfg);
 	return 0;
+}
+
+void
+uftrace_set_done(void (*cb)(const struct output_done *, void *), void *arg)
+{
+	uf_done_cb = cb;
+	uf_done_arg = arg;
 }
 
 void

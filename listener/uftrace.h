@@ -14,6 +14,7 @@
 
 struct event_base;
 struct listener_config;
+struct output_done;
 
 /*
  * Listen on port at bind_addr (an address; NULL: 127.0.0.1) and take runs into
@@ -23,6 +24,12 @@ struct listener_config;
 int	uftrace_start(struct event_base *base,
 	    const struct listener_config *cfg, const char *port,
 	    const char *bind_addr);
+/*
+ * cb(d, arg) for every run put in place, as its directory (complete, or
+ * <UTC time>.incomplete): tdlisten --on-finish; NULL: nobody.
+ */
+void	uftrace_set_done(void (*cb)(const struct output_done *, void *),
+	    void *arg);
 /* Stop listening; every run still open is kept as incomplete. */
 void	uftrace_shutdown(void);
 

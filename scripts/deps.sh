@@ -9,6 +9,8 @@
 # tests/e2e-http.sh reads tdlisten --http with curl and jq, checks /metrics
 # with promtool (prometheus) and loads the page in headless chromium (about
 # 145 MB to download, 750 MB installed: 22 s from a nearby mirror).
+# tests/e2e-service.sh checks systemd/tdlisten.service with systemd-analyze
+# (the systemd package: installed, never started).
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
 libevent-dev libssl-dev zlib1g-dev libzstd-dev
@@ -16,7 +18,7 @@ libtracefs-dev libtraceevent-dev trace-cmd util-linux procps openssl"
 [ "${1:-}" = --build ] || PKGS="$PKGS libtracecmd-dev libcmocka-dev
 time iproute2 valgrind
 qemu-system-x86 busybox-static cpio uftrace
-curl jq prometheus chromium"
+curl jq prometheus chromium systemd"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -116,6 +116,12 @@
  */
 #define TD_SESSION_TURN		(8u * 1024 * 1024)
 /*
+ * Collectors an agent is given at most (tdagent -h A,B,C): it tries them
+ * in order for the first connection, each with its own connect and TLS
+ * timeouts, so a long list only makes a start slower.
+ */
+#define TD_MAX_COLLECTORS	8
+/*
  * Descriptors the listener keeps for itself (listening sockets, logs,
  * checkpoints being written, accepts): a recording starts only if its
  * descriptors fit in RLIMIT_NOFILE minus these and the connections.
@@ -238,5 +244,16 @@
 #define TD_TC_MAX_SECTIONS	(64u * 1024 * 1024)
 #define TD_TC_MAX_HEADER_INFO	(1024u * 1024)
 #define TD_TC_META_PROGRESS	(64u * 1024)
+
+/*
+ * tdlisten --on-finish (listener/onfinish.c): files waiting for their
+ * command or running it (more are counted as dropped, their sidecars kept
+ * for the next start), commands at once (--on-finish-jobs), the longest
+ * wait between two attempts (s), and a sidecar file's size as read back.
+ */
+#define TD_ONFINISH_QUEUE	1024
+#define TD_ONFINISH_MAX_JOBS	64
+#define TD_ONFINISH_RETRY_MAX	600
+#define TD_ONFINISH_SIDECAR	4096
 
 #endif

@@ -256,16 +256,16 @@ check "an options trickle: the listener's peak RSS ($hwm kB) is under $bound kB"
     test "$hwm" -le "$bound"
 
 # evil2 leaves recordings of 1010 CPUs waiting for a resume (each
-# reserves 2 + 16 descriptors for 600 s) until one is refused, then
-# recordings of 2 CPUs (4 each) until one is refused; the honest agents
-# stream meanwhile.  Its share is a quarter of the limit less the
-# listener's own 32 (TD_FD_RESERVE, TD_FD_SHARE): at 256, 56, three
-# recordings of 1010 CPUs and none of 2.  Before, it took all there were
+# reserves 3 + 16 descriptors for 600 s: its file, checkpoint and lock,
+# and its spools) until one is refused, then recordings of 2 CPUs (5 each)
+# until one is refused; the honest agents stream meanwhile.  Its share is
+# a quarter of the limit less the listener's own 32 (TD_FD_RESERVE,
+# TD_FD_SHARE): at 256, 56, two recordings of 1010 CPUs and three of 2.  Before, it took all there were
 # and no other agent could start a recording for 600 s.
 lim=$(fd_limit "$WORK/l1.log")
 fds=$(((${lim:-0} - 32) / 4))
-big=$((fds / 18))
-small=$(((fds - 18 * big) / 4))
+big=$((fds / 19))
+small=$(((fds - 19 * big) / 5))
 (
 	n=0
 	while [ $n -lt 16 ] &&
@@ -392,7 +392,7 @@ stop_listener
 fi
 
 # ---- 3. an agent whose identity holds its share of descriptors ---------
-# fleet holds recordings of 2 CPUs (4 descriptors each) until one is
+# fleet holds recordings of 2 CPUs (5 descriptors each) until one is
 # refused: its share is full (what is left is less than any recording
 # needs).  An agent of fleet started now is told to come back later: it
 # says it tries again (for up to --reconnect-wait), and gets in once the
@@ -404,7 +404,7 @@ OUT=$WORK/out3
 start_listener "$WORK/l3.log" -d "$OUT" $TLS --resume-wait 2 \
     --idle-timeout 3600 || exit 99
 lim=$(fd_limit "$WORK/l3.log")
-share=$(((${lim:-0} - 32) / 4 / 4))
+share=$(((${lim:-0} - 32) / 4 / 5))
 hostile_bg "$WORK/h.fleet" fleet hello 127.0.0.6 -n 64 --hold
 fpid=$HPID
 wait_until $((1200 * SLOW)) grep -q "^held" "$WORK/h.fleet"

@@ -85,7 +85,9 @@ same_events() {
 # wait_agent NAME: its exit status is 0 and it said it reconnected
 wait_agent() {
 	wait "$APID"
-	eq "$1: tdagent exits 0" $? 0
+	_rc=$?
+	eq "$1: tdagent exits 0" $_rc 0
+	[ $_rc = 0 ] || tail -5 "$WORK/agent.$1.err" | sed 's/^/# /'
 	# during the recording, or at its end (net_finish)
 	check "$1: tdagent reconnected and resumed" \
 	    grep -q -e "reconnected to" -e "resumed after lost connections" \
@@ -99,7 +101,9 @@ start_listener "$WORK/l1.log" -d "$OUT" $TLS || exit 99
 agent_bg kill9 127.0.0.1
 wait_recording "$APID"
 wait_session "$WORK/l1.log"
-sleep 4
+# killed once it has a checkpoint (its headers are through), however
+# slowly they came
+wait_until $((800 * SLOW)) sh -c "ls '$OUT'/web1/*.dat.state >/dev/null 2>&1"
 kill -9 "$LPID"
 wait "$LPID" 2>/dev/null
 check "kill -9: the recording's checkpoint is on disk" \
@@ -123,7 +127,7 @@ start_listener "$WORK/l2.log" -d "$OUT" $TLS || exit 99
 agent_bg term 127.0.0.1
 wait_recording "$APID"
 wait_session "$WORK/l2.log"
-sleep 4
+wait_until $((800 * SLOW)) sh -c "ls '$OUT'/web1/*.dat.state >/dev/null 2>&1"
 kill -TERM "$LPID"
 wait "$LPID"
 eq "SIGTERM: tdlisten exits 0" $? 0
@@ -199,11 +203,7 @@ elif mount -t tmpfs -o size=6m tdfull "$OUT"; then
 	start_listener "$WORK/l4.log" -d "$OUT" $TLS --compression none ||
 	    exit 99
 	agent_bg full 127.0.0.1
-	i=0
-	until grep -q "the recording pauses" "$WORK/l4.log" || [ $i -gt 300 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_until $((1200 * SLOW)) grep -q "the recording pauses" "$WORK/l4.log"
 	check "disk full: the listener paused the recording" \
 	    grep -q "the recording pauses" "$WORK/l4.log"
 	sleep 2
@@ -224,11 +224,7 @@ head -c 90000000 /dev/zero > "$OUT/web1/old.dat"
 start_listener "$WORK/l6.log" -d "$OUT" $TLS --compression none \
     --quota 100M || exit 99
 agent_bg quota 127.0.0.1
-i=0
-until grep -q "over the --quota" "$WORK/l6.log" || [ $i -gt 300 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_until $((1200 * SLOW)) grep -q "over the --quota" "$WORK/l6.log"
 check "quota: the listener paused the recording" \
     grep -q "over the --quota" "$WORK/l6.log"
 sleep 1

@@ -96,6 +96,17 @@ n=$(field events < "$WORK/c")
 check "serial, late host: every event of the workload ($n)" \
     test "${n:-0}" -gt 20000 -a "${n:-0}" -lt 22000
 
+# a device nobody answers (/dev/null reads end of file): the agent waits
+# (it does not spin), tries again, and a SIGTERM ends the trying
+"$TDAGENT" -h serial:/dev/null --insecure -e sched -s 1 2> "$WORK/null.err" &
+npid=$!
+wait_until $((600 * SLOW)) grep -q "trying again for up to" "$WORK/null.err"
+kill -TERM $npid
+wait $npid
+eq "serial, nobody answers: SIGTERM while trying again: exit 1" $? 1
+check "serial, nobody answers: and says so" grep -q \
+    "stopped by SIGTERM before the listener took the recording" "$WORK/null.err"
+
 # usage errors: say what is wrong, exit 2, touch nothing
 # shellcheck disable=SC2086
 "$TDAGENT" -h "serial:$DEV" $TLS -e sched -s 1 2> "$WORK/err"

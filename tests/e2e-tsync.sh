@@ -44,7 +44,7 @@ started() {
 	    [ "$(cat $d/tracing_on 2>/dev/null)" = 1 ]
 	do
 		i=$((i + 1))
-		if [ $i -gt 600 ] || ! kill -0 $p 2>/dev/null; then
+		if [ $i -gt $((600 * SLOW)) ] || ! kill -0 $p 2>/dev/null; then
 			echo "# $name did not start: $(cat "$WORK/$name.err")"
 			return 1
 		fi

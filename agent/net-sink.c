@@ -1,10 +1,11 @@
 /*
- * netsink.c: the network as a meta_sink (meta.h): what the recorder
- * produces, framed into the recording's stream (stream.c).  Before the
- * first connection the header sections are held back (hstage.c) for the
- * header cache; net_start() frames them.
+ * net-sink.c: the network's meta_sink (see net.h, net_meta_sink()):
+ * everything recorded framed into the stream that net.c sends.  Before
+ * the first connection the header sections are held back (hstage.c) for
+ * the header cache; net_start() frames them.
  */
-#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 #include "hstage.h"
@@ -15,6 +16,7 @@
 #include "tdproto.h"
 #include "banned.h"
 
+/* A section begins (its SECTION frame). */
 static int
 net_sink_begin(void *arg, enum td_opt id)
 {
@@ -31,6 +33,7 @@ net_sink_begin(void *arg, enum td_opt id)
 	return 0;
 }
 
+/* A piece of the section: big sections start going out while read. */
 static int
 net_sink_write(void *arg, const void *p, size_t len)
 {
@@ -47,6 +50,7 @@ net_sink_write(void *arg, const void *p, size_t len)
 	return 0;
 }
 
+/* The section is whole (SECTION_END). */
 static int
 net_sink_end(void *arg)
 {
@@ -63,6 +67,7 @@ net_sink_end(void *arg)
 	return 0;
 }
 
+/* An option of the file (OPTION). */
 static int
 net_sink_option(void *arg, enum td_opt id, const void *p, size_t len)
 {
@@ -76,6 +81,7 @@ net_sink_option(void *arg, enum td_opt id, const void *p, size_t len)
 	return 0;
 }
 
+/* A page of a CPU, into its PAGES batch. */
 static int
 net_sink_page(void *arg, int cpu, const void *p, size_t len)
 {
@@ -84,6 +90,7 @@ net_sink_page(void *arg, int cpu, const void *p, size_t len)
 	return stream_page(n->s, cpu, p, len);
 }
 
+/* A chunk compressed elsewhere (PAGES_Z). */
 static int
 net_sink_chunk(void *arg, int cpu, enum td_codec_id codec, const void *z,
     size_t zlen, uint32_t npages)
@@ -93,6 +100,7 @@ net_sink_chunk(void *arg, int cpu, enum td_codec_id codec, const void *z,
 	return stream_chunk(n->s, cpu, codec, z, zlen, npages);
 }
 
+/* The end of a burst: the open batch is closed. */
 static int
 net_sink_batch_end(void *arg)
 {

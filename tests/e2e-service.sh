@@ -1,0 +1,83 @@
+#!/bin/sh
+# End-to-end: systemd/tdlisten.service, the unit make install puts in
+# place.  systemd-analyze (Debian's systemd package) verifies it with no
+# warning and rates its sandbox (security --offline: the exposure level
+# must stay "OK" or better: every ProtectX/RestrictX the unit names counts).
+# Then its own ExecStart line runs, with the directories systemd would
+# give it (STATE_DIRECTORY, CREDENTIALS_DIRECTORY holding the TLS files
+# under the names LoadCredential gives them) and only -p changed: a real
+# tdagent records through it exactly.  Nothing is installed or started in
+# the machine's systemd.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+command -v systemd-analyze >/dev/null ||
+    skip "systemd-analyze is missing (Debian's systemd package)"
+N=2000
+UNIT=$WORK/tdlisten.service
+sed -e "s|@bindir@|$B|g" "$S/systemd/tdlisten.service.in" > "$UNIT"
+
+systemd-analyze verify --man=no "$UNIT" > "$WORK/verify" 2>&1
+eq "systemd-analyze verify: exit 0" $? 0
+eq "systemd-analyze verify: no warning" "$(cat "$WORK/verify")" ""
+systemd-analyze security --offline=yes --no-pager "$UNIT" \
+    > "$WORK/security" 2>&1
+level=$(sed -n 's/^.*Overall exposure level for .*: \([0-9.]*\) \([A-Z]*\).*$/\1 \2/p' \
+    "$WORK/security")
+echo "# exposure: ${level:-?}"
+case ${level#* } in
+OK|SAFE) ok "systemd-analyze security: exposure $level" ;;
+*) fail "systemd-analyze security: exposure '${level:-none}'"
+   sed 's/^/# /' "$WORK/security" ;;
+esac
+for d in DynamicUser=yes ProtectSystem=strict NoNewPrivileges=yes \
+    "CapabilityBoundingSet=" StateDirectory=tdlisten \
+    "LoadCredential=listener.key:/etc/tracedock/listener.key"; do
+	check "the unit says $d" grep -qx "$d" "$UNIT"
+done
+
+# ExecStart, its continued lines joined, systemd's variables set
+exec_line=$(awk '/^ExecStart=/ { on = 1; sub(/^ExecStart=/, "") }
+    on { l = $0; c = sub(/\\$/, "", l); printf "%s ", l; if (!c) exit }' "$UNIT")
+echo "# ExecStart: $exec_line"
+STATE_DIRECTORY=$WORK/state
+CREDENTIALS_DIRECTORY=$WORK/cred
+mkdir -p "$STATE_DIRECTORY" "$CREDENTIALS_DIRECTORY"
+chmod 700 "$STATE_DIRECTORY"
+P=$WORK/pki
+pki "$P" web1 || { echo "FAIL: cannot make certificates"; exit 99; }
+cp "$P/listener.pem" "$P/listener.key" "$P/ca.pem" "$CREDENTIALS_DIRECTORY/"
+set -f
+# shellcheck disable=SC2086
+set -- $exec_line
+set +f
+check "ExecStart runs the built tdlisten" test "$1" = "$B/tdlisten"
+shift
+args=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	-p) shift; port=$1 ;;
+	*) a=$(echo "$1" | sed -e "s|\${STATE_DIRECTORY}|$STATE_DIRECTORY|" \
+	       -e "s|\${CREDENTIALS_DIRECTORY}|$CREDENTIALS_DIRECTORY|")
+	   args="$args $a" ;;
+	esac
+	shift
+done
+eq "ExecStart listens on port 4000" "${port:-}" 4000
+# shellcheck disable=SC2086
+start_listener "$WORK/l.log" $args || exit 99
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name svc \
+    -e syscalls:sys_enter_getppid -F -- "$B/tests/tdpoke" $N 0 \
+    2> "$WORK/agent.err"
+eq "tdagent exits 0" $? 0
+f=$STATE_DIRECTORY/$(remote_file "$WORK/agent.err")
+check "the file is in STATE_DIRECTORY, under the agent's identity" \
+    sh -c "test -f '$f' && test '$(dirname "$f")' = '$STATE_DIRECTORY/web1'"
+check "trace-cmd reads it cleanly" tc_clean "$f"
+"$TDCOUNT" "$f" > "$WORK/c"
+eq "exactly the $N getppid calls" "$(field events < "$WORK/c")" $N
+eq "none lost" "$(field missed < "$WORK/c")" 0
+eq "no file below STATE_DIRECTORY is open to group or others" \
+    "$(find "$STATE_DIRECTORY" -perm /077 -type f | wc -l)" 0
+stop_listener
+finish
