@@ -3,6 +3,7 @@
  * of tracedock: one process, one libevent loop, many agents.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <getopt.h>
 #include <grp.h>
@@ -804,6 +805,14 @@ main(int argc, char **argv)
 	event_free(tdlisten_tick_ev);
 	admit_free();
 	finished_free();
+	if (cfg.hcache != NULL) {
+		uint64_t st[4];
+
+		hcache_stats(cfg.hcache, st);
+		log_info("header cache: %" PRIu64 " sections offered were "
+		    "there, %" PRIu64 " not, %" PRIu64 " kept, %" PRIu64
+		    " damaged", st[0], st[1], st[2], st[3]);
+	}
 	hcache_free(cfg.hcache);
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);

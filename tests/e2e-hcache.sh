@@ -140,6 +140,11 @@ check "version 3 feed: the listener answered version 3 (no offer)" \
     grep -q "session web1 'web1-15'.*done after" "$WORK/l.log"
 check "version 3 feed: the same file" cmp "$f1" "$(out "$OUT" web1 15)"
 stop_listener
+# 5 + 3 + 4 + 3 + 4 + 5 hits; 5 + 2 + 1 (damaged) + 2 + 1 misses, all
+# kept but the lie
+check "the listener's tally: 24 there, 11 not, 10 kept, 1 damaged" \
+    grep -q "header cache: 24 sections offered were there, 11 not, 10 kept, 1 damaged" \
+    "$WORK/l.log"
 
 # ---- a listener without the cache (version 3 only)
 OUT0=$WORK/out0
