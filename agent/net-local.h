@@ -16,6 +16,7 @@
 
 struct collectors;
 struct conn;
+struct hstage;
 struct reconnect;
 struct stream;
 
@@ -38,6 +39,9 @@ struct net {
 	struct td_done	 done_msg;
 
 	struct stream	*s;		/* the recording's bytes */
+	struct hstage	*hs;		/* sections until the first
+					   connection, NULL: framed */
+	char		 note[160];	/* what the header cache saved */
 	uint64_t	 last_send_ms;
 
 	/* reconnecting */

@@ -1,11 +1,14 @@
 /*
  * net-sink.c: the network's meta_sink (see net.h, net_meta_sink()):
- * everything recorded framed into the stream that net.c sends.
+ * everything recorded framed into the stream that net.c sends.  Before
+ * the first connection the header sections are held back (hstage.c) for
+ * the header cache; net_start() frames them.
  */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "buf.h"
+#include "hstage.h"
 #include "meta.h"
 #include "net.h"
 #include "net-local.h"
@@ -20,6 +23,9 @@ net_sink_begin(void *arg, enum td_opt id)
 	struct net *n = arg;
 	struct td_buf *q;
 
+	/* before the first connection: held back for the header cache */
+	if (n->hs != NULL)
+		return hstage_begin(n->hs, id);
 	if ((q = stream_frame(n->s)) == NULL ||
 	    td_msg_pack_section(q, id) == -1)
 		return -1;
@@ -34,6 +40,8 @@ net_sink_write(void *arg, const void *p, size_t len)
 	struct net *n = arg;
 	char err[512];
 
+	if (n->hs != NULL)
+		return hstage_write(n->hs, p, len);
 	if (stream_section_data(n->s, p, len) == -1)
 		return -1;
 	/* big sections start going out while they are read */
@@ -49,6 +57,8 @@ net_sink_end(void *arg)
 	struct net *n = arg;
 	struct td_buf *q;
 
+	if (n->hs != NULL)
+		return hstage_end(n->hs);
 	if (stream_section_flush(n->s) == -1 ||
 	    (q = stream_frame(n->s)) == NULL ||
 	    td_msg_pack_section_end(q) == -1)

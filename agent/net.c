@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "collectors.h"
 #include "conn.h"
+#include "hstage.h"
 #include "meta.h"
 #include "net.h"
 #include "net-local.h"
@@ -194,6 +195,10 @@ net_new(const struct net_params *np, const struct td_hello *hello,
 	}
 	if ((n->rc = reconnect_new(net_dial_cb, n, err, errlen)) == NULL)
 		goto fail;
+	if ((n->hs = hstage_new()) == NULL) {
+		net_err(err, errlen, "cannot hold the header sections");
+		goto fail;
+	}
 	if (!np->insecure) {
 		n->ctx = conn_ctx_new(np->cert, np->key, np->ca, err, errlen);
 		if (n->ctx == NULL)
@@ -227,6 +232,15 @@ net_start(struct net *n, int i, char *err, size_t errlen)
 		n->refused = fatal;
 		return -1;
 	}
+	/* the sections held back: those the listener has by reference */
+	if (n->hs != NULL && hstage_send(n->hs, n->c, w.version, n->s,
+	    n->note, sizeof n->note, err, errlen) == -1) {
+		conn_close(n->c, false);
+		n->c = NULL;
+		return -1;
+	}
+	hstage_free(n->hs);
+	n->hs = NULL;
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
 	n->tsync_interval = w.tsync_interval;
 	n->idle_timeout = w.idle_timeout;
@@ -278,6 +292,13 @@ uint32_t
 net_tsync_interval(const struct net *n)
 {
 	return n->tsync_interval;
+}
+
+/* What the header cache saved at the first connection, "" if nothing. */
+const char *
+net_note(const struct net *n)
+{
+	return n->note;
 }
 
 /* The listener's name for this agent. */
@@ -873,6 +894,7 @@ net_close(struct net *n)
 	collectors_free(n->cl);
 	conn_ctx_free(n->ctx);
 	stream_free(n->s);
+	hstage_free(n->hs);
 	free((char *)(uintptr_t)n->np.host);
 	free((char *)(uintptr_t)n->np.port);
 	free((char *)(uintptr_t)n->np.cert);

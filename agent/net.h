@@ -70,6 +70,8 @@ const char	*net_collector(const struct net *n, int i);
  * certificate refused, a fatal ERROR): not worth asking it again.
  */
 bool		 net_refused(const struct net *n);
+/* What the header cache saved at the first connection ("" if nothing). */
+const char	*net_note(const struct net *n);
 /*
  * Whether net_start() failed in a way worth trying again after
  * net_pause(), one backoff (100 ms doubling to 5 s, with jitter): the

@@ -71,7 +71,9 @@ uplink_net_new(const struct agent_opts *o, struct td_hello *h, char *err,
 	struct net_params np;
 	uint16_t one = 1;
 
-	h->version_min = h->version_max = TD_PROTO_VERSION;
+	/* 4: the header cache, when the listener has one */
+	h->version_min = TD_PROTO_VERSION_MIN;
+	h->version_max = TD_PROTO_VERSION;
 	h->big_endian = *(uint8_t *)&one == 1 ? 0 : 1;
 	snprintf(h->name, sizeof h->name, "%s", o->name ? o->name : "");
 	memset(&np, 0, sizeof np);
@@ -236,6 +238,8 @@ up:
 	else
 		log_info("connected to %s as '%s'", net_where(n),
 		    net_identity(n));
+	if (net_note(n)[0] != '\0')
+		log_info("%s", net_note(n));
 	return 0;
 }
 

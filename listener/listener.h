@@ -55,6 +55,8 @@ struct listener_config {
 	int			 max_per_identity;
 	uint64_t		 quota;		/* bytes per identity, 0: none */
 	struct td_codec		*codec_ctx;	/* shared by every session */
+	struct hcache		*hcache;	/* NULL: --no-header-cache */
+	bool			 no_hcache;	/* --no-header-cache */
 	const char		*tracecmd_port;	/* NULL: no trace-cmd clients */
 	const char		*tracecmd_bind;	/* default 127.0.0.1 */
 	uint16_t		 tracecmd_lo;	/* their data ports */
@@ -65,6 +67,7 @@ struct listener_config {
 };
 
 struct sockaddr;
+struct hcache;
 
 /*
  * admit.c: the budget of connections in their TLS handshake (slots owned

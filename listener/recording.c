@@ -445,7 +445,7 @@ recording_section_write(struct recording *r, const void *p, size_t n)
  */
 int
 recording_section_z(struct recording *r, uint8_t codec, const void *p,
-    size_t n, size_t raw_len)
+    size_t n, size_t raw_len, const uint8_t **rawp)
 {
 	static struct td_codec *dz[3];
 	static uint8_t *raw;
@@ -462,6 +462,7 @@ recording_section_z(struct recording *r, uint8_t codec, const void *p,
 	    (ssize_t)raw_len)
 		return recording_fail(r, REC_INPUT, "SECTION_DATA_Z does not "
 		    "decompress to its length");
+	*rawp = raw;
 	return recording_section_write(r, raw, raw_len);
 }
 

@@ -113,9 +113,13 @@ enum recording_fault recording_fault(const struct recording *r);
 int		 recording_section_begin(struct recording *r, uint16_t id);
 int		 recording_section_write(struct recording *r, const void *p,
 		    size_t n);
-/* A piece of the open section, compressed (codec: TD_WIRE_*). */
+/*
+ * A piece of the open section, compressed (codec: TD_WIRE_*); *rawp is
+ * its raw_len bytes decompressed, valid until the next call.
+ */
 int		 recording_section_z(struct recording *r, uint8_t codec,
-		    const void *p, size_t n, size_t raw_len);
+		    const void *p, size_t n, size_t raw_len,
+		    const uint8_t **rawp);
 int		 recording_section_end(struct recording *r);
 /*
  * An option: those the listener writes itself (TIME_SHIFT, DATE, ours)

@@ -22,8 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
+#include "hcache.h"
 #include "listener.h"
 #include "log.h"
 #include "recording.h"
@@ -56,6 +58,14 @@ struct session {
 	size_t			 bulk_total;	/* the whole frame's bytes */
 	void			(*gone)(void *);
 	void			*gone_arg;
+	/* the header cache (version 4) */
+	uint16_t		 version;	/* the protocol spoken */
+	bool			 offer_ok;	/* an OFFER may come now */
+	struct td_section_offer	 offer;		/* what the agent offered */
+	struct td_section_have	 have;		/* and the answer */
+	int			 have_fd[TD_HCACHE_OFFER_MAX];	/* the
+					   cache's copies, until used; -1 */
+	struct hcache_put	*put;		/* the section being kept */
 };
 
 struct session *
@@ -63,6 +73,7 @@ session_new(const struct listener_config *cfg, const char *identity,
     const char *peer, void (*gone)(void *), void *arg)
 {
 	struct session *s = xcalloc(1, sizeof *s);
+	int i;
 
 	s->cfg = cfg;
 	s->phase = SESSION_HELLO;
@@ -75,12 +86,16 @@ session_new(const struct listener_config *cfg, const char *identity,
 	s->want = TD_FRAME_HEADER;
 	s->gone = gone;
 	s->gone_arg = arg;
+	for (i = 0; i < TD_HCACHE_OFFER_MAX; i++)
+		s->have_fd[i] = -1;
 	return s;
 }
 
 void
 session_free(struct session *s)
 {
+	int i;
+
 	if (s == NULL)
 		return;
 	if (s->rec != NULL) {
@@ -92,6 +107,10 @@ session_free(struct session *s)
 			recording_detach(s->rec, NULL);
 		}
 	}
+	hcache_put_abort(s->put);
+	for (i = 0; i < TD_HCACHE_OFFER_MAX; i++)
+		if (s->have_fd[i] != -1)
+			close(s->have_fd[i]);
 	td_buf_free(&s->out);
 	td_buf_free(&s->err);
 	free(s);
@@ -280,7 +299,7 @@ session_welcome(struct session *s, bool resumed, uint64_t trace_id,
 	struct td_welcome w;
 
 	memset(&w, 0, sizeof w);
-	w.version = TD_PROTO_VERSION;
+	w.version = s->version;
 	w.flags = resumed ? TD_WELCOME_RESUMED : 0;
 	w.tsync_interval = s->cfg->tsync_interval;
 	w.session_id = trace_id;
@@ -378,13 +397,15 @@ session_hello(struct session *s, const struct td_frame *f, int conns)
 	enum recording_fault fault;
 	struct td_hello h;
 	char err[600];
-	uint16_t one = 1;
+	uint16_t one = 1, top;
 
 	if (td_msg_unpack_hello(f, &h) == -1)
 		return session_close(s, "malformed HELLO");
-	if (h.version_min > TD_PROTO_VERSION ||
-	    h.version_max < TD_PROTO_VERSION)
+	/* version 4 is version 3 with the header cache */
+	top = s->cfg->hcache != NULL ? TD_PROTO_VERSION : TD_PROTO_VERSION_MIN;
+	if (h.version_min > top || h.version_max < TD_PROTO_VERSION_MIN)
 		return session_close(s, "no common protocol version");
+	s->version = h.version_max < top ? h.version_max : top;
 	if (h.big_endian != (*(uint8_t *)&one == 1 ? 0 : 1))
 		return session_close(s, "agents of the other byte order are "
 		    "not supported yet");
@@ -416,6 +437,7 @@ session_hello(struct session *s, const struct td_frame *f, int conns)
 	recording_received(s->rec, f->total);
 	s->page_size = p.page_size;
 	s->phase = SESSION_STREAM;
+	s->offer_ok = s->version >= 4;
 	session_welcome(s, false, recording_trace_id(s->rec), 0);
 	return SESSION_GO;
 }
@@ -462,6 +484,139 @@ session_probe(struct session *s, const struct td_frame *f, uint64_t rx_ns)
 	return SESSION_GO;
 }
 
+/*
+ * SECTION_OFFER, right after the WELCOME of a new recording (version 4):
+ * answered at once with what the cache holds for this agent.  Not part of
+ * the stream: an agent that resumes has framed its sections already.
+ */
+static enum session_verdict
+session_offer(struct session *s, const struct td_frame *f)
+{
+	struct td_section_ref *r;
+	uint16_t i;
+	bool bad;
+
+	if (!s->offer_ok)
+		return session_close(s, "unexpected SECTION_OFFER");
+	s->offer_ok = false;
+	if (td_msg_unpack_section_offer(f, &s->offer) == -1)
+		return session_close(s, "malformed SECTION_OFFER");
+	s->have.count = s->offer.count;
+	for (i = 0; i < s->offer.count; i++) {
+		r = &s->offer.ref[i];
+		s->have_fd[i] = hcache_have(s->cfg->hcache, s->identity, r,
+		    &bad);
+		s->have.have[i] = s->have_fd[i] != -1;
+		if (bad)
+			log_warnx("%s: the header cache's copy of section %u "
+			    "was damaged: removed, the agent sends it",
+			    s->label, r->id);
+	}
+	if (td_msg_pack_section_have(&s->out, &s->have) == -1)
+		return session_close(s, "cannot frame SECTION_HAVE");
+	return SESSION_GO;
+}
+
+/* Where the cache's copy of a section goes (SECTION_REF). */
+struct session_ref_to {
+	struct recording	*rec;
+	bool			 failed;	/* the recording's fault */
+};
+
+static int
+session_ref_cb(void *arg, const void *p, size_t n)
+{
+	struct session_ref_to *to = arg;
+
+	if (recording_section_write(to->rec, p, n) == 0)
+		return 0;
+	to->failed = true;
+	return -1;
+}
+
+/* SECTION_REF: a whole section, from the cache. */
+static enum session_verdict
+session_ref(struct session *s, const struct td_frame *f)
+{
+	struct session_ref_to to = { s->rec, false };
+	struct td_section_ref r;
+	char err[256];
+	int i, fd = -1;
+
+	if (s->version < 4)
+		return session_close(s, "SECTION_REF before version 4");
+	if (td_msg_unpack_section_ref(f, &r) == -1)
+		return session_close(s, "malformed SECTION_REF");
+	if (s->cfg->hcache == NULL)
+		return session_close(s, "SECTION_REF, but the header cache "
+		    "is off");
+	if (recording_section_begin(s->rec, r.id) == -1)
+		return session_failed(s);
+	/* the copy opened for the offer, which no eviction can take */
+	for (i = 0; i < s->offer.count; i++)
+		if (s->have_fd[i] != -1 && s->offer.ref[i].id == r.id &&
+		    memcmp(s->offer.ref[i].sha, r.sha, sizeof r.sha) == 0 &&
+		    s->offer.ref[i].length == r.length) {
+			fd = s->have_fd[i];
+			s->have_fd[i] = -1;
+			break;
+		}
+	if (hcache_read(s->cfg->hcache, s->identity, &r, fd, session_ref_cb,
+	    &to, err, sizeof err) == -1) {
+		if (to.failed)
+			return session_failed(s);
+		return session_close(s, err);
+	}
+	if (recording_section_end(s->rec) == -1)
+		return session_failed(s);
+	return SESSION_GO;
+}
+
+/* A full section begins: kept if it was offered and the cache lacks it. */
+static void
+session_keep_begin(struct session *s, uint16_t id)
+{
+	char err[256];
+	uint16_t i;
+
+	for (i = 0; s->cfg->hcache != NULL && i < s->offer.count; i++) {
+		if (s->offer.ref[i].id != id || s->have.have[i])
+			continue;
+		s->put = hcache_put_begin(s->cfg->hcache, s->identity,
+		    &s->offer.ref[i], err, sizeof err);
+		if (s->put == NULL)
+			log_warnx("%s: header cache: %s", s->label, err);
+		return;
+	}
+}
+
+static void
+session_keep(struct session *s, const void *p, size_t n)
+{
+	if (s->put != NULL && hcache_put_write(s->put, p, n) == -1) {
+		log_warn("%s: header cache: cannot keep a section", s->label);
+		hcache_put_abort(s->put);
+		s->put = NULL;
+	}
+}
+
+static void
+session_keep_end(struct session *s)
+{
+	char err[256];
+	int ret;
+
+	if (s->put == NULL)
+		return;
+	ret = hcache_put_end(s->put, err, sizeof err);
+	s->put = NULL;
+	if (ret == -1)
+		log_warnx("%s: header cache: %s", s->label, err);
+	else if (ret == 0)
+		log_warnx("%s: a section was not what the agent offered: not "
+		    "kept", s->label);
+}
+
 /* One whole frame of a streaming session. */
 static enum session_verdict
 session_stream_frame(struct session *s, const struct td_frame *f,
@@ -470,11 +625,13 @@ session_stream_frame(struct session *s, const struct td_frame *f,
 	struct td_tsync_sample t;
 	struct td_section_z sz;
 	struct td_pages_z pz;
-	const uint8_t *p;
+	const uint8_t *p, *raw;
 	uint16_t id;
 	size_t n;
 	int ret;
 
+	if (f->type != TD_MSG_SECTION_OFFER)
+		s->offer_ok = false;
 	switch (f->type) {
 	case TD_MSG_KEEPALIVE:
 		return SESSION_GO;
@@ -488,16 +645,26 @@ session_stream_frame(struct session *s, const struct td_frame *f,
 		if (td_msg_unpack_section_z(f, &sz) == -1)
 			return session_close(s, "malformed SECTION_DATA_Z");
 		ret = recording_section_z(s->rec, (uint8_t)sz.codec, sz.data,
-		    sz.len, sz.raw_len);
+		    sz.len, sz.raw_len, &raw);
+		if (ret == 0)
+			session_keep(s, raw, sz.raw_len);
 		break;
 	case TD_MSG_SECTION:
 		if (td_msg_unpack_section(f, &id) == -1)
 			return session_close(s, "bad or repeated SECTION");
 		ret = recording_section_begin(s->rec, id);
+		if (ret == 0)
+			session_keep_begin(s, id);
 		break;
 	case TD_MSG_SECTION_END:
 		ret = recording_section_end(s->rec);
+		if (ret == 0)
+			session_keep_end(s);
 		break;
+	case TD_MSG_SECTION_OFFER:
+		return session_offer(s, f);
+	case TD_MSG_SECTION_REF:
+		return session_ref(s, f);
 	case TD_MSG_OPTION:
 		if (td_msg_unpack_option(f, &id, &p, &n) == -1)
 			return session_close(s, "bad OPTION");
@@ -563,6 +730,7 @@ session_bulk_begin(struct session *s, const uint8_t *p,
 	struct td_pages pg;
 
 	recording_received(s->rec, f->total);
+	s->offer_ok = false;
 	s->bulk_type = f->type;
 	s->bulk_left = f->len;
 	s->bulk_total = f->total;
@@ -586,8 +754,8 @@ session_bulk(struct session *s, const uint8_t *p, size_t n)
 
 	if (s->bulk_type == TD_MSG_PAGES)
 		ret = recording_page(s->rec, s->bulk_cpu, p);
-	else
-		ret = recording_section_write(s->rec, p, n);
+	else if ((ret = recording_section_write(s->rec, p, n)) == 0)
+		session_keep(s, p, n);
 	if (ret == -1)
 		return session_failed(s);
 	s->bulk_left -= n;

@@ -3,6 +3,7 @@
  * of tracedock: one process, one libevent loop, many agents.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <getopt.h>
 #include <grp.h>
@@ -22,6 +23,7 @@
 #include "budget.h"
 #include "conn.h"
 #include "httpd.h"
+#include "hcache.h"
 #include "listener.h"
 #include "crash.h"
 #include "log.h"
@@ -68,6 +70,7 @@ enum {
 	OPT_ON_FINISH_TIMEOUT,
 	OPT_ON_FINISH_RETRY,
 	OPT_ON_FINISH_ATTEMPTS,
+	OPT_NO_HEADER_CACHE,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -115,6 +118,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "on-finish-retry", required_argument, NULL, OPT_ON_FINISH_RETRY },
 	{ "on-finish-attempts", required_argument, NULL,
 	    OPT_ON_FINISH_ATTEMPTS },
+	{ "no-header-cache", no_argument, NULL, OPT_NO_HEADER_CACHE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -134,7 +138,7 @@ usage(FILE *fp)
 "                [--quota SIZE] [--uftrace-port PORT [--uftrace-bind ADDR]]\n"
 "                [--tracecmd-port PORT [--tracecmd-bind ADDR]\n"
 "                [--tracecmd-data-ports A-B]]\n"
-"                [--http [ADDR:]PORT]\n"
+"                [--http [ADDR:]PORT] [--no-header-cache]\n"
 "                [--on-finish CMD [--on-finish-jobs N] [--on-finish-timeout S]\n"
 "                [--on-finish-retry S] [--on-finish-attempts N]]\n"
 "                [-u USER] [--group GROUP] [-D] [-l LOGFILE] [-q | -v]\n"
@@ -202,6 +206,8 @@ usage(FILE *fp)
 "  --on-finish-retry S  wait S seconds before trying again, doubling up to\n"
 "                     %d (default 10)\n"
 "  --on-finish-attempts N  tries in all before giving up (default 8)\n"
+"  --no-header-cache  keep no header sections by content hash: agents send\n"
+"                     all of them every time (protocol version 3 only)\n"
 "  -u USER            after binding, run as USER (when started as root)\n"
 "  --group GROUP      GROUP may read the recordings: directories 0750 and\n"
 "                     files 0640 of that group (default: 0700 and 0600,\n"
@@ -428,6 +434,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 				tdlisten_of.timeout = (int)n;
 			else
 				tdlisten_of.retry = (int)n;
+			break;
+		case OPT_NO_HEADER_CACHE:
+			c->no_hcache = true;
 			break;
 		case OPT_QUOTA:
 			if (td_parse_size(optarg, &c->quota) == -1)
@@ -775,6 +784,8 @@ main(int argc, char **argv)
 		onfinish_recover(cfg.onfinish, cfg.dir);
 	}
 	finished_load(cfg.dir);
+	if (!cfg.no_hcache)
+		cfg.hcache = hcache_new(cfg.dir);
 	recording_recover_all(&cfg);
 	{
 		struct timeval tv = { 0, TDLISTEN_TICK_MS * 1000 };
@@ -794,6 +805,15 @@ main(int argc, char **argv)
 	event_free(tdlisten_tick_ev);
 	admit_free();
 	finished_free();
+	if (cfg.hcache != NULL) {
+		uint64_t st[4];
+
+		hcache_stats(cfg.hcache, st);
+		log_info("header cache: %" PRIu64 " sections offered were "
+		    "there, %" PRIu64 " not, %" PRIu64 " kept, %" PRIu64
+		    " damaged", st[0], st[1], st[2], st[3]);
+	}
+	hcache_free(cfg.hcache);
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	event_base_free(base);

@@ -446,6 +446,120 @@ td_msg_unpack_section_z(const struct td_frame *f, struct td_section_z *sz)
 	return cur_end(&c);
 }
 
+/* One section reference: be16 id, be16 0, be64 length, the SHA-256. */
+static int
+put_ref(struct td_buf *b, const struct td_section_ref *r)
+{
+	if (r->id < 16 || r->id > 21 || r->length > TD_MAX_SECTION_SIZE ||
+	    put_u16(b, r->id) == -1 || put_u16(b, 0) == -1 ||
+	    put_u64(b, r->length) == -1)
+		return -1;
+	return td_buf_add(b, r->sha, sizeof r->sha);
+}
+
+static void
+cur_ref(struct td_cur *c, struct td_section_ref *r)
+{
+	const uint8_t *p;
+
+	r->id = td_cur_be16(c);
+	if (td_cur_be16(c) != 0)
+		td_cur_fail(c);
+	r->length = td_cur_be64(c);
+	if ((p = td_cur_take(c, sizeof r->sha)) != NULL)
+		memcpy(r->sha, p, sizeof r->sha);
+	if (r->id < 16 || r->id > 21 || r->length > TD_MAX_SECTION_SIZE)
+		td_cur_fail(c);
+}
+
+/* SECTION_OFFER: be16 count, then count references of distinct ids. */
+int
+td_msg_pack_section_offer(struct td_buf *b, const struct td_section_offer *o)
+{
+	size_t at = msg_begin(b);
+	int ok = 0;
+	uint16_t i;
+
+	if (o->count > TD_HCACHE_OFFER_MAX || put_u16(b, o->count) == -1)
+		ok = -1;
+	for (i = 0; ok == 0 && i < o->count; i++)
+		if (put_ref(b, &o->ref[i]) == -1)
+			ok = -1;
+	return msg_end(b, at, TD_MSG_SECTION_OFFER, ok);
+}
+
+int
+td_msg_unpack_section_offer(const struct td_frame *f,
+    struct td_section_offer *o)
+{
+	struct td_cur c;
+	uint16_t i, j;
+
+	cur_init(&c, f, TD_MSG_SECTION_OFFER);
+	o->count = td_cur_be16(&c);
+	if (o->count > TD_HCACHE_OFFER_MAX)
+		td_cur_fail(&c);
+	for (i = 0; !td_cur_bad(&c) && i < o->count; i++) {
+		cur_ref(&c, &o->ref[i]);
+		for (j = 0; j < i; j++)
+			if (o->ref[j].id == o->ref[i].id)
+				td_cur_fail(&c);
+	}
+	return cur_end(&c);
+}
+
+/* SECTION_HAVE: be16 count, then one byte per offered section, 0 or 1. */
+int
+td_msg_pack_section_have(struct td_buf *b, const struct td_section_have *h)
+{
+	size_t at = msg_begin(b);
+	int ok = 0;
+	uint16_t i;
+
+	if (h->count > TD_HCACHE_OFFER_MAX || put_u16(b, h->count) == -1)
+		ok = -1;
+	for (i = 0; ok == 0 && i < h->count; i++)
+		if (h->have[i] > 1 || td_buf_add(b, &h->have[i], 1) == -1)
+			ok = -1;
+	return msg_end(b, at, TD_MSG_SECTION_HAVE, ok);
+}
+
+int
+td_msg_unpack_section_have(const struct td_frame *f,
+    struct td_section_have *h)
+{
+	struct td_cur c;
+	uint16_t i;
+
+	cur_init(&c, f, TD_MSG_SECTION_HAVE);
+	h->count = td_cur_be16(&c);
+	if (h->count > TD_HCACHE_OFFER_MAX)
+		td_cur_fail(&c);
+	for (i = 0; !td_cur_bad(&c) && i < h->count; i++)
+		if ((h->have[i] = td_cur_u8(&c)) > 1)
+			td_cur_fail(&c);
+	return cur_end(&c);
+}
+
+/* SECTION_REF: a whole section, by content (one reference). */
+int
+td_msg_pack_section_ref(struct td_buf *b, const struct td_section_ref *r)
+{
+	size_t at = msg_begin(b);
+
+	return msg_end(b, at, TD_MSG_SECTION_REF, put_ref(b, r));
+}
+
+int
+td_msg_unpack_section_ref(const struct td_frame *f, struct td_section_ref *r)
+{
+	struct td_cur c;
+
+	cur_init(&c, f, TD_MSG_SECTION_REF);
+	cur_ref(&c, r);
+	return cur_end(&c);
+}
+
 int
 td_msg_pack_pages_z(struct td_buf *b, const struct td_pages_z *pz)
 {

@@ -26,7 +26,8 @@
 
 struct td_buf;
 
-#define TD_PROTO_VERSION	3
+#define TD_PROTO_VERSION	4	/* the highest spoken */
+#define TD_PROTO_VERSION_MIN	3	/* the lowest spoken */
 #define TD_FRAME_HEADER		8
 
 /* Frame flags. */
@@ -53,7 +54,10 @@ struct td_buf;
 	X(ACK,		14, 8,	8)					\
 	X(KEEPALIVE,	15, 0,	0)					\
 	X(PAGES_Z,	16, 21,	TD_MAX_FRAME)				\
-	X(SECTION_DATA_Z, 17, 9, 8 + TD_SECTION_Z_RAW + 4096)
+	X(SECTION_DATA_Z, 17, 9, 8 + TD_SECTION_Z_RAW + 4096)	\
+	X(SECTION_OFFER, 18, 2,	2 + TD_HCACHE_REF_LEN * TD_HCACHE_OFFER_MAX) \
+	X(SECTION_HAVE,	19, 2,	2 + TD_HCACHE_OFFER_MAX)		\
+	X(SECTION_REF,	20, TD_HCACHE_REF_LEN, TD_HCACHE_REF_LEN)
 
 enum td_msg_type {
 #define TD_MSG_ENUM(n, v, lo, hi) TD_MSG_##n = v,
@@ -104,7 +108,8 @@ int		 td_frame_header(struct td_buf *b, uint16_t type,
 /* Whether a frame type counts in the recording's byte stream. */
 #define TD_MSG_IN_STREAM(t)	((t) != TD_MSG_TSYNC_PROBE &&		\
 				 (t) != TD_MSG_KEEPALIVE &&		\
-				 (t) != TD_MSG_HELLO)
+				 (t) != TD_MSG_HELLO &&			\
+				 (t) != TD_MSG_SECTION_OFFER)
 
 /* HELLO, agent -> listener: who is recording what. */
 struct td_hello {
@@ -173,6 +178,38 @@ struct td_section_z {
 	uint32_t	 raw_len;	/* 1..TD_SECTION_Z_RAW */
 	const uint8_t	*data;		/* the compressed piece */
 	size_t		 len;
+};
+
+/*
+ * The header cache (version 4).  Right after a WELCOME of version 4 to a
+ * new recording, the agent may offer (SECTION_OFFER, not in the stream)
+ * the header sections it is about to send, each by id, length and the
+ * SHA-256 of its exact content; the listener answers SECTION_HAVE, one
+ * byte per offer (1: it has that content for this agent).  Then each
+ * section goes into the stream either in full or as one SECTION_REF (the
+ * same id, length and hash), which the listener replaces by its copy.
+ */
+#define TD_HCACHE_SHA_LEN	32
+#define TD_HCACHE_REF_LEN	(2 + 2 + 8 + TD_HCACHE_SHA_LEN)
+#define TD_HCACHE_OFFER_MAX	8
+
+/* One section by content: SECTION_REF, and one entry of SECTION_OFFER. */
+struct td_section_ref {
+	uint16_t	 id;		/* TD_OPT_HEADER_INFO .. CMDLINES */
+	uint64_t	 length;	/* content bytes, <= TD_MAX_SECTION_SIZE */
+	uint8_t		 sha[TD_HCACHE_SHA_LEN];	/* SHA-256 of them */
+};
+
+/* SECTION_OFFER: up to TD_HCACHE_OFFER_MAX sections of distinct ids. */
+struct td_section_offer {
+	uint16_t	 count;
+	struct td_section_ref ref[TD_HCACHE_OFFER_MAX];
+};
+
+/* SECTION_HAVE: the answer, in the offer's order (0: send it, 1: have). */
+struct td_section_have {
+	uint16_t	 count;
+	uint8_t		 have[TD_HCACHE_OFFER_MAX];
 };
 
 /* END: the agent's page count of every CPU, to check nothing is missing. */
@@ -260,6 +297,18 @@ int	td_msg_pack_section_end(struct td_buf *b);
 int	td_msg_pack_section_z(struct td_buf *b, const struct td_section_z *sz);
 int	td_msg_unpack_section_z(const struct td_frame *f,
 	    struct td_section_z *sz);
+int	td_msg_pack_section_offer(struct td_buf *b,
+	    const struct td_section_offer *o);
+int	td_msg_unpack_section_offer(const struct td_frame *f,
+	    struct td_section_offer *o);
+int	td_msg_pack_section_have(struct td_buf *b,
+	    const struct td_section_have *h);
+int	td_msg_unpack_section_have(const struct td_frame *f,
+	    struct td_section_have *h);
+int	td_msg_pack_section_ref(struct td_buf *b,
+	    const struct td_section_ref *r);
+int	td_msg_unpack_section_ref(const struct td_frame *f,
+	    struct td_section_ref *r);
 int	td_msg_pack_option(struct td_buf *b, uint16_t id, const void *p,
 	    size_t n);
 int	td_msg_unpack_option(const struct td_frame *f, uint16_t *id,

@@ -67,6 +67,15 @@
 #define TD_MAX_FINISHED			1024
 
 /*
+ * tdlisten's header cache (listener/hcache.c): bytes of entries per
+ * identity (and in shared/, the sections every identity may use), and in
+ * all.  A section above half the first is never kept.  A kallsyms is about
+ * 5.4 MB: 1,000 machines fit in the total.
+ */
+#define TD_HCACHE_IDENTITY_MAX	(64ull * 1024 * 1024)
+#define TD_HCACHE_TOTAL_MAX	(8ull * 1024 * 1024 * 1024)
+
+/*
  * Most a HELLO may declare as ncpus x page size: what one page on every
  * CPU of the traced machine comes to.  Real machines: 4,096 CPUs of 4 KiB
  * pages (16 MiB), 64 CPUs of 1 MiB pages (64 MiB).

@@ -149,6 +149,10 @@ agent sticky "127.0.0.1:$PA,127.0.0.1:$PB" sh -c \
     "'$TDPOKE' 500 100 && TDPOKE_WAIT='$WORK/go3' '$TDPOKE' 500 100"
 wait_session "$WORK/l3a.log"
 wait_until $((400 * SLOW)) sh -c "ls '$WORK'/out3a/web1/*.dat.state >/dev/null 2>&1"
+# the agent says so once its header sections are framed (after WELCOME
+# and, with the header cache, SECTION_HAVE): later than the listener's file
+wait_until $((400 * SLOW)) grep -q "connected to '127.0.0.1' port $PA" \
+    "$WORK/agent.sticky.err"
 check "3: A took the recording" \
     grep -q "connected to '127.0.0.1' port $PA as 'web1' (collector 1 of 2" \
     "$WORK/agent.sticky.err"

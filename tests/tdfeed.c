@@ -20,16 +20,32 @@
  * With TDFEED_CERT, TDFEED_KEY and TDFEED_CA in the environment it speaks
  * TLS with that client certificate (the listener without --insecure);
  * TDFEED_ID (hex) is the recording id of the HELLO (default 1, and 3 for
- * resume-unknown).
+ * resume-unknown).  TDFEED_SRC=ADDR connects from that IPv4 address (with
+ * --insecure the listener's identity is the address: 127.1.0.7 is one).
+ *
+ * With TDFEED_HCACHE=1 it speaks version 4 when the listener does: it
+ * offers the sections 16 to 20 by hash and sends those the listener has
+ * as SECTION_REF (the header cache); TDFEED_HCACHE=lie offers the true
+ * hashes but sends KALLSYMS with its last byte changed (the listener
+ * must not keep it).  At the end it prints "tdfeed: sent N bytes, R
+ * sections by reference" to stderr.  Mode resume-replay resumes recording
+ * TDFEED_ID and sends the whole good stream again from the offset the
+ * listener names, with the sections whose bit is 1 in TDFEED_REFS (five
+ * digits, sections 16 to 20) as SECTION_REF, as a "cut" feed with the
+ * header cache sent them.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 
 #include "buf.h"
@@ -42,6 +58,9 @@ static int fd = -1;
 static SSL_CTX *ctx;
 static SSL *ssl;
 static struct td_buf out;
+static struct td_buf in;	/* what the listener sent, not yet taken */
+static uint64_t sent;		/* bytes sent */
+static bool hold;		/* resume-replay: gather the whole stream */
 
 /* Send or receive on the connection, through TLS when there is one. */
 static ssize_t
@@ -92,11 +111,14 @@ flush_out(void)
 	size_t off = 0;
 	ssize_t w;
 
+	if (hold)
+		return;
 	while (off < out.len) {
 		w = feed_send(out.data + off, out.len - off);
 		if (w <= 0)
 			break;
 		off += w;
+		sent += w;
 	}
 	td_buf_reset(&out);
 }
@@ -112,6 +134,19 @@ dial(const char *host, const char *port)
 	if (getaddrinfo(host, port, &hints, &res) != 0)
 		return -1;
 	s = socket(res->ai_family, SOCK_STREAM, 0);
+	if (s != -1 && getenv("TDFEED_SRC") != NULL) {
+		/* from another loopback address: another --insecure identity */
+		struct sockaddr_in sin;
+
+		memset(&sin, 0, sizeof sin);
+		sin.sin_family = AF_INET;
+		if (inet_pton(AF_INET, getenv("TDFEED_SRC"),
+		    &sin.sin_addr) != 1 ||
+		    bind(s, (struct sockaddr *)&sin, sizeof sin) == -1) {
+			close(s);
+			s = -1;
+		}
+	}
 	if (s == -1 || connect(s, res->ai_addr, res->ai_addrlen) == -1) {
 		freeaddrinfo(res);
 		return -1;
@@ -120,35 +155,127 @@ dial(const char *host, const char *port)
 	return s;
 }
 
-/* Wait for the listener's answer: 'D' for DONE, 'E' for ERROR, 'C' closed. */
+/*
+ * The next frame from the listener into f (valid until next_frame() is
+ * called again); 0, or -1 when the connection ends or is garbage.
+ */
 static int
-answer(void)
+next_frame(struct td_frame *f)
 {
-	struct td_buf in;
-	struct td_frame f;
+	static size_t taken;
 	uint8_t buf[4096];
 	ssize_t r;
 	int pr;
 
-	td_buf_init(&in, 1 << 20);
+	if (taken > 0) {
+		memmove(in.data, in.data + taken, in.len - taken);
+		in.len -= taken;
+		taken = 0;
+	}
 	for (;;) {
-		while ((pr = td_frame_parse(in.data ? in.data : buf, in.len,
-		    &f)) == 1) {
-			if (f.type == TD_MSG_DONE || f.type == TD_MSG_ERROR) {
-				td_buf_free(&in);
-				return f.type == TD_MSG_DONE ? 'D' : 'E';
-			}
-			memmove(in.data, in.data + f.total, in.len - f.total);
-			in.len -= f.total;
+		if ((pr = td_frame_parse(in.data, in.len, f)) == 1) {
+			taken = f->total;
+			return 0;
 		}
-		if (pr == -1)
-			break;
-		r = feed_recv(buf, sizeof buf);
-		if (r <= 0)
-			break;
+		if (pr == -1 || (r = feed_recv(buf, sizeof buf)) <= 0)
+			return -1;
 		td_buf_add(&in, buf, r);
 	}
-	td_buf_free(&in);
+}
+
+/* The references of sections 16 to 20 of r. */
+static void
+feed_hash(struct td_read *r, const enum td_opt *sections,
+    struct td_section_ref *refs)
+{
+	struct td_buf b;
+	unsigned int len;
+	int i;
+
+	td_buf_init(&b, TD_MAX_SECTION_SIZE);
+	for (i = 0; i < 5; i++) {
+		td_buf_reset(&b);
+		td_read_section(r, sections[i], &b);
+		refs[i].id = sections[i];
+		refs[i].length = b.len;
+		EVP_Digest(b.data, b.len, refs[i].sha, &len, EVP_sha256(),
+		    NULL);
+	}
+	td_buf_free(&b);
+}
+
+/*
+ * Resume recording h's (resume-replay): the whole stream is gathered in
+ * out and sent from the listener's offset.  -1 when it did not resume.
+ */
+static int
+feed_resume(struct td_read *r, struct td_hello *h,
+    const enum td_opt *sections, struct td_section_ref *refs,
+    uint8_t *have, uint64_t *offset)
+{
+	const char *bits = getenv("TDFEED_REFS");
+	struct td_welcome w;
+	struct td_frame f;
+	int i;
+
+	h->flags |= TD_HELLO_RESUME;
+	h->version_max = TD_PROTO_VERSION;
+	td_msg_pack_hello(&out, h);
+	flush_out();
+	if (next_frame(&f) == -1 || td_msg_unpack_welcome(&f, &w) == -1 ||
+	    !(w.flags & TD_WELCOME_RESUMED))
+		return -1;
+	*offset = w.resume_offset;
+	feed_hash(r, sections, refs);
+	for (i = 0; i < 5; i++)
+		have[i] = bits != NULL && bits[i] == '1';
+	hold = true;
+	return 0;
+}
+
+/*
+ * The header cache: after HELLO (version 3 to 4), the WELCOME; with
+ * version 4, offer sections 16 to 20 of r and read which the listener
+ * has (have[i] for sections[i]).  0, or -1 when the listener said no.
+ */
+static int
+feed_offer(struct td_read *r, const enum td_opt *sections,
+    struct td_section_ref *refs, uint8_t *have)
+{
+	struct td_section_offer o;
+	struct td_section_have hv;
+	struct td_welcome w;
+	struct td_frame f;
+	int i;
+
+	flush_out();
+	if (next_frame(&f) == -1 || td_msg_unpack_welcome(&f, &w) == -1)
+		return -1;
+	memset(have, 0, 5);
+	if (w.version < 4)
+		return 0;
+	feed_hash(r, sections, refs);
+	memset(&o, 0, sizeof o);
+	for (i = 0; i < 5; i++)
+		o.ref[o.count++] = refs[i];
+	td_msg_pack_section_offer(&out, &o);
+	flush_out();
+	if (next_frame(&f) == -1 || td_msg_unpack_section_have(&f, &hv) == -1 ||
+	    hv.count != o.count)
+		return -1;
+	memcpy(have, hv.have, 5);
+	return 0;
+}
+
+/* Wait for the listener's answer: 'D' for DONE, 'E' for ERROR, 'C' closed. */
+static int
+answer(void)
+{
+	struct td_frame f;
+
+	while (next_frame(&f) == 0)
+		if (f.type == TD_MSG_DONE || f.type == TD_MSG_ERROR)
+			return f.type == TD_MSG_DONE ? 'D' : 'E';
 	return 'C';
 }
 
@@ -185,6 +312,11 @@ main(int argc, char **argv)
 		TD_OPT_HEADER_INFO, TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS,
 		TD_OPT_KALLSYMS, TD_OPT_PRINTK, TD_OPT_CMDLINES,
 	};
+	struct td_section_ref refs[5];
+	const char *hcache = getenv("TDFEED_HCACHE");
+	uint8_t have[5] = { 0 };
+	unsigned int nref = 0;
+	uint64_t resume_at = 0;
 	struct td_hello h;
 	struct td_read *r;
 	struct td_buf b;
@@ -216,6 +348,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	td_buf_init(&out, 64 * 1024 * 1024);
+	td_buf_init(&in, 1 << 20);
 	td_buf_init(&b, TD_MAX_SECTION_SIZE);
 	if (strcmp(mode, "garbage") == 0) {
 		td_buf_add(&out, "GET / HTTP/1.0\r\n\r\n", 18);
@@ -242,7 +375,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	memset(&h, 0, sizeof h);
-	h.version_min = h.version_max = TD_PROTO_VERSION;
+	h.version_min = h.version_max = TD_PROTO_VERSION_MIN;
 	h.ncpus = td_read_ncpus(r);
 	h.page_size = td_read_page_size(r);
 	h.long_size = td_read_long_size(r);
@@ -253,7 +386,8 @@ main(int argc, char **argv)
 	snprintf(h.name, sizeof h.name, "%s", argc > 5 ? argv[5] : mode);
 	snprintf(h.clock, sizeof h.clock, "%s", td_read_clock(r)[0] ?
 	    td_read_clock(r) : "local");
-	if (strncmp(mode, "resume-", 7) == 0) {
+	if (strncmp(mode, "resume-", 7) == 0 &&
+	    strcmp(mode, "resume-replay") != 0) {
 		h.flags |= TD_HELLO_RESUME;
 		if (strcmp(mode, "resume-unknown") == 0 &&
 		    getenv("TDFEED_ID") == NULL)
@@ -264,12 +398,38 @@ main(int argc, char **argv)
 		rc = (a == 'D') == (strcmp(mode, "resume-done") == 0) ? 0 : 1;
 		goto out;
 	}
-	td_msg_pack_hello(&out, &h);
+	if (hcache != NULL && hcache[0] == '\0')
+		hcache = NULL;	/* TDFEED_HCACHE= */
+	if (hcache != NULL)
+		h.version_max = TD_PROTO_VERSION;
+	if (strcmp(mode, "resume-replay") == 0) {
+		if (feed_resume(r, &h, sections, refs, have, &resume_at) ==
+		    -1) {
+			fprintf(stderr, "tdfeed: the listener did not "
+			    "resume\n");
+			rc = 1;
+			goto out;
+		}
+	} else
+		td_msg_pack_hello(&out, &h);
 	if (strcmp(mode, "hello-twice") == 0)
 		td_msg_pack_hello(&out, &h);
+	if (hcache != NULL && !hold &&
+	    feed_offer(r, sections, refs, have) == -1) {
+		rc = answer() == 'D' ? 1 : 0;
+		goto out;
+	}
 	for (i = 0; i < sizeof sections / sizeof *sections; i++) {
+		if (i < 5 && have[i]) {
+			td_msg_pack_section_ref(&out, &refs[i]);
+			nref++;
+			continue;
+		}
 		td_buf_reset(&b);
 		td_read_section(r, sections[i], &b);
+		if (hcache != NULL && strcmp(hcache, "lie") == 0 &&
+		    sections[i] == TD_OPT_KALLSYMS && b.len > 0)
+			b.data[b.len - 1] ^= 1;
 		if (strcmp(mode, "bad-section") == 0 && i == 2) {
 			td_msg_pack_section(&out, TD_OPT_HEADER_INFO);
 			break;
@@ -350,16 +510,35 @@ main(int argc, char **argv)
 	}
 	td_msg_pack_end(&out, e);
 	free(e);
+	if (hold) {
+		/* the stream from the listener's offset */
+		hold = false;
+		if (resume_at > out.len) {
+			fprintf(stderr, "tdfeed: resume offset %llu past the "
+			    "stream's %zu bytes\n",
+			    (unsigned long long)resume_at, out.len);
+			rc = 1;
+			goto out;
+		}
+		memmove(out.data, out.data + resume_at, out.len - resume_at);
+		out.len -= resume_at;
+		fprintf(stderr, "tdfeed: resumed at offset %llu\n",
+		    (unsigned long long)resume_at);
+	}
 	flush_out();
 	a = answer();
-	if (strcmp(mode, "good") == 0 || strcmp(mode, "bad-samples") == 0)
+	if (strcmp(mode, "good") == 0 || strcmp(mode, "bad-samples") == 0 ||
+	    strcmp(mode, "resume-replay") == 0)
 		rc = a == 'D' ? 0 : 1;
 	else
 		rc = a == 'D' ? 1 : 0;
 out:
+	fprintf(stderr, "tdfeed: sent %llu bytes, %u sections by reference\n",
+	    (unsigned long long)sent, nref);
 	free(zero);
 	td_buf_free(&b);
 	td_buf_free(&out);
+	td_buf_free(&in);
 	td_read_close(r);
 	if (ssl != NULL) {
 		SSL_shutdown(ssl);

@@ -241,7 +241,7 @@ hello(uint32_t ncpus, uint32_t page_size)
 	struct td_hello h;
 
 	memset(&h, 0, sizeof h);
-	h.version_min = h.version_max = TD_PROTO_VERSION;
+	h.version_min = h.version_max = TD_PROTO_VERSION_MIN;
 	h.ncpus = ncpus;
 	h.page_size = page_size;
 	h.long_size = 8;

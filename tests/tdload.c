@@ -646,7 +646,7 @@ load_read(const char *path)
 	load_ncpus = td_read_ncpus(r);
 	load_page_size = td_read_page_size(r);
 	memset(&load_hello, 0, sizeof load_hello);
-	load_hello.version_min = load_hello.version_max = TD_PROTO_VERSION;
+	load_hello.version_min = load_hello.version_max = TD_PROTO_VERSION_MIN;
 	load_hello.ncpus = load_ncpus;
 	load_hello.page_size = load_page_size;
 	load_hello.long_size = td_read_long_size(r);

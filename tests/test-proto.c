@@ -516,6 +516,142 @@ test_random_payloads(void **state)
  * TD_OPT_TD_GUEST's content: the bytes docs/tdproto.md shows, the round
  * trip with the KVM block, and what the decoder refuses.
  */
+/*
+ * The header cache's messages (version 4): SECTION_OFFER and SECTION_HAVE
+ * outside the stream, SECTION_REF in it; the documented bytes; every bad
+ * field refused.
+ */
+static void
+test_hcache_messages(void **state)
+{
+	struct td_section_offer o, o2;
+	struct td_section_have h, h2;
+	struct td_section_ref r, r2;
+	struct td_buf b;
+	struct td_frame f;
+	unsigned i;
+
+	td_buf_init(&b, 1 << 20);
+	/* whole structs are compared: their padding too */
+	memset(&o2, 0, sizeof o2);
+	memset(&r2, 0, sizeof r2);
+	assert_false(TD_MSG_IN_STREAM(TD_MSG_SECTION_OFFER));
+	assert_true(TD_MSG_IN_STREAM(TD_MSG_SECTION_HAVE));	/* never sent
+								   by agents */
+	assert_true(TD_MSG_IN_STREAM(TD_MSG_SECTION_REF));
+
+	memset(&r, 0, sizeof r);
+	r.id = 19;
+	r.length = 5413122;
+	for (i = 0; i < TD_HCACHE_SHA_LEN; i++)
+		r.sha[i] = (uint8_t)i;
+	assert_int_equal(td_msg_pack_section_ref(&b, &r), 0);
+	assert_int_equal(b.len, TD_FRAME_HEADER + 44);
+	{
+		static const uint8_t head[] = {
+			0x00, 0x00, 0x00, 0x2c, 0x00, 0x14, 0x00, 0x00,
+			0x00, 0x13, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+			0x00, 0x52, 0x99, 0x02, 0x00, 0x01, 0x02, 0x03,
+		};
+
+		assert_memory_equal(b.data, head, sizeof head);
+	}
+	one_frame(&b, &f);
+	assert_string_equal(td_msg_name(f.type), "SECTION_REF");
+	assert_int_equal(td_msg_unpack_section_ref(&f, &r2), 0);
+	assert_memory_equal(&r, &r2, sizeof r);
+	b.data[TD_FRAME_HEADER + 1] = 22;	/* no such section */
+	assert_int_equal(td_msg_unpack_section_ref(&f, &r2), -1);
+	assert_int_equal(errno, EBADMSG);
+	b.data[TD_FRAME_HEADER + 1] = 15;
+	assert_int_equal(td_msg_unpack_section_ref(&f, &r2), -1);
+	b.data[TD_FRAME_HEADER + 1] = 19;
+	b.data[TD_FRAME_HEADER + 3] = 1;	/* reserved */
+	assert_int_equal(td_msg_unpack_section_ref(&f, &r2), -1);
+	b.data[TD_FRAME_HEADER + 3] = 0;
+	b.data[TD_FRAME_HEADER + 7] = 0x01;	/* 256 MiB + 1 MiB */
+	b.data[TD_FRAME_HEADER + 8] = 0x10;
+	assert_int_equal(td_msg_unpack_section_ref(&f, &r2), -1);
+	r.length = TD_MAX_SECTION_SIZE + 1;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_section_ref(&b, &r), -1);
+	assert_int_equal(b.len, 0);
+	r.length = 5413122;
+	/* the table: exactly 44 bytes */
+	{
+		uint8_t hdr[8] = { 0, 0, 0, 43, 0, TD_MSG_SECTION_REF, 0, 0 };
+
+		assert_int_equal(td_frame_parse(hdr, sizeof hdr, &f), -1);
+		hdr[3] = 45;
+		assert_int_equal(td_frame_parse(hdr, sizeof hdr, &f), -1);
+		/* 2 + 44 x 9 offered: one more than TD_HCACHE_OFFER_MAX */
+		hdr[2] = 0x01;
+		hdr[3] = 0x8e;
+		hdr[5] = TD_MSG_SECTION_OFFER;
+		assert_int_equal(td_frame_parse(hdr, sizeof hdr, &f), -1);
+		hdr[3] = 0x62;	/* 2 + 44 x 8 */
+		assert_int_equal(td_frame_parse(hdr, sizeof hdr, &f), 0);
+	}
+
+	memset(&o, 0, sizeof o);
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_section_offer(&b, &o), 0);
+	assert_int_equal(b.len, TD_FRAME_HEADER + 2);	/* none: valid */
+	o.count = 5;
+	for (i = 0; i < 5; i++) {
+		o.ref[i] = r;
+		o.ref[i].id = 16 + i;
+		o.ref[i].length = 1000 * i;
+	}
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_section_offer(&b, &o), 0);
+	assert_int_equal(b.len, TD_FRAME_HEADER + 2 + 5 * 44);
+	one_frame(&b, &f);
+	assert_int_equal(f.type, TD_MSG_SECTION_OFFER);
+	assert_int_equal(td_msg_unpack_section_offer(&f, &o2), 0);
+	assert_int_equal(o2.count, 5);
+	assert_memory_equal(o2.ref, o.ref, 5 * sizeof o.ref[0]);
+	/* a repeated id, a count that does not match the bytes */
+	b.data[TD_FRAME_HEADER + 2 + 44 + 1] = 16;
+	assert_int_equal(td_msg_unpack_section_offer(&f, &o2), -1);
+	b.data[TD_FRAME_HEADER + 2 + 44 + 1] = 17;
+	b.data[TD_FRAME_HEADER + 1] = 4;
+	assert_int_equal(td_msg_unpack_section_offer(&f, &o2), -1);
+	b.data[TD_FRAME_HEADER + 1] = 6;
+	assert_int_equal(td_msg_unpack_section_offer(&f, &o2), -1);
+	o.count = TD_HCACHE_OFFER_MAX + 1;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_section_offer(&b, &o), -1);
+
+	memset(&h, 0, sizeof h);
+	h.count = 3;
+	h.have[1] = 1;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_section_have(&b, &h), 0);
+	{
+		static const uint8_t doc[] = {
+			0x00, 0x00, 0x00, 0x05, 0x00, 0x13, 0x00, 0x00,
+			0x00, 0x03, 0x00, 0x01, 0x00,
+		};
+
+		assert_int_equal(b.len, sizeof doc);
+		assert_memory_equal(b.data, doc, sizeof doc);
+	}
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_section_have(&f, &h2), 0);
+	assert_int_equal(h2.count, 3);
+	assert_memory_equal(h2.have, h.have, 3);
+	b.data[TD_FRAME_HEADER + 3] = 2;	/* 0 or 1 only */
+	assert_int_equal(td_msg_unpack_section_have(&f, &h2), -1);
+	b.data[TD_FRAME_HEADER + 3] = 0;
+	b.data[TD_FRAME_HEADER + 1] = 2;	/* trailing byte */
+	assert_int_equal(td_msg_unpack_section_have(&f, &h2), -1);
+	h.have[0] = 2;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_section_have(&b, &h), -1);
+	td_buf_free(&b);
+}
+
 static void
 test_guest_option(void **state)
 {
@@ -610,6 +746,7 @@ main(void)
 		cmocka_unit_test(test_tsync_messages),
 		cmocka_unit_test(test_random_payloads),
 		cmocka_unit_test(test_guest_option),
+		cmocka_unit_test(test_hcache_messages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

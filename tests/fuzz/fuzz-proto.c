@@ -397,6 +397,64 @@ check_tsync(const struct td_frame *f, struct td_buf *b)
 		FUZZ_CHECK(errno == EBADMSG);
 }
 
+/* The header cache's messages: canonical, ids in range, no repeats. */
+static void
+check_hcache(const struct td_frame *f, struct td_buf *b)
+{
+	struct td_section_offer o, o2;
+	struct td_section_have h, h2;
+	struct td_section_ref r, r2;
+	struct td_frame g;
+	uint16_t i;
+
+	memset(&o, 0, sizeof o);	/* compared whole, padding too */
+	memset(&o2, 0, sizeof o2);
+	if (td_msg_unpack_section_offer(f, &o) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_SECTION_OFFER &&
+		    o.count <= TD_HCACHE_OFFER_MAX &&
+		    f->len == 2 + (size_t)o.count * TD_HCACHE_REF_LEN);
+		for (i = 0; i < o.count; i++)
+			FUZZ_CHECK(o.ref[i].id >= 16 && o.ref[i].id <= 21 &&
+			    o.ref[i].length <= TD_MAX_SECTION_SIZE);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_section_offer(b, &o) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_section_offer(&g, &o2) == 0 &&
+		    o2.count == o.count && memcmp(o2.ref, o.ref,
+		    o.count * sizeof o.ref[0]) == 0);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	if (td_msg_unpack_section_have(f, &h) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_SECTION_HAVE &&
+		    f->len == 2 + (size_t)h.count);
+		for (i = 0; i < h.count; i++)
+			FUZZ_CHECK(h.have[i] <= 1);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_section_have(b, &h) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_section_have(&g, &h2) == 0 &&
+		    h2.count == h.count &&
+		    memcmp(h2.have, h.have, h.count) == 0);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	memset(&r, 0, sizeof r);
+	memset(&r2, 0, sizeof r2);
+	if (td_msg_unpack_section_ref(f, &r) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_SECTION_REF &&
+		    r.id >= 16 && r.id <= 21 &&
+		    r.length <= TD_MAX_SECTION_SIZE);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_section_ref(b, &r) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_section_ref(&g, &r2) == 0 &&
+		    memcmp(&r, &r2, sizeof r) == 0);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+}
+
 /* Messages without a decoder: packing the payload gives the same frame. */
 static void
 check_plain(const struct td_frame *f, struct td_buf *b)
@@ -453,6 +511,7 @@ check_frame(const uint8_t *p, const struct td_frame *f0, struct td_buf *b,
 	check_hello(&f, b, page_size);
 	check_welcome(&f, b);
 	check_section(&f, b);
+	check_hcache(&f, b);
 	check_option(&f, b);
 	check_pages(&f, b, *page_size);
 	if (f.len >= 16)

@@ -456,7 +456,7 @@ stream_hello(struct td_buf *b, uint32_t ncpus, uint32_t page_size,
 	struct td_hello h;
 
 	memset(&h, 0, sizeof h);
-	h.version_min = TD_PROTO_VERSION;
+	h.version_min = TD_PROTO_VERSION_MIN;
 	h.version_max = TD_PROTO_VERSION;
 	h.ncpus = ncpus;
 	h.page_size = page_size;
@@ -1012,12 +1012,37 @@ cmd_proto(const char *dir)
 	td_buf_reset(&b);
 
 	memset(&w, 0, sizeof w);
-	w.version = TD_PROTO_VERSION;
+	w.version = TD_PROTO_VERSION_MIN;
 	w.session_id = 0xdeadbeef;
 	w.idle_timeout = 60;
 	snprintf(w.identity, sizeof w.identity, "web1.example.org");
 	td_msg_pack_welcome(&b, &w);
 	save(dir, "welcome", b.data, b.len);
+	td_buf_reset(&b);
+	{
+		struct td_section_offer o;
+		struct td_section_have hv;
+
+		memset(&o, 0, sizeof o);
+		o.count = 2;
+		o.ref[0].id = 18;
+		o.ref[0].length = 4096;
+		memset(o.ref[0].sha, 0x5a, sizeof o.ref[0].sha);
+		o.ref[1].id = 19;
+		o.ref[1].length = 5400000;
+		memset(o.ref[1].sha, 0xa5, sizeof o.ref[1].sha);
+		td_msg_pack_section_offer(&b, &o);
+		save(dir, "section-offer", b.data, b.len);
+		td_buf_reset(&b);
+		memset(&hv, 0, sizeof hv);
+		hv.count = 2;
+		hv.have[1] = 1;
+		td_msg_pack_section_have(&b, &hv);
+		save(dir, "section-have", b.data, b.len);
+		td_buf_reset(&b);
+		td_msg_pack_section_ref(&b, &o.ref[1]);
+		save(dir, "section-ref", b.data, b.len);
+	}
 	td_buf_reset(&b);
 
 	w.flags = TD_WELCOME_RESUMED;
