@@ -122,3 +122,15 @@ recording_info(const struct recording *r, struct tally_rec *t)
 	t->sync_samples = n;
 	t->elapsed = recording_elapsed(r);
 }
+
+/* What a chunk of count pages makes the recording hold (recording.h). */
+size_t
+recording_chunk_mem(const struct recording *r, uint32_t count)
+{
+	size_t n = (size_t)(count < TD_CHUNK_PAGES ? count : TD_CHUNK_PAGES) *
+	    r->p.page_size;
+
+	if (r->zbuf == NULL)
+		n += (size_t)TD_CHUNK_PAGES * r->p.page_size;
+	return n;
+}

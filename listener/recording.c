@@ -572,17 +572,6 @@ recording_page(struct recording *r, uint32_t cpu, const void *page)
 	return 0;
 }
 
-size_t
-recording_chunk_mem(const struct recording *r, uint32_t count)
-{
-	size_t n = (size_t)(count < TD_CHUNK_PAGES ? count : TD_CHUNK_PAGES) *
-	    r->p.page_size;
-
-	if (r->zbuf == NULL)
-		n += (size_t)TD_CHUNK_PAGES * r->p.page_size;
-	return n;
-}
-
 int
 recording_chunk(struct recording *r, uint32_t cpu, uint64_t first_seq,
     uint8_t codec, const void *p, size_t n, uint32_t count)

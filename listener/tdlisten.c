@@ -746,6 +746,12 @@ main(int argc, char **argv)
 	log_info("tracedock %s, libevent %s (%s), %s", PACKAGE_VERSION,
 	    event_get_version(), event_base_get_method(base),
 	    td_tls_version());
+	/* before the first "listening" line: a supervisor may stop it then */
+	for (i = 0; i < 3; i++) {
+		sigs[i] = evsignal_new(base, signos[i], tdlisten_signal_cb,
+		    base);
+		evsignal_add(sigs[i], NULL);
+	}
 	conn_init(base, &cfg, ctx);
 	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
 	    sizeof err) == -1)
@@ -760,11 +766,6 @@ main(int argc, char **argv)
 		    cfg.uftrace_port);
 	if (cfg.tracecmd_port != NULL && tracecmd_start(base, &cfg) == -1)
 		fatalx("cannot listen for trace-cmd clients");
-	for (i = 0; i < 3; i++) {
-		sigs[i] = evsignal_new(base, signos[i], tdlisten_signal_cb,
-		    base);
-		evsignal_add(sigs[i], NULL);
-	}
 	tdlisten_cfg = &cfg;
 	tdlisten_drop_privileges(&cfg);
 	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
