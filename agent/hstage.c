@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "conn.h"
+#include "fileio.h"
 #include "hstage.h"
 #include "stream.h"
 #include "tdproto.h"
@@ -106,8 +107,7 @@ hstage_begin(struct hstage *h, uint16_t id)
 int
 hstage_write(struct hstage *h, const void *p, size_t n)
 {
-	const uint8_t *b = p;
-	ssize_t w;
+	uint64_t off = 0;
 
 	if (!h->open) {
 		errno = EINVAL;
@@ -116,16 +116,7 @@ hstage_write(struct hstage *h, const void *p, size_t n)
 	EVP_DigestUpdate(h->md, p, n);
 	h->sec[h->n].ref.length += n;
 	h->end += n;
-	while (n > 0) {
-		if ((w = write(h->fd, b, n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return td_fileio_write(h->fd, p, n, &off);
 }
 
 int

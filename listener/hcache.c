@@ -23,6 +23,7 @@
 
 #include <openssl/evp.h>
 
+#include "fileio.h"
 #include "hcache.h"
 #include "tdlimits.h"
 #include "tdproto.h"
@@ -557,8 +558,7 @@ fail:
 int
 hcache_put_write(struct hcache_put *p, const void *buf, size_t n)
 {
-	const uint8_t *b = buf;
-	ssize_t w;
+	uint64_t off = 0;
 
 	p->len += n;
 	if (p->len > TD_HCACHE_IDENTITY_MAX / 2) {
@@ -566,16 +566,7 @@ hcache_put_write(struct hcache_put *p, const void *buf, size_t n)
 		return -1;
 	}
 	EVP_DigestUpdate(p->md, buf, n);
-	while (n > 0) {
-		if ((w = write(p->fd, b, n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return td_fileio_write(p->fd, buf, n, &off);
 }
 
 int
