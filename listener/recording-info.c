@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "listener.h"
 #include "recording.h"
@@ -14,6 +15,17 @@
 #include "tdproto.h"
 #include "timesync.h"
 #include "banned.h"
+
+/* Seconds since the recording began (recording-local.h). */
+double
+recording_elapsed(const struct recording *r)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - r->start.tv_sec) +
+	    (now.tv_nsec - r->start.tv_nsec) / 1e9;
+}
 
 bool
 recording_owned(const struct recording *r)

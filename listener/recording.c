@@ -42,17 +42,6 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-/* Seconds since the recording began (recording-local.h). */
-double
-recording_elapsed(const struct recording *r)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - r->start.tv_sec) +
-	    (now.tv_nsec - r->start.tv_nsec) / 1e9;
-}
-
 static uint64_t
 recording_now_ms(void)
 {
