@@ -134,20 +134,6 @@ done
 gcc -O2 -Wall -o "$TMP/flysize" "$S/bench/flysize.c" ||
     die "cannot build bench/flysize.c"
 
-# ring-buffer bytes of the pages in trace.dat $1 (as bench/run.sh)
-data_bytes() {
-	local f=$1 codec args
-
-	codec=$(trace-cmd dump --summary -i "$f" 2>/dev/null |
-	    awk '/\[Compression algorithm\]/ { print $1 }')
-	[ -n "$codec" ] || codec=none
-	args=$(trace-cmd dump --flyrecord -i "$f" 2>/dev/null | awk '
-	    /\[id, data offset and size\]/ { print $2, $3 }
-	    /\[offset, size of cpu/ { print $1, $2 }')
-	[ -n "$args" ] || return 1
-	# shellcheck disable=SC2086
-	"$TMP/flysize" "$f" "$codec" $args
-}
 
 PKI=$TMP/pki
 {

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # bench/lib.sh: pieces the benchmarks share, sourced by run.sh (and so
-# stream.sh), concurrent.sh, load.sh and all.sh (not a program).
+# stream.sh), concurrent.sh, load.sh, all.sh and instr.sh (not a program).
 
 # Whether something listens on TCP port $1 (IPv4 or IPv6).
 port_listening() {
@@ -15,6 +15,24 @@ port_listening() {
 # network namespace, only its own.
 lo_bytes() {
 	awk -F'[: ]+' '$2 == "lo" { print $11 }' /proc/net/dev
+}
+
+# Raw per-CPU data bytes of trace.dat $1 (pages x page size), from the
+# flyrecord offsets and sizes trace-cmd dump prints, chunks added up by
+# bench/flysize, which the caller builds as $TMP/flysize: one method for
+# every file, whoever wrote it (safe under pipefail).
+data_bytes() {
+	local f=$1 codec args
+
+	codec=$({ trace-cmd dump --summary -i "$f" 2>/dev/null || true; } |
+	    awk '/\[Compression algorithm\]/ { print $1 }')
+	[ -n "$codec" ] || codec=none
+	args=$({ trace-cmd dump --flyrecord -i "$f" 2>/dev/null || true; } | awk '
+	    /\[id, data offset and size\]/ { print $2, $3 }
+	    /\[offset, size of cpu/ { print $1, $2 }')
+	[ -n "$args" ] || return 1
+	# shellcheck disable=SC2086
+	"$TMP/flysize" "$f" "$codec" $args
 }
 
 # awk functions for the tables, to put in front of a program:

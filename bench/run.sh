@@ -286,22 +286,6 @@ tdcount_get() {
 	awk -v k="$2" '$1 == k { print $2 }' "$1"
 }
 
-# Raw per-CPU data bytes of a trace.dat (pages x page size), from the
-# flyrecord offsets and sizes trace-cmd dump prints, chunks added up by
-# bench/flysize: one method for every file, whoever wrote it.
-data_bytes() {
-	local f=$1 codec args
-
-	codec=$(trace-cmd dump --summary -i "$f" 2>/dev/null |
-	    awk '/\[Compression algorithm\]/ { print $1 }')
-	[ -n "$codec" ] || codec=none
-	args=$(trace-cmd dump --flyrecord -i "$f" 2>/dev/null | awk '
-	    /\[id, data offset and size\]/ { print $2, $3 }
-	    /\[offset, size of cpu/ { print $1, $2 }')
-	[ -n "$args" ] || return 1
-	# shellcheck disable=SC2086
-	"$TMP/flysize" "$f" "$codec" $args
-}
 
 # Wait until the recorder started under /usr/bin/time (pid $1) records;
 # sets RPID to the recorder's pid.
