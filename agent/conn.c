@@ -812,6 +812,11 @@ conn_read_some(struct conn *c, void *p, size_t cap)
 	}
 	if (e == SSL_ERROR_SYSCALL && errno == 0)
 		return 0;
+	/* OpenSSL 3: the listener closed without close_notify (it let
+	   the connection go: "Protocol error" said nothing) */
+	if (e == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) ==
+	    SSL_R_UNEXPECTED_EOF_WHILE_READING)
+		return 0;
 	if (e == SSL_ERROR_SSL)
 		errno = EPROTO;
 	return -1;

@@ -175,6 +175,14 @@ sockio_pump(struct bufferevent *bev, bool big, const char *label)
 	}
 }
 
+bool
+sockio_held(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+	return ssl != NULL && SSL_has_pending(ssl);
+}
+
 /*
  * Send data on bev's connection now, when nothing else waits in its output
  * (a time-sync reply must not wait for the next turn of the loop, after

@@ -24,6 +24,12 @@ void	sockio_tls(SSL *ssl);
  * big; label names the connection in a log line (a TLS error).
  */
 void	sockio_pump(struct bufferevent *bev, bool big, const char *label);
+/*
+ * Whether OpenSSL holds bytes of bev's connection that it read from the
+ * socket and did not hand over (libevent reads them only when the socket
+ * says more came).
+ */
+bool	sockio_held(struct bufferevent *bev);
 /* Send now when bev's output is empty, else (and the rest) through bev. */
 void	sockio_send(struct bufferevent *bev, const void *data, size_t len);
 
