@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 
 #include "log.h"
 #include "net.h"
@@ -57,26 +58,29 @@ tsyncsched_round(struct recorder *r, bool anchor)
 	ret = tsyncround_run(r->net, r->tsync, r->tsync_round++,
 	    TSYNCSCHED_PROBES, anchor, tsyncsched_idle_cb, r, &s, err,
 	    sizeof err);
-	if (ret == 1) {
+	if (ret == -1 && (!net_up(r->net) || net_fatal(r->net))) {
+		snprintf(r->err, sizeof r->err, "%s", err);
+		uplink_lost(r);
+		return;
+	}
+	if (ret == 1)
 		log_debug("time sync: %s", err);
-		return;
+	else if (ret == -1 && r->tsync_failed++ == 0)
+		log_warnx("time sync: %s", err);
+	else if (ret == -1)
+		log_debug("time sync: %s", err);
+	else {
+		r->tsync_samples++;
+		log_debug("time sync round %u: offset %" PRId64 " at %"
+		    PRIu64 ", +-%" PRIu64 " ns (%u probes)", s.round,
+		    s.offset, s.ts, s.bound, s.probes);
 	}
-	if (ret == -1) {
-		if (!net_up(r->net) || net_fatal(r->net)) {
-			snprintf(r->err, sizeof r->err, "%s", err);
-			uplink_lost(r);
-			return;
-		}
-		if (r->tsync_failed++ == 0)
-			log_warnx("time sync: %s", err);
-		else
-			log_debug("time sync: %s", err);
-		return;
-	}
-	r->tsync_samples++;
-	log_debug("time sync round %u: offset %" PRId64 " at %" PRIu64
-	    ", +-%" PRIu64 " ns (%u probes)", s.round, s.offset, s.ts,
-	    s.bound, s.probes);
+	/*
+	 * The probes read a frame at a time: what came after the last reply
+	 * (ACKs, an ERROR) may wait in the connection's input or in OpenSSL,
+	 * where the loop's epoll does not look: it is handled now.
+	 */
+	uplink_readable(r, EPOLLIN);
 }
 
 /* The loop's timer: a round when the listener's interval is over. */
