@@ -190,6 +190,8 @@ wait_session "$WORK/l4a.log"
 wait_until $((400 * SLOW)) sh -c "ls '$WORK'/out4/web1/*.dat.state >/dev/null 2>&1"
 st=$(ls "$WORK"/out4/web1/*.dat.state 2>/dev/null)
 start_listener "$WORK/l4b.log" -d "$WORK/out4" $LTLS || exit 99
+# it looks at the directory once it listens (under valgrind: later)
+wait_until $((400 * SLOW)) grep -q "recover" "$WORK/l4b.log"
 check "4: the second listener does not take the recording the first holds" \
     grep -q "'$st': another tdlisten holds this recording (its .part is locked): not recovered" \
     "$WORK/l4b.log"

@@ -349,6 +349,8 @@ elif ns_up && ip netns exec "$NSN" tc qdisc add dev tdp$$ root tbf \
 	LPORT_FIXED=$LPORT start_listener "$WORK/l9b.log" -d "$OUT" \
 	    --bind $NET.1 $VTLS || exit 99
 	unset LPORT_FIXED
+	# it looks at the directory once it listens (under valgrind: later)
+	wait_until $((400 * SLOW)) grep -q "recovered '" "$WORK/l9b.log"
 	check "headers: the listener was killed before the first page" \
 	    grep -q "recovered '.*' at offset [0-9]* (0 pages)" "$WORK/l9b.log"
 	wait_agent headers
