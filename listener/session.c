@@ -34,7 +34,7 @@
 #include "banned.h"
 
 /* Checkpoint and acknowledge at least every this many bytes. */
-#define SESSION_CK_BYTES	(4u * 1024 * 1024)
+#define SESSION_CK_BYTES	(1u * 1024 * 1024)
 
 /* One agent's conversation. */
 struct session {
