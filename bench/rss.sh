@@ -10,8 +10,12 @@
 #	tdagent       tdagent -h -> tdlisten, TLS 1.3 (the defaults)
 #	before        the same with the tdagent and tdlisten of --before DIR
 #	              (a build of an older tree), when given
-#	trace-cmd     trace-cmd record -N -t -> trace-cmd listen
+#	trace-cmd     trace-cmd record -N -t -B INSTANCE -> trace-cmd listen
 #
+# Both record in an instance of their own (tdagent always does; trace-cmd
+# with -B, as in bench/concurrent.sh, so that it never waits for
+# tests/e2e-tracecmd.sh, which holds the top-level buffer), every
+# process's raw_syscalls, with the kernel's default ring size.
 # The recorder's peak RSS is what wait4 reports for it (/usr/bin/time %M:
 # the largest of the process and the children it reaped: for tdagent the
 # privileged parent and the recorder it forks, for trace-cmd its per-CPU
@@ -20,8 +24,7 @@
 # Tools take turns within a run, so load changes hit all of them.  Run as
 # root; binaries from --build DIR (default: the tree built into build/);
 # trace-cmd under the sandbox shim where /work/shared/tools has one (a
-# read-only /proc/sys).  trace-cmd holds the lock tests/e2e-tracecmd.sh
-# takes (flock on set_event_pid).  Results: bench/out/rss.tsv, rss.txt.
+# read-only /proc/sys).  Results: bench/out/rss.tsv, rss.txt.
 set -euo pipefail
 
 BLOCKS=1000000
@@ -144,7 +147,8 @@ run_td() {
 	rm -rf "$d"
 	mkdir -p "$d/l"
 	port=$(free_port)
-	"$b/tdlisten" -p "$port" -d "$d/l" --cert "$PKI/listener.pem" \
+	/usr/bin/time -f '%U %S' -o "$d/ltime" \
+	    "$b/tdlisten" -p "$port" -d "$d/l" --cert "$PKI/listener.pem" \
 	    --key "$PKI/listener.key" --ca "$PKI/ca.pem" >"$d/listen.log" 2>&1 &
 	lpid=$!
 	LIVE=("$lpid")
@@ -176,12 +180,13 @@ run_td() {
 	kill -INT "${rpid:-$apid}"
 	wait "$tpid" || die "$tool failed: $(tail -2 "$d/agent.err")"
 	wait "$w" || true
-	kill -TERM "$lpid"
+	kill -TERM "$(pgrep -P "$lpid" | head -1)"
 	wait "$lpid" || die "$tool: tdlisten failed"
 	LIVE=()
 	read -r hp hc <"$d/hwm"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "$run" "$(cat "$d/time")" \
-	    "$hp" "$hc" "$load0" >>"$OUT/rss.tsv"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$tool" "$run" \
+	    "$(cat "$d/time")" "$hp" "$hc" "$load0" \
+	    "$(awk '{ print $1 + $2 }' "$d/ltime")" >>"$OUT/rss.tsv"
 }
 
 # One streamed storm under trace-cmd record -N; appends to rss.tsv.
@@ -197,10 +202,10 @@ run_tc() {
 	lpid=$!
 	LIVE=("$lpid")
 	wait_port "$port" "$lpid" || die "trace-cmd listen did not start"
-	flock "$TRACEFS/set_event_pid" /usr/bin/time -f '%M' -o "$d/time" \
+	/usr/bin/time -f '%M' -o "$d/time" \
 	    env ${SHIM:+LD_PRELOAD=$SHIM} stdbuf -oL trace-cmd record \
-	    -N "127.0.0.1:$port" -t -e raw_syscalls >"$d/rec.out" \
-	    2>"$d/rec.err" &
+	    -N "127.0.0.1:$port" -t -B "tdrss-$$" -e raw_syscalls \
+	    >"$d/rec.out" 2>"$d/rec.err" &
 	tpid=$!
 	LIVE+=("$tpid")
 	for i in $(seq 1200); do
@@ -212,8 +217,8 @@ run_tc() {
 	sleep 0.5
 	dd if=/dev/zero of=/dev/null bs=1 count="$BLOCKS" 2>/dev/null
 	sleep 0.5
-	# flock -> time -> trace-cmd record (the main process)
-	kids=$(pgrep -P "$(pgrep -P "$tpid" | head -1)" | head -1)
+	# time -> env -> stdbuf: trace-cmd record (the main process)
+	kids=$(pgrep -P "$tpid" | head -1)
 	kill -INT "$kids"
 	wait "$tpid" || die "trace-cmd record failed: $(tail -2 "$d/rec.err")"
 	for i in $(seq 200); do
@@ -223,11 +228,11 @@ run_tc() {
 	kill -INT "$lpid"
 	wait "$lpid" || true
 	LIVE=()
-	printf '%s\t%s\t%s\t-\t-\t%s\n' trace-cmd "$run" "$(cat "$d/time")" \
-	    "$load0" >>"$OUT/rss.tsv"
+	printf '%s\t%s\t%s\t-\t-\t%s\t-\n' trace-cmd "$run" \
+	    "$(cat "$d/time")" "$load0" >>"$OUT/rss.tsv"
 }
 
-printf 'tool\trun\tmaxrss_kb\tparent_hwm_kb\trecorder_hwm_kb\tload\n' \
+printf 'tool\trun\tmaxrss_kb\tparent_hwm_kb\trecorder_hwm_kb\tload\tlistener_cpu_s\n' \
     >"$OUT/rss.tsv"
 for r in $(seq "$REPEAT"); do
 	run_td tdagent "$BUILD" "$r"
@@ -246,6 +251,7 @@ done
 		m[$1, n[$1]] = $3 / 1024
 		if ($4 != "-") { p[$1, n[$1]] = $4 / 1024; q[$1, n[$1]] = $5 / 1024 }
 		l[$1, n[$1]] = $6
+		if ($7 != "-") c[$1, n[$1]] = $7
 	}
 	function row(t, a, what,    i, v, k) {
 		k = n[t]
@@ -266,6 +272,9 @@ done
 			row("before", p, "parent VmHWM (sampled)")
 			row("before", q, "recorder VmHWM (sampled)")
 		}
+		row("tdagent", c, "(tdlisten CPU s)")
+		if (n["before"] > 0)
+			row("before", c, "(tdlisten CPU s)")
 		tc = row("trace-cmd", m, "peak RSS (wait4)")
 		printf "  tdagent / trace-cmd %.3f", td / tc
 		if (n["before"] > 0)
