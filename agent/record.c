@@ -33,6 +33,7 @@
 #include "instance.h"
 #include "log.h"
 #include "meta.h"
+#include "metadefer.h"
 #include "net.h"
 #include "priv.h"
 #include "record.h"
@@ -173,7 +174,8 @@ static int
 record_setup(struct recorder *r)
 {
 	struct td_file_params fp;
-	struct meta_sink fs;
+	struct meta_sink fs, ds;
+	const struct meta_sink *hs;
 	char what[4200];
 	int i;
 
@@ -232,8 +234,20 @@ record_setup(struct recorder *r)
 	}
 	if (r->o->host != NULL && uplink_new(r) == -1)
 		return -1;
-	/* into the stream's queue (and its spool): sent once connected */
-	if (meta_write_headers(r->in, &r->sink, r->err, sizeof r->err) == -1)
+	/*
+	 * Read as root now; with privsep recorded into a memfd that the
+	 * recorder frames (metadefer.h), so that neither process holds them
+	 * framed before the fork; else into the stream's queue (and its
+	 * spool), sent once connected.  The guests' options follow the
+	 * headers in the stream: with --guest, no deferral.
+	 */
+	hs = &r->sink;
+	if (r->o->privsep && r->o->nguests == 0 &&
+	    (r->defer = metadefer_new()) != NULL) {
+		metadefer_sink(&ds, r->defer);
+		hs = &ds;
+	}
+	if (meta_write_headers(r->in, hs, r->err, sizeof r->err) == -1)
 		return -1;
 	/* made now, used if the listener asks for time sync */
 	if (r->net != NULL)
@@ -273,8 +287,17 @@ record_start(struct recorder *r)
 	struct epoll_event ev;
 	struct itimerspec its;
 	sigset_t set;
-	int i;
+	int i, ret;
 
+	if (r->defer != NULL) {
+		/* the header sections, first in the file and the stream */
+		ret = metadefer_replay(r->defer, &r->sink, r->err,
+		    sizeof r->err);
+		metadefer_free(r->defer);
+		r->defer = NULL;
+		if (ret == -1)
+			return -1;
+	}
 	if (uplink_start(r) == -1)
 		return -1;
 	/* the anchor round before the events, on an empty queue */
@@ -453,6 +476,7 @@ record_free(struct recorder *r)
 		td_file_free(r->file);
 	uplink_free(r);
 	guest_watch_free(r->guests);
+	metadefer_free(r->defer);
 	meta_tee_free(r->sinks);
 	tsync_free(r->tsync);
 	if (r->epfd > 0)
@@ -483,6 +507,8 @@ record_release(void *arg)
 	uplink_free(r);
 	guest_watch_free(r->guests);
 	r->guests = NULL;
+	metadefer_free(r->defer);
+	r->defer = NULL;
 	free(r->page);
 	r->page = NULL;
 	malloc_trim(0);

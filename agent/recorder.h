@@ -33,6 +33,7 @@
 struct agent_opts;
 struct guest_watch;
 struct instance;
+struct metadefer;
 struct net;
 struct ring;
 struct td_file;
@@ -63,6 +64,7 @@ struct recorder {
 	struct net		*net_gone;	/* given up, closed at the end */
 	struct meta_sink	 sink;		/* where everything goes */
 	struct meta_tee		*sinks;		/* the file, the network */
+	struct metadefer	*defer;		/* headers for the recorder */
 	bool			 paused;	/* rings wait for the network */
 	uint64_t		 trace_id;
 	struct tsync		*tsync;		/* NULL: no time sync */

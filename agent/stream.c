@@ -64,10 +64,11 @@ struct stream {
 	size_t		 bhead;
 	uint32_t	 bmax;
 	/* the open section's bytes, compressed TD_SECTION_Z_RAW at a time
-	   (allocated while a section is written) */
+	   (allocated while a section is written, as large as it needs) */
 	struct td_codec	*sz;
 	uint8_t		*sstage;
 	size_t		 slen;
+	size_t		 scap;
 	uint8_t		*szbuf;
 	size_t		 szcap;
 };
@@ -467,6 +468,11 @@ stream_section_piece(struct stream *s)
 
 	if (s->slen == 0)
 		return 0;
+	if (s->sz != NULL && s->szcap < td_codec_bound(s->sz, s->slen)) {
+		free(s->szbuf);
+		s->szcap = td_codec_bound(s->sz, s->slen);
+		s->szbuf = xmalloc(s->szcap);
+	}
 	if (s->sz != NULL)
 		z = td_codec_compress(s->sz, s->sstage, s->slen, s->szbuf,
 		    s->szcap);
@@ -486,24 +492,32 @@ stream_section_piece(struct stream *s)
 	return 0;
 }
 
-/* Bytes of the open section, staged and framed in pieces. */
+/*
+ * Bytes of the open section, staged and framed in pieces.  The staging
+ * and the compressed piece grow to what the section needs (up to
+ * TD_SECTION_Z_RAW): the small sections of the end (saved_cmdlines, a
+ * few KiB) do not cost the recorder half a megabyte at its fullest.
+ */
 int
 stream_section_data(struct stream *s, const void *p, size_t len)
 {
-	size_t k;
+	size_t k, cap;
 
-	if (s->sstage == NULL) {
-		s->sstage = xmalloc(TD_SECTION_Z_RAW);
+	if (s->sz == NULL && s->sstage == NULL)
 		s->sz = td_codec_new(TD_CODEC_ZSTD, 0);
-		if (s->sz != NULL) {
-			s->szcap = td_codec_bound(s->sz, TD_SECTION_Z_RAW);
-			s->szbuf = xmalloc(s->szcap);
-		}
-	}
 	while (len > 0) {
 		k = TD_SECTION_Z_RAW - s->slen;
 		if (k > len)
 			k = len;
+		if (s->slen + k > s->scap) {
+			cap = s->scap == 0 ? 4096 : s->scap;
+			while (cap < s->slen + k)
+				cap *= 2;
+			if (cap > TD_SECTION_Z_RAW)
+				cap = TD_SECTION_Z_RAW;
+			s->sstage = xreallocarray(s->sstage, cap, 1);
+			s->scap = cap;
+		}
 		memcpy(s->sstage + s->slen, p, k);
 		s->slen += k;
 		p = (const uint8_t *)p + k;
@@ -526,7 +540,7 @@ stream_section_flush(struct stream *s)
 	free(s->szbuf);
 	s->sz = NULL;
 	s->sstage = s->szbuf = NULL;
-	s->slen = s->szcap = 0;
+	s->slen = s->scap = s->szcap = 0;
 	return r;
 }
 
