@@ -473,6 +473,8 @@ conn_tls(struct conn *c, const struct conn_target *t, SSL_CTX *ctx,
 			snprintf(err, errlen, "TLS handshake with the listener "
 			    "failed: %s", errno == ENOTCONN ? "nobody at the "
 			    "other end of the device" : "timed out");
+			if (errno != ENOTCONN)
+				errno = ETIMEDOUT;	/* a busy listener */
 			return -1;
 		}
 		td_tls_handshake_error(c->ssl, err, errlen,
@@ -682,7 +684,9 @@ conn_open(const struct conn_target *t, SSL_CTX *ctx, int timeout,
 		return NULL;
 	}
 	if (ctx != NULL && conn_tls(c, t, ctx, fatal, err, errlen) == -1) {
+		saved = errno;
 		conn_close(c, false);
+		errno = saved;
 		return NULL;
 	}
 	return c;
@@ -815,8 +819,10 @@ conn_read_some(struct conn *c, void *p, size_t cap)
 	/* OpenSSL 3: the listener closed without close_notify (it let
 	   the connection go: "Protocol error" said nothing) */
 	if (e == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) ==
-	    SSL_R_UNEXPECTED_EOF_WHILE_READING)
+	    SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+		ERR_clear_error();
 		return 0;
+	}
 	if (e == SSL_ERROR_SSL)
 		errno = EPROTO;
 	return -1;
@@ -889,6 +895,7 @@ conn_read_frame(struct conn *c, struct td_frame *f, char *err,
 			/* the wait of conn_set_blocking() is over */
 			snprintf(err, errlen, "no answer from the listener "
 			    "in time");
+			errno = ETIMEDOUT;
 			return -1;
 		}
 		return conn_err(err, errlen, "cannot read from the listener");

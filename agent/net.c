@@ -107,10 +107,11 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	t = collectors_target(n->cl, n->cur);
 	if ((c = conn_open(t, n->ctx, n->np.timeout,
 	    NET_USER_TIMEOUT_MS, fatal, err, errlen)) == NULL) {
-		/* a serial device nobody answers yet: a guest that boots
-		   before its host's listener, or QEMU reconnecting */
-		n->told_later = !*fatal && errno == ETIMEDOUT &&
-		    t->kind == CONN_SERIAL;
+		/* no answer in time: a serial device nobody answers yet (a
+		   guest that boots before its host's listener, or QEMU
+		   reconnecting), a listener too busy to finish a handshake
+		   or take a connection (a full accept queue drops SYNs) */
+		n->told_later = !*fatal && errno == ETIMEDOUT;
 		return -1;
 	}
 	if (resume)
@@ -127,11 +128,14 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	}
 	td_buf_free(&b);
 	f.type = 0;
+	errno = 0;
 	if (net_expect(NULL, c, TD_MSG_WELCOME, &f, fatal, err, errlen) == -1) {
 		if (conn_refused(c))
 			*fatal = true;	/* e.g. a revoked certificate */
-		/* "come back later": out of descriptors, disk, memory */
-		n->told_later = !*fatal && f.type == TD_MSG_ERROR;
+		/* "come back later": out of descriptors, disk, memory; or
+		   no WELCOME in time (a listener that busy) */
+		n->told_later = !*fatal && (f.type == TD_MSG_ERROR ||
+		    errno == ETIMEDOUT);
 		goto fail;
 	}
 	if (td_msg_unpack_welcome(&f, w) == -1) {

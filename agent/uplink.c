@@ -179,11 +179,11 @@ uplink_reasons(struct net *n, char why[][512], char *err, size_t errlen)
  * or says "come back later" (out of descriptors, disk or memory) is
  * passed over for the next; so is one that refuses this agent for good (a
  * certificate refused: another collector may have another CRL), which is
- * then not asked again.  When none took it and one said "later", a fleet
- * starting at once waits for them: the whole list is tried again, with
- * backoff, up to --reconnect-wait (nothing is lost meanwhile: tracing is
- * not on yet, an import has not started reading).  Then err holds every
- * collector's reason.
+ * then not asked again.  When none took it and one said "later" (or did
+ * not answer in time), a fleet starting at once waits for them: the whole
+ * list is tried again, with backoff, up to --reconnect-wait (nothing is
+ * lost meanwhile: tracing is not on yet, an import has not started
+ * reading).  Then err holds every collector's reason.
  */
 int
 uplink_net_start(struct net *n, const struct agent_opts *o, char *err,

@@ -396,14 +396,44 @@ session_resume(struct session *s, const struct td_hello *h)
 	return SESSION_GO;
 }
 
+/*
+ * A HELLO (not RESUME) for a recording of this identity that is here and
+ * empty still: the same agent again, whose first HELLO got no WELCOME in
+ * time (a listener that busy) and which tried again.  This session takes
+ * that recording over (from the connection the agent gave up, if the
+ * listener has not noticed yet) as if it opened it: nothing is left
+ * behind to wait for a resume.
+ */
+static bool
+session_again(struct session *s, const struct td_hello *h,
+    struct recording **tp)
+{
+	const struct recording_params *p;
+	struct recording *t;
+
+	t = registry_find(s->identity, h->recording_id);
+	if (t == NULL || recording_position(t) != 0)
+		return false;
+	p = recording_params(t);
+	if (p->ncpus != h->ncpus || p->page_size != h->page_size ||
+	    p->commit_size != h->commit_size ||
+	    p->long_size != h->long_size || strcmp(p->clock, h->clock) != 0 ||
+	    strcmp(p->name, h->name) != 0)
+		return false;
+	*tp = t;
+	return true;
+}
+
 static enum session_verdict
 session_hello(struct session *s, const struct td_frame *f, int conns)
 {
 	struct recording_params p;
 	enum recording_fault fault;
+	struct recording *t;
 	struct td_hello h;
 	char err[600];
 	uint16_t one = 1, top;
+	int ret;
 
 	if (td_msg_unpack_hello(f, &h) == -1)
 		return session_close(s, "malformed HELLO");
@@ -417,6 +447,25 @@ session_hello(struct session *s, const struct td_frame *f, int conns)
 		    "not supported yet");
 	if (h.flags & TD_HELLO_RESUME)
 		return session_resume(s, &h);
+	if (session_again(s, &h, &t)) {
+		session_set_label(s, h.name);
+		log_info("%s: the agent started again (its first HELLO had "
+		    "no WELCOME in time)", s->label);
+		if ((ret = recording_attach(t, s->label, session_taken_cb, s,
+		    err, sizeof err)) == 1)
+			return session_end_with(s, TD_ERR_RETRY,
+			    session_tell(errno));
+		if (ret != 0)
+			return session_close(s, "the recording cannot be "
+			    "taken over");
+		s->rec = t;
+		recording_received(t, f->total);
+		s->page_size = h.page_size;
+		s->phase = SESSION_STREAM;
+		s->offer_ok = s->version >= 4;
+		session_welcome(s, false, recording_trace_id(t), 0);
+		return SESSION_GO;
+	}
 	if (registry_count(s->identity) >= s->cfg->max_per_identity) {
 		snprintf(err, sizeof err, "too many recordings open for '%s' "
 		    "(--max-per-identity %d)", s->identity,

@@ -175,6 +175,53 @@ check "wire: the listener's file is zstd" sh -c \
     "trace-cmd dump --summary -i '$RFILE' 2>&1 | grep -q zstd"
 stop_listener
 
+# A listener too busy to answer an agent's first connection in time (here
+# stopped: the TLS handshake times out after 10 s): the agent tries again,
+# up to --reconnect-wait, and records exactly.  A HELLO whose WELCOME never
+# reached its agent (tdfeed hello-only: it gave up) leaves nothing to wait
+# for a resume: the next HELLO of that recording takes it over.
+OUT=$WORK/outb
+start_listener "$WORK/listenb.log" -d "$OUT" \
+    --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" ||
+    exit 99
+kill -STOP "$LPID"
+(
+	wait_until $((600 * SLOW)) grep -q "trying again for up to" \
+	    "$WORK/agent.busy.err"
+	kill -CONT "$LPID"
+) &
+kpid=$!
+stream_storm busy 1000 web1 -F --reconnect-wait $((300 * SLOW))
+wait $kpid
+eq "busy listener: the agent exits 0" "$RRC" 0
+check "busy listener: the agent tried again" grep -q \
+    "TLS handshake with the listener failed: timed out; trying again for up to" \
+    "$WORK/agent.busy.err"
+"$TDCOUNT" "$RFILE" -p "$RPID" > "$WORK/cbusy"
+eq "busy listener: the recording is exact" \
+    "$(field events < "$WORK/cbusy")" $((4000 + ${C:-0}))
+feed_again() {
+	TDFEED_CERT=$P/web1.pem TDFEED_KEY=$P/web1.key TDFEED_CA=$P/ca.pem \
+	    TDFEED_ID=77 "$TDFEED" 127.0.0.1 "$LPORT" "$WORK/local7.dat" \
+	    "$1" again 2>> "$WORK/again.err"
+}
+feed_again hello-only
+feed_again good
+eq "HELLO again after a lost WELCOME: DONE" $? 0
+check "the listener says the agent started again" \
+    grep -q "session web1 'again' .*the agent started again" \
+    "$WORK/listenb.log"
+"$TDCOUNT" "$WORK/local7.dat" > "$WORK/csrc"
+"$TDCOUNT" "$(ls "$OUT"/web1/*-again.dat)" > "$WORK/cagain"
+eq "and the recording holds every event of its source" \
+    "$(field events < "$WORK/cagain")" "$(field events < "$WORK/csrc")"
+stop_listener
+eq "two recordings in all, nothing left to resume" \
+    "$(ls "$OUT"/web1 | wc -l)" 2
+check "the listener left nothing to be resumed" \
+    sh -c "! grep -q 'to be resumed' '$WORK/listenb.log'"
+stop_listener
+
 # Privilege separation: while it streams, the recorder runs as nobody
 # with no capability and no way back, though the key and the spool
 # directory are root's alone; SIGTERM to tdagent stops it cleanly; a

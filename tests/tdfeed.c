@@ -13,7 +13,8 @@
  * resume-done (only a HELLO resuming recording 1, finished before: DONE
  * expected), resume-unknown (the same for recording 3: refused),
  * bad-samples (a good replay with three absurd time-sync samples, which
- * the listener drops and counts: DONE expected).
+ * the listener drops and counts: DONE expected), hello-only (HELLO, then
+ * close without reading the WELCOME: an agent that gave up waiting).
  * Exit 0 when the listener answered as expected for the mode: DONE for
  * good and resume-done, an ERROR or a close for the others.
  *
@@ -412,6 +413,12 @@ main(int argc, char **argv)
 		}
 	} else
 		td_msg_pack_hello(&out, &h);
+	if (strcmp(mode, "hello-only") == 0) {
+		/* an agent that gave up before the WELCOME came */
+		flush_out();
+		rc = 0;
+		goto out;
+	}
 	if (strcmp(mode, "hello-twice") == 0)
 		td_msg_pack_hello(&out, &h);
 	if (hcache != NULL && !hold &&
