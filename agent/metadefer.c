@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "meta.h"
 #include "metadefer.h"
 #include "tdlimits.h"
@@ -70,21 +71,9 @@ metadefer_free(struct metadefer *d)
 static int
 metadefer_out(struct metadefer *d, const void *p, size_t n)
 {
-	ssize_t w;
+	uint64_t off = 0;
 
-	while (n > 0) {
-		w = write(d->fd, p, n);
-		if (w == -1 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			if (w == 0)
-				errno = ENOSPC;
-			return -1;
-		}
-		p = (const uint8_t *)p + w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return td_fileio_write(d->fd, p, n, &off);
 }
 
 /* Write the staged records out. */
