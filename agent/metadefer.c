@@ -236,6 +236,7 @@ metadefer_replay(struct metadefer *d, const struct meta_sink *s, char *err,
 		goto out;
 	buf = xmalloc(METADEFER_STAGE);
 	while (lseek(d->fd, 0, SEEK_CUR) < end) {
+		what = "cannot read the header sections back";
 		if (metadefer_in(d, h, sizeof h) == -1)
 			goto out;
 		memcpy(&id, h + 4, sizeof id);
