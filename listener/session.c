@@ -397,12 +397,13 @@ session_resume(struct session *s, const struct td_hello *h)
 }
 
 /*
- * A HELLO (not RESUME) for a recording of this identity that is here and
- * empty still: the same agent again, whose first HELLO got no WELCOME in
- * time (a listener that busy) and which tried again.  This session takes
- * that recording over (from the connection the agent gave up, if the
- * listener has not noticed yet) as if it opened it: nothing is left
- * behind to wait for a resume.
+ * A HELLO (not RESUME) for a recording of this identity that is here,
+ * empty still and ownerless (its connection ended): the same agent again,
+ * whose first HELLO got no WELCOME in time (a listener that busy) and
+ * which tried again.  This session takes that recording over as if it
+ * opened it: nothing is left behind to wait for a resume.  A recording
+ * whose connection is still open is never taken so (sessions that reuse
+ * an id do not end each other).
  */
 static bool
 session_again(struct session *s, const struct td_hello *h,
@@ -412,7 +413,7 @@ session_again(struct session *s, const struct td_hello *h,
 	struct recording *t;
 
 	t = registry_find(s->identity, h->recording_id);
-	if (t == NULL || recording_position(t) != 0)
+	if (t == NULL || recording_owned(t) || recording_position(t) != 0)
 		return false;
 	p = recording_params(t);
 	if (p->ncpus != h->ncpus || p->page_size != h->page_size ||
