@@ -405,7 +405,9 @@ wait_session "$WORK/l5.log"
 sleep 2
 kill -9 "$APID"
 wait "$APID" 2>/dev/null
-sleep 4
+# the listener notices, waits --resume-wait 2, keeps it at its next tick
+wait_until $((400 * SLOW)) sh -c \
+    "ls '$OUT'/web1/*-gone.incomplete.dat >/dev/null 2>&1"
 inc=$(ls "$OUT"/web1/*-gone.incomplete.dat 2>/dev/null)
 check "an agent that never resumes: kept as .incomplete.dat" test -n "$inc"
 check "and trace-cmd reads it" tc_clean "$inc"

@@ -254,7 +254,8 @@ LPORT_FIXED=$LPORT start_listener "$WORK/l4b.log" --insecure -d "$WORK/out4" \
 unset LPORT_FIXED	# sh keeps an assignment made for a function call
 wait $poke
 wait_until $((200 * SLOW)) grep -q "resumed at offset" "$WORK/l4b.log"
-sleep 0.7		# a round after the resume, whenever it came
+# a round after the resume, whenever it comes (the listener logs it)
+wait_until $((200 * SLOW)) grep -q "'$rc' .*time sync round" "$WORK/l4b.log"
 kill -TERM $all
 wait $all
 check "resumed: the restarted listener recovered the recording" \
