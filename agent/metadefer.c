@@ -221,7 +221,7 @@ metadefer_replay(struct metadefer *d, const struct meta_sink *s, char *err,
 	uint32_t id;
 	off_t end;
 	size_t k;
-	int ret = -1, e;
+	int ret = -1, r, e;
 
 	if (d->err != 0) {
 		errno = d->err;
@@ -279,14 +279,12 @@ metadefer_replay(struct metadefer *d, const struct meta_sink *s, char *err,
 				goto out;
 			}
 			what = "cannot write the header sections";
-			ret = s->option(s->arg, (enum td_opt)id, o,
-			    (size_t)len);
+			r = s->option(s->arg, (enum td_opt)id, o, (size_t)len);
 			e = errno;
 			free(o);
 			errno = e;
-			if (ret == -1)
+			if (r == -1)
 				goto out;
-			ret = -1;
 			break;
 		}
 		default:

@@ -332,6 +332,15 @@ session_taken_cb(void *arg)
 	s->gone(s->gone_arg);	/* s may be freed now */
 }
 
+/* Whether a HELLO's CPUs, sizes and clock are those of recording p. */
+static bool
+session_fits(const struct recording_params *p, const struct td_hello *h)
+{
+	return p->ncpus == h->ncpus && p->page_size == h->page_size &&
+	    p->commit_size == h->commit_size && p->long_size == h->long_size &&
+	    strcmp(p->clock, h->clock) == 0;
+}
+
 /*
  * HELLO with TD_HELLO_RESUME: the agent comes back for a recording of its
  * identity.  This session takes it over (from a stale connection the
@@ -369,9 +378,7 @@ session_resume(struct session *s, const struct td_hello *h)
 		return session_close(s, err);
 	}
 	p = recording_params(t);
-	if (p->ncpus != h->ncpus || p->page_size != h->page_size ||
-	    p->commit_size != h->commit_size ||
-	    p->long_size != h->long_size || strcmp(p->clock, h->clock) != 0)
+	if (!session_fits(p, h))
 		return session_close(s, "the resumed recording does not match");
 	if (recording_owned(t))
 		log_warnx("%s: a new connection from %s takes over",
@@ -416,10 +423,7 @@ session_again(struct session *s, const struct td_hello *h,
 	if (t == NULL || recording_owned(t) || recording_position(t) != 0)
 		return false;
 	p = recording_params(t);
-	if (p->ncpus != h->ncpus || p->page_size != h->page_size ||
-	    p->commit_size != h->commit_size ||
-	    p->long_size != h->long_size || strcmp(p->clock, h->clock) != 0 ||
-	    strcmp(p->name, h->name) != 0)
+	if (!session_fits(p, h) || strcmp(p->name, h->name) != 0)
 		return false;
 	*tp = t;
 	return true;
