@@ -64,6 +64,10 @@ struct listener_config {
 	const char		*uftrace_port;	/* NULL: no uftrace clients */
 	const char		*uftrace_bind;	/* default 127.0.0.1 */
 	struct onfinish		*onfinish;	/* --on-finish, NULL: none */
+	uint64_t		 rotate_bytes;	/* --rotate SIZE, 0: none */
+	uint32_t		 rotate_secs;	/* --rotate DURATION, 0: none */
+	uint32_t		 keep_n;	/* --keep N pieces, 0: all */
+	uint64_t		 keep_bytes;	/* --keep SIZE of pieces, 0 */
 };
 
 struct sockaddr;

@@ -34,10 +34,10 @@
 #include "recording-local.h"
 #include "reclock.h"
 #include "registry.h"
+#include "rotate.h"
 #include "tally.h"
 #include "tdfile.h"
 #include "tdproto.h"
-#include "timeline.h"
 #include "timesync.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -128,6 +128,7 @@ recording_free(struct recording *r)
 	free(r->zbuf);
 	timesync_free(r->ts);
 	guests_free(r->guests);
+	rotate_free(r->rot);
 	free(r->cpu);
 	free(r->path);
 	free(r->state_path);
@@ -163,34 +164,6 @@ recording_lock(struct recording *r)
 		    "other's recordings", r->cfg->dir, strerror(e));
 	told = true;
 	return 0;
-}
-
-/* What a checkpoint of r holds. */
-static void
-recording_state(struct recording *r, struct checkpoint *ck)
-{
-	memset(ck, 0, sizeof *ck);
-	ck->params = r->p;
-	ck->trace_id = r->trace_id;
-	ck->position = r->position;
-	ck->bytes = r->bytes;
-	ck->pages = r->pages;
-	ck->lost = r->lost;
-	ck->elapsed_ns = (uint64_t)(recording_elapsed(r) * 1e9);
-	ck->cpu = r->cpu;
-	ck->ts = r->ts;
-	ck->guests = r->guests;
-	ck->file = r->file;
-}
-
-/* Write r's checkpoint: 0, or -1 with errno (EBUSY: later). */
-static int
-recording_write_state(struct recording *r)
-{
-	struct checkpoint ck;
-
-	recording_state(r, &ck);
-	return checkpoint_write(r->state_path, &ck, &r->ck_len);
 }
 
 /*
@@ -624,39 +597,6 @@ recording_sample(struct recording *r, const struct td_tsync_sample *s)
 	    s->ts, s->bound, s->probes);
 }
 
-/* Who hears of the files put in place (recording_set_done()). */
-static void	(*recording_done_cb)(const struct output_done *, void *);
-static void	*recording_done_arg;
-
-void
-recording_set_done(void (*cb)(const struct output_done *, void *), void *arg)
-{
-	recording_done_cb = cb;
-	recording_done_arg = arg;
-}
-
-void
-recording_set_producer(struct recording *r, const char *producer)
-{
-	r->producer = producer;
-}
-
-/* r's file is in place as path (complete: finished): say so. */
-static void
-recording_done(const struct recording *r, const char *path, bool complete)
-{
-	struct output_done d;
-
-	if (recording_done_cb == NULL)
-		return;
-	d.path = path;
-	d.complete = complete;
-	d.producer = r->producer;
-	d.identity = r->p.identity;
-	d.name = r->p.name;
-	recording_done_cb(&d, recording_done_arg);
-}
-
 int
 recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
     struct finished *d)
@@ -673,19 +613,8 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 		if (!td_file_has_section(r->file, i))
 			return recording_fail(r, REC_INPUT, "END before "
 			    "section %u", i);
-	if (r->cfg->tsync_interval != TD_TSYNC_OFF && !r->no_tsync &&
-	    timeline_write(r->ts, r->guests, r->file, &r->p, r->trace_id,
-	    r->label) == -1)
-		return recording_fail(r, REC_FAIL, "cannot write the "
-		    "time-sync options");
-	if (r->p.file_trace_id != 0 && td_file_add_option(r->file,
-	    TD_OPT_TRACEID, &r->p.file_trace_id,
-	    sizeof r->p.file_trace_id) == -1)
-		return recording_fail(r, REC_FAIL, "cannot write TRACEID");
-	if (guests_options(r->guests, r->file) == -1)
-		return recording_fail(r, REC_FAIL, "cannot write the GUEST "
-		    "options");
-	if (td_file_finish(r->file) == -1) {
+	/* the listener's options, and the file in place (a piece's too) */
+	if (rotate_seal(r) == -1) {
 		if (recording_no_room(errno))
 			return recording_fail(r, REC_ROOM, "cannot finish the "
 			    "file");
@@ -709,6 +638,7 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 	log_info("%s: wrote '%s' (%" PRIu64 " bytes)", r->label, r->path,
 	    d->size);
 	recording_done(r, r->path, true);
+	rotate_last(r);
 	return 0;
 }
 
@@ -716,6 +646,7 @@ int
 recording_checkpoint(struct recording *r, uint64_t *acked)
 {
 	char msg[600];
+	bool sealed;
 
 	*acked = r->acked;
 	if (r->file == NULL || r->finished || r->rewound ||
@@ -730,6 +661,13 @@ recording_checkpoint(struct recording *r, uint64_t *acked)
 		return recording_fail(r, REC_ROOM, "over the --quota of this "
 		    "identity");
 	}
+	/* --rotate: a cut here writes the next piece's first checkpoint */
+	if (rotate_check(r, &sealed, msg, sizeof msg) == -1)
+		return recording_fail(r, !sealed && recording_no_room(errno) ?
+		    REC_ROOM : REC_FAIL, "%s", msg);
+	*acked = r->acked;
+	if (r->acked == r->position)
+		return 0;
 	if (recording_write_state(r) == -1) {
 		if (errno == EBUSY)
 			return 0;	/* a zlib section is open: later */
