@@ -30,6 +30,7 @@ struct recording_cpu {
 	uint64_t	 next_seq;
 	uint64_t	 events;
 	uint64_t	 missed_pages;	/* marked: the ring lost events */
+	uint64_t	 piece_seq;	/* --rotate: the piece's first page */
 };
 
 #endif

@@ -189,7 +189,7 @@ rotate_due(struct recording *r)
 	}
 	if (td_file_in_section(r->file))
 		return false;
-	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
+	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_PRINTK; i++)
 		if (!td_file_has_section(r->file, i))
 			return false;
 	for (i = 0; i < (int)r->p.ncpus; i++)
@@ -271,7 +271,7 @@ rotate_option_cb(void *arg, uint16_t id, const void *p, size_t n)
  */
 static int
 rotate_open_next(struct recording *r, const char *old, const char *path,
-    char *err, size_t errlen)
+    bool cmdlines, char *err, size_t errlen)
 {
 	struct td_file_params fp = *td_file_get_params(r->file);
 	struct td_read *rd;
@@ -295,7 +295,8 @@ rotate_open_next(struct recording *r, const char *old, const char *path,
 		return -1;
 	}
 	td_buf_init(&b, TD_MAX_SECTION_SIZE);
-	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_CMDLINES; i++)
+	for (i = TD_OPT_HEADER_INFO; i <= (cmdlines ? TD_OPT_CMDLINES :
+	    TD_OPT_PRINTK); i++)
 		if (td_read_section(rd, i, &b) == -1 ||
 		    td_file_section_add(r->file, i, b.data, b.len) == -1)
 			goto out_fail;
@@ -426,7 +427,9 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	char *next, *old, *oldstate, *part;
 	uint64_t size;
 	size_t baselen;
+	uint64_t zero = 0;
 	uint32_t n;
+	bool cmdlines;
 	int e, fd;
 
 	*sealed = false;
@@ -441,7 +444,14 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 		errno = e;
 		return -1;
 	}
-	if (rotate_seal(r) == -1) {
+	/*
+	 * The agent sends its command lines at the end: a piece before
+	 * that has none (its tasks show as <...>), and the next does not
+	 * take this empty section over.
+	 */
+	cmdlines = td_file_has_section(r->file, TD_OPT_CMDLINES);
+	if ((!cmdlines && td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
+	    sizeof zero) == -1) || rotate_seal(r) == -1) {
 		e = errno;
 		snprintf(err, errlen, "cannot finish '%s': %s", r->path,
 		    strerror(e));
@@ -459,7 +469,7 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	oldstate = r->state_path;
 	r->path = next;
 	xasprintf(&r->state_path, "%s.state", next);
-	if (rotate_open_next(r, old, next, err, errlen) == -1) {
+	if (rotate_open_next(r, old, next, cmdlines, err, errlen) == -1) {
 		e = errno;
 		td_file_free(r->file);
 		r->file = NULL;
@@ -473,6 +483,8 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 		errno = e;
 		return -1;
 	}
+	for (n = 0; n < r->p.ncpus; n++)
+		r->cpu[n].piece_seq = r->cpu[n].next_seq;
 	/* the new piece's lock, then its first checkpoint: the cut's */
 	xasprintf(&part, "%s.part", next);
 	fd = reclock_take(part);
