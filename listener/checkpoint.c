@@ -295,6 +295,10 @@ checkpoint_read(const char *state_path, struct checkpoint *ck,
 		ck->cpu[i].piece_seq = td_cur_u64(&c);
 	if (td_cur_bad(&c))
 		goto bad;
+	if (ck->no_file) {
+		td_buf_free(&b);
+		return 0;
+	}
 	path = xstrdup(state_path);
 	path[pl - 6] = '\0';
 	rest = td_cur_left(&c);		/* the writer's own state */

@@ -822,6 +822,7 @@ recording_leave_all(void)
 
 	while ((r = registry_any()) != NULL)
 		recording_leave(r);
+	rotate_cleanup();
 }
 
 /*
@@ -855,28 +856,25 @@ recording_claim(struct recording *r, const char *statepath)
 	return 0;
 }
 
-void
-recording_recover(const struct listener_config *cfg, const char *identity,
-    const char *statepath)
+/* recording_recover() of statepath: the recording, or NULL (logged). */
+static struct recording *
+recording_recover_state(const struct listener_config *cfg,
+    const char *identity, const char *statepath)
 {
 	struct recording *r;
 	char err[600], name[TD_MAX_NAME_LEN + 1];
 
-	if (cfg->resume_wait == 0) {
-		log_warnx("'%s': not recovered (--resume-wait 0)", statepath);
-		return;
-	}
 	r = recording_alloc(cfg, "recovered");
 	snprintf(r->p.identity, sizeof r->p.identity, "%s", identity);
 	if (recording_claim(r, statepath) == -1) {
 		recording_free(r);
-		return;
+		return NULL;
 	}
 	if (recording_read_state(r, statepath, err, sizeof err) == -1) {
 		log_warnx("cannot recover a recording: %s; its files stay",
 		    err);
 		recording_free(r);
-		return;
+		return NULL;
 	}
 	if (r->p.name[0] != '\0') {
 		snprintf(name, sizeof name, "%s", r->p.name);
@@ -905,6 +903,30 @@ recording_recover(const struct listener_config *cfg, const char *identity,
 	log_info("%s: recovered '%s' at offset %" PRIu64 " (%" PRIu64
 	    " pages); waiting %d s for the agent to resume", r->label, r->path,
 	    r->position, r->pages, cfg->resume_wait);
+	return r;
+}
+
+void
+recording_recover(const struct listener_config *cfg, const char *identity,
+    const char *statepath)
+{
+	struct recording *r;
+	char *next, *done;
+
+	if (cfg->resume_wait == 0) {
+		log_warnx("'%s': not recovered (--resume-wait 0)", statepath);
+		return;
+	}
+	if (rotate_recovered(statepath))
+		return;
+	/* stopped in a cut (rotate.h): the next piece's state instead */
+	next = rotate_recover(cfg, identity, statepath, &done);
+	r = recording_recover_state(cfg, identity, next != NULL ? next :
+	    statepath);
+	if (r != NULL && done != NULL)
+		recording_done(r, done, true);
+	free(done);
+	free(next);
 }
 
 /*

@@ -204,21 +204,23 @@ rotate_due(struct recording *r)
 }
 
 /*
- * Claim the name of the next piece after n (a placeholder NAME.part, as
- * output_path() does): a name taken already is passed over.  NULL.
+ * Claim the name of the next piece after n of path (a placeholder
+ * NAME.part, as output_path() does): a name taken already is passed over.
+ * NULL with errno.
  */
 static char *
-rotate_claim(const struct recording *r, size_t baselen, uint32_t n)
+rotate_claim(const struct listener_config *c, const char *path,
+    size_t baselen, uint32_t n)
 {
 	struct stat st;
 	char *p, *part;
 	int fd, i;
 
 	for (i = 1; i <= 1000 && n + (uint32_t)i <= TD_ROTATE_MAX_PIECE; i++) {
-		p = rotate_name(r->path, baselen, n + (uint32_t)i);
+		p = rotate_name(path, baselen, n + (uint32_t)i);
 		xasprintf(&part, "%s.part", p);
 		fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-		    O_CLOEXEC, r->cfg->file_mode);
+		    O_CLOEXEC, c->file_mode);
 		if (fd == -1 && errno != EEXIST) {
 			free(part);
 			free(p);
@@ -239,41 +241,82 @@ rotate_claim(const struct recording *r, size_t baselen, uint32_t n)
 	return NULL;
 }
 
+/* Remove the placeholder or the writer's files of path. */
+static void
+rotate_unclaim(const char *path)
+{
+	char *part;
+
+	xasprintf(&part, "%s.part", path);
+	unlink(part);
+	free(part);
+}
+
+/* The next piece's writer and which options of the last it takes. */
+struct rotate_copy {
+	struct td_file	*f;
+	bool		 no_tsync;	/* the producer's DATE is kept */
+	uint64_t	 file_trace_id;	/* !0: the listener writes TRACEID */
+};
+
 /* Which options of a finished piece go on into the next: the producer's. */
 static int
 rotate_option_cb(void *arg, uint16_t id, const void *p, size_t n)
 {
-	struct recording *r = arg;
+	struct rotate_copy *cp = arg;
 
 	switch (id) {
 	case TD_OPT_DONE: case TD_OPT_BUFFER: case TD_OPT_CPUCOUNT:
 	case TD_OPT_TIME_SHIFT: case TD_OPT_GUEST: case TD_OPT_TD_TSYNC:
 		return 0;	/* the writer's, or the listener's (sealed) */
 	case TD_OPT_DATE:
-		if (!r->no_tsync)
+		if (!cp->no_tsync)
 			return 0;
 		break;
 	case TD_OPT_TRACEID:
-		if (r->p.file_trace_id != 0)
+		if (cp->file_trace_id != 0)
 			return 0;
 		break;
 	default:
 		if (id >= TD_OPT_STRINGS && id <= TD_OPT_BUFFER_TEXT)
 			return 0;
 	}
-	return td_file_add_option(r->file, id, p, n) == -1 ? -1 : 0;
+	return td_file_add_option(cp->f, id, p, n) == -1 ? -1 : 0;
 }
 
 /*
- * The next piece's writer, at path, with the header sections and the
- * producer's options of the piece finished at old (r->file is the new
- * writer from here on).  -1 with errno and err.
+ * The parameters of the piece finished as rd for the next, this
+ * listener's bounds and shared context.
  */
-static int
-rotate_open_next(struct recording *r, const char *old, const char *path,
-    bool cmdlines, char *err, size_t errlen)
+static void
+rotate_params(const struct listener_config *c, struct td_read *rd,
+    struct td_file_params *fp)
 {
-	struct td_file_params fp = *td_file_get_params(r->file);
+	memset(fp, 0, sizeof *fp);
+	fp->version = td_read_version(rd);
+	fp->codec = td_read_codec(rd);
+	fp->page_size = td_read_page_size(rd);
+	fp->long_size = (uint8_t)td_read_long_size(rd);
+	fp->ncpus = td_read_ncpus(rd);
+	fp->clock = td_read_clock(rd);
+	fp->codec_ctx = fp->codec == c->codec ? c->codec_ctx : NULL;
+	fp->mode = c->file_mode;
+	fp->chunk_mem = TD_WRITER_CHUNK_MEM;
+	fp->spool_fds = TD_WRITER_SPOOL_FDS;
+}
+
+/*
+ * The next piece's writer at path, with the header sections and the
+ * producer's options of the piece finished at old (cp: which), or NULL
+ * with errno and err.  cmdlines: whether its CMDLINES is the producer's
+ * (else the next piece waits for it).
+ */
+static struct td_file *
+rotate_open_next(const struct listener_config *c, const char *old,
+    const char *path, bool cmdlines, struct rotate_copy *cp, char *err,
+    size_t errlen)
+{
+	struct td_file_params fp;
 	struct td_read *rd;
 	struct td_buf b;
 	int i, e;
@@ -283,36 +326,39 @@ rotate_open_next(struct recording *r, const char *old, const char *path,
 		snprintf(err, errlen, "cannot read '%s' back: %s", old,
 		    strerror(e));
 		errno = e;
-		return -1;
+		return NULL;
 	}
-	td_file_free(r->file);
-	if ((r->file = td_file_create(path, &fp)) == NULL) {
+	rotate_params(c, rd, &fp);
+	if ((cp->f = td_file_create(path, &fp)) == NULL) {
 		e = errno;
 		snprintf(err, errlen, "cannot create '%s': %s", path,
 		    strerror(e));
 		td_read_close(rd);
 		errno = e;
-		return -1;
+		return NULL;
 	}
 	td_buf_init(&b, TD_MAX_SECTION_SIZE);
 	for (i = TD_OPT_HEADER_INFO; i <= (cmdlines ? TD_OPT_CMDLINES :
 	    TD_OPT_PRINTK); i++)
 		if (td_read_section(rd, i, &b) == -1 ||
-		    td_file_section_add(r->file, i, b.data, b.len) == -1)
+		    td_file_section_add(cp->f, i, b.data, b.len) == -1)
 			goto out_fail;
 	td_buf_free(&b);
-	if (td_read_options(rd, rotate_option_cb, r) != 0)
+	if (td_read_options(rd, rotate_option_cb, cp) != 0)
 		goto out_fail;
 	td_read_close(rd);
-	return 0;
+	return cp->f;
 out_fail:
 	e = errno;
 	snprintf(err, errlen, "cannot copy the headers of '%s' into '%s': %s",
 	    old, path, strerror(e));
 	td_buf_free(&b);
 	td_read_close(rd);
+	td_file_abort(cp->f);
+	td_file_free(cp->f);
+	cp->f = NULL;
 	errno = e;
-	return -1;
+	return NULL;
 }
 
 static int
@@ -424,10 +470,10 @@ rotate_last(struct recording *r)
 int
 rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 {
+	struct rotate_copy cp;
 	char *next, *old, *oldstate, *part;
-	uint64_t size;
+	uint64_t size, zero = 0;
 	size_t baselen;
-	uint64_t zero = 0;
 	uint32_t n;
 	bool cmdlines;
 	int e, fd;
@@ -437,13 +483,28 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	    r->file == NULL || (n = rotate_piece(r->path, &baselen)) == 0 ||
 	    !rotate_due(r))
 		return 0;
-	if ((next = rotate_claim(r, baselen, n)) == NULL) {
+	if ((next = rotate_claim(r->cfg, r->path, baselen, n)) == NULL) {
 		e = errno;
 		snprintf(err, errlen, "cannot name the piece after '%s': %s",
 		    r->path, strerror(e));
 		errno = e;
 		return -1;
 	}
+	/*
+	 * A checkpoint at the cut first: a crash after the piece is in
+	 * place and before the next one's first checkpoint leaves this
+	 * state with the piece whole, which rotate_recover() takes up.
+	 */
+	if (recording_write_state(r) == -1) {
+		e = errno;
+		snprintf(err, errlen, "cannot write '%s': %s", r->state_path,
+		    strerror(e));
+		rotate_unclaim(next);
+		free(next);
+		errno = e;
+		return -1;
+	}
+	r->acked = r->position;
 	/*
 	 * The agent sends its command lines at the end: a piece before
 	 * that has none (its tasks show as <...>), and the next does not
@@ -455,9 +516,7 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 		e = errno;
 		snprintf(err, errlen, "cannot finish '%s': %s", r->path,
 		    strerror(e));
-		xasprintf(&part, "%s.part", next);
-		unlink(part);
-		free(part);
+		rotate_unclaim(next);
 		free(next);
 		errno = e;
 		return -1;
@@ -469,13 +528,15 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	oldstate = r->state_path;
 	r->path = next;
 	xasprintf(&r->state_path, "%s.state", next);
-	if (rotate_open_next(r, old, next, cmdlines, err, errlen) == -1) {
+	memset(&cp, 0, sizeof cp);
+	cp.no_tsync = r->no_tsync;
+	cp.file_trace_id = r->p.file_trace_id;
+	td_file_free(r->file);
+	r->file = rotate_open_next(r->cfg, old, next, cmdlines, &cp, err,
+	    errlen);
+	if (r->file == NULL) {
 		e = errno;
-		td_file_free(r->file);
-		r->file = NULL;
-		xasprintf(&part, "%s.part", next);
-		unlink(part);
-		free(part);
+		rotate_unclaim(next);
 		checkpoint_remove(oldstate);
 		rotate_done(r, old, baselen, size);
 		free(old);
@@ -485,15 +546,13 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	}
 	for (n = 0; n < r->p.ncpus; n++)
 		r->cpu[n].piece_seq = r->cpu[n].next_seq;
-	/* the new piece's lock, then its first checkpoint: the cut's */
+	/* the new piece's lock, then its first checkpoint */
 	xasprintf(&part, "%s.part", next);
 	fd = reclock_take(part);
 	free(part);
 	reclock_release(r->lockfd);
 	r->lockfd = fd;
-	if (recording_write_state(r) == 0)
-		r->acked = r->position;
-	else
+	if (recording_write_state(r) == -1)
 		log_warn("%s: cannot write '%s' (the next checkpoint tries "
 		    "again)", r->label, r->state_path);
 	checkpoint_remove(oldstate);
@@ -505,8 +564,110 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	return 0;
 }
 
+/* The state path rotate_recover() made last (output_states() may list it). */
+static char *rotate_made;
+
+bool
+rotate_recovered(const char *statepath)
+{
+	return rotate_made != NULL && strcmp(statepath, rotate_made) == 0;
+}
+
+char *
+rotate_recover(const struct listener_config *c, const char *identity,
+    const char *statepath, char **done)
+{
+	struct checkpoint ck;
+	struct rotate_copy cp;
+	struct td_read *rd;
+	struct td_buf b;
+	char *path, *next = NULL, *nstate = NULL, err[600];
+	size_t baselen, len;
+	uint32_t n, i;
+	bool cmdlines;
+
+	*done = NULL;
+	xasprintf(&path, "%.*s", (int)strlen(statepath) - 6, statepath);
+	xasprintf(&next, "%s.part", path);
+	n = rotate_piece(path, &baselen);
+	if (n == 0 || access(next, F_OK) == 0 || access(path, F_OK) == -1) {
+		free(next);
+		free(path);
+		return NULL;
+	}
+	free(next);
+	/* the piece is whole, the next one never began: begin it now */
+	memset(&ck, 0, sizeof ck);
+	ck.no_file = true;
+	ck.ts = timesync_new();
+	ck.guests = guests_new(identity, 0, "", "recovered");
+	if (checkpoint_read(statepath, &ck, NULL, err, sizeof err) == -1)
+		goto out;
+	guests_describe(ck.guests, identity, ck.params.file_trace_id,
+	    ck.params.clock);
+	cmdlines = false;
+	if ((rd = td_read_open(path)) != NULL) {
+		td_buf_init(&b, TD_MAX_SECTION_SIZE);
+		cmdlines = td_read_section(rd, TD_OPT_CMDLINES, &b) == 0 &&
+		    (b.len != 8 || memcmp(b.data, "\0\0\0\0\0\0\0\0", 8) != 0);
+		td_buf_free(&b);
+		td_read_close(rd);
+	}
+	if ((next = rotate_claim(c, path, baselen, n)) == NULL) {
+		snprintf(err, sizeof err, "cannot name the piece after '%s': "
+		    "%s", path, strerror(errno));
+		goto out;
+	}
+	memset(&cp, 0, sizeof cp);
+	cp.file_trace_id = ck.params.file_trace_id;
+	if (rotate_open_next(c, path, next, cmdlines, &cp, err,
+	    sizeof err) == NULL) {
+		rotate_unclaim(next);
+		goto out;
+	}
+	for (i = 0; i < ck.params.ncpus; i++)
+		ck.cpu[i].piece_seq = ck.cpu[i].next_seq;
+	ck.file = cp.f;
+	xasprintf(&nstate, "%s.state", next);
+	if (checkpoint_write(nstate, &ck, &len) == -1) {
+		snprintf(err, sizeof err, "cannot write '%s': %s", nstate,
+		    strerror(errno));
+		td_file_abort(cp.f);
+		td_file_free(cp.f);
+		free(nstate);
+		nstate = NULL;
+		goto out;
+	}
+	td_file_release(cp.f);
+	checkpoint_remove(statepath);
+	log_info("'%s': the piece was in place, the next one begins as '%s'",
+	    statepath, next);
+	tally_piece();
+	*done = path;
+	path = NULL;
+	free(rotate_made);
+	rotate_made = xstrdup(nstate);
+out:
+	if (nstate == NULL)
+		log_warnx("'%s': cannot begin the next piece: %s", statepath,
+		    err);
+	free(ck.cpu);
+	timesync_free(ck.ts);
+	guests_free(ck.guests);
+	free(next);
+	free(path);
+	return nstate;
+}
+
 void
 rotate_free(struct rotate *rot)
 {
 	free(rot);
+}
+
+void
+rotate_cleanup(void)
+{
+	free(rotate_made);
+	rotate_made = NULL;
 }

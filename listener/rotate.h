@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct listener_config;
 struct recording;
 struct rotate;
 
@@ -64,5 +65,19 @@ int	rotate_seal(struct recording *r);
 /* r's last piece is in place (recording_finish()): count it, --keep. */
 void	rotate_last(struct recording *r);
 void	rotate_free(struct rotate *rot);
+/*
+ * At start, before the recording of statepath is recovered: when it is a
+ * piece put in place whose next piece never began (tdlisten stopped in
+ * the cut), begin that one (headers from the piece, the counters of the
+ * state, which the cut wrote) and give its state path (caller frees), and
+ * in *done the piece's path (caller frees; its --on-finish is due); NULL
+ * when there is nothing to do or it failed (logged).
+ */
+char	*rotate_recover(const struct listener_config *c, const char *identity,
+	    const char *statepath, char **done);
+/* Whether statepath is the one rotate_recover() made (recovered already). */
+bool	rotate_recovered(const char *statepath);
+/* At exit: what rotate_recover() remembers. */
+void	rotate_cleanup(void);
 
 #endif
