@@ -564,6 +564,36 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * What a cut that stopped left of the next piece (n after path), which no
+ * state describes: its placeholder or the writer's first files.
+ */
+static void
+rotate_scrap(const char *path, size_t baselen, uint32_t n, uint32_t ncpus)
+{
+	char *p, *f;
+	uint32_t i;
+
+	p = rotate_name(path, baselen, n + 1);
+	xasprintf(&f, "%s.state", p);
+	if (access(f, F_OK) == 0) {
+		free(f);
+		free(p);
+		return;
+	}
+	free(f);
+	rotate_unclaim(p);
+	xasprintf(&f, "%s.opts.part", p);
+	unlink(f);
+	free(f);
+	for (i = 0; i < ncpus; i++) {
+		xasprintf(&f, "%s.cpu%u.part", p, i);
+		unlink(f);
+		free(f);
+	}
+	free(p);
+}
+
 /* The state path rotate_recover() made last (output_states() may list it). */
 static char *rotate_made;
 
@@ -605,6 +635,7 @@ rotate_recover(const struct listener_config *c, const char *identity,
 		goto out;
 	guests_describe(ck.guests, identity, ck.params.file_trace_id,
 	    ck.params.clock);
+	rotate_scrap(path, baselen, n, ck.params.ncpus);
 	cmdlines = false;
 	if ((rd = td_read_open(path)) != NULL) {
 		td_buf_init(&b, TD_MAX_SECTION_SIZE);
