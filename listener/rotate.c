@@ -63,19 +63,11 @@ int
 rotate_parse(const char *s, uint64_t *bytes, uint32_t *secs, char *err,
     size_t errlen)
 {
-	unsigned long long v;
-	size_t n = s != NULL ? strlen(s) : 0;
-	char *end;
+	uint64_t v;
 
 	*bytes = 0;
 	*secs = 0;
-	if (n > 1 && s[0] >= '0' && s[0] <= '9' &&
-	    strchr("smh", s[n - 1]) != NULL) {
-		errno = 0;
-		v = strtoull(s, &end, 10);
-		if (errno != 0 || end != s + n - 1)
-			goto bad;
-		v *= s[n - 1] == 'h' ? 3600 : s[n - 1] == 'm' ? 60 : 1;
+	if (td_parse_duration(s, &v) == 0) {
 		if (v < TD_ROTATE_MIN_SECS || v > TD_ROTATE_MAX_SECS) {
 			snprintf(err, errlen, "--rotate '%s': a duration from "
 			    "%u s to %u h", s, TD_ROTATE_MIN_SECS,
@@ -85,8 +77,11 @@ rotate_parse(const char *s, uint64_t *bytes, uint32_t *secs, char *err,
 		*secs = (uint32_t)v;
 		return 0;
 	}
-	if (td_parse_size(s, bytes) == -1)
-		goto bad;
+	if (td_parse_size(s, bytes) == -1) {
+		snprintf(err, errlen, "--rotate '%s': a size (64M, 1G) or a "
+		    "duration (30s, 10m, 1h)", s != NULL ? s : "");
+		return -1;
+	}
 	if (*bytes < TD_ROTATE_MIN_SIZE) {
 		snprintf(err, errlen, "--rotate '%s': pieces of at least %u "
 		    "MiB (each repeats the header sections)", s,
@@ -95,10 +90,6 @@ rotate_parse(const char *s, uint64_t *bytes, uint32_t *secs, char *err,
 		return -1;
 	}
 	return 0;
-bad:
-	snprintf(err, errlen, "--rotate '%s': a size (64M, 1G) or a duration "
-	    "(30s, 10m, 1h)", s != NULL ? s : "");
-	return -1;
 }
 
 int
