@@ -9,7 +9,8 @@
 #      together hold exactly the local file's events, CPU by CPU (nothing
 #      lost or twice at a cut), and the hook saw every piece;
 #   2. --rotate 1s --keep 2, version 6: a duration makes more than one
-#      piece, and --keep removes exactly the oldest, each logged.
+#      piece, and --keep removes exactly the oldest, each logged;
+#   3. --rotate 1M --keep 3M: the newest pieces that fit in 3 MiB stay.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 P=$WORK/pki
@@ -133,5 +134,27 @@ for f in $(pieces "$OUT" dur); do
 	check "duration: trace-cmd reads $(basename "$f") (v6) alone" \
 	    tc_clean "$f"
 done
+stop_listener
+
+# 3. --keep SIZE
+OUT=$WORK/out3
+start_listener "$WORK/l3.log" -d "$OUT" $TLS --rotate 1M --keep 3M || exit 99
+agent_bg ksz 8
+wait "$APID"
+eq "keep size: tdagent exits 0" $? 0
+wait_until $((400 * SLOW)) grep -q "session web1 'ksz': done" "$WORK/l3.log"
+w=$(grep -c ": wrote piece '" "$WORK/l3.log")
+w=$((w + 1))
+n=$(pieces "$OUT" ksz | wc -l)
+check "keep size: some pieces removed ($n of $w stay)" test "$n" -lt "$w"
+t=$(cat $(pieces "$OUT" ksz) | wc -c)
+check "keep size: those left take at most 3 MiB ($t bytes)" \
+    test "$t" -le 3145728
+eq "keep size: the newest stay" \
+    "$(pieces "$OUT" ksz | sed 's/.*-\([0-9]*\)\.dat$/\1/' | tr '\n' ' ')" \
+    "$(seq $((w - n + 1)) $w | xargs printf '%04d ')"
+eq "keep size: each removal logged" \
+    "$(grep -c "removed '.*-ksz-[0-9]*\.dat': --keep 3145728 bytes of pieces" "$WORK/l3.log")" \
+    $((w - n))
 stop_listener
 finish
