@@ -148,11 +148,12 @@ struct output_done {
 /* output.c */
 /*
  * Directory and file name for a new recording (its PATH.part made, with
- * c's modes); caller frees.  -1 with *err (caller frees) and errno
- * (ENOSPC, EMFILE ...: another try later may work).
+ * c's modes); caller frees; pieces: the first piece's name under
+ * --rotate (rotate.h).  -1 with *err (caller frees) and errno (ENOSPC,
+ * EMFILE ...: another try later may work).
  */
 int	output_path(const struct listener_config *c, const char *identity,
-	    const char *name, char **path, char **err);
+	    const char *name, bool pieces, char **path, char **err);
 /*
  * Make the directory hostdir (c's modes and group), or give one an older
  * tdlisten made the modes of now: 0, or -1 with errno.

@@ -82,7 +82,7 @@ output_hostdir(const struct listener_config *c, const char *hostdir)
 /* Choose a path no other recording uses and create its directory. */
 int
 output_path(const struct listener_config *c, const char *identity,
-    const char *name, char **path, char **err)
+    const char *name, bool pieces, char **path, char **err)
 {
 	char *suffix = NULL, *hostdir, *p;
 	char stamp[32];
@@ -121,7 +121,8 @@ output_path(const struct listener_config *c, const char *identity,
 		/* --rotate: the first piece (rotate.h) */
 		xasprintf(&p, "%s/%s%s%s%s%s.dat", hostdir, stamp, n,
 		    suffix ? "-" : "", suffix ? suffix : "",
-		    c->rotate_bytes > 0 || c->rotate_secs > 0 ? "-0001" : "");
+		    pieces && (c->rotate_bytes > 0 || c->rotate_secs > 0) ?
+		    "-0001" : "");
 		/* claim the name: a placeholder no other recording takes */
 		xasprintf(&part, "%s.part", p);
 		fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |

@@ -253,7 +253,8 @@ recording_open(const struct listener_config *cfg,
 		*fault = REC_ROOM;
 		goto out_free;
 	}
-	if (output_path(cfg, p->identity, p->name, &r->path, &msg) == -1) {
+	if (output_path(cfg, p->identity, p->name, p->pieces != 0, &r->path,
+	    &msg) == -1) {
 		*fault = recording_no_room(errno) ? REC_ROOM : REC_FAIL;
 		snprintf(err, errlen, "%s", msg);
 		free(msg);
