@@ -10,7 +10,8 @@
 #      lost or twice at a cut), trace-cmd report -i P1 -i P2 ... merges
 #      them cleanly in one time order, and the hook saw every piece;
 #   2. --rotate 1s --keep 2, version 6: a duration makes more than one
-#      piece, and --keep removes exactly the oldest, each logged;
+#      piece, and --keep removes exactly the oldest, each logged, and
+#      the metrics count the pieces written and removed;
 #   3. --rotate 1M --keep 3M: the newest pieces that fit in 3 MiB stay.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
@@ -127,7 +128,10 @@ stop_listener
 # 2. duration, --keep 2, version 6
 OUT=$WORK/out2
 start_listener "$WORK/l2.log" -d "$OUT" $TLS --rotate 1s --keep 2 \
-    --file-version 6 || exit 99
+    --file-version 6 --http 127.0.0.1:0 || exit 99
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" "$WORK/l2.log"
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/l2.log")
 agent_bg dur 10
 wait "$APID"
 eq "duration: tdagent exits 0" $? 0
@@ -151,6 +155,17 @@ for f in $(pieces "$OUT" dur); do
 	check "duration: trace-cmd reads $(basename "$f") (v6) alone" \
 	    tc_clean "$f"
 done
+if command -v curl >/dev/null; then
+	curl -sS --max-time $((10 * SLOW)) -o "$WORK/metrics" \
+	    "http://127.0.0.1:$HPORT/metrics"
+	eq "duration: the metrics count the pieces written" \
+	    "$(awk '$1 == "tdlisten_pieces_total" { print $2 }' "$WORK/metrics")" $w
+	eq "duration: ... and removed" \
+	    "$(awk '$1 == "tdlisten_pieces_removed_total" { print $2 }' "$WORK/metrics")" \
+	    $((w - 2))
+else
+	echo "# curl is missing (scripts/deps.sh installs it): metrics not read"
+fi
 stop_listener
 
 # 3. --keep SIZE
