@@ -18,16 +18,19 @@
  * not a power loss of the collection box.
  *
  * Layout (host byte order, this machine only): u32 "tdss", u32 version
- * (4); the parameters: u32 CPUs, u32 page size, u8 long size, u8 commit
+ * (5); the parameters: u32 CPUs, u32 page size, u8 long size, u8 commit
  * size, u8 big endian, u8 0, u64 recording id, u32 n + the name, u32 n +
  * the clock, u64 the file's TRACEID; u64 trace id, position, bytes, pages,
  * lost, elapsed ns; per CPU u64 next sequence, events, marked pages; the
  * time-sync samples and TSC2NSEC factors (timesync_save()); the host and
- * guest pairings (guests_save()); then the writer's state to the end.
+ * guest pairings (guests_save()); per CPU u64 the first sequence of the
+ * piece being written (--rotate, rotate.h; 0 unrotated: the writer holds
+ * next - first pages of the CPU); then the writer's state to the end.
  * Versions 1 and 2 (session 2 to 7) kept the agent's HELLO frame instead
  * of the parameters and the samples as TSYNC_SAMPLE frames (1 without the
  * factors); version 3 had neither the TRACEID nor the pairings: they are
- * still read, and the next checkpoint is version 4.
+ * still read; version 4 had no pieces (each first sequence 0).  The next
+ * checkpoint is version 5.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +51,7 @@
 #include "banned.h"
 
 #define CK_MAGIC	0x73736474	/* "tdss" */
-#define CK_VERSION	4
+#define CK_VERSION	5
 #define CK_MAX		(2 * (size_t)TD_MAX_SECTION_SIZE)
 
 /* A string of the parameters: u32 length, the bytes. */
@@ -104,6 +107,9 @@ checkpoint_write(const char *state_path, const struct checkpoint *ck,
 		guests_free(none);
 	} else if (ok)
 		ok = guests_save(ck->guests, &b) == 0;
+	/* version 5: where each CPU's pages of the piece begin (rotate.h) */
+	for (i = 0; ok && i < p->ncpus; i++)
+		ok = td_buf_add_u64(&b, ck->cpu[i].piece_seq) == 0;
 	if (!ok) {
 		td_buf_free(&b);
 		errno = ENOBUFS;
@@ -285,6 +291,14 @@ checkpoint_read(const char *state_path, struct checkpoint *ck,
 		if (r == -1)
 			goto bad;
 	}
+	for (i = 0; version >= 5 && i < p->ncpus; i++)
+		ck->cpu[i].piece_seq = td_cur_u64(&c);
+	if (td_cur_bad(&c))
+		goto bad;
+	if (ck->no_file) {
+		td_buf_free(&b);
+		return 0;
+	}
 	path = xstrdup(state_path);
 	path[pl - 6] = '\0';
 	rest = td_cur_left(&c);		/* the writer's own state */
@@ -312,7 +326,9 @@ checkpoint_read(const char *state_path, struct checkpoint *ck,
 	    fp->long_size != p->long_size)
 		goto bad;
 	for (i = 0; i < p->ncpus; i++)
-		if (td_file_cpu_pages(ck->file, (int)i) != ck->cpu[i].next_seq)
+		if (ck->cpu[i].piece_seq > ck->cpu[i].next_seq ||
+		    td_file_cpu_pages(ck->file, (int)i) !=
+		    ck->cpu[i].next_seq - ck->cpu[i].piece_seq)
 			goto bad;
 	td_buf_free(&b);
 	return 0;

@@ -12,6 +12,7 @@
 #ifndef TD_CHECKPOINT_H
 #define TD_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,9 @@ struct checkpoint {
 	struct guests		*guests;	/* NULL: none (written empty,
 						   skipped when read) */
 	struct td_file		*file;
+	bool			 no_file;	/* read: leave the writer (a
+						   piece put in place already,
+						   rotate.c) */
 };
 
 /*
@@ -49,7 +53,7 @@ int	checkpoint_write(const char *state_path, const struct checkpoint *ck,
  * Read state_path into ck: params (but identity), counters, ck->cpu
  * (allocated), ck->ts and ck->guests (given, filled; guests may be NULL)
  * and ck->file (restored, using the
- * shared codec context when not NULL).  -1 with err and errno (EBADMSG:
+ * shared codec context when not NULL; not with ck->no_file: NULL).  -1 with err and errno (EBADMSG:
  * damaged; EMFILE, ENOMEM ...: a later try may work): nothing allocated
  * is left in ck but what ck->ts holds.
  */

@@ -64,6 +64,10 @@ struct listener_config {
 	const char		*uftrace_port;	/* NULL: no uftrace clients */
 	const char		*uftrace_bind;	/* default 127.0.0.1 */
 	struct onfinish		*onfinish;	/* --on-finish, NULL: none */
+	uint64_t		 rotate_bytes;	/* --rotate SIZE, 0: none */
+	uint32_t		 rotate_secs;	/* --rotate DURATION, 0: none */
+	uint32_t		 keep_n;	/* --keep N pieces, 0: all */
+	uint64_t		 keep_bytes;	/* --keep SIZE of pieces, 0 */
 };
 
 struct sockaddr;
@@ -144,11 +148,12 @@ struct output_done {
 /* output.c */
 /*
  * Directory and file name for a new recording (its PATH.part made, with
- * c's modes); caller frees.  -1 with *err (caller frees) and errno
- * (ENOSPC, EMFILE ...: another try later may work).
+ * c's modes); caller frees; pieces: the first piece's name under
+ * --rotate (rotate.h).  -1 with *err (caller frees) and errno (ENOSPC,
+ * EMFILE ...: another try later may work).
  */
 int	output_path(const struct listener_config *c, const char *identity,
-	    const char *name, char **path, char **err);
+	    const char *name, bool pieces, char **path, char **err);
 /*
  * Make the directory hostdir (c's modes and group), or give one an older
  * tdlisten made the modes of now: 0, or -1 with errno.

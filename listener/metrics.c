@@ -437,6 +437,14 @@ metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 	    "their agent after a lost connection.");
 	evbuffer_add_printf(out, "tdlisten_resumes_total %" PRIu64 "\n",
 	    tt->resumes);
+	metrics_head(out, "pieces_total", "counter", "Pieces of rotated "
+	    "recordings put in place (--rotate).");
+	evbuffer_add_printf(out, "tdlisten_pieces_total %" PRIu64 "\n",
+	    tt->pieces);
+	metrics_head(out, "pieces_removed_total", "counter", "Pieces of "
+	    "rotated recordings removed by --keep.");
+	evbuffer_add_printf(out, "tdlisten_pieces_removed_total %" PRIu64
+	    "\n", tt->pieces_removed);
 	metrics_head(out, "memory_held_bytes", "gauge", "Memory the sessions "
 	    "hold (the budget's account).");
 	evbuffer_add_printf(out, "tdlisten_memory_held_bytes %" PRIu64 "\n",
@@ -528,10 +536,11 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 	evbuffer_add_printf(out, "\"totals\":{\"bytes\":%" PRIu64 ",\"events\":%"
 	    PRIu64 ",\"lost_overrun\":%" PRIu64 ",\"lost_dropped\":%" PRIu64
 	    ",\"missed_pages\":%" PRIu64 ",\"resumes\":%" PRIu64 ",\"done\":%"
-	    PRIu64 ",\"ended_early\":%" PRIu64 ",\"memory_held\":%" PRIu64
+	    PRIu64 ",\"ended_early\":%" PRIu64 ",\"pieces\":%" PRIu64
+	    ",\"pieces_removed\":%" PRIu64 ",\"memory_held\":%" PRIu64
 	    "},", tt->bytes, tt->events, tt->lost[TALLY_OVERRUN],
 	    tt->lost[TALLY_DROPPED], tt->missed_pages, tt->resumes, tt->done,
-	    tt->ended_early, budget_held());
+	    tt->ended_early, tt->pieces, tt->pieces_removed, budget_held());
 	evbuffer_add_printf(out, "\"handshake_failures\":{");
 	for (i = 0; i < ADMIT_R_NKINDS; i++)
 		evbuffer_add_printf(out, "%s\"%s\":%" PRIu64, i > 0 ? "," : "",

@@ -1,6 +1,7 @@
 /*
  * output.c: where tdlisten writes a recording:
- * DIR/<identity>/<UTC timestamp>[-<name>].dat.
+ * DIR/<identity>/<UTC timestamp>[-<name>].dat, or with --rotate its
+ * pieces [-<name>]-0001.dat, -0002.dat ... (rotate.c names the next ones).
  *
  * The identity comes from the verified client certificate, escaped one
  * to one (td_tls_escape(); or the peer address with --insecure), never from
@@ -81,7 +82,7 @@ output_hostdir(const struct listener_config *c, const char *hostdir)
 /* Choose a path no other recording uses and create its directory. */
 int
 output_path(const struct listener_config *c, const char *identity,
-    const char *name, char **path, char **err)
+    const char *name, bool pieces, char **path, char **err)
 {
 	char *suffix = NULL, *hostdir, *p;
 	char stamp[32];
@@ -117,8 +118,11 @@ output_path(const struct listener_config *c, const char *identity,
 
 		if (i > 0)
 			snprintf(n, sizeof n, ".%d", i);
-		xasprintf(&p, "%s/%s%s%s%s.dat", hostdir, stamp, n,
-		    suffix ? "-" : "", suffix ? suffix : "");
+		/* --rotate: the first piece (rotate.h) */
+		xasprintf(&p, "%s/%s%s%s%s%s.dat", hostdir, stamp, n,
+		    suffix ? "-" : "", suffix ? suffix : "",
+		    pieces && (c->rotate_bytes > 0 || c->rotate_secs > 0) ?
+		    "-0001" : "");
 		/* claim the name: a placeholder no other recording takes */
 		xasprintf(&part, "%s.part", p);
 		fd = open(part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |

@@ -1,13 +1,15 @@
 /*
  * recording-info.c: what the producers, the registry's users and the
- * status page read of a recording (see recording.h).  Nothing here
- * changes one.
+ * status page read of a recording (see recording.h), and what it tells
+ * the outside: its checkpoint written, its files put in place (the done
+ * callback).  Nothing here changes one.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "checkpoint.h"
 #include "listener.h"
 #include "recording.h"
 #include "recording-local.h"
@@ -145,4 +147,65 @@ recording_chunk_mem(const struct recording *r, uint32_t count)
 	if (r->zbuf == NULL)
 		n += (size_t)TD_CHUNK_PAGES * r->p.page_size;
 	return n;
+}
+
+/* What a checkpoint of r holds. */
+static void
+recording_state(struct recording *r, struct checkpoint *ck)
+{
+	memset(ck, 0, sizeof *ck);
+	ck->params = r->p;
+	ck->trace_id = r->trace_id;
+	ck->position = r->position;
+	ck->bytes = r->bytes;
+	ck->pages = r->pages;
+	ck->lost = r->lost;
+	ck->elapsed_ns = (uint64_t)(recording_elapsed(r) * 1e9);
+	ck->cpu = r->cpu;
+	ck->ts = r->ts;
+	ck->guests = r->guests;
+	ck->file = r->file;
+}
+
+/* Write r's checkpoint (recording-local.h). */
+int
+recording_write_state(struct recording *r)
+{
+	struct checkpoint ck;
+
+	recording_state(r, &ck);
+	return checkpoint_write(r->state_path, &ck, &r->ck_len);
+}
+
+/* Who hears of the files put in place (recording_set_done()). */
+static void	(*recording_done_cb)(const struct output_done *, void *);
+static void	*recording_done_arg;
+
+void
+recording_set_done(void (*cb)(const struct output_done *, void *), void *arg)
+{
+	recording_done_cb = cb;
+	recording_done_arg = arg;
+}
+
+void
+recording_set_producer(struct recording *r, const char *producer)
+{
+	r->producer = producer;
+}
+
+/* r's file is in place as path (recording-local.h). */
+void
+recording_done(const struct recording *r, const char *path, bool complete)
+{
+	struct output_done d;
+
+	if (recording_done_cb == NULL)
+		return;
+	d.path = path;
+	d.complete = complete;
+	d.producer = r->producer;
+	d.identity = r->p.identity;
+	d.name = r->p.name;
+	recording_done_cb(&d, recording_done_arg);
 }

@@ -1,6 +1,6 @@
 /*
- * recording-local.h: struct recording, for recording.c and
- * recording-info.c only (everyone else sees recording.h's opaque type).
+ * recording-local.h: struct recording, for recording.c, recording-info.c
+ * and rotate.c only (everyone else sees recording.h's opaque type).
  */
 #ifndef TD_RECORDING_LOCAL_H
 #define TD_RECORDING_LOCAL_H
@@ -14,6 +14,7 @@
 #include "tdlimits.h"
 
 struct listener_config;
+struct rotate;
 
 /* One recording. */
 struct recording {
@@ -28,6 +29,7 @@ struct recording {
 	struct guests		*guests;	/* host and guest pairings */
 	struct budget_account	*acct;		/* memory and descriptors */
 	struct registry_entry	*reg;		/* NULL once finished */
+	struct rotate		*rot;		/* --rotate: its pieces */
 	struct td_codec		*wire;		/* chunks' decompression */
 	int			 lockfd;	/* PATH.part's lock: ours
 						   (reclock.h), -1 none */
@@ -54,6 +56,11 @@ struct recording {
 
 /* Seconds since the recording began. */
 double		 recording_elapsed(const struct recording *r);
+/* Write r's checkpoint: 0, or -1 with errno (EBUSY: later). */
+int		 recording_write_state(struct recording *r);
+/* r's file is in place as path (complete: finished): say so. */
+void		 recording_done(const struct recording *r, const char *path,
+		    bool complete);
 /* Events and marked pages of every CPU. */
 uint64_t	 recording_events(const struct recording *r, uint64_t *marked);
 

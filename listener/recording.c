@@ -34,10 +34,10 @@
 #include "recording-local.h"
 #include "reclock.h"
 #include "registry.h"
+#include "rotate.h"
 #include "tally.h"
 #include "tdfile.h"
 #include "tdproto.h"
-#include "timeline.h"
 #include "timesync.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -128,6 +128,7 @@ recording_free(struct recording *r)
 	free(r->zbuf);
 	timesync_free(r->ts);
 	guests_free(r->guests);
+	rotate_free(r->rot);
 	free(r->cpu);
 	free(r->path);
 	free(r->state_path);
@@ -163,34 +164,6 @@ recording_lock(struct recording *r)
 		    "other's recordings", r->cfg->dir, strerror(e));
 	told = true;
 	return 0;
-}
-
-/* What a checkpoint of r holds. */
-static void
-recording_state(struct recording *r, struct checkpoint *ck)
-{
-	memset(ck, 0, sizeof *ck);
-	ck->params = r->p;
-	ck->trace_id = r->trace_id;
-	ck->position = r->position;
-	ck->bytes = r->bytes;
-	ck->pages = r->pages;
-	ck->lost = r->lost;
-	ck->elapsed_ns = (uint64_t)(recording_elapsed(r) * 1e9);
-	ck->cpu = r->cpu;
-	ck->ts = r->ts;
-	ck->guests = r->guests;
-	ck->file = r->file;
-}
-
-/* Write r's checkpoint: 0, or -1 with errno (EBUSY: later). */
-static int
-recording_write_state(struct recording *r)
-{
-	struct checkpoint ck;
-
-	recording_state(r, &ck);
-	return checkpoint_write(r->state_path, &ck, &r->ck_len);
 }
 
 /*
@@ -280,7 +253,8 @@ recording_open(const struct listener_config *cfg,
 		*fault = REC_ROOM;
 		goto out_free;
 	}
-	if (output_path(cfg, p->identity, p->name, &r->path, &msg) == -1) {
+	if (output_path(cfg, p->identity, p->name, p->pieces != 0, &r->path,
+	    &msg) == -1) {
 		*fault = recording_no_room(errno) ? REC_ROOM : REC_FAIL;
 		snprintf(err, errlen, "%s", msg);
 		free(msg);
@@ -624,39 +598,6 @@ recording_sample(struct recording *r, const struct td_tsync_sample *s)
 	    s->ts, s->bound, s->probes);
 }
 
-/* Who hears of the files put in place (recording_set_done()). */
-static void	(*recording_done_cb)(const struct output_done *, void *);
-static void	*recording_done_arg;
-
-void
-recording_set_done(void (*cb)(const struct output_done *, void *), void *arg)
-{
-	recording_done_cb = cb;
-	recording_done_arg = arg;
-}
-
-void
-recording_set_producer(struct recording *r, const char *producer)
-{
-	r->producer = producer;
-}
-
-/* r's file is in place as path (complete: finished): say so. */
-static void
-recording_done(const struct recording *r, const char *path, bool complete)
-{
-	struct output_done d;
-
-	if (recording_done_cb == NULL)
-		return;
-	d.path = path;
-	d.complete = complete;
-	d.producer = r->producer;
-	d.identity = r->p.identity;
-	d.name = r->p.name;
-	recording_done_cb(&d, recording_done_arg);
-}
-
 int
 recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
     struct finished *d)
@@ -673,19 +614,8 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 		if (!td_file_has_section(r->file, i))
 			return recording_fail(r, REC_INPUT, "END before "
 			    "section %u", i);
-	if (r->cfg->tsync_interval != TD_TSYNC_OFF && !r->no_tsync &&
-	    timeline_write(r->ts, r->guests, r->file, &r->p, r->trace_id,
-	    r->label) == -1)
-		return recording_fail(r, REC_FAIL, "cannot write the "
-		    "time-sync options");
-	if (r->p.file_trace_id != 0 && td_file_add_option(r->file,
-	    TD_OPT_TRACEID, &r->p.file_trace_id,
-	    sizeof r->p.file_trace_id) == -1)
-		return recording_fail(r, REC_FAIL, "cannot write TRACEID");
-	if (guests_options(r->guests, r->file) == -1)
-		return recording_fail(r, REC_FAIL, "cannot write the GUEST "
-		    "options");
-	if (td_file_finish(r->file) == -1) {
+	/* the listener's options, and the file in place (a piece's too) */
+	if (rotate_seal(r) == -1) {
 		if (recording_no_room(errno))
 			return recording_fail(r, REC_ROOM, "cannot finish the "
 			    "file");
@@ -709,6 +639,7 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 	log_info("%s: wrote '%s' (%" PRIu64 " bytes)", r->label, r->path,
 	    d->size);
 	recording_done(r, r->path, true);
+	rotate_last(r);
 	return 0;
 }
 
@@ -716,6 +647,7 @@ int
 recording_checkpoint(struct recording *r, uint64_t *acked)
 {
 	char msg[600];
+	bool sealed;
 
 	*acked = r->acked;
 	if (r->file == NULL || r->finished || r->rewound ||
@@ -730,6 +662,13 @@ recording_checkpoint(struct recording *r, uint64_t *acked)
 		return recording_fail(r, REC_ROOM, "over the --quota of this "
 		    "identity");
 	}
+	/* --rotate: a cut here writes the next piece's first checkpoint */
+	if (rotate_check(r, &sealed, msg, sizeof msg) == -1)
+		return recording_fail(r, !sealed && recording_no_room(errno) ?
+		    REC_ROOM : REC_FAIL, "%s", msg);
+	*acked = r->acked;
+	if (r->acked == r->position)
+		return 0;
 	if (recording_write_state(r) == -1) {
 		if (errno == EBUSY)
 			return 0;	/* a zlib section is open: later */
@@ -884,6 +823,7 @@ recording_leave_all(void)
 
 	while ((r = registry_any()) != NULL)
 		recording_leave(r);
+	rotate_cleanup();
 }
 
 /*
@@ -917,28 +857,25 @@ recording_claim(struct recording *r, const char *statepath)
 	return 0;
 }
 
-void
-recording_recover(const struct listener_config *cfg, const char *identity,
-    const char *statepath)
+/* recording_recover() of statepath: the recording, or NULL (logged). */
+static struct recording *
+recording_recover_state(const struct listener_config *cfg,
+    const char *identity, const char *statepath)
 {
 	struct recording *r;
 	char err[600], name[TD_MAX_NAME_LEN + 1];
 
-	if (cfg->resume_wait == 0) {
-		log_warnx("'%s': not recovered (--resume-wait 0)", statepath);
-		return;
-	}
 	r = recording_alloc(cfg, "recovered");
 	snprintf(r->p.identity, sizeof r->p.identity, "%s", identity);
 	if (recording_claim(r, statepath) == -1) {
 		recording_free(r);
-		return;
+		return NULL;
 	}
 	if (recording_read_state(r, statepath, err, sizeof err) == -1) {
 		log_warnx("cannot recover a recording: %s; its files stay",
 		    err);
 		recording_free(r);
-		return;
+		return NULL;
 	}
 	if (r->p.name[0] != '\0') {
 		snprintf(name, sizeof name, "%s", r->p.name);
@@ -967,6 +904,30 @@ recording_recover(const struct listener_config *cfg, const char *identity,
 	log_info("%s: recovered '%s' at offset %" PRIu64 " (%" PRIu64
 	    " pages); waiting %d s for the agent to resume", r->label, r->path,
 	    r->position, r->pages, cfg->resume_wait);
+	return r;
+}
+
+void
+recording_recover(const struct listener_config *cfg, const char *identity,
+    const char *statepath)
+{
+	struct recording *r;
+	char *next, *done;
+
+	if (cfg->resume_wait == 0) {
+		log_warnx("'%s': not recovered (--resume-wait 0)", statepath);
+		return;
+	}
+	if (rotate_recovered(statepath))
+		return;
+	/* stopped in a cut (rotate.h): the next piece's state instead */
+	next = rotate_recover(cfg, identity, statepath, &done);
+	r = recording_recover_state(cfg, identity, next != NULL ? next :
+	    statepath);
+	if (r != NULL && done != NULL)
+		recording_done(r, done, true);
+	free(done);
+	free(next);
 }
 
 /*

@@ -23,6 +23,9 @@ struct recording_params {
 	uint8_t		 long_size;	/* the traced machine's user long */
 	uint8_t		 commit_size;	/* ring-buffer commit field */
 	uint8_t		 big_endian;
+	uint8_t		 pieces;	/* at open: the producer checkpoints
+					   between frames, --rotate applies
+					   (tdproto); not kept */
 };
 
 /* One CPU's pages: the next sequence number due, what they held. */
@@ -30,6 +33,7 @@ struct recording_cpu {
 	uint64_t	 next_seq;
 	uint64_t	 events;
 	uint64_t	 missed_pages;	/* marked: the ring lost events */
+	uint64_t	 piece_seq;	/* --rotate: the piece's first page */
 };
 
 #endif

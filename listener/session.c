@@ -489,6 +489,7 @@ session_hello(struct session *s, const struct td_frame *f, int conns)
 	p.long_size = h.long_size;
 	p.commit_size = h.commit_size;
 	p.big_endian = h.big_endian;
+	p.pieces = 1;
 	s->rec = recording_open(s->cfg, &p, s->label, session_taken_cb, s,
 	    conns, err, sizeof err, &fault);
 	if (s->rec == NULL)

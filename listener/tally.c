@@ -64,6 +64,18 @@ tally_resume(void)
 }
 
 void
+tally_piece(void)
+{
+	tally_sum.pieces++;
+}
+
+void
+tally_piece_removed(void)
+{
+	tally_sum.pieces_removed++;
+}
+
+void
 tally_ended(const struct tally_rec *r)
 {
 	if (strcmp(r->state, "done") == 0)

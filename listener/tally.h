@@ -56,6 +56,8 @@ struct tally_totals {
 	uint64_t	 resumes;
 	uint64_t	 done;		/* recordings finished */
 	uint64_t	 ended_early;	/* closed unfinished */
+	uint64_t	 pieces;	/* --rotate: pieces put in place */
+	uint64_t	 pieces_removed;	/* ... removed by --keep */
 };
 
 void		 tally_bytes(uint64_t n);
@@ -66,6 +68,9 @@ void		 tally_events(uint64_t n, bool missed);
  */
 uint64_t	 tally_cpustat(const void *p, size_t n);
 void		 tally_resume(void);
+/* --rotate: a piece was put in place; --keep removed one. */
+void		 tally_piece(void);
+void		 tally_piece_removed(void);
 /* A recording ended (r->state says how): remembered, counted. */
 void		 tally_ended(const struct tally_rec *r);
 /* The label of a cause in the metrics ("overrun", "dropped"). */

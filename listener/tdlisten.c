@@ -29,6 +29,7 @@
 #include "log.h"
 #include "onfinish.h"
 #include "recording.h"
+#include "rotate.h"
 #include "server.h"
 #include "tdlimits.h"
 #include "tdproto.h"
@@ -58,6 +59,8 @@ enum {
 	OPT_MAX_HANDSHAKES_ADDR,
 	OPT_MAX_PER_IDENTITY,
 	OPT_QUOTA,
+	OPT_ROTATE,
+	OPT_KEEP,
 	OPT_GROUP,
 	OPT_UFTRACE_PORT,
 	OPT_UFTRACE_BIND,
@@ -104,6 +107,8 @@ static const struct option tdlisten_longopts[] = {
 	    OPT_MAX_HANDSHAKES_ADDR },
 	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_IDENTITY },
 	{ "quota", required_argument, NULL, OPT_QUOTA },
+	{ "rotate", required_argument, NULL, OPT_ROTATE },
+	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "group", required_argument, NULL, OPT_GROUP },
 	{ "uftrace-port", required_argument, NULL, OPT_UFTRACE_PORT },
 	{ "uftrace-bind", required_argument, NULL, OPT_UFTRACE_BIND },
@@ -135,7 +140,8 @@ usage(FILE *fp)
 "                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
 "                [--handshake-timeout S] [--max-handshakes N]\n"
 "                [--max-handshakes-per-address N] [--max-per-identity N]\n"
-"                [--quota SIZE] [--uftrace-port PORT [--uftrace-bind ADDR]]\n"
+"                [--quota SIZE] [--rotate SIZE|DURATION [--keep N|SIZE]]\n"
+"                [--uftrace-port PORT [--uftrace-bind ADDR]]\n"
 "                [--tracecmd-port PORT [--tracecmd-bind ADDR]\n"
 "                [--tracecmd-data-ports A-B]]\n"
 "                [--http [ADDR:]PORT] [--no-header-cache]\n"
@@ -183,6 +189,12 @@ usage(FILE *fp)
 "  --quota SIZE       disk space per identity (K, M, G suffixes); a recording\n"
 "                     over it pauses (its agent keeps the data) until there\n"
 "                     is room again (default: no quota)\n"
+"  --rotate SIZE|DURATION  write each recording of tdagent as complete\n"
+"                     pieces NAME-0001.dat, NAME-0002.dat ..., the next one\n"
+"                     begun once a piece holds SIZE bytes (K, M, G; at\n"
+"                     least 1M) or spans DURATION (s, m, h: 30s, 10m, 1h)\n"
+"  --keep N|SIZE      with --rotate, remove the oldest finished pieces of a\n"
+"                     recording beyond N pieces, or SIZE bytes of pieces\n"
 "  --uftrace-port PORT  also take runs of uftrace record --host H --port\n"
 "                     PORT, each as the uftrace data directory\n"
 "                     DIR/uftrace-<address>/<UTC time>/ (plain TCP, no\n"
@@ -239,6 +251,7 @@ static void
 tdlisten_parse(int argc, char **argv, struct listener_config *c)
 {
 	bool codec_set = false;
+	char msg[256];
 	char *end;
 	long n;
 	int ch;
@@ -438,6 +451,16 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 		case OPT_NO_HEADER_CACHE:
 			c->no_hcache = true;
 			break;
+		case OPT_ROTATE:
+			if (rotate_parse(optarg, &c->rotate_bytes,
+			    &c->rotate_secs, msg, sizeof msg) == -1)
+				usage_error("%s", msg);
+			break;
+		case OPT_KEEP:
+			if (rotate_parse_keep(optarg, &c->keep_n,
+			    &c->keep_bytes, msg, sizeof msg) == -1)
+				usage_error("%s", msg);
+			break;
 		case OPT_QUOTA:
 			if (td_parse_size(optarg, &c->quota) == -1)
 				usage_error("invalid size '%s' (e.g. 500M, 20G)",
@@ -477,6 +500,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 	    tdlisten_of.timeout != 600 || tdlisten_of.retry != 10 ||
 	    tdlisten_of.attempts != 8))
 		usage_error("the --on-finish-* options need --on-finish");
+	if ((c->keep_n > 0 || c->keep_bytes > 0) && c->rotate_bytes == 0 &&
+	    c->rotate_secs == 0)
+		usage_error("--keep needs --rotate");
 	if (c->port == NULL)
 		c->port = "4000";
 	if (c->tracecmd_bind == NULL)

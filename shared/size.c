@@ -42,3 +42,37 @@ bad:
 	errno = EINVAL;
 	return -1;
 }
+
+int
+td_parse_duration(const char *s, uint64_t *secs)
+{
+	unsigned long long v, mul;
+	char *end;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		goto bad;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end[0] == '\0' || end[1] != '\0')
+		goto bad;
+	switch (*end) {
+	case 's':
+		mul = 1;
+		break;
+	case 'm':
+		mul = 60;
+		break;
+	case 'h':
+		mul = 3600;
+		break;
+	default:
+		goto bad;
+	}
+	if (v > UINT32_MAX / mul)
+		goto bad;
+	*secs = v * mul;
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
+}

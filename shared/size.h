@@ -11,5 +11,11 @@
  * bytes, at most 2^50; -1 with errno EINVAL for anything else.
  */
 int	td_parse_size(const char *s, uint64_t *out);
+/*
+ * "30s", "10m", "1h" (seconds, minutes, hours; lower case only, so that
+ * "10M" stays a size) into seconds, at most 2^32 - 1; -1 with errno
+ * EINVAL for anything else.
+ */
+int	td_parse_duration(const char *s, uint64_t *secs);
 
 #endif

@@ -819,3 +819,15 @@ td_file_size(const struct td_file *f)
 {
 	return f->off;
 }
+
+/* Bytes on disk so far: the file, its spools and its options. */
+uint64_t
+td_file_written(const struct td_file *f)
+{
+	uint64_t n = f->off + f->options.len;
+	int i;
+
+	for (i = 0; i < f->p.ncpus; i++)
+		n += td_spool_bytes(f->spools, i);
+	return n;
+}

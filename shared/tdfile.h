@@ -202,5 +202,10 @@ uint64_t	 td_file_cpu_pages(const struct td_file *f, int cpu);
 const struct td_file_params *td_file_get_params(const struct td_file *f);
 /* Bytes written to the final file (after td_file_finish()). */
 uint64_t	 td_file_size(const struct td_file *f);
+/*
+ * Bytes written so far, before the finish: the file, the spools and the
+ * options queued (pages still in an unfinished chunk are not counted).
+ */
+uint64_t	 td_file_written(const struct td_file *f);
 
 #endif

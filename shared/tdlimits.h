@@ -256,4 +256,17 @@
 #define TD_ONFINISH_RETRY_MAX	600
 #define TD_ONFINISH_SIDECAR	4096
 
+/*
+ * tdlisten --rotate (listener/rotate.c): the smallest piece (every piece
+ * repeats the recording's header sections, a few MiB with kallsyms), the
+ * shortest and longest span, the highest piece number (four digits or
+ * more in the name), and the most pieces of one recording --keep looks
+ * at in one pass.
+ */
+#define TD_ROTATE_MIN_SIZE	(1024u * 1024)
+#define TD_ROTATE_MIN_SECS	1u
+#define TD_ROTATE_MAX_SECS	(7u * 24 * 3600)
+#define TD_ROTATE_MAX_PIECE	999999u
+#define TD_ROTATE_SCAN		100000u
+
 #endif

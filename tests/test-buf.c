@@ -237,6 +237,32 @@ test_parse_size(void **state)
 	}
 }
 
+/* Durations on command lines (tdlisten --rotate): units, case, junk. */
+static void
+test_parse_duration(void **state)
+{
+	static const struct { const char *s; uint64_t v; } good[] = {
+		{ "0s", 0 }, { "30s", 30 }, { "10m", 600 }, { "1h", 3600 },
+		{ "168h", 168 * 3600 }, { "4294967295s", 4294967295ULL },
+	};
+	static const char *bad[] = { "", "s", "10", "10M", "1H", "1d",
+	    "-1s", " 1s", "1s ", "1ms", "1.5h", "4294967296s", "1193047h",
+	    "99999999999999999999s" };
+	uint64_t v;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof good / sizeof *good; i++) {
+		assert_int_equal(td_parse_duration(good[i].s, &v), 0);
+		assert_int_equal(v, good[i].v);
+	}
+	for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+		errno = 0;
+		assert_int_equal(td_parse_duration(bad[i], &v), -1);
+		assert_int_equal(errno, EINVAL);
+	}
+}
+
 /* The reading side: bounds, stickiness, byte orders, the end. */
 static void
 test_cursor(void **state)
@@ -288,6 +314,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_parse_duration),
 		cmocka_unit_test(test_add_and_cap),
 		cmocka_unit_test(test_overflow_sizes),
 		cmocka_unit_test(test_integers_and_strings),

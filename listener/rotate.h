@@ -1,0 +1,83 @@
+/*
+ * rotate.h: tdlisten --rotate SIZE|DURATION and --keep N|SIZE: a long
+ * recording written as a series of complete trace.dat files,
+ * DIR/<identity>/<time>[-name]-0001.dat, -0002.dat ...
+ *
+ * A recording rotates when its file's name ends in -NNNN.dat (output.c
+ * names the first piece so under --rotate; a recovered recording goes on
+ * as its name says).  A cut happens only at a checkpoint, where the
+ * producer's position is at a frame's end, every section is whole and no
+ * section is open: the piece is finished (its time-sync options carry
+ * the recording's samples so far), put in place, and the next piece
+ * opened with the same header sections and the producer's options, read
+ * back from the piece just finished; its first checkpoint is the cut's.
+ * Every page is in exactly one piece.  --keep then removes the oldest
+ * finished pieces of the recording beyond the limit, each logged; never
+ * the piece being written, nor one whose --on-finish command has not
+ * succeeded yet (PATH.onfinish beside it).
+ *
+ * Called by recording.c only, on the loop's thread.  Lower layers' rule:
+ * -1 with errno and err filled, nothing logged, except the pieces' own
+ * life (wrote, removed), which is logged here under the recording's
+ * label.
+ */
+#ifndef TD_ROTATE_H
+#define TD_ROTATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct listener_config;
+struct recording;
+struct rotate;
+
+/*
+ * Parse --rotate's value: SIZE (bytes, K, M or G; at least
+ * TD_ROTATE_MIN_SIZE) into *bytes, or DURATION (a number and s, m or h,
+ * lower case: "10m" is ten minutes, "10M" ten MiB) into *secs.  -1 with
+ * err.
+ */
+int	rotate_parse(const char *s, uint64_t *bytes, uint32_t *secs,
+	    char *err, size_t errlen);
+/* Parse --keep's value: N pieces, or SIZE (K, M or G) of them.  -1. */
+int	rotate_parse_keep(const char *s, uint32_t *n, uint64_t *bytes,
+	    char *err, size_t errlen);
+/*
+ * The piece number of a file named ...-NNNN.dat (four digits or more),
+ * 0 for another name; *baselen: the length of the name before "-NNNN".
+ */
+uint32_t rotate_piece(const char *path, size_t *baselen);
+/*
+ * At a checkpoint of r: when its piece is due (--rotate), cut it.  0 (cut
+ * or not), -1 with errno and err when a cut failed; *sealed then says
+ * whether the piece was already put in place (the recording cannot go
+ * on: close it) or not (r is as it was: a pause on ENOSPC and the like).
+ */
+int	rotate_check(struct recording *r, bool *sealed, char *err,
+	    size_t errlen);
+/*
+ * Write the options the listener writes itself (time sync, TRACEID,
+ * GUEST) and finish r's file, putting it in place: the end of a piece and
+ * of a recording.  -1 with errno.
+ */
+int	rotate_seal(struct recording *r);
+/* r's last piece is in place (recording_finish()): count it, --keep. */
+void	rotate_last(struct recording *r);
+void	rotate_free(struct rotate *rot);
+/*
+ * At start, before the recording of statepath is recovered: when it is a
+ * piece put in place whose next piece never began (tdlisten stopped in
+ * the cut), begin that one (headers from the piece, the counters of the
+ * state, which the cut wrote) and give its state path (caller frees), and
+ * in *done the piece's path (caller frees; its --on-finish is due); NULL
+ * when there is nothing to do or it failed (logged).
+ */
+char	*rotate_recover(const struct listener_config *c, const char *identity,
+	    const char *statepath, char **done);
+/* Whether statepath is the one rotate_recover() made (recovered already). */
+bool	rotate_recovered(const char *statepath);
+/* At exit: what rotate_recover() remembers. */
+void	rotate_cleanup(void);
+
+#endif

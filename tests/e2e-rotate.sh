@@ -1,0 +1,192 @@
+#!/bin/sh
+# End-to-end: tdlisten --rotate and --keep (issue 16, part 3).  A real
+# tdagent records syscall bursts with -o (the oracle: the same pages) and
+# -h together:
+#   1. --rotate 1M (the least allowed), zstd v7, --on-finish: several
+#      pieces NAME-0001.dat ..., each read alone by trace-cmd report
+#      without a warning; the listener killed (-9) once two pieces are in
+#      place, restarted: the agent resumes the recovered piece; the pieces
+#      together hold exactly the local file's events, CPU by CPU (nothing
+#      lost or twice at a cut), trace-cmd report -i P1 -i P2 ... merges
+#      them cleanly in one time order, and the hook saw every piece;
+#   2. --rotate 1s --keep 2, version 6: a duration makes more than one
+#      piece, and --keep removes exactly the oldest, each logged, and
+#      the metrics count the pieces written and removed;
+#   3. --rotate 1M --keep 3M: the newest pieces that fit in 3 MiB stay.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+P=$WORK/pki
+pki "$P" web1 || { echo "FAIL: cannot make certificates"; exit 99; }
+TLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
+
+# the hook: appends its file to hook.log
+HOOK=$WORK/hook.sh
+cat > "$HOOK" <<EOF
+#!/bin/sh
+echo "\$1" >> "$WORK/hook.log"
+EOF
+chmod 755 "$HOOK"
+
+# N bursts of 5000 one-byte blocks (20000 syscall events each), 0.3 s
+# apart; the rings (-b 32768) hold the whole workload, so the local
+# file's count is the workload's however the agent is scheduled
+burst() {
+	echo "for i in \$(seq 1 $1); do dd if=/dev/zero of=/dev/null bs=1 count=5000 status=none; sleep 0.3; done"
+}
+
+# agent_bg NAME BURSTS: record to the listener and to a local file
+agent_bg() {
+	mkdir -p "$WORK/spool.$1"
+	"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+	    --key "$P/web1.key" --ca "$P/ca.pem" --name "$1" \
+	    --spool "$WORK/spool.$1" -o "$WORK/$1.local.dat" \
+	    -e raw_syscalls -F -b 32768 -- sh -c "$(burst "$2")" \
+	    2> "$WORK/agent.$1.err" &
+	APID=$!
+}
+
+# pieces DIR NAME: the finished pieces of recording NAME, in order
+pieces() {
+	ls "$1"/web1/*-"$2"-[0-9][0-9][0-9][0-9].dat 2>/dev/null | sort
+}
+
+# count_pieces DIR NAME: "events E" and "cpuK N" summed over the pieces
+count_pieces() {
+	for f in $(pieces "$1" "$2"); do
+		"$TDCOUNT" "$f"
+	done | awk '$1 == "events" || $1 ~ /^cpu[0-9]+$/ { s[$1] += $2 }
+	    END { for (k in s) print k, s[k] }' | sort
+}
+
+# has_pieces DIR NAME N: at least N pieces in place
+has_pieces() {
+	[ "$(pieces "$1" "$2" | wc -l)" -ge "$3" ]
+}
+
+# 1. size, resume across a cut, on-finish
+OUT=$WORK/out1
+ARGS="-d $OUT $TLS --rotate 1M --on-finish $HOOK"
+start_listener "$WORK/l1.log" $ARGS || exit 99
+agent_bg size 12
+wait_recording "$APID"
+wait_session "$WORK/l1.log"
+wait_until $((1200 * SLOW)) has_pieces "$OUT" size 2
+check "size: two pieces in place while recording" has_pieces "$OUT" size 2
+kill -9 "$LPID"
+wait "$LPID" 2>/dev/null
+LPORT_FIXED=$LPORT start_listener "$WORK/l1b.log" $ARGS || exit 99
+unset LPORT_FIXED
+wait "$APID"
+eq "size: tdagent exits 0" $? 0
+check "size: the agent resumed the recovered piece" \
+    grep -q "resumed at offset" "$WORK/l1b.log"
+n=$(pieces "$OUT" size | wc -l)
+check "size: several pieces ($n)" test "$n" -ge 3
+i=1
+for f in $(pieces "$OUT" size); do
+	eq "size: piece $i is named -$(printf %04d $i)" \
+	    "$(echo "$f" | sed 's/.*-\([0-9]*\)\.dat$/\1/')" "$(printf %04d $i)"
+	check "size: trace-cmd reads piece $i alone cleanly" tc_clean "$f"
+	i=$((i + 1))
+done
+"$TDCOUNT" "$WORK/size.local.dat" | awk '$1 == "events" || $1 ~ /^cpu[0-9]+$/' |
+    sort > "$WORK/size.l"
+count_pieces "$OUT" size > "$WORK/size.r"
+l=$(field events < "$WORK/size.l")
+check "size: the workload was recorded ($l events)" \
+    test "${l:-0}" -gt 240000 -a "${l:-0}" -lt 255000
+eq "size: the pieces hold exactly the local file's events" \
+    "$(field events < "$WORK/size.r")" "$l"
+check "size: CPU by CPU too (nothing lost or twice at a cut)" \
+    cmp -s "$WORK/size.l" "$WORK/size.r"
+# all the pieces at once (each with the time-sync samples so far):
+# trace-cmd report -i P1 -i P2 ... reads them cleanly, every event once,
+# in one time order
+args=""
+for f in $(pieces "$OUT" size); do
+	args="$args -i $f"
+done
+# shellcheck disable=SC2086 # one -i FILE pair per piece
+trace-cmd report -t $args > "$WORK/merged" 2> "$WORK/merged.err"
+check "size: trace-cmd report of all the pieces together is clean" \
+    test ! -s "$WORK/merged.err"
+eq "size: ... and has every event once" \
+    "$(grep -c ': sys_e' "$WORK/merged")" "$l"
+check "size: ... in one time order" sh -c "awk '{ for (i = 1; i <= NF; i++)
+    if (\$i ~ /^[0-9]+\\.[0-9]+:\$/) { print substr(\$i, 1, length(\$i) - 1); break } }' \
+    '$WORK/merged' | sort -c -n"
+check "size: no checkpoint or spool left behind" sh -c \
+    "! ls '$OUT'/*/*.part '$OUT'/*/*.state 2>/dev/null | grep -q ."
+wait_until $((400 * SLOW)) sh -c \
+    "! ls '$OUT'/web1/*.onfinish 2>/dev/null | grep -q ."
+for f in $(pieces "$OUT" size); do
+	check "size: on-finish saw $(basename "$f")" \
+	    grep -qx "$(readlink -f "$f")" "$WORK/hook.log"
+done
+stop_listener
+
+# 2. duration, --keep 2, version 6
+OUT=$WORK/out2
+start_listener "$WORK/l2.log" -d "$OUT" $TLS --rotate 1s --keep 2 \
+    --file-version 6 --http 127.0.0.1:0 || exit 99
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" "$WORK/l2.log"
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/l2.log")
+agent_bg dur 10
+wait "$APID"
+eq "duration: tdagent exits 0" $? 0
+wait_until $((400 * SLOW)) grep -q "session web1 'dur'.*: done after" "$WORK/l2.log"
+w=$(grep -c ": wrote piece '" "$WORK/l2.log")
+w=$((w + 1))	# the last piece: "wrote '...'"
+check "duration: more than two pieces were written ($w)" test "$w" -gt 2
+eq "duration: two pieces stay" "$(pieces "$OUT" dur | wc -l)" 2
+eq "duration: the newest two" \
+    "$(pieces "$OUT" dur | sed 's/.*-\([0-9]*\)\.dat$/\1/' | tr '\n' ' ')" \
+    "$(printf '%04d %04d ' $((w - 1)) $w)"
+eq "duration: each removal logged" \
+    "$(grep -c "removed '.*-dur-[0-9]*\.dat': --keep 2 pieces" "$WORK/l2.log")" \
+    $((w - 2))
+for k in $(seq 1 $((w - 2))); do
+	check "duration: piece $k removed, and logged" grep -q \
+	    "removed '.*-dur-$(printf %04d $k)\.dat': --keep 2 pieces" \
+	    "$WORK/l2.log"
+done
+for f in $(pieces "$OUT" dur); do
+	check "duration: trace-cmd reads $(basename "$f") (v6) alone" \
+	    tc_clean "$f"
+done
+if command -v curl >/dev/null; then
+	curl -sS --max-time $((10 * SLOW)) -o "$WORK/metrics" \
+	    "http://127.0.0.1:$HPORT/metrics"
+	eq "duration: the metrics count the pieces written" \
+	    "$(awk '$1 == "tdlisten_pieces_total" { print $2 }' "$WORK/metrics")" $w
+	eq "duration: ... and removed" \
+	    "$(awk '$1 == "tdlisten_pieces_removed_total" { print $2 }' "$WORK/metrics")" \
+	    $((w - 2))
+else
+	echo "# curl is missing (scripts/deps.sh installs it): metrics not read"
+fi
+stop_listener
+
+# 3. --keep SIZE
+OUT=$WORK/out3
+start_listener "$WORK/l3.log" -d "$OUT" $TLS --rotate 1M --keep 3M || exit 99
+agent_bg ksz 6
+wait "$APID"
+eq "keep size: tdagent exits 0" $? 0
+wait_until $((400 * SLOW)) grep -q "session web1 'ksz'.*: done after" "$WORK/l3.log"
+w=$(grep -c ": wrote piece '" "$WORK/l3.log")
+w=$((w + 1))
+n=$(pieces "$OUT" ksz | wc -l)
+check "keep size: some pieces removed ($n of $w stay)" test "$n" -lt "$w"
+t=$(cat $(pieces "$OUT" ksz) | wc -c)
+check "keep size: those left take at most 3 MiB ($t bytes)" \
+    test "$t" -le 3145728
+eq "keep size: the newest stay" \
+    "$(pieces "$OUT" ksz | sed 's/.*-\([0-9]*\)\.dat$/\1/' | tr '\n' ' ')" \
+    "$(seq $((w - n + 1)) $w | xargs printf '%04d ')"
+eq "keep size: each removal logged" \
+    "$(grep -c "removed '.*-ksz-[0-9]*\.dat': --keep 3145728 bytes of pieces" "$WORK/l3.log")" \
+    $((w - n))
+stop_listener
+finish
