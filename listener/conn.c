@@ -400,6 +400,8 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			}
 			/* wake up only when it is all in */
 			conn_read_low(c, want);
+			if (len == 0)
+				sockio_rest(bev);	/* idle: no buffer */
 			return;
 		}
 		conn_read_low(c, 0);

@@ -27,6 +27,7 @@
 #include "listener.h"
 #include "crash.h"
 #include "log.h"
+#include "memtrim.h"
 #include "onfinish.h"
 #include "recording.h"
 #include "server.h"
@@ -582,6 +583,7 @@ tdlisten_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	conn_tick();
 	recording_expire();
+	memtrim_tick();
 }
 
 /*
