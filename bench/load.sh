@@ -11,6 +11,10 @@
 #	idle	every agent idle 30 s after its metadata, then its pages
 #	mix	N/5 idle for 30 s, the others streaming their pages over 30 s
 #	fast	N/5 idle for 30 s, the others streaming as fast as they can
+#	standby	every connection held idle 30 s once all N are through TLS
+#		(tdload --standby 30: no HELLO, no recording, one descriptor
+#		each: what an idle authenticated connection costs; "files
+#		exact" then means every connection was held to the end)
 # For each run: the listener's peak RSS (VmHWM), its CPU (user + system,
 # /proc/PID/stat) and CPU per MB received, the time from tdload's start to
 # the last DONE, the most connections open at once, and whether every file
@@ -51,8 +55,8 @@ while [ $# -gt 0 ]; do
 	--mix)
 		[ $# -ge 2 ] || usage
 		case $2 in
-		idle | mix | fast) MIXES+=("$2") ;;
-		*) die "unknown mix '$2' (idle, mix, fast)" ;;
+		idle | mix | fast | standby) MIXES+=("$2") ;;
+		*) die "unknown mix '$2' (idle, mix, fast, standby)" ;;
 		esac
 		shift 2
 		;;
@@ -143,13 +147,14 @@ CLK_TCK=$(getconf CLK_TCK)
 # Appends a line to load.tsv.
 run_one() {
 	local mix=$1 rep=$2 idle spread dir port load rc ticks cpu hwm fds
-	local secs peak mb files exact try
+	local secs peak mb files exact try hs
 	local -a targs
 
 	case $mix in
 	idle) idle=$N spread=0 ;;
 	mix) idle=$((N / 5)) spread=30 ;;
 	fast) idle=$((N / 5)) spread=0 ;;
+	standby) idle=$N spread=0 ;;
 	esac
 	dir=$TMP/out-$mix-$rep
 	rm -rf "$dir"
@@ -164,10 +169,14 @@ run_one() {
 		# tdload does not come back when refused, and its N handshakes
 		# at once (--ramp N) come from one address: the handshake
 		# budget must hold them all
+		# (at most 4096 in the handshake: a standby crowd is through
+		# it at once, then holds --max-sessions slots)
+		hs=$((N > 4096 ? 4096 : N))
 		"$TMP/tdlisten" -p "$port" -d "$dir" --cert "$PKI/listener.pem" \
 		    --key "$PKI/listener.key" --ca "$PKI/ca.pem" \
-		    --max-per-identity "$N" --max-handshakes "$N" \
-		    --max-handshakes-per-address "$N" \
+		    --max-per-identity "$N" --max-handshakes "$hs" \
+		    --max-handshakes-per-address "$hs" --max-sessions "$N" \
+		    --handshake-timeout 600 \
 		    >"$OUT/load-$mix.listener.log" 2>&1 &
 		LPID=$!
 		for _ in $(seq 100); do
@@ -188,6 +197,8 @@ run_one() {
 	    --key "$PKI/loadgen.key" --ca "$PKI/ca.pem" -n "$N" -i "$idle"
 	    -t 30 --ramp "$N" --together --timeout 900)
 	[ "$spread" = 0 ] || targs+=(-T "$spread")
+	[ "$mix" != standby ] || targs=("${targs[@]:0:10}" -n "$N"
+	    --standby 30 --ramp 64 --timeout 900)
 	echo "bench/load: $mix run $rep: tdload ${targs[*]:4}" >&2
 	rc=0
 	"$TMP/tdload" "${targs[@]}" "$TMP/src.dat" \
@@ -210,10 +221,17 @@ run_one() {
 	    if ($i == "most") p = $(i + 1); if ($i == "MB") m = $(i - 1);
 	    if ($i == "in") s = $(i + 1) } print s, p, m }' \
 	    "$OUT/load-$mix.tdload.out")
-	files=$(find "$dir" -name '*.dat' | wc -l)
-	(cd "$dir" && find . -name '*.dat' -print0 | xargs -0 -P 2 -n 1 \
-	    "$TMP/tdcount" | awk '$1 == "events"') >"$TMP/counts"
-	exact=$(awk -v n="$SRC_EVENTS" '$2 == n' "$TMP/counts" | wc -l)
+	if [ "$mix" = standby ]; then
+		# no file: every connection held to the end, all at once
+		files=$(grep -c '^ok ' "$OUT/load-$mix.tdload.out" || true)
+		exact=$files
+		[ "$peak" = "$N" ] || exact=0
+	else
+		files=$(find "$dir" -name '*.dat' | wc -l)
+		(cd "$dir" && find . -name '*.dat' -print0 | xargs -0 -P 2 \
+		    -n 1 "$TMP/tdcount" | awk '$1 == "events"') >"$TMP/counts"
+		exact=$(awk -v n="$SRC_EVENTS" '$2 == n' "$TMP/counts" | wc -l)
+	fi
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
 	    "$mix" "$rep" "$N" "$idle" "$spread" "$rc" "$peak" "$secs" "$hwm" \
 	    "$cpu" "$mb" "$files/$exact" "$load" >>"$OUT/load.tsv"

@@ -50,6 +50,7 @@
 #include "session.h"
 #include "sockio.h"
 #include "tdlimits.h"
+#include "tdproto.h"
 #include "timesync.h"
 #include "tls.h"
 #include "xmalloc.h"
@@ -188,6 +189,22 @@ conn_close_telling(struct conn *c)
 
 	conn_closing(c);
 	bufferevent_write(c->bev, e->data, e->len);
+}
+
+/*
+ * Through TLS but no session for it: an ERROR RETRY says why (the agent
+ * logs it and tries again, as it does for a full disk), then c goes.
+ */
+static void
+conn_close_later(struct conn *c, const char *why)
+{
+	struct td_buf e;
+
+	td_buf_init(&e, TD_MAX_ERROR_LEN + 64);
+	td_msg_pack_error(&e, TD_ERR_RETRY, why);
+	conn_closing(c);
+	bufferevent_write(c->bev, e.data, e.len);
+	td_buf_free(&e);
 }
 
 /* The connection went: the session lets its recording wait, or closes. */
@@ -400,6 +417,8 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			}
 			/* wake up only when it is all in */
 			conn_read_low(c, want);
+			if (len == 0)
+				sockio_rest(bev);	/* idle: no buffer */
 			return;
 		}
 		conn_read_low(c, 0);
@@ -496,7 +515,9 @@ conn_handshake_done(struct conn *c)
 		    "of '%s' wait for their HELLO already "
 		    "(--max-per-identity)", c->label,
 		    conn_cfg->max_per_identity, identity);
-		conn_free(c);
+		conn_close_later(c, "too many connections of this identity "
+		    "wait for their HELLO (--max-per-identity): come back "
+		    "later");
 		return;
 	}
 	admit_release(c);
@@ -504,7 +525,8 @@ conn_handshake_done(struct conn *c)
 		admit_refused(ADMIT_R_SESSIONS, "%s: closing: %d sessions "
 		    "already (--max-sessions)", c->label, conn_nsessions);
 		c->counted = false;
-		conn_free(c);
+		conn_close_later(c, "the listener holds all the sessions it "
+		    "takes (--max-sessions): come back later");
 		return;
 	}
 	conn_nsessions++;
@@ -739,7 +761,12 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 	struct conn *c;
 	void *victim;
 
-	if (conn_nsessions >= conn_cfg->max_sessions) {
+	/*
+	 * Plain: refused at once when every session slot is taken.  TLS:
+	 * through the handshake first (its own budget, --max-handshakes), so
+	 * that the agent learns why from an ERROR RETRY and comes back.
+	 */
+	if (conn_ctx == NULL && conn_nsessions >= conn_cfg->max_sessions) {
 		admit_refused(ADMIT_R_SESSIONS, "refusing %s: %d sessions "
 		    "already", peer, conn_nsessions);
 		close(fd);

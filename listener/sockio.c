@@ -175,6 +175,28 @@ sockio_pump(struct bufferevent *bev, bool big, const char *label)
 	}
 }
 
+void
+sockio_rest(struct bufferevent *bev)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	bool plain = bufferevent_openssl_get_ssl(bev) == NULL;
+
+	if (evbuffer_get_length(in) != 0)
+		return;
+	/*
+	 * libevent frees a buffer's chains when it is drained whole, but a
+	 * drain of an empty buffer does nothing: one byte, into the space
+	 * that waits, and drained.  A socket bufferevent's input is frozen
+	 * at its end but while it reads (sockio_pump).
+	 */
+	if (plain)
+		evbuffer_unfreeze(in, 0);
+	if (evbuffer_add(in, "", 1) == 0)
+		evbuffer_drain(in, 1);
+	if (plain)
+		evbuffer_freeze(in, 0);
+}
+
 bool
 sockio_held(struct bufferevent *bev)
 {

@@ -30,6 +30,12 @@ void	sockio_pump(struct bufferevent *bev, bool big, const char *label);
  * says more came).
  */
 bool	sockio_held(struct bufferevent *bev);
+/*
+ * Give back the memory of bev's input while nothing waits in it: a read
+ * that found nothing leaves its reserved space (16 to 64 KiB) in the
+ * buffer, which an idle connection would hold for as long as it stays.
+ */
+void	sockio_rest(struct bufferevent *bev);
 /* Send now when bev's output is empty, else (and the rest) through bev. */
 void	sockio_send(struct bufferevent *bev, const void *data, size_t len);
 

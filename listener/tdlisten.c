@@ -27,6 +27,7 @@
 #include "listener.h"
 #include "crash.h"
 #include "log.h"
+#include "memtrim.h"
 #include "onfinish.h"
 #include "recording.h"
 #include "rotate.h"
@@ -608,6 +609,7 @@ tdlisten_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	conn_tick();
 	recording_expire();
+	memtrim_tick();
 }
 
 /*

@@ -204,6 +204,41 @@ wait "$spid"
 eq "tdslow exits 0" $? 0
 stop_listener
 
+# ---- 3b. over --max-sessions at its first connection: told, comes back --
+# With the one session slot taken, a new agent gets through TLS and an
+# ERROR RETRY naming --max-sessions (it was closed without a word before,
+# and the agent exited 1): it logs the listener's reason, tries again, and
+# records once the holder's session ends.
+OUT=$WORK/out3b
+start_listener "$WORK/l3b.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --max-sessions 1 || exit 99
+rm -f "$WORK/go"
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name holder -e sched -F -- \
+    sh -c 'until [ -e '"$WORK/go"' ]; do sleep 0.1; done' \
+    2> "$WORK/agent.holder.err" &
+hpid=$!
+wait_session "$WORK/l3b.log"
+( honest later web2 2000; echo "$ARC" > "$WORK/arc.later" ) &
+bpid=$!
+wait_until $((1200 * SLOW)) grep -q "come back later; trying again" \
+    "$WORK/agent.later.err"
+check "the agent over the cap logs the listener's reason and tries again" \
+    grep -q "the listener holds all the sessions it takes (--max-sessions): come back later; trying again for up to" "$WORK/agent.later.err"
+check "the listener logs the refusal" \
+    grep -q "session web2 (127.0.0.1:[0-9]*): closing: 1 sessions already (--max-sessions)" "$WORK/l3b.log"
+touch "$WORK/go"
+wait "$hpid"
+eq "the holder ends well (exit 0)" $? 0
+wait "$bpid"
+ARC=$(cat "$WORK/arc.later" 2>/dev/null)
+APID=$(cat "$WORK/pid.later" 2>/dev/null)
+AFILE=$OUT/$(remote_file "$WORK/agent.later.err")
+eq "the agent refused at its first connection records once a slot frees (exit 0)" \
+    "$ARC" 0
+exact later 2000
+stop_listener
+
 # ---- 4. revocation under -u nobody, the key root's and 0600 ------------
 OUT=$WORK/out4
 mkdir -p "$OUT"

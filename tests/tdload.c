@@ -28,6 +28,14 @@
  * WELCOME, so that all N are open at once whatever the timing (the idle
  * ones then wait SECONDS more).
  *
+ * --standby SECONDS: every connection stops after its TLS handshake, as an
+ * agent in standby holds its connection to the collector: no HELLO, nothing
+ * sent.  Once all N are through their handshake they stay so SECONDS more,
+ * then close; "ok" is a connection the listener kept open all that time.
+ * This measures what an idle authenticated connection costs the listener
+ * (bench/load.sh --mix standby); no recording is made, so no file is
+ * written and a listener needs one descriptor per connection.
+ *
  * --timeout SECONDS (default 600) gives up once the listener has sent
  * nothing on any connection for that long: a slow listener is waited for,
  * a stuck one is not.
@@ -76,6 +84,7 @@ enum conn_state {
 	C_CONNECTING,	/* TCP + TLS, HELLO sent, waiting for WELCOME */
 	C_WAIT,		/* --together: sections sent, waiting for the rest */
 	C_QUIET,	/* idle agent: sections sent, waiting */
+	C_STANDBY,	/* --standby: TLS done, nothing sent */
 	C_STREAM,	/* sending pages */
 	C_FINISH,	/* END sent, waiting for DONE */
 	C_OK,
@@ -110,6 +119,9 @@ static double		 load_quiet = 5, load_rate, load_timeout = 600;
 static struct event	*load_deadline_ev;	/* --timeout of silence */
 static const char	*load_prefix = "load";
 static bool		 load_quiet_out, load_together;
+static double		 load_standby = -1;	/* --standby SECONDS */
+static int		 load_standing;		/* through TLS, standing by */
+static struct event	*load_standby_ev;
 
 static struct td_hello	 load_hello;
 static uint32_t		 load_page_size;
@@ -138,6 +150,8 @@ load_since(const struct timespec *t)
 static void load_start_more(void);
 static void load_release(void);
 static void load_progress(void);
+static void conn_stand(struct conn *);
+static void load_standby_arm(void);
 
 /* A connection ends, well or not; start the next ones. */
 static void
@@ -172,6 +186,7 @@ conn_end(struct conn *c, bool ok)
 		event_base_loopexit(load_base, NULL);
 	load_start_more();
 	load_release();
+	load_standby_arm();
 }
 
 static void
@@ -481,6 +496,8 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		load_open++;
 		if (load_open > load_peak)
 			load_peak = load_open;
+		if (load_standby >= 0)
+			conn_stand(c);
 		return;
 	}
 	/* a frame that came with the close */
@@ -540,12 +557,58 @@ conn_start(struct conn *c)
 		conn_fail(c, "cannot connect: %s", strerror(errno));
 		return;
 	}
+	if (load_standby >= 0)
+		return;		/* no HELLO: conn_stand() once connected */
 	snprintf(h.name, sizeof h.name, "%s", c->name);
 	h.recording_id = ((uint64_t)getpid() << 32) | (uint64_t)c->idx;
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
 	td_msg_pack_hello(&b, &h);
 	conn_add_frame(c, &b);
 	td_buf_free(&b);
+}
+
+/* --standby: the time is up, every connection still standing is done. */
+static void
+load_standby_cb(evutil_socket_t fd, short what, void *arg)
+{
+	int i;
+
+	for (i = 0; i < load_n; i++)
+		if (load_conns[i].state == C_STANDBY)
+			conn_end(&load_conns[i], true);
+}
+
+/*
+ * --standby: through the TLS handshake, c sends nothing; once every
+ * connection is there (or failed) they all stay --standby SECONDS more.
+ */
+static void
+conn_stand(struct conn *c)
+{
+	load_pending--;
+	load_welcomed++;
+	c->state = C_STANDBY;
+	load_standing++;
+	load_progress();
+	load_start_more();
+	load_standby_arm();
+}
+
+/* --standby: once every connection is through TLS or failed, the wait. */
+static void
+load_standby_arm(void)
+{
+	struct timeval tv;
+
+	if (load_standby < 0 || load_welcomed < load_n || load_left == 0 ||
+	    load_standby_ev != NULL)
+		return;
+	tv.tv_sec = (time_t)load_standby;
+	tv.tv_usec = (suseconds_t)((load_standby - tv.tv_sec) * 1e6);
+	load_standby_ev = evtimer_new(load_base, load_standby_cb, NULL);
+	evtimer_add(load_standby_ev, &tv);
+	fprintf(stderr, "tdload: %d connections standing by for %.1f s\n",
+	    load_standing, load_standby);
 }
 
 /* Open connections while fewer than --ramp wait for their WELCOME. */
@@ -698,7 +761,8 @@ usage(FILE *fp)
 	fprintf(fp,
 "usage: tdload -h HOST -p PORT (--cert F --key F --ca F | --insecure)\n"
 "              -n N [-i IDLE] [-t SECONDS] [-r KB | -T SECONDS] [--ramp M]\n"
-"              [--together] [--name PREFIX] [--timeout SECONDS] [-q] FILE\n");
+"              [--together] [--standby SECONDS] [--name PREFIX]\n"
+"              [--timeout SECONDS] [-q] FILE\n");
 }
 
 enum {
@@ -710,6 +774,7 @@ enum {
 	OPT_NAME,
 	OPT_TIMEOUT,
 	OPT_TOGETHER,
+	OPT_STANDBY,
 };
 
 static const struct option load_longopts[] = {
@@ -721,6 +786,7 @@ static const struct option load_longopts[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "together", no_argument, NULL, OPT_TOGETHER },
+	{ "standby", required_argument, NULL, OPT_STANDBY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -789,6 +855,13 @@ main(int argc, char **argv)
 			break;
 		case OPT_TOGETHER:
 			load_together = true;
+			break;
+		case OPT_STANDBY:
+			load_standby = atof(optarg);
+			if (load_standby < 0) {
+				usage(stderr);
+				return 2;
+			}
 			break;
 		default:
 			usage(stderr);
@@ -864,10 +937,12 @@ main(int argc, char **argv)
 			ok++;
 			if (!load_quiet_out)
 				printf("ok %d %s %s %s %" PRIu64 " %.2f\n", i,
-				    c->name, c->idle ? "idle" : "stream",
-				    c->path, c->file_size, c->secs);
+				    c->name, load_standby >= 0 ? "standby" :
+				    c->idle ? "idle" : "stream", c->path,
+				    c->file_size, c->secs);
 		} else
 			printf("not ok %d %s %s: %s\n", i, c->name,
+			    load_standby >= 0 ? "standby" :
 			    c->idle ? "idle" : "stream",
 			    c->state == C_FAILED ? c->why : "not started");
 	}
@@ -877,6 +952,8 @@ main(int argc, char **argv)
 	fflush(stdout);
 	load_deadline_ev = NULL;
 	event_free(deadline);
+	if (load_standby_ev != NULL)
+		event_free(load_standby_ev);
 	event_base_free(load_base);
 	if (load_ctx != NULL)
 		SSL_CTX_free(load_ctx);
