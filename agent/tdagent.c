@@ -22,6 +22,7 @@
 #include "plan9.h"
 #include "priv.h"
 #include "record.h"
+#include "standby.h"
 #include "size.h"
 #include "tdproto.h"
 #include "banned.h"
@@ -537,6 +538,12 @@ main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "check-events") == 0)
 		return checkevents_main(argc - 1, argv + 1);
+	for (ret = 1; ret < argc && strcmp(argv[ret], "--"); ret++)
+		if (strcmp(argv[ret], "--standby") == 0) {
+			signal(SIGPIPE, SIG_IGN);
+			crash_install("tdagent");
+			return standby_main(argc, argv);
+		}
 
 	/* no signal may leave the instance behind: take them in the loop */
 	sigemptyset(&set);

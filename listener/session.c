@@ -16,6 +16,9 @@
  *			and at every tick of the connection
  *	SESSION_DONE	END received, file complete, DONE written
  *	SESSION_OVER	closed, or its recording taken over
+ *	SESSION_STANDBY	STANDBY instead of HELLO: a standby agent, no
+ *			recording; KEEPALIVE and ANSWER in, START and STOP
+ *			out (standby.c)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,6 +34,7 @@
 #include "recording.h"
 #include "registry.h"
 #include "session.h"
+#include "standby.h"
 #include "tdproto.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -72,6 +76,9 @@ struct session {
 	int			 have_fd[TD_HCACHE_OFFER_MAX];	/* the
 					   cache's copies, until used; -1 */
 	struct hcache_put	*put;		/* the section being kept */
+	struct standby		*sb;		/* SESSION_STANDBY: its entry */
+	void			(*kick)(void *);
+	void			*kick_arg;
 };
 
 struct session *
@@ -87,7 +94,8 @@ session_new(const struct listener_config *cfg, const char *identity,
 	snprintf(s->peer, sizeof s->peer, "%s", peer);
 	snprintf(s->label, sizeof s->label, "session %s (%s)", identity,
 	    peer);
-	td_buf_init(&s->out, TD_MAX_HELLO + TD_MAX_ERROR_LEN + 4096);
+	td_buf_init(&s->out, TD_MAX_HELLO + TD_MAX_ERROR_LEN + 4096 +
+	    TD_MAX_STANDBY_MSG);
 	td_buf_init(&s->err, TD_MAX_ERROR_LEN + 64);
 	s->want = TD_FRAME_HEADER;
 	s->gone = gone;
@@ -113,6 +121,7 @@ session_free(struct session *s)
 			recording_detach(s->rec, NULL);
 		}
 	}
+	standby_remove(s->sb);
 	hcache_put_abort(s->put);
 	for (i = 0; i < TD_HCACHE_OFFER_MAX; i++)
 		if (s->have_fd[i] != -1)
@@ -756,6 +765,62 @@ session_stream_frame(struct session *s, const struct td_frame *f,
 	return ret == -1 ? session_failed(s) : SESSION_GO;
 }
 
+void
+session_set_kick(struct session *s, void (*kick)(void *), void *arg)
+{
+	s->kick = kick;
+	s->kick_arg = arg;
+}
+
+int
+session_send(struct session *s, const void *p, size_t n)
+{
+	if (s->phase != SESSION_STANDBY || td_buf_add(&s->out, p, n) == -1)
+		return -1;
+	if (s->kick != NULL)
+		s->kick(s->kick_arg);
+	return 0;
+}
+
+/* STANDBY: the agent waits for START; it gets a WELCOME (no recording). */
+static enum session_verdict
+session_standby(struct session *s, const struct td_frame *f)
+{
+	struct td_standby st;
+
+	if (td_msg_unpack_standby(f, &st) == -1)
+		return session_close(s, "malformed STANDBY");
+	s->version = TD_PROTO_VERSION;
+	s->phase = SESSION_STANDBY;
+	snprintf(s->label, sizeof s->label, "standby %s (%s)", s->identity,
+	    s->peer);
+	session_welcome(s, false, 0, 0);
+	s->sb = standby_add(s, s->identity, s->peer, &st);
+	return SESSION_GO;
+}
+
+/* A frame of a standby agent's. */
+static enum session_verdict
+session_standby_frame(struct session *s, const struct td_frame *f)
+{
+	struct td_answer a;
+	char msg[96];
+
+	switch (f->type) {
+	case TD_MSG_KEEPALIVE:
+		return SESSION_GO;
+	case TD_MSG_ANSWER:
+		if (td_msg_unpack_answer(f, &a) == -1)
+			return session_close(s, "malformed ANSWER");
+		standby_answer(s->sb, &a);
+		return SESSION_GO;
+	default:
+		snprintf(msg, sizeof msg, "%s from a standby agent",
+		    td_msg_name(f->type));
+		return session_close(s, msg);
+	}
+}
+
 /* One whole frame. */
 static enum session_verdict
 session_frame(struct session *s, const struct td_frame *f, uint64_t rx_ns,
@@ -763,8 +828,12 @@ session_frame(struct session *s, const struct td_frame *f, uint64_t rx_ns,
 {
 	enum session_verdict v;
 
+	if (s->phase == SESSION_HELLO && f->type == TD_MSG_STANDBY)
+		return session_standby(s, f);
 	if (s->phase == SESSION_HELLO)
 		return session_hello(s, f, conns);
+	if (s->phase == SESSION_STANDBY)
+		return session_standby_frame(s, f);
 	if (s->phase != SESSION_STREAM)
 		return session_close(s, "data after END");
 	recording_received(s->rec, f->total);
@@ -887,8 +956,14 @@ session_input(struct session *s, const uint8_t *p, size_t n, uint64_t rx_ns,
 		return -1;
 	}
 	/* not a HELLO: refused now, not once up to 1 MiB is in */
-	if (s->phase == SESSION_HELLO && f.type != TD_MSG_HELLO) {
+	if (s->phase == SESSION_HELLO && f.type != TD_MSG_HELLO &&
+	    f.type != TD_MSG_STANDBY) {
 		*v = session_close(s, "expected HELLO first");
+		return -1;
+	}
+	if (s->phase == SESSION_STANDBY && f.type != TD_MSG_KEEPALIVE &&
+	    f.type != TD_MSG_ANSWER) {
+		*v = session_close(s, "unexpected frame from a standby agent");
 		return -1;
 	}
 	if (s->phase == SESSION_STREAM && (f.type == TD_MSG_PAGES ||
