@@ -351,7 +351,7 @@ standby_frame(struct standby *sb, const struct td_frame *f)
 		break;
 	case TD_MSG_ERROR:
 		if (td_msg_unpack_error(f, &e) == 0)
-			log_warnx("the collector closes: %s", e.text);
+			log_warnx("lost the collector: %s", e.text);
 		conn_close(sb->c, false);
 		sb->c = NULL;
 		break;
