@@ -46,6 +46,7 @@
 /* One tdctl. */
 struct control_client {
 	struct bufferevent	*bev;
+	struct standby_reply	 reply;		/* its agents' answers */
 	struct event		*timer;		/* CONTROL_WAIT */
 	int			 pending;	/* agents yet to answer */
 	bool			 waiting;
@@ -60,7 +61,7 @@ static int			 control_nclients;
 static void
 control_client_free(struct control_client *cl)
 {
-	standby_forget(cl, false);
+	standby_forget(&cl->reply, false);
 	if (cl->timer != NULL)
 		event_free(cl->timer);
 	bufferevent_free(cl->bev);
@@ -74,7 +75,10 @@ control_client_free(struct control_client *cl)
 	free(cl);
 }
 
-void
+/* A line (no newline) to cl's answer. */
+static void control_line(struct control_client *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
 control_line(struct control_client *cl, const char *fmt, ...)
 {
 	struct evbuffer *out = bufferevent_get_output(cl->bev);
@@ -97,9 +101,19 @@ control_done(struct control_client *cl)
 	bufferevent_enable(cl->bev, EV_READ);
 }
 
-void
-control_settle(struct control_client *cl)
+/* An agent's answer, a line. */
+static void
+control_reply_cb(void *arg, const char *text)
 {
+	control_line(arg, "%s", text);
+}
+
+/* One of the agents cl waits for has answered (or gone). */
+static void
+control_settle_cb(void *arg)
+{
+	struct control_client *cl = arg;
+
 	if (cl->pending > 0 && --cl->pending == 0 && cl->waiting)
 		control_done(cl);
 }
@@ -111,7 +125,7 @@ control_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	standby_forget(cl, true);
+	standby_forget(&cl->reply, true);
 	control_done(cl);
 }
 
@@ -179,9 +193,9 @@ control_request(struct control_client *cl, char *line)
 		}
 		st.buffer_kb = (uint32_t)kb;
 		st.seconds = (uint32_t)secs;
-		cl->pending = standby_start(f[1][0] ? f[1] : "*", &st, cl);
+		cl->pending = standby_start(f[1][0] ? f[1] : "*", &st, &cl->reply);
 	} else if (n == 3 && strcmp(f[0], "stop") == 0)
-		cl->pending = standby_stop(f[1][0] ? f[1] : "*", f[2], cl);
+		cl->pending = standby_stop(f[1][0] ? f[1] : "*", f[2], &cl->reply);
 	else
 		return false;
 	if (cl->pending == 0) {
@@ -258,6 +272,9 @@ control_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		return;
 	}
 	cl->timer = evtimer_new(base, control_timer_cb, cl);
+	cl->reply.line = control_reply_cb;
+	cl->reply.settle = control_settle_cb;
+	cl->reply.arg = cl;
 	cl->next = control_clients;
 	if (cl->next != NULL)
 		cl->next->prev = cl;

@@ -11,7 +11,6 @@
 
 #include <sys/types.h>
 
-struct control_client;
 struct event_base;
 
 /*
@@ -22,10 +21,5 @@ int	control_start(struct event_base *base, const char *path, uid_t uid,
 	    gid_t gid, char *err, size_t errlen);
 /* Close the socket (and remove it) and every client. */
 void	control_free(void);
-/* A line (no newline) to cl's answer. */
-void	control_line(struct control_client *cl, const char *fmt, ...)
-	    __attribute__((format(printf, 2, 3)));
-/* One of the agents cl waits for has answered (or gone). */
-void	control_settle(struct control_client *cl);
 
 #endif

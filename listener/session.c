@@ -772,9 +772,15 @@ session_set_kick(struct session *s, void (*kick)(void *), void *arg)
 	s->kick_arg = arg;
 }
 
-int
-session_send(struct session *s, const void *p, size_t n)
+/*
+ * standby.c's way to send START and STOP: queue a whole frame p[0..n) to
+ * the agent and kick: 0, or -1 (full, or not a standby agent).
+ */
+static int
+session_send_cb(void *arg, const void *p, size_t n)
 {
+	struct session *s = arg;
+
 	if (s->phase != SESSION_STANDBY || td_buf_add(&s->out, p, n) == -1)
 		return -1;
 	if (s->kick != NULL)
@@ -795,7 +801,7 @@ session_standby(struct session *s, const struct td_frame *f)
 	snprintf(s->label, sizeof s->label, "standby %s (%s)", s->identity,
 	    s->peer);
 	session_welcome(s, false, 0, 0);
-	s->sb = standby_add(s, s->identity, s->peer, &st);
+	s->sb = standby_add(s->identity, s->peer, &st, session_send_cb, s);
 	return SESSION_GO;
 }
 

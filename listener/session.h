@@ -59,12 +59,10 @@ void		 session_free(struct session *s);
 enum session_phase session_phase(const struct session *s);
 /*
  * kick(arg) sends what the session wrote when that was not an answer to
- * input (a standby agent's START or STOP).
+ * input (a standby agent's START or STOP, from standby.c).
  */
 void		 session_set_kick(struct session *s, void (*kick)(void *),
 		    void *arg);
-/* Queue a whole frame p[0..n) to the agent and kick: 0, or -1 (full). */
-int		 session_send(struct session *s, const void *p, size_t n);
 const char	*session_identity(const struct session *s);
 /* "session IDENTITY ['NAME'] (PEER)": what its log lines start with. */
 const char	*session_label(const struct session *s);

@@ -5,6 +5,7 @@
  * millisecond.
  */
 #include <fnmatch.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,10 +13,8 @@
 #include <string.h>
 
 #include "buf.h"
-#include "control.h"
 #include "listener.h"
 #include "log.h"
-#include "session.h"
 #include "standby.h"
 #include "tdproto.h"
 #include "xmalloc.h"
@@ -23,7 +22,8 @@
 
 /* One standby agent. */
 struct standby {
-	struct session		*s;
+	int			(*send)(void *, const void *, size_t);
+	void			*send_arg;
 	char			 identity[TD_MAX_NAME_LEN + 1];
 	char			 peer[64];
 	char			 host[TD_MAX_NAME_LEN + 1];
@@ -32,7 +32,7 @@ struct standby {
 	char			 recording[TD_MAX_NAME_LEN + 1]; /* "": idle */
 	char			 refused[80];	/* the last refusal, "" */
 	uint32_t		 ncpus;
-	struct control_client	*waiter;	/* who waits for an ANSWER */
+	struct standby_reply	*waiter;	/* who waits for an ANSWER */
 	uint32_t		 req;		/* ... to this request */
 	struct standby		*prev, *next;
 };
@@ -40,13 +40,30 @@ struct standby {
 static struct standby	*standby_list_head;
 static uint32_t		 standby_reqs;	/* the last request's number */
 
+/* A line to r. */
+static void standby_line(struct standby_reply *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
+standby_line(struct standby_reply *r, const char *fmt, ...)
+{
+	char line[TD_MAX_ERROR_LEN + 256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	r->line(r->arg, line);
+}
+
 struct standby *
-standby_add(struct session *s, const char *identity, const char *peer,
-    const struct td_standby *st)
+standby_add(const char *identity, const char *peer,
+    const struct td_standby *st, int (*send)(void *, const void *, size_t),
+    void *arg)
 {
 	struct standby *sb = xcalloc(1, sizeof *sb);
 
-	sb->s = s;
+	sb->send = send;
+	sb->send_arg = arg;
 	snprintf(sb->identity, sizeof sb->identity, "%s", identity);
 	snprintf(sb->peer, sizeof sb->peer, "%s", peer);
 	snprintf(sb->host, sizeof sb->host, "%s", st->host);
@@ -71,14 +88,14 @@ standby_add(struct session *s, const char *identity, const char *peer,
 static void
 standby_release(struct standby *sb, const char *why)
 {
-	struct control_client *cl = sb->waiter;
+	struct standby_reply *r = sb->waiter;
 
-	if (cl == NULL)
+	if (r == NULL)
 		return;
 	sb->waiter = NULL;
 	if (why != NULL)
-		control_line(cl, "%s %s", why, sb->identity);
-	control_settle(cl);
+		standby_line(r, "%s %s", why, sb->identity);
+	r->settle(r->arg);
 }
 
 void
@@ -114,21 +131,21 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 		log_info("standby %s: started recording %s", sb->identity,
 		    text);
 		if (mine)
-			control_line(sb->waiter, "started %s %s",
+			standby_line(sb->waiter, "started %s %s",
 			    sb->identity, text);
 		break;
 	case TD_ANSWER_REFUSED:
 		snprintf(sb->refused, sizeof sb->refused, "%.79s", text);
 		log_warnx("standby %s: refused: %s", sb->identity, text);
 		if (mine)
-			control_line(sb->waiter, "refused %s %s",
+			standby_line(sb->waiter, "refused %s %s",
 			    sb->identity, text);
 		break;
 	case TD_ANSWER_FINISHED:
 		log_info("standby %s: finished %s", sb->identity, text);
 		sb->recording[0] = '\0';
 		if (mine)
-			control_line(sb->waiter, "finished %s %s",
+			standby_line(sb->waiter, "finished %s %s",
 			    sb->identity, text);
 		break;
 	}
@@ -177,7 +194,7 @@ standby_matches(const struct standby *sb, const char *pattern)
 
 int
 standby_start(const char *pattern, struct td_start *req,
-    struct control_client *cl)
+    struct standby_reply *cl)
 {
 	struct standby *sb;
 	struct td_buf f;
@@ -189,7 +206,7 @@ standby_start(const char *pattern, struct td_start *req,
 		    req->req);
 	td_buf_init(&f, TD_FRAME_HEADER + TD_MAX_STANDBY_MSG);
 	if (td_msg_pack_start(&f, req) == -1) {
-		control_line(cl, "error the request does not fit a START");
+		standby_line(cl, "error the request does not fit a START");
 		td_buf_free(&f);
 		return 0;
 	}
@@ -198,12 +215,12 @@ standby_start(const char *pattern, struct td_start *req,
 		if (!standby_matches(sb, pattern))
 			continue;
 		if (sb->recording[0] != '\0' || sb->waiter != NULL) {
-			control_line(cl, "busy %s %s", sb->identity,
+			standby_line(cl, "busy %s %s", sb->identity,
 			    sb->recording[0] ? sb->recording : "(answering)");
 			continue;
 		}
-		if (session_send(sb->s, f.data, f.len) == -1) {
-			control_line(cl, "error %s cannot queue START",
+		if (sb->send(sb->send_arg, f.data, f.len) == -1) {
+			standby_line(cl, "error %s cannot queue START",
 			    sb->identity);
 			continue;
 		}
@@ -219,7 +236,7 @@ standby_start(const char *pattern, struct td_start *req,
 }
 
 int
-standby_stop(const char *pattern, const char *name, struct control_client *cl)
+standby_stop(const char *pattern, const char *name, struct standby_reply *cl)
 {
 	struct standby *sb;
 	struct td_buf f;
@@ -234,10 +251,10 @@ standby_stop(const char *pattern, const char *name, struct control_client *cl)
 		    (name[0] != '\0' && strcmp(name, sb->recording) != 0))
 			continue;
 		if (sb->waiter != NULL) {
-			control_line(cl, "busy %s (answering)", sb->identity);
+			standby_line(cl, "busy %s (answering)", sb->identity);
 			continue;
 		}
-		if (session_send(sb->s, f.data, f.len) == -1)
+		if (sb->send(sb->send_arg, f.data, f.len) == -1)
 			continue;
 		sb->waiter = cl;
 		sb->req = req;
@@ -250,7 +267,7 @@ standby_stop(const char *pattern, const char *name, struct control_client *cl)
 }
 
 void
-standby_forget(struct control_client *cl, bool say)
+standby_forget(struct standby_reply *cl, bool say)
 {
 	struct standby *sb;
 
@@ -259,6 +276,6 @@ standby_forget(struct control_client *cl, bool say)
 			continue;
 		sb->waiter = NULL;
 		if (say)
-			control_line(cl, "timeout %s", sb->identity);
+			standby_line(cl, "timeout %s", sb->identity);
 	}
 }

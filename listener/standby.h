@@ -5,19 +5,19 @@
  * A session whose first frame is STANDBY becomes one entry here, small
  * (no recording, no buffer of its own: its connection's are the only
  * ones), until the session is freed.  START and STOP go out through the
- * session's output; each agent's ANSWER comes back through
- * standby_answer() and is written, as one line, to the control client
- * that asked (struct control_client, control.h), which is told when its
- * last agent answered.  Loop thread only.
+ * send callback the session gave; each agent's ANSWER comes back through
+ * standby_answer() and goes, as one line, to the reply callbacks of the
+ * one who asked (a control client, control.c), which hears when its last
+ * agent answered.  Nothing here calls session.c or control.c but through
+ * those callbacks.  Loop thread only.
  */
 #ifndef TD_STANDBY_H
 #define TD_STANDBY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-struct control_client;
-struct session;
 struct td_answer;
 struct td_buf;
 struct td_standby;
@@ -25,9 +25,20 @@ struct td_start;
 
 struct standby;
 
-/* Session s (identity, from peer) is standby agent st from now on. */
-struct standby	*standby_add(struct session *s, const char *identity,
-		    const char *peer, const struct td_standby *st);
+/* Where the answers to a request go (owned by the asker). */
+struct standby_reply {
+	void	(*line)(void *arg, const char *text);	/* one line */
+	void	(*settle)(void *arg);	/* one agent is done */
+	void	*arg;
+};
+
+/*
+ * A standby agent st (identity, from peer) from now on; send(arg, p, n)
+ * queues a whole frame to it: 0, or -1.
+ */
+struct standby	*standby_add(const char *identity, const char *peer,
+		    const struct td_standby *st,
+		    int (*send)(void *arg, const void *p, size_t n), void *arg);
 /* Its session is going: the entry goes, its control client is told. */
 void		 standby_remove(struct standby *sb);
 /* The agent's ANSWER: logged, and to the control client waiting. */
@@ -41,11 +52,11 @@ void		 standby_list(struct td_buf *out);
  * the agents that will answer cl.
  */
 int		 standby_start(const char *pattern, struct td_start *req,
-		    struct control_client *cl);
+		    struct standby_reply *r);
 /* STOP to the recording agents matching pattern and name ("": any). */
 int		 standby_stop(const char *pattern, const char *name,
-		    struct control_client *cl);
-/* cl goes or gave up: no agent answers it any more ("timeout" lines). */
-void		 standby_forget(struct control_client *cl, bool say);
+		    struct standby_reply *r);
+/* r goes or gave up: no agent answers it any more ("timeout" lines). */
+void		 standby_forget(struct standby_reply *r, bool say);
 
 #endif
