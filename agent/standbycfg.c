@@ -334,6 +334,12 @@ standby_event_ok(const char *allow, const char *ev)
 
 	snprintf(list, sizeof list, "%s", allow);
 	for (p = list; (pat = strsep(&p, ",")) != NULL;) {
+		/* "a, b" in a file: the spaces are no part of a pattern */
+		while (isspace((unsigned char)*pat))
+			pat++;
+		n = strlen(pat);
+		while (n > 0 && isspace((unsigned char)pat[n - 1]))
+			pat[--n] = '\0';
 		if (*pat == '\0')
 			continue;
 		if (fnmatch(pat, ev, 0) == 0)

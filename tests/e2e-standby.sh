@@ -51,7 +51,6 @@ allow-events = raw_syscalls, sched:sched_switch
 max-buffer 2048
 max-duration 300
 CONF
-sed -i 's/, /,/' "$WORK/agent.conf"
 
 SPIDS=""
 for a in $agents; do
@@ -80,7 +79,7 @@ sessions0=$(grep -c ': recording [0-9]* CPUs' "$WORK/listen.log")
 "$TDCTL" -S "$CTL" start --hosts host01 -e irq > "$WORK/r1.out" 2>&1
 eq "an event not allowed: tdctl exits 1" $? 1
 check "an event not allowed: tdctl says why" grep -qx \
-    "refused host01 event 'irq' not allowed (--allow-events raw_syscalls,sched:sched_switch)" \
+    "refused host01 event 'irq' not allowed (--allow-events raw_syscalls, sched:sched_switch)" \
     "$WORK/r1.out"
 "$TDCTL" -S "$CTL" start --hosts 'host0[2]' -e raw_syscalls -b 4096 \
     > "$WORK/r2.out" 2>&1
