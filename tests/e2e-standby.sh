@@ -148,6 +148,7 @@ eq "first recordings: $NAGENTS started and finished cleanly" \
 rm -f "$WORK/go"
 TDPOKE_WAIT=$WORK/go "$TDPOKE" $N $PAUSE_US &
 WPID=$!
+t0=$(date +%s%N)
 "$TDCTL" -S "$CTL" start -e raw_syscalls:sys_enter \
     -f "common_pid == $WPID && id == $NR_GETPPID" -b 1024 --name fleet \
     > "$WORK/start.out" 2>&1
@@ -162,6 +163,8 @@ check "the listener sent all the STARTs in one pass" grep -q \
 for p in $(awk '/^started/ { print $5 }' "$WORK/start.out"); do
 	wait_until $((400 * SLOW)) live "$p"
 done
+# what the start costs (not judged: it depends on the machine's load)
+echo "# all $NAGENTS instances recording $(( ($(date +%s%N) - t0) / 1000000 )) ms after tdctl start began (polled every 50 ms)"
 wait_session "$WORK/listen.log" $((sessions0 + NAGENTS))
 wait_until $((400 * SLOW)) in_state $NAGENTS recording
 eq "tdctl list: all $NAGENTS recording" \
