@@ -31,6 +31,7 @@
 
 #define STANDBY_BACKOFF_MAX	30	/* s */
 #define STANDBY_TIMEOUT		10	/* s: connect, handshake, a write */
+#define STANDBY_USER_TIMEOUT_MS	15000	/* TCP_USER_TIMEOUT, as net.c's */
 #define STANDBY_ARGS		(2 * TD_MAX_EVENT_ARGS * 2 + 40)
 
 /* The standby agent. */
@@ -128,27 +129,32 @@ standby_dial(struct standby *sb, char *err, size_t errlen)
 	bool fatal;
 	struct conn *c;
 
-	if ((c = conn_open(&sb->t, sb->ctx, STANDBY_TIMEOUT, 0, &fatal, err,
-	    errlen)) == NULL)
+	memset(&f, 0, sizeof f);
+	/* a dead link shows up within STANDBY_USER_TIMEOUT_MS of a
+	   KEEPALIVE nobody acknowledged */
+	if ((c = conn_open(&sb->t, sb->ctx, STANDBY_TIMEOUT,
+	    STANDBY_USER_TIMEOUT_MS, &fatal, err, errlen)) == NULL)
 		return -1;
 	conn_set_blocking(c, true, STANDBY_TIMEOUT * 1000);
 	td_buf_init(&b, TD_FRAME_HEADER + TD_MAX_STANDBY_MSG);
 	if (td_msg_pack_standby(&b, &sb->me) == -1 ||
 	    conn_write_all(c, b.data, b.len, NULL) == -1) {
 		td_buf_free(&b);
+		snprintf(err, errlen, "cannot send STANDBY");
+		/* a refused TLS 1.3 client learns why from what came */
 		if (conn_read_frame(c, &f, err, errlen) == -1 ||
 		    f.type != TD_MSG_ERROR)
-			snprintf(err, errlen, "cannot send STANDBY");
-		goto fail_error;
+			goto fail;
+	} else {
+		td_buf_free(&b);
+		if (conn_read_frame(c, &f, err, errlen) == -1)
+			goto fail;
 	}
-	td_buf_free(&b);
-	if (conn_read_frame(c, &f, err, errlen) == -1)
-		goto fail;
-fail_error:
 	if (f.type == TD_MSG_ERROR) {
 		if (td_msg_unpack_error(&f, &e) == 0)
-			snprintf(err, errlen, "the collector refused: %s",
-			    e.text);
+			snprintf(err, errlen, "the collector refused: %s%s",
+			    e.text, strstr(e.text, "(type 21)") != NULL ?
+			    " (a tdlisten older than standby agents)" : "");
 		goto fail;
 	}
 	if (f.type != TD_MSG_WELCOME || td_msg_unpack_welcome(&f, &w) == -1) {
