@@ -153,11 +153,11 @@ td_msg_unpack_standby(const struct td_frame *f, struct td_standby *s)
 	sb_cur_str(&c, s->kernel, sizeof s->kernel);
 	sb_cur_str(&c, s->clocks, sizeof s->clocks);
 	sb_cur_str(&c, s->recording, sizeof s->recording);
-	if (!td_cur_bad(&c) && s->version > TD_STANDBY_VERSION)
-		return 0;
 	if (!td_cur_bad(&c) && (s->version == 0 || s->ncpus == 0 ||
 	    s->ncpus > TD_MAX_CPUS))
 		td_cur_fail(&c);
+	if (!td_cur_bad(&c) && s->version > TD_STANDBY_VERSION)
+		return 0;
 	return sb_cur_end(&c);
 }
 
