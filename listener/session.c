@@ -34,6 +34,7 @@
 #include "recording.h"
 #include "registry.h"
 #include "session.h"
+#include "session-local.h"
 #include "standby.h"
 #include "tdproto.h"
 #include "xmalloc.h"
@@ -48,38 +49,6 @@
  */
 #define SESSION_CK_BYTES	(1u * 1024 * 1024)
 
-/* One agent's conversation. */
-struct session {
-	const struct listener_config *cfg;
-	enum session_phase	 phase;
-	char			 identity[TD_MAX_NAME_LEN + 1];
-	char			 peer[128];
-	char			 label[TD_MAX_NAME_LEN * 2 + 160];
-	struct recording	*rec;		/* owned while streaming */
-	uint32_t		 page_size;	/* the recording's */
-	struct td_buf		 out;		/* replies */
-	bool			 urgent;	/* a time-sync reply in out */
-	struct td_buf		 err;		/* the ERROR of a verdict */
-	size_t			 want;		/* bytes the next step needs */
-	/* a SECTION_DATA or PAGES frame taken in as it arrives */
-	uint16_t		 bulk_type;	/* 0: none */
-	uint32_t		 bulk_cpu;
-	size_t			 bulk_left;	/* payload bytes still to come */
-	size_t			 bulk_total;	/* the whole frame's bytes */
-	void			(*gone)(void *);
-	void			*gone_arg;
-	/* the header cache (version 4) */
-	uint16_t		 version;	/* the protocol spoken */
-	bool			 offer_ok;	/* an OFFER may come now */
-	struct td_section_offer	 offer;		/* what the agent offered */
-	struct td_section_have	 have;		/* and the answer */
-	int			 have_fd[TD_HCACHE_OFFER_MAX];	/* the
-					   cache's copies, until used; -1 */
-	struct hcache_put	*put;		/* the section being kept */
-	struct standby		*sb;		/* SESSION_STANDBY: its entry */
-	void			(*kick)(void *);
-	void			*kick_arg;
-};
 
 struct session *
 session_new(const struct listener_config *cfg, const char *identity,
@@ -307,7 +276,7 @@ session_account(struct session *s, uint64_t extra)
 	return session_pause(s, why, ENOMEM);
 }
 
-static void
+void
 session_welcome(struct session *s, bool resumed, uint64_t trace_id,
     uint64_t offset)
 {
@@ -763,68 +732,6 @@ session_stream_frame(struct session *s, const struct td_frame *f,
 		return session_close(s, "unexpected message");
 	}
 	return ret == -1 ? session_failed(s) : SESSION_GO;
-}
-
-void
-session_set_kick(struct session *s, void (*kick)(void *), void *arg)
-{
-	s->kick = kick;
-	s->kick_arg = arg;
-}
-
-/*
- * standby.c's way to send START and STOP: queue a whole frame p[0..n) to
- * the agent and kick: 0, or -1 (full, or not a standby agent).
- */
-static int
-session_send_cb(void *arg, const void *p, size_t n)
-{
-	struct session *s = arg;
-
-	if (s->phase != SESSION_STANDBY || td_buf_add(&s->out, p, n) == -1)
-		return -1;
-	if (s->kick != NULL)
-		s->kick(s->kick_arg);
-	return 0;
-}
-
-/* STANDBY: the agent waits for START; it gets a WELCOME (no recording). */
-static enum session_verdict
-session_standby(struct session *s, const struct td_frame *f)
-{
-	struct td_standby st;
-
-	if (td_msg_unpack_standby(f, &st) == -1)
-		return session_close(s, "malformed STANDBY");
-	s->version = TD_PROTO_VERSION;
-	s->phase = SESSION_STANDBY;
-	snprintf(s->label, sizeof s->label, "standby %s (%s)", s->identity,
-	    s->peer);
-	session_welcome(s, false, 0, 0);
-	s->sb = standby_add(s->identity, s->peer, &st, session_send_cb, s);
-	return SESSION_GO;
-}
-
-/* A frame of a standby agent's. */
-static enum session_verdict
-session_standby_frame(struct session *s, const struct td_frame *f)
-{
-	struct td_answer a;
-	char msg[96];
-
-	switch (f->type) {
-	case TD_MSG_KEEPALIVE:
-		return SESSION_GO;
-	case TD_MSG_ANSWER:
-		if (td_msg_unpack_answer(f, &a) == -1)
-			return session_close(s, "malformed ANSWER");
-		standby_answer(s->sb, &a);
-		return SESSION_GO;
-	default:
-		snprintf(msg, sizeof msg, "%s from a standby agent",
-		    td_msg_name(f->type));
-		return session_close(s, msg);
-	}
 }
 
 /* One whole frame. */
