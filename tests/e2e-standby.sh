@@ -189,24 +189,40 @@ for a in $agents; do
 	    bad="$bad $a:$(field events < "$WORK/c.$a")"
 	[ "$(field missed < "$WORK/c.$a")" = 0 ] || bad="$bad $a:lost"
 	tc_clean "$f" || bad="$bad $a:report"
-	# the stamps of the workload's calls, in ns, time sync applied
+	# the stamps of the workload's calls, time sync applied: "S.FRAC"
+	# (trace-cmd prints wall-clock seconds, FRAC 6 or 9 digits)
 	awk -v p="tdpoke-static-$WPID " -v nr="NR $NR_GETPPID " \
 	    'index($0, p) && index($0, nr) {
 		for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) {
-			t = $i; sub(/:$/, "", t); split(t, x, ".")
-			printf "%s%09d\n", x[1], x[2]; break } }' \
+			t = $i; sub(/:$/, "", t); print t; break } }' \
 	    "$WORK/report.out" > "$WORK/ts.$a"
 	[ "$(wc -l < "$WORK/ts.$a")" = $N ] || bad="$bad $a:stamps"
 done
 eq "every file: exactly the $N calls, none lost, read cleanly" "$bad" ""
 # the k-th call in every file: the spread of its 20 stamps
+# (in ns from the first stamp's second: exact in awk's doubles)
+base=$(head -1 "$WORK/ts.host01" | cut -d. -f1)
 spread=$(for a in $agents; do printf '%s ' "$WORK/ts.$a"; done |
-    xargs paste | awk '{ lo = hi = $1
-	for (i = 2; i <= NF; i++) { if ($i < lo) lo = $i; if ($i > hi) hi = $i }
-	if (hi - lo > m) m = hi - lo } END { print m + 0 }')
+    xargs paste | awk -v base="${base:-0}" '
+	function ns(t,	x) {
+		split(t, x, ".")
+		return (x[1] - base) * 1e9 + x[2] * 10 ^ (9 - length(x[2]))
+	}
+	{ lo = hi = ns($1)
+	for (i = 2; i <= NF; i++) { v = ns($i); if (v < lo) lo = v; if (v > hi) hi = v }
+	if (hi - lo > m) m = hi - lo } END { printf "%d\n", m }')
 echo "# one timeline: the widest spread of one call across the $NAGENTS files: $spread ns"
 check "one timeline: each call's stamps within $((PAUSE_US / 2)) us across the files" \
     test "$spread" -lt $((PAUSE_US / 2 * 1000))
+if [ "$spread" -ge $((PAUSE_US / 2 * 1000)) ]; then
+	# what each file says, and what each recording's time sync said
+	for a in $agents; do
+		echo "# $a: $(tr '\n' ' ' < "$WORK/ts.$a")"
+	done
+	grep "'fleet' .*time sync: " "$WORK/listen.log" | sed 's/^/# /'
+	cp -r "$WORK" "${TMPDIR:-/tmp}/e2e-standby-timeline.$$" &&
+	    echo "# kept in ${TMPDIR:-/tmp}/e2e-standby-timeline.$$"
+fi
 check "the files are in the agents' identities' directories" sh -c "
     for a in $agents; do ls '$OUT'/\$a/*-fleet.dat >/dev/null 2>&1 || exit 1; done"
 wait_until $((400 * SLOW)) in_state $NAGENTS standby
