@@ -169,6 +169,13 @@ wait_session "$WORK/listen.log" $((sessions0 + NAGENTS))
 wait_until $((400 * SLOW)) in_state $NAGENTS recording
 eq "tdctl list: all $NAGENTS recording" \
     "$(grep -c ' state=recording .* recording=fleet ' "$WORK/list")" $NAGENTS
+[ "$(grep -c ' state=recording .* recording=fleet ' "$WORK/list")" = $NAGENTS ] ||
+    for a in $agents; do
+	# why a recording is not running: what its agent and the listener said
+	tail -3 "$WORK/agent.$a.err" | sed "s/^/# $a: /"
+	grep "session $a 'fleet'.*\(closing\|TLS\|refus\|lost\)" \
+	    "$WORK/listen.log" | sed "s/^/# listener: /"
+    done
 touch "$WORK/go"
 wait $WPID
 eq "the workload ran" $? 0
