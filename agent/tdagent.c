@@ -22,6 +22,7 @@
 #include "plan9.h"
 #include "priv.h"
 #include "record.h"
+#include "standby.h"
 #include "size.h"
 #include "tdproto.h"
 #include "banned.h"
@@ -74,6 +75,9 @@ usage(FILE *fp)
 "       tdagent --import-plan9 FILE|- [-o FILE] [-h HOST [network options]]\n"
 "               [--cycles-per-sec HZ] [--symbols FILE] [--ktzero ADDR]\n"
 "               [--file-version 6|7] [--compression C] [-q | -v]\n"
+"       tdagent --standby [-h HOST [network options]] [--allow-events LIST]\n"
+"               [--max-buffer KB] [--max-duration S] [-c FILE]\n"
+"               (recordings started from the collector: tdagent --standby --help)\n"
 "       tdagent check-events [-N] [-v] [-t TRACING_DIR]\n"
 "       tdagent --help | --version\n"
 "\n"
@@ -537,6 +541,12 @@ main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "check-events") == 0)
 		return checkevents_main(argc - 1, argv + 1);
+	for (ret = 1; ret < argc && strcmp(argv[ret], "--"); ret++)
+		if (strcmp(argv[ret], "--standby") == 0) {
+			signal(SIGPIPE, SIG_IGN);
+			crash_install("tdagent");
+			return standby_main(argc, argv);
+		}
 
 	/* no signal may leave the instance behind: take them in the loop */
 	sigemptyset(&set);

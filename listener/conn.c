@@ -281,6 +281,13 @@ conn_flush(struct conn *c)
 	td_buf_reset(out);
 }
 
+/* The session wrote on its own (a standby agent's START): send it. */
+static void
+conn_kick_cb(void *arg)
+{
+	conn_flush(arg);
+}
+
 /* Arm the idle timeout of a streaming session. */
 static void
 conn_idle(struct conn *c)
@@ -533,6 +540,7 @@ conn_handshake_done(struct conn *c)
 	log_debug("%s: TLS handshake done (%s)", c->label,
 	    SSL_get_version(ssl));
 	c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb, c);
+	session_set_kick(c->s, conn_kick_cb, c);
 	c->state = C_OPEN;
 }
 
@@ -678,6 +686,7 @@ conn_begin(struct conn *c)
 		output_sanitize(identity);
 		c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb,
 		    c);
+		session_set_kick(c->s, conn_kick_cb, c);
 	}
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
 	    c);

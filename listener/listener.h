@@ -28,6 +28,7 @@ struct listener_config {
 	uint32_t		 vsock_port;	/* --vsock: also this port, 0:
 						   none */
 	const char		*http;		/* --http ADDR:PORT, NULL: off */
+	const char		*control;	/* --control PATH, NULL: off */
 	const char		*dir;		/* output directory */
 	const char		*cert;
 	const char		*key;

@@ -16,6 +16,9 @@
  *			and at every tick of the connection
  *	SESSION_DONE	END received, file complete, DONE written
  *	SESSION_OVER	closed, or its recording taken over
+ *	SESSION_STANDBY	STANDBY instead of HELLO: a standby agent, no
+ *			recording; KEEPALIVE and ANSWER in, START and STOP
+ *			out (standby.c)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,6 +34,8 @@
 #include "recording.h"
 #include "registry.h"
 #include "session.h"
+#include "session-local.h"
+#include "standby.h"
 #include "tdproto.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -44,35 +49,6 @@
  */
 #define SESSION_CK_BYTES	(1u * 1024 * 1024)
 
-/* One agent's conversation. */
-struct session {
-	const struct listener_config *cfg;
-	enum session_phase	 phase;
-	char			 identity[TD_MAX_NAME_LEN + 1];
-	char			 peer[128];
-	char			 label[TD_MAX_NAME_LEN * 2 + 160];
-	struct recording	*rec;		/* owned while streaming */
-	uint32_t		 page_size;	/* the recording's */
-	struct td_buf		 out;		/* replies */
-	bool			 urgent;	/* a time-sync reply in out */
-	struct td_buf		 err;		/* the ERROR of a verdict */
-	size_t			 want;		/* bytes the next step needs */
-	/* a SECTION_DATA or PAGES frame taken in as it arrives */
-	uint16_t		 bulk_type;	/* 0: none */
-	uint32_t		 bulk_cpu;
-	size_t			 bulk_left;	/* payload bytes still to come */
-	size_t			 bulk_total;	/* the whole frame's bytes */
-	void			(*gone)(void *);
-	void			*gone_arg;
-	/* the header cache (version 4) */
-	uint16_t		 version;	/* the protocol spoken */
-	bool			 offer_ok;	/* an OFFER may come now */
-	struct td_section_offer	 offer;		/* what the agent offered */
-	struct td_section_have	 have;		/* and the answer */
-	int			 have_fd[TD_HCACHE_OFFER_MAX];	/* the
-					   cache's copies, until used; -1 */
-	struct hcache_put	*put;		/* the section being kept */
-};
 
 struct session *
 session_new(const struct listener_config *cfg, const char *identity,
@@ -87,7 +63,8 @@ session_new(const struct listener_config *cfg, const char *identity,
 	snprintf(s->peer, sizeof s->peer, "%s", peer);
 	snprintf(s->label, sizeof s->label, "session %s (%s)", identity,
 	    peer);
-	td_buf_init(&s->out, TD_MAX_HELLO + TD_MAX_ERROR_LEN + 4096);
+	td_buf_init(&s->out, TD_MAX_HELLO + TD_MAX_ERROR_LEN + 4096 +
+	    TD_MAX_STANDBY_MSG);
 	td_buf_init(&s->err, TD_MAX_ERROR_LEN + 64);
 	s->want = TD_FRAME_HEADER;
 	s->gone = gone;
@@ -113,6 +90,7 @@ session_free(struct session *s)
 			recording_detach(s->rec, NULL);
 		}
 	}
+	standby_remove(s->sb);
 	hcache_put_abort(s->put);
 	for (i = 0; i < TD_HCACHE_OFFER_MAX; i++)
 		if (s->have_fd[i] != -1)
@@ -298,7 +276,7 @@ session_account(struct session *s, uint64_t extra)
 	return session_pause(s, why, ENOMEM);
 }
 
-static void
+void
 session_welcome(struct session *s, bool resumed, uint64_t trace_id,
     uint64_t offset)
 {
@@ -764,8 +742,12 @@ session_frame(struct session *s, const struct td_frame *f, uint64_t rx_ns,
 {
 	enum session_verdict v;
 
+	if (s->phase == SESSION_HELLO && f->type == TD_MSG_STANDBY)
+		return session_standby(s, f);
 	if (s->phase == SESSION_HELLO)
 		return session_hello(s, f, conns);
+	if (s->phase == SESSION_STANDBY)
+		return session_standby_frame(s, f);
 	if (s->phase != SESSION_STREAM)
 		return session_close(s, "data after END");
 	recording_received(s->rec, f->total);
@@ -888,8 +870,14 @@ session_input(struct session *s, const uint8_t *p, size_t n, uint64_t rx_ns,
 		return -1;
 	}
 	/* not a HELLO: refused now, not once up to 1 MiB is in */
-	if (s->phase == SESSION_HELLO && f.type != TD_MSG_HELLO) {
+	if (s->phase == SESSION_HELLO && f.type != TD_MSG_HELLO &&
+	    f.type != TD_MSG_STANDBY) {
 		*v = session_close(s, "expected HELLO first");
+		return -1;
+	}
+	if (s->phase == SESSION_STANDBY && f.type != TD_MSG_KEEPALIVE &&
+	    f.type != TD_MSG_ANSWER) {
+		*v = session_close(s, "unexpected frame from a standby agent");
 		return -1;
 	}
 	if (s->phase == SESSION_STREAM && (f.type == TD_MSG_PAGES ||

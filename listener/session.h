@@ -34,6 +34,7 @@ enum session_phase {
 	SESSION_STREAM,		/* a recording is open */
 	SESSION_DONE,		/* DONE is written: close once it is out */
 	SESSION_OVER,		/* closed (see the verdict) or taken over */
+	SESSION_STANDBY,	/* a standby agent's connection (standby.h) */
 };
 
 /* What the connection does after a call. */
@@ -56,6 +57,12 @@ struct session	*session_new(const struct listener_config *cfg,
 /* Free s; a recording it still owns waits for a resume (or closes). */
 void		 session_free(struct session *s);
 enum session_phase session_phase(const struct session *s);
+/*
+ * kick(arg) sends what the session wrote when that was not an answer to
+ * input (a standby agent's START or STOP, from standby.c).
+ */
+void		 session_set_kick(struct session *s, void (*kick)(void *),
+		    void *arg);
 const char	*session_identity(const struct session *s);
 /* "session IDENTITY ['NAME'] (PEER)": what its log lines start with. */
 const char	*session_label(const struct session *s);

@@ -22,6 +22,7 @@
 
 #include "budget.h"
 #include "conn.h"
+#include "control.h"
 #include "httpd.h"
 #include "hcache.h"
 #include "listener.h"
@@ -69,6 +70,7 @@ enum {
 	OPT_TRACECMD_BIND,
 	OPT_TRACECMD_DATA_PORTS,
 	OPT_HTTP,
+	OPT_CONTROL,
 	OPT_ON_FINISH,
 	OPT_ON_FINISH_JOBS,
 	OPT_ON_FINISH_TIMEOUT,
@@ -118,6 +120,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "tracecmd-data-ports", required_argument, NULL,
 	    OPT_TRACECMD_DATA_PORTS },
 	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "control", required_argument, NULL, OPT_CONTROL },
 	{ "on-finish", required_argument, NULL, OPT_ON_FINISH },
 	{ "on-finish-jobs", required_argument, NULL, OPT_ON_FINISH_JOBS },
 	{ "on-finish-timeout", required_argument, NULL, OPT_ON_FINISH_TIMEOUT },
@@ -145,7 +148,7 @@ usage(FILE *fp)
 "                [--uftrace-port PORT [--uftrace-bind ADDR]]\n"
 "                [--tracecmd-port PORT [--tracecmd-bind ADDR]\n"
 "                [--tracecmd-data-ports A-B]]\n"
-"                [--http [ADDR:]PORT] [--no-header-cache]\n"
+"                [--http [ADDR:]PORT] [--no-header-cache] [--control PATH]\n"
 "                [--on-finish CMD [--on-finish-jobs N] [--on-finish-timeout S]\n"
 "                [--on-finish-retry S] [--on-finish-attempts N]]\n"
 "                [-u USER] [--group GROUP] [-D] [-l LOGFILE] [-q | -v]\n"
@@ -225,6 +228,9 @@ usage(FILE *fp)
 "  --group GROUP      GROUP may read the recordings: directories 0750 and\n"
 "                     files 0640 of that group (default: 0700 and 0600,\n"
 "                     the user's own)\n"
+"  --control PATH     serve tdctl on the Unix socket PATH (mode 0660, the\n"
+"                     -u user's; /run/tdlisten/control is tdctl's default):\n"
+"                     start and stop recordings of tdagent --standby agents\n"
 "  --http [ADDR:]PORT  serve a status page (/), /status (JSON) and /metrics\n"
 "                     (Prometheus) on ADDR (default 127.0.0.1; not loopback:\n"
 "                     over TLS, client certificates from --ca only)\n"
@@ -417,6 +423,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			c->tracecmd_hi = (uint16_t)hi;
 			break;
 		}
+		case OPT_CONTROL:
+			c->control = optarg;
+			break;
 		case OPT_HTTP:
 			c->http = optarg;
 			break;
@@ -794,6 +803,22 @@ main(int argc, char **argv)
 		    cfg.uftrace_port);
 	if (cfg.tracecmd_port != NULL && tracecmd_start(base, &cfg) == -1)
 		fatalx("cannot listen for trace-cmd clients");
+	if (cfg.control != NULL) {
+		uid_t uid = (uid_t)-1;
+		gid_t gid = cfg.gid;
+		struct passwd *pw;
+
+		/* the -u user's, and its group's or the --group's */
+		if (cfg.user != NULL && geteuid() == 0 &&
+		    (pw = getpwnam(cfg.user)) != NULL) {
+			uid = pw->pw_uid;
+			if (gid == (gid_t)-1)
+				gid = pw->pw_gid;
+		}
+		if (control_start(base, cfg.control, uid, gid, err,
+		    sizeof err) == -1)
+			fatalx("--control: %s", err);
+	}
 	tdlisten_cfg = &cfg;
 	tdlisten_drop_privileges(&cfg);
 	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
@@ -825,6 +850,7 @@ main(int argc, char **argv)
 	}
 	event_base_dispatch(base);
 	tracecmd_shutdown();
+	control_free();
 	httpd_free();
 	conn_free_all();
 	uftrace_shutdown();

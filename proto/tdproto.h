@@ -57,7 +57,11 @@ struct td_buf;
 	X(SECTION_DATA_Z, 17, 9, 8 + TD_SECTION_Z_RAW + 4096)	\
 	X(SECTION_OFFER, 18, 2,	2 + TD_HCACHE_REF_LEN * TD_HCACHE_OFFER_MAX) \
 	X(SECTION_HAVE,	19, 2,	2 + TD_HCACHE_OFFER_MAX)		\
-	X(SECTION_REF,	20, TD_HCACHE_REF_LEN, TD_HCACHE_REF_LEN)
+	X(SECTION_REF,	20, TD_HCACHE_REF_LEN, TD_HCACHE_REF_LEN)	\
+	X(STANDBY,	21, 14,	TD_MAX_STANDBY_MSG)			\
+	X(START,	22, 20,	TD_MAX_STANDBY_MSG)			\
+	X(STOP,		23, 4,	4)					\
+	X(ANSWER,	24, 8,	8 + TD_MAX_ERROR_LEN)
 
 enum td_msg_type {
 #define TD_MSG_ENUM(n, v, lo, hi) TD_MSG_##n = v,
@@ -110,6 +114,52 @@ int		 td_frame_header(struct td_buf *b, uint16_t type,
 				 (t) != TD_MSG_KEEPALIVE &&		\
 				 (t) != TD_MSG_HELLO &&			\
 				 (t) != TD_MSG_SECTION_OFFER)
+
+/*
+ * Standby agents (proto/standbymsg.c, docs/tdproto.md "Standby").  An
+ * agent started with --standby sends STANDBY instead of HELLO as its first
+ * frame; the listener answers WELCOME and keeps the connection, which
+ * carries no recording: only KEEPALIVE, START and STOP from the listener,
+ * and ANSWER from the agent.  A START asks for a recording, which the
+ * agent makes (or refuses) by its own limits and runs as an ordinary
+ * recording over a connection of its own.  Listeners that predate these
+ * types close a connection whose first frame is STANDBY (an unknown type),
+ * and agents that predate them never send it.
+ */
+#define TD_STANDBY_VERSION	1
+#define TD_STANDBY_CLOCKS	256	/* the clocks, space-separated */
+#define TD_STANDBY_EVENTS	1024	/* START's events, comma-separated */
+
+/* STANDBY, agent -> listener: who waits and what it could record. */
+struct td_standby {
+	uint16_t	 version;	/* TD_STANDBY_VERSION */
+	uint32_t	 ncpus;
+	char		 host[TD_MAX_NAME_LEN + 1];	/* its host name */
+	char		 kernel[TD_MAX_NAME_LEN + 1];	/* uname -r */
+	char		 clocks[TD_STANDBY_CLOCKS + 1];	/* trace clocks */
+	char		 recording[TD_MAX_NAME_LEN + 1]; /* "" when idle */
+};
+
+/* START, listener -> agent: make a recording (0: the agent's limit). */
+struct td_start {
+	uint32_t	 req;		/* the listener's number, in ANSWER */
+	uint32_t	 buffer_kb;	/* -b; 0: the agent's default */
+	uint32_t	 seconds;	/* -s; 0: the agent's --max-duration */
+	char		 name[TD_MAX_NAME_LEN + 1];	/* --name */
+	char		 clock[TD_MAX_NAME_LEN + 1];	/* -C, "" default */
+	char		 events[TD_STANDBY_EVENTS + 1];	/* -e, a,b,c */
+	char		 filter[TD_MAX_FILTER_LEN + 1];	/* -f, "" none */
+};
+
+/* ANSWER, agent -> listener: what became of a START or STOP. */
+#define TD_ANSWER_STARTED	1	/* text: the recording's name */
+#define TD_ANSWER_REFUSED	2	/* text: why */
+#define TD_ANSWER_FINISHED	3	/* text: name and exit status */
+struct td_answer {
+	uint32_t	 req;		/* START's or STOP's; 0: none */
+	uint16_t	 what;		/* TD_ANSWER_* */
+	char		 text[TD_MAX_ERROR_LEN + 1];
+};
 
 /* HELLO, agent -> listener: who is recording what. */
 struct td_hello {
@@ -345,6 +395,16 @@ int	td_msg_unpack_error(const struct td_frame *f, struct td_error *e);
 int	td_msg_pack_ack(struct td_buf *b, uint64_t offset);
 int	td_msg_unpack_ack(const struct td_frame *f, uint64_t *offset);
 int	td_msg_pack_keepalive(struct td_buf *b);
+
+/* Standby frames (proto/standbymsg.c); STOP carries the request number. */
+int	td_msg_pack_standby(struct td_buf *b, const struct td_standby *s);
+int	td_msg_unpack_standby(const struct td_frame *f, struct td_standby *s);
+int	td_msg_pack_start(struct td_buf *b, const struct td_start *s);
+int	td_msg_unpack_start(const struct td_frame *f, struct td_start *s);
+int	td_msg_pack_stop(struct td_buf *b, uint32_t req);
+int	td_msg_unpack_stop(const struct td_frame *f, uint32_t *req);
+int	td_msg_pack_answer(struct td_buf *b, const struct td_answer *a);
+int	td_msg_unpack_answer(const struct td_frame *f, struct td_answer *a);
 /* The content of a TD_OPT_TD_GUEST option (not a frame: OPTION wraps it). */
 int	td_msg_pack_guest(struct td_buf *b, const struct td_guest *g);
 int	td_msg_unpack_guest(const uint8_t *p, size_t n, struct td_guest *g);

@@ -53,6 +53,8 @@
 #define TD_RESYNC_MAX_PREAMBLES	16
 /* Largest HELLO or WELCOME payload. */
 #define TD_MAX_HELLO		1024
+/* A standby frame (STANDBY, START: a filter and the events fit). */
+#define TD_MAX_STANDBY_MSG	(TD_MAX_FILTER_LEN + 2048)
 /* Longest agent name, clock name or identity on the wire. */
 #define TD_MAX_NAME_LEN		64
 /* Longest text of an ERROR message. */

@@ -1,13 +1,16 @@
 #!/bin/sh
-# End-to-end: systemd/tdlisten.service, the unit make install puts in
-# place.  systemd-analyze (Debian's systemd package) verifies it with no
+# End-to-end: systemd/tdlisten.service and systemd/tdagent-standby.service,
+# the units make install puts in place.  systemd-analyze (Debian's systemd package) verifies it with no
 # warning and rates its sandbox (security --offline: the exposure level
 # must stay "OK" or better: every ProtectX/RestrictX the unit names counts).
 # Then its own ExecStart line runs, with the directories systemd would
 # give it (STATE_DIRECTORY, CREDENTIALS_DIRECTORY holding the TLS files
 # under the names LoadCredential gives them) and only -p changed: a real
 # tdagent records through it exactly.  Nothing is installed or started in
-# the machine's systemd.
+# the machine's systemd.  Its control socket (--control in
+# RUNTIME_DIRECTORY) answers tdctl.  tdagent-standby.service is verified
+# and rated the same way (the exposure of a service that must be root for
+# tracefs is printed, not judged).
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 command -v systemd-analyze >/dev/null ||
@@ -29,6 +32,30 @@ OK|SAFE) ok "systemd-analyze security: exposure $level" ;;
 *) fail "systemd-analyze security: exposure '${level:-none}'"
    sed 's/^/# /' "$WORK/security" ;;
 esac
+SUNIT=$WORK/tdagent-standby.service
+sed -e "s|@bindir@|$B|g" "$S/systemd/tdagent-standby.service.in" > "$SUNIT"
+systemd-analyze verify --man=no "$SUNIT" > "$WORK/sverify" 2>&1
+eq "tdagent-standby.service: systemd-analyze verify: exit 0" $? 0
+eq "tdagent-standby.service: no warning" "$(cat "$WORK/sverify")" ""
+systemd-analyze security --offline=yes --no-pager "$SUNIT" \
+    > "$WORK/ssecurity" 2>&1
+echo "# tdagent-standby.service exposure: $(sed -n 's/^.*Overall exposure level for .*: \([0-9.]* [A-Z]*\).*$/\1/p' "$WORK/ssecurity")"
+for d in "ExecStart=$B/tdagent --standby -c /etc/tracedock/agent.conf" \
+    NoNewPrivileges=yes ProtectSystem=strict \
+    "CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_SYSLOG CAP_DAC_OVERRIDE"; do
+	check "tdagent-standby.service says $d" grep -qx "$d" "$SUNIT"
+done
+# the file it reads parses (an unknown key would not)
+printf 'host 127.0.0.1\nport 1\ninsecure yes\nallow-events sched\nmax-buffer 1024\nmax-duration 60\n' \
+    > "$WORK/agent.conf"
+"$TDAGENT" --standby -c "$WORK/agent.conf" --bogus 2> "$WORK/sbad.err"
+eq "tdagent --standby: a usage error exits 2" $? 2
+printf 'nosuchkey 1\n' > "$WORK/bad.conf"
+"$TDAGENT" --standby -c "$WORK/bad.conf" 2> "$WORK/sbad.err"
+eq "tdagent --standby: an unknown key exits 2" $? 2
+check "tdagent --standby: names the file and line" \
+    grep -q "bad.conf:1: unknown key 'nosuchkey'" "$WORK/sbad.err"
+
 for d in DynamicUser=yes ProtectSystem=strict NoNewPrivileges=yes \
     "CapabilityBoundingSet=" StateDirectory=tdlisten \
     "LoadCredential=listener.key:/etc/tracedock/listener.key"; do
@@ -41,7 +68,8 @@ exec_line=$(awk '/^ExecStart=/ { on = 1; sub(/^ExecStart=/, "") }
 echo "# ExecStart: $exec_line"
 STATE_DIRECTORY=$WORK/state
 CREDENTIALS_DIRECTORY=$WORK/cred
-mkdir -p "$STATE_DIRECTORY" "$CREDENTIALS_DIRECTORY"
+RUNTIME_DIRECTORY=$WORK/run
+mkdir -p "$STATE_DIRECTORY" "$CREDENTIALS_DIRECTORY" "$RUNTIME_DIRECTORY"
 chmod 700 "$STATE_DIRECTORY"
 P=$WORK/pki
 pki "$P" web1 || { echo "FAIL: cannot make certificates"; exit 99; }
@@ -57,7 +85,8 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-p) shift; port=$1 ;;
 	*) a=$(echo "$1" | sed -e "s|\${STATE_DIRECTORY}|$STATE_DIRECTORY|" \
-	       -e "s|\${CREDENTIALS_DIRECTORY}|$CREDENTIALS_DIRECTORY|")
+	       -e "s|\${CREDENTIALS_DIRECTORY}|$CREDENTIALS_DIRECTORY|" \
+	       -e "s|\${RUNTIME_DIRECTORY}|$RUNTIME_DIRECTORY|")
 	   args="$args $a" ;;
 	esac
 	shift
@@ -71,6 +100,10 @@ start_listener "$WORK/l.log" $args || exit 99
     -e syscalls:sys_enter_getppid -F -- "$B/tests/tdpoke-static" $N 0 \
     2> "$WORK/agent.err"
 eq "tdagent exits 0" $? 0
+eq "the control socket is in RUNTIME_DIRECTORY, mode 0660" \
+    "$(stat -c %a "$RUNTIME_DIRECTORY/control" 2>&1)" 660
+"$B/tdctl" -S "$RUNTIME_DIRECTORY/control" list > "$WORK/list" 2>&1
+eq "tdctl list: exit 0, no standby agent" "$?:$(cat "$WORK/list")" "0:"
 f=$STATE_DIRECTORY/$(remote_file "$WORK/agent.err")
 check "the file is in STATE_DIRECTORY, under the agent's identity" \
     sh -c "test -f '$f' && test '$(dirname "$f")' = '$STATE_DIRECTORY/web1'"

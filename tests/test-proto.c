@@ -732,6 +732,121 @@ test_guest_option(void **state)
 	free(h);
 }
 
+/* Standby frames: STANDBY, START, STOP, ANSWER round-trip; bad ones not. */
+static void
+test_standby_messages(void **state)
+{
+	struct td_standby st, st2;
+	struct td_start *r = calloc(2, sizeof *r);
+	struct td_answer a, a2;
+	struct td_frame f;
+	struct td_buf b;
+	uint8_t junk[64];
+	uint32_t req;
+	size_t i, k;
+
+	(void)state;
+	assert_non_null(r);
+	td_buf_init(&b, 64 * 1024);
+	memset(&st, 0, sizeof st);
+	st.version = TD_STANDBY_VERSION;
+	st.ncpus = 2;
+	strcpy(st.host, "web1");
+	strcpy(st.kernel, "6.1.0-18-amd64");
+	strcpy(st.clocks, "local global mono");
+	assert_int_equal(td_msg_pack_standby(&b, &st), 0);
+	one_frame(&b, &f);
+	assert_int_equal(f.type, TD_MSG_STANDBY);
+	assert_int_equal(td_msg_unpack_standby(&f, &st2), 0);
+	assert_memory_equal(&st, &st2, sizeof st);
+	/* no CPU, too many: refused */
+	td_buf_reset(&b);
+	st.ncpus = 0;
+	assert_int_equal(td_msg_pack_standby(&b, &st), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_standby(&f, &st2), -1);
+	assert_int_equal(errno, EBADMSG);
+	st.ncpus = 2;
+	/* a control character is not packed */
+	td_buf_reset(&b);
+	strcpy(st.host, "we\nb");
+	assert_int_equal(td_msg_pack_standby(&b, &st), -1);
+	assert_int_equal(b.len, 0);
+
+	td_buf_reset(&b);
+	r[0].req = 7;
+	r[0].buffer_kb = 1024;
+	r[0].seconds = 60;
+	strcpy(r[0].name, "incident");
+	strcpy(r[0].clock, "mono");
+	strcpy(r[0].events, "sched,irq");
+	strcpy(r[0].filter, "common_pid == 1");
+	assert_int_equal(td_msg_pack_start(&b, &r[0]), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_start(&f, &r[1]), 0);
+	assert_memory_equal(&r[0], &r[1], sizeof r[0]);
+	/* truncated anywhere, or a byte too many: refused */
+	for (k = 0; k < f.len; k++) {
+		struct td_frame g = f;
+
+		g.len = k;
+		assert_int_equal(td_msg_unpack_start(&g, &r[1]), -1);
+	}
+	assert_int_equal(td_buf_add(&b, "x", 1), 0);
+	b.data[3]++;
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_start(&f, &r[1]), -1);
+	/* no events: refused */
+	td_buf_reset(&b);
+	r[0].events[0] = '\0';
+	assert_int_equal(td_msg_pack_start(&b, &r[0]), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_start(&f, &r[1]), -1);
+
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_stop(&b, 9), 0);
+	one_frame(&b, &f);
+	assert_int_equal(f.type, TD_MSG_STOP);
+	assert_int_equal(td_msg_unpack_stop(&f, &req), 0);
+	assert_int_equal(req, 9);
+
+	td_buf_reset(&b);
+	memset(&a, 0, sizeof a);
+	a.req = 7;
+	a.what = TD_ANSWER_REFUSED;
+	strcpy(a.text, "event 'irq' not\tallowed");
+	assert_int_equal(td_msg_pack_answer(&b, &a), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_answer(&f, &a2), 0);
+	assert_int_equal(a2.req, 7);
+	assert_int_equal(a2.what, TD_ANSWER_REFUSED);
+	/* made printable: the peer logs it */
+	assert_string_equal(a2.text, "event 'irq' not?allowed");
+	td_buf_reset(&b);
+	a.what = 4;
+	assert_int_equal(td_msg_pack_answer(&b, &a), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_answer(&f, &a2), -1);
+
+	/* random payloads never crash the decoders */
+	srand(16);
+	for (i = 0; i < 20000; i++) {
+		memset(&f, 0, sizeof f);
+		for (k = 0; k < sizeof junk; k++)
+			junk[k] = (uint8_t)(rand() % 4 == 0 ? rand() % 8 :
+			    rand());
+		f.payload = junk;
+		f.len = (size_t)rand() % sizeof junk;
+		f.type = (uint16_t)(TD_MSG_STANDBY + rand() % 4);
+		td_msg_unpack_standby(&f, &st2);
+		td_msg_unpack_start(&f, &r[1]);
+		td_msg_unpack_stop(&f, &req);
+		td_msg_unpack_answer(&f, &a2);
+	}
+	td_buf_free(&b);
+	free(r);
+}
+
 int
 main(void)
 {
@@ -747,6 +862,7 @@ main(void)
 		cmocka_unit_test(test_random_payloads),
 		cmocka_unit_test(test_guest_option),
 		cmocka_unit_test(test_hcache_messages),
+		cmocka_unit_test(test_standby_messages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -455,6 +455,65 @@ check_hcache(const struct td_frame *f, struct td_buf *b)
 		FUZZ_CHECK(errno == EBADMSG);
 }
 
+/* The standby frames: canonical, fields within their caps. */
+static void
+check_standby(const struct td_frame *f, struct td_buf *b)
+{
+	struct td_standby st, st2;
+	struct td_start *r = malloc(2 * sizeof *r);
+	struct td_answer a, a2;
+	struct td_frame g;
+	uint32_t req, req2;
+
+	FUZZ_CHECK(r != NULL);
+	if (td_msg_unpack_standby(f, &st) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_STANDBY && st.ncpus >= 1 &&
+		    st.ncpus <= TD_MAX_CPUS && st.version >= 1);
+		/* a later version's fields are not looked at */
+		if (st.version == TD_STANDBY_VERSION) {
+			td_buf_reset(b);
+			FUZZ_CHECK(td_msg_pack_standby(b, &st) == 0);
+			same_payload(b, f);
+			reparse(b, &g);
+			FUZZ_CHECK(td_msg_unpack_standby(&g, &st2) == 0 &&
+			    memcmp(&st, &st2, sizeof st) == 0);
+		}
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	if (td_msg_unpack_start(f, &r[0]) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_START && r[0].events[0] != '\0');
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_start(b, &r[0]) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_start(&g, &r[1]) == 0 &&
+		    memcmp(&r[0], &r[1], sizeof r[0]) == 0);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	if (td_msg_unpack_stop(f, &req) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_STOP);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_stop(b, req) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_stop(&g, &req2) == 0 && req2 == req);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	if (td_msg_unpack_answer(f, &a) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_ANSWER &&
+		    a.what >= TD_ANSWER_STARTED &&
+		    a.what <= TD_ANSWER_FINISHED);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_answer(b, &a) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_answer(&g, &a2) == 0 &&
+		    memcmp(&a, &a2, sizeof a) == 0);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	free(r);
+}
+
 /* Messages without a decoder: packing the payload gives the same frame. */
 static void
 check_plain(const struct td_frame *f, struct td_buf *b)
@@ -512,6 +571,7 @@ check_frame(const uint8_t *p, const struct td_frame *f0, struct td_buf *b,
 	check_welcome(&f, b);
 	check_section(&f, b);
 	check_hcache(&f, b);
+	check_standby(&f, b);
 	check_option(&f, b);
 	check_pages(&f, b, *page_size);
 	if (f.len >= 16)

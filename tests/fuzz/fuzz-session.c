@@ -114,6 +114,7 @@ struct fconn {
 	size_t		 pos;		/* taken in by the session */
 	bool		 resume;	/* its HELLO asks to resume */
 	bool		 pausing;	/* a PAUSE's ERROR is on its way */
+	bool		 standby;	/* STANDBY taken: no recording */
 	struct td_buf	 out;		/* all the listener sent */
 	size_t		 parsed;	/* of out, checked */
 	int		 nframes;
@@ -245,7 +246,8 @@ model_frame(struct fconn *c)
 	size_t n, i;
 
 	FUZZ_CHECK(td_frame_parse(c->frame.data, c->frame.len, &f) == 1);
-	if (f.type == TD_MSG_HELLO)
+	/* a standby agent's frames touch no recording */
+	if (f.type == TD_MSG_HELLO || c->standby)
 		return;
 	FUZZ_CHECK(m.opened && !m.finished && !m.closed);
 	switch (f.type) {
@@ -386,8 +388,10 @@ check_output(struct fconn *c)
 		case TD_MSG_WELCOME:
 			FUZZ_CHECK(td_msg_unpack_welcome(&f, &w) == 0 &&
 			    strcmp(w.identity, identity) == 0 &&
-			    /* no header cache: version 3 */
-			    w.version == TD_PROTO_VERSION_MIN &&
+			    /* no header cache: version 3; a standby
+			       agent's: the version spoken */
+			    w.version == (c->standby ? TD_PROTO_VERSION :
+			    TD_PROTO_VERSION_MIN) &&
 			    w.tsync_interval == cfg.tsync_interval &&
 			    w.idle_timeout == (uint32_t)cfg.idle_timeout);
 			FUZZ_CHECK(w.flags == (c->resume ? TD_WELCOME_RESUMED :
@@ -567,6 +571,12 @@ conn_read(struct fconn *c)
 			check_end_refused(p, n);
 		free(p);
 		FUZZ_CHECK(used <= (ssize_t)n);
+		if (used > 0 && was == SESSION_HELLO &&
+		    session_phase(c->s) == SESSION_STANDBY)
+			c->standby = true;
+		/* a standby agent never opens a recording */
+		FUZZ_CHECK(!c->standby ||
+		    session_phase(c->s) != SESSION_STREAM);
 		if (used > 0 && was == SESSION_HELLO && !c->resume &&
 		    session_phase(c->s) == SESSION_STREAM) {
 			/* the recording opens */

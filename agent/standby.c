@@ -1,0 +1,540 @@
+/*
+ * standby.c: tdagent --standby's loop (see standby.h).
+ *
+ * poll() on the connection and a signalfd: KEEPALIVE every third of the
+ * listener's idle timeout, START and STOP as they come, SIGCHLD when the
+ * recording ends (ANSWER FINISHED), SIGINT/SIGTERM to stop the recording
+ * and leave.  Without a connection it dials again with backoff (1 s
+ * doubling to STANDBY_BACKOFF_MAX, each wait 50% to 150% of it) for ever;
+ * a recording already running goes on meanwhile over its own connection,
+ * and the next STANDBY says it runs.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "conn.h"
+#include "log.h"
+#include "standby.h"
+#include "tdproto.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+#define STANDBY_BACKOFF_MAX	30	/* s */
+#define STANDBY_TIMEOUT		10	/* s: connect, handshake, a write */
+#define STANDBY_USER_TIMEOUT_MS	15000	/* TCP_USER_TIMEOUT, as net.c's */
+#define STANDBY_ARGS		(2 * TD_MAX_EVENT_ARGS * 2 + 40)
+
+/* The standby agent. */
+struct standby {
+	struct standby_opts	 o;
+	struct conn_target	 t;
+	SSL_CTX			*ctx;
+	struct conn		*c;		/* NULL: not connected */
+	int			 sigfd;
+	char			 self[4096];	/* tdagent's own path */
+	struct td_standby	 me;		/* what STANDBY says */
+	uint32_t		 keepalive_ms;
+	pid_t			 child;		/* the recording, or 0 */
+	uint32_t		 start_req;	/* its START */
+	uint32_t		 stop_req;	/* a STOP for it, 0: none */
+	bool			 quit;
+};
+
+static uint64_t
+standby_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Send one whole frame b: 0, or -1 (the connection is gone then). */
+static int
+standby_send(struct standby *sb, struct td_buf *b)
+{
+	int r;
+
+	if (sb->c == NULL)
+		return -1;
+	conn_set_blocking(sb->c, true, STANDBY_TIMEOUT * 1000);
+	r = conn_write_all(sb->c, b->data, b->len, NULL);
+	conn_set_blocking(sb->c, false, STANDBY_TIMEOUT * 1000);
+	if (r == -1) {
+		log_warnx("lost the collector: cannot send");
+		conn_close(sb->c, false);
+		sb->c = NULL;
+	}
+	return r;
+}
+
+/* ANSWER what for request req. */
+static void
+standby_answer(struct standby *sb, uint32_t req, uint16_t what,
+    const char *text)
+{
+	struct td_answer a;
+	struct td_buf b;
+
+	memset(&a, 0, sizeof a);
+	a.req = req;
+	a.what = what;
+	snprintf(a.text, sizeof a.text, "%s", text);
+	td_buf_init(&b, TD_FRAME_HEADER + 8 + TD_MAX_ERROR_LEN);
+	if (td_msg_pack_answer(&b, &a) == 0)
+		standby_send(sb, &b);
+	td_buf_free(&b);
+}
+
+/* The machine's trace clocks, space-separated, without the brackets. */
+static void
+standby_clocks(char *out, size_t len)
+{
+	char buf[TD_STANDBY_CLOCKS + 1];
+	size_t n = 0, i;
+	FILE *fp;
+
+	out[0] = '\0';
+	if ((fp = fopen("/sys/kernel/tracing/trace_clock", "re")) == NULL)
+		return;
+	if (fgets(buf, sizeof buf, fp) != NULL)
+		for (i = 0; buf[i] != '\0' && buf[i] != '\n' &&
+		    n + 1 < len; i++)
+			if (buf[i] != '[' && buf[i] != ']')
+				out[n++] = buf[i];
+	out[n] = '\0';
+	while (n > 0 && out[n - 1] == ' ')
+		out[--n] = '\0';
+	fclose(fp);
+}
+
+/* Connect, say STANDBY, take the WELCOME: 0, or -1 with err. */
+static int
+standby_dial(struct standby *sb, char *err, size_t errlen)
+{
+	struct td_welcome w;
+	struct td_frame f;
+	struct td_buf b;
+	struct td_error e;
+	bool fatal;
+	struct conn *c;
+
+	memset(&f, 0, sizeof f);
+	/* a dead link shows up within STANDBY_USER_TIMEOUT_MS of a
+	   KEEPALIVE nobody acknowledged */
+	if ((c = conn_open(&sb->t, sb->ctx, STANDBY_TIMEOUT,
+	    STANDBY_USER_TIMEOUT_MS, &fatal, err, errlen)) == NULL)
+		return -1;
+	conn_set_blocking(c, true, STANDBY_TIMEOUT * 1000);
+	td_buf_init(&b, TD_FRAME_HEADER + TD_MAX_STANDBY_MSG);
+	if (td_msg_pack_standby(&b, &sb->me) == -1 ||
+	    conn_write_all(c, b.data, b.len, NULL) == -1) {
+		td_buf_free(&b);
+		snprintf(err, errlen, "cannot send STANDBY");
+		/* a refused TLS 1.3 client learns why from what came */
+		if (conn_read_frame(c, &f, err, errlen) == -1 ||
+		    f.type != TD_MSG_ERROR)
+			goto fail;
+	} else {
+		td_buf_free(&b);
+		if (conn_read_frame(c, &f, err, errlen) == -1)
+			goto fail;
+	}
+	if (f.type == TD_MSG_ERROR) {
+		if (td_msg_unpack_error(&f, &e) == 0)
+			snprintf(err, errlen, "the collector refused: %s%s",
+			    e.text, strstr(e.text, "(type 21)") != NULL ?
+			    " (a tdlisten older than standby agents)" : "");
+		goto fail;
+	}
+	if (f.type != TD_MSG_WELCOME || td_msg_unpack_welcome(&f, &w) == -1) {
+		snprintf(err, errlen, "the collector sent %s, not WELCOME",
+		    td_msg_name(f.type));
+		goto fail;
+	}
+	conn_consume(c, &f);
+	conn_set_blocking(c, false, STANDBY_TIMEOUT * 1000);
+	sb->keepalive_ms = w.idle_timeout > 0 ? w.idle_timeout * 1000 / 3 :
+	    60 * 1000;
+	if (sb->keepalive_ms < 500)
+		sb->keepalive_ms = 500;
+	sb->c = c;
+	log_info("standby on %s as '%s'", sb->o.host, w.identity);
+	return 0;
+fail:
+	conn_close(c, false);
+	return -1;
+}
+
+/* Append arg to argv. */
+static void
+standby_arg(const char **argv, int *n, const char *arg)
+{
+	if (*n < STANDBY_ARGS - 1)
+		argv[(*n)++] = arg;
+	argv[*n] = NULL;
+}
+
+/* Run the recording r as a child: 0, or -1 and err. */
+static int
+standby_record(struct standby *sb, const struct td_start *r, char *err,
+    size_t errlen)
+{
+	const char *argv[STANDBY_ARGS];
+	union { const char **c; char *const *v; } av = { argv };
+	char evs[TD_STANDBY_EVENTS + 1], *p, *ev;
+	char kb[16], secs[16];
+	sigset_t all;
+	pid_t pid;
+	int n = 0;
+
+	standby_arg(argv, &n, sb->self);
+	standby_arg(argv, &n, "-h");
+	standby_arg(argv, &n, sb->o.host);
+	standby_arg(argv, &n, "-p");
+	standby_arg(argv, &n, sb->o.port);
+	if (sb->o.insecure)
+		standby_arg(argv, &n, "--insecure");
+	else {
+		standby_arg(argv, &n, "--cert");
+		standby_arg(argv, &n, sb->o.cert);
+		standby_arg(argv, &n, "--key");
+		standby_arg(argv, &n, sb->o.key);
+		standby_arg(argv, &n, "--ca");
+		standby_arg(argv, &n, sb->o.ca);
+		if (sb->o.server_name != NULL) {
+			standby_arg(argv, &n, "--server-name");
+			standby_arg(argv, &n, sb->o.server_name);
+		}
+	}
+	if (sb->o.user != NULL) {
+		standby_arg(argv, &n, "-u");
+		standby_arg(argv, &n, sb->o.user);
+	}
+	standby_arg(argv, &n, "--name");
+	standby_arg(argv, &n, r->name);
+	/* the filter goes with every event */
+	snprintf(evs, sizeof evs, "%s", r->events);
+	for (p = evs; (ev = strsep(&p, ",")) != NULL;) {
+		standby_arg(argv, &n, "-e");
+		standby_arg(argv, &n, ev);
+		if (r->filter[0] != '\0') {
+			standby_arg(argv, &n, "-f");
+			standby_arg(argv, &n, r->filter);
+		}
+	}
+	if (r->buffer_kb > 0) {
+		snprintf(kb, sizeof kb, "%u", r->buffer_kb);
+		standby_arg(argv, &n, "-b");
+		standby_arg(argv, &n, kb);
+	}
+	if (r->clock[0] != '\0') {
+		standby_arg(argv, &n, "-C");
+		standby_arg(argv, &n, r->clock);
+	}
+	snprintf(secs, sizeof secs, "%u", r->seconds > 0 ? r->seconds :
+	    sb->o.max_duration);
+	standby_arg(argv, &n, "-s");
+	standby_arg(argv, &n, secs);
+	if (sb->o.verbosity < 0)
+		standby_arg(argv, &n, "-q");
+	if ((pid = fork()) == -1) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		/* its own process group: a terminal's ^C reaches us first */
+		setpgid(0, 0);
+		closefrom(3);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		execv(sb->self, av.v);
+		fprintf(stderr, "tdagent --standby: cannot run %s: %s\n",
+		    sb->self, strerror(errno));
+		_exit(127);
+	}
+	sb->child = pid;
+	sb->start_req = r->req;
+	sb->stop_req = 0;
+	snprintf(sb->me.recording, sizeof sb->me.recording, "%s", r->name);
+	return 0;
+}
+
+/* START r: refused, or a recording started. */
+static void
+standby_start(struct standby *sb, const struct td_start *r)
+{
+	char err[TD_MAX_ERROR_LEN], text[TD_MAX_ERROR_LEN];
+
+	if (sb->child != 0) {
+		snprintf(err, sizeof err, "already recording '%s'",
+		    sb->me.recording);
+		goto refuse;
+	}
+	if (!standby_allowed(&sb->o, r, sb->me.clocks, err, sizeof err))
+		goto refuse;
+	if (standby_record(sb, r, err, sizeof err) == -1)
+		goto refuse;
+	log_info("collector's request %u: recording '%s' (%s%s%s), "
+	    "pid %ld", r->req, r->name, r->events, r->filter[0] ? " if " : "",
+	    r->filter, (long)sb->child);
+	snprintf(text, sizeof text, "%s pid %ld", r->name, (long)sb->child);
+	standby_answer(sb, r->req, TD_ANSWER_STARTED, text);
+	return;
+refuse:
+	log_warnx("collector's request %u refused: %s", r->req, err);
+	standby_answer(sb, r->req, TD_ANSWER_REFUSED, err);
+}
+
+/* A recording ended: say so (to a STOP's request, if one asked). */
+static void
+standby_reap(struct standby *sb)
+{
+	char text[TD_MAX_ERROR_LEN];
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid != sb->child)
+			continue;
+		if (WIFEXITED(status))
+			snprintf(text, sizeof text, "%s exit %d",
+			    sb->me.recording, WEXITSTATUS(status));
+		else
+			snprintf(text, sizeof text, "%s signal %d",
+			    sb->me.recording, WTERMSIG(status));
+		log_info("recording %s", text);
+		sb->child = 0;
+		sb->me.recording[0] = '\0';
+		standby_answer(sb, sb->stop_req, TD_ANSWER_FINISHED, text);
+		sb->stop_req = 0;
+	}
+}
+
+/* One frame from the collector. */
+static void
+standby_frame(struct standby *sb, const struct td_frame *f)
+{
+	struct td_start *r;
+	struct td_error e;
+	uint32_t req;
+
+	switch (f->type) {
+	case TD_MSG_KEEPALIVE:
+		break;
+	case TD_MSG_START:
+		r = xmalloc(sizeof *r);
+		if (td_msg_unpack_start(f, r) == -1)
+			log_warnx("the collector sent a malformed START");
+		else
+			standby_start(sb, r);
+		free(r);
+		break;
+	case TD_MSG_STOP:
+		if (td_msg_unpack_stop(f, &req) == -1) {
+			log_warnx("the collector sent a malformed STOP");
+			break;
+		}
+		if (sb->child == 0) {
+			standby_answer(sb, req, TD_ANSWER_FINISHED,
+			    "not recording");
+			break;
+		}
+		log_info("collector's request %u: stop '%s'", req,
+		    sb->me.recording);
+		sb->stop_req = req;
+		kill(sb->child, SIGINT);
+		break;
+	case TD_MSG_ERROR:
+		if (td_msg_unpack_error(f, &e) == 0)
+			log_warnx("lost the collector: %s", e.text);
+		conn_close(sb->c, false);
+		sb->c = NULL;
+		break;
+	default:
+		log_warnx("the collector sent %s: closing",
+		    td_msg_name(f->type));
+		conn_close(sb->c, true);
+		sb->c = NULL;
+	}
+}
+
+/* Everything the connection has: frames handled, or it is gone. */
+static void
+standby_input(struct standby *sb)
+{
+	struct td_frame f;
+	ssize_t r;
+	int pr;
+
+	for (;;) {
+		r = conn_fill(sb->c);
+		if (r == 0 || (r == -1 && errno != EAGAIN)) {
+			log_warnx("lost the collector%s%s", r == 0 ? "" : ": ",
+			    r == 0 ? "" : strerror(errno));
+			conn_close(sb->c, false);
+			sb->c = NULL;
+			return;
+		}
+		while ((pr = conn_frame(sb->c, &f)) == 1) {
+			standby_frame(sb, &f);
+			if (sb->c == NULL)
+				return;
+			conn_consume(sb->c, &f);
+		}
+		if (pr == -1) {
+			log_warnx("the collector sent a bad frame: closing");
+			conn_close(sb->c, false);
+			sb->c = NULL;
+			return;
+		}
+		if (r == -1)
+			return;		/* EAGAIN: all taken */
+	}
+}
+
+/* A signal: SIGCHLD reaps, the others stop the recording and leave. */
+static void
+standby_signal(struct standby *sb)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sb->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		if (si.ssi_signo == SIGCHLD) {
+			standby_reap(sb);
+			continue;
+		}
+		if (!sb->quit)
+			log_info("%s: stopping", strsignal((int)si.ssi_signo));
+		sb->quit = true;
+		if (sb->child != 0)
+			kill(sb->child, SIGINT);
+	}
+}
+
+/* Wait up to ms for the connection or a signal. */
+static void
+standby_wait(struct standby *sb, int ms)
+{
+	struct pollfd pfd[2];
+	int n = 1;
+
+	pfd[0].fd = sb->sigfd;
+	pfd[0].events = POLLIN;
+	if (sb->c != NULL) {
+		pfd[1].fd = conn_fd(sb->c);
+		pfd[1].events = POLLIN;
+		n = 2;
+	}
+	if (poll(pfd, n, ms) <= 0)
+		return;
+	if (pfd[0].revents != 0)
+		standby_signal(sb);
+	if (n == 2 && sb->c != NULL && pfd[1].revents != 0)
+		standby_input(sb);
+}
+
+int
+standby_main(int argc, char **argv)
+{
+	struct standby *sb = xcalloc(1, sizeof *sb);
+	struct utsname u;
+	char err[1024];
+	uint64_t next_ka = 0, now, backoff = 1000, until;
+	struct td_buf ka;
+	sigset_t set;
+	ssize_t len;
+	long ncpus;
+	int i;
+
+	if (standby_parse(argc, argv, &sb->o, err, sizeof err) == -1) {
+		fprintf(stderr, "tdagent --standby: %s\n", err);
+		return 2;
+	}
+	log_init("tdagent", sb->o.verbosity, 0);
+	if (geteuid() != 0)
+		fatalx("recording needs root: ftrace instances and per-CPU "
+		    "ring buffers are root-only");
+	if ((len = readlink("/proc/self/exe", sb->self,
+	    sizeof sb->self - 1)) == -1)
+		fatal("cannot find tdagent's own path");
+	sb->self[len] = '\0';
+	if (conn_target_parse(sb->o.host, sb->o.port, sb->o.server_name,
+	    !sb->o.insecure, &sb->t, err, sizeof err) == -1)
+		fatalx("-h %s: %s", sb->o.host, err);
+	if (sb->t.kind == CONN_SERIAL)
+		fatalx("-h %s: a standby agent needs a connection of its own "
+		    "for each recording (TCP or vsock)", sb->o.host);
+	if (!sb->o.insecure && (sb->ctx = conn_ctx_new(sb->o.cert, sb->o.key,
+	    sb->o.ca, err, sizeof err)) == NULL)
+		fatalx("%s", err);
+	if (sb->o.insecure)
+		log_warnx("--insecure: an unauthenticated collector may start "
+		    "recordings here");
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	if ((sb->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
+		fatal("signalfd");
+	sb->me.version = TD_STANDBY_VERSION;
+	ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	sb->me.ncpus = ncpus > 0 && ncpus <= TD_MAX_CPUS ? (uint32_t)ncpus : 1;
+	gethostname(sb->me.host, sizeof sb->me.host - 1);
+	if (uname(&u) == 0)
+		snprintf(sb->me.kernel, sizeof sb->me.kernel, "%s",
+		    u.release);
+	standby_clocks(sb->me.clocks, sizeof sb->me.clocks);
+	log_info("standby: events %s, buffer up to %u KB, up to %u s",
+	    sb->o.allow_events, sb->o.max_buffer, sb->o.max_duration);
+	td_buf_init(&ka, TD_FRAME_HEADER);
+	td_msg_pack_keepalive(&ka);
+	while (!sb->quit || sb->child != 0) {
+		now = standby_now_ms();
+		if (sb->c == NULL && !sb->quit) {
+			if (standby_dial(sb, err, sizeof err) == -1) {
+				log_warnx("collector %s: %s (again in %.1f s)",
+				    sb->o.host, err, backoff / 1000.0);
+				/* 50% to 150% of the backoff */
+				until = now + backoff / 2 +
+				    (uint64_t)random() % (backoff + 1);
+				while (!sb->quit &&
+				    (now = standby_now_ms()) < until)
+					standby_wait(sb, (int)(until - now));
+				if (backoff < STANDBY_BACKOFF_MAX * 1000)
+					backoff *= 2;
+				continue;
+			}
+			backoff = 1000;
+			next_ka = standby_now_ms() + sb->keepalive_ms;
+			continue;
+		}
+		if (sb->c != NULL && now >= next_ka) {
+			standby_send(sb, &ka);
+			next_ka = now + sb->keepalive_ms;
+			continue;
+		}
+		standby_wait(sb, sb->c != NULL ? (int)(next_ka - now) : 1000);
+	}
+	td_buf_free(&ka);
+	conn_close(sb->c, true);
+	conn_ctx_free(sb->ctx);
+	for (i = 0; i < sb->o.nheld; i++)
+		free(sb->o.held[i]);
+	close(sb->sigfd);
+	free(sb);
+	log_info("stopped");
+	return 0;
+}

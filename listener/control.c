@@ -1,0 +1,375 @@
+/*
+ * control.c: tdlisten's control socket (see control.h), the way tdctl
+ * lists the standby agents and starts and stops their recordings.
+ *
+ * Requests, one line each, fields separated by tabs (tdctl never puts a
+ * tab or a newline in a field):
+ *	list
+ *	start PATTERN EVENTS FILTER KB CLOCK SECONDS NAME
+ *	stop PATTERN NAME
+ * The answer is lines (standby.c writes one per agent as it answers),
+ * then "." alone once every agent asked has answered, gone, or
+ * CONTROL_WAIT seconds passed.  A client reads nothing more while it
+ * waits.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "buf.h"
+#include "control.h"
+#include "log.h"
+#include "standby.h"
+#include "tdproto.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+/* Seconds a request waits for its agents' answers. */
+#define CONTROL_WAIT		120
+/* The longest request line. */
+#define CONTROL_LINE_MAX	(TD_MAX_FILTER_LEN + TD_STANDBY_EVENTS + 512)
+/* Clients at once (each a descriptor and a little memory). */
+#define CONTROL_CLIENTS		64
+
+/* One tdctl. */
+struct control_client {
+	struct bufferevent	*bev;
+	struct standby_reply	 reply;		/* its agents' answers */
+	struct event		*timer;		/* CONTROL_WAIT */
+	int			 pending;	/* agents yet to answer */
+	bool			 waiting;
+	struct control_client	*prev, *next;
+};
+
+static struct evconnlistener	*control_lev;
+static char			*control_path;
+static struct control_client	*control_clients;
+static int			 control_nclients;
+
+static void
+control_client_free(struct control_client *cl)
+{
+	standby_forget(&cl->reply, false);
+	if (cl->timer != NULL)
+		event_free(cl->timer);
+	bufferevent_free(cl->bev);
+	if (cl->prev != NULL)
+		cl->prev->next = cl->next;
+	else
+		control_clients = cl->next;
+	if (cl->next != NULL)
+		cl->next->prev = cl->prev;
+	control_nclients--;
+	free(cl);
+}
+
+/* A line (no newline) to cl's answer. */
+static void control_line(struct control_client *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
+control_line(struct control_client *cl, const char *fmt, ...)
+{
+	struct evbuffer *out = bufferevent_get_output(cl->bev);
+	va_list ap;
+
+	va_start(ap, fmt);
+	evbuffer_add_vprintf(out, fmt, ap);
+	va_end(ap);
+	evbuffer_add(out, "\n", 1);
+}
+
+/* The answer is complete: "." and the next request. */
+static void
+control_done(struct control_client *cl)
+{
+	cl->waiting = false;
+	cl->pending = 0;
+	event_del(cl->timer);
+	control_line(cl, ".");
+	bufferevent_enable(cl->bev, EV_READ);
+}
+
+/* An agent's answer, a line. */
+static void
+control_reply_cb(void *arg, const char *text)
+{
+	control_line(arg, "%s", text);
+}
+
+/* One of the agents cl waits for has answered (or gone). */
+static void
+control_settle_cb(void *arg)
+{
+	struct control_client *cl = arg;
+
+	if (cl->pending > 0 && --cl->pending == 0 && cl->waiting)
+		control_done(cl);
+}
+
+static void
+control_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct control_client *cl = arg;
+
+	(void)fd;
+	(void)what;
+	standby_forget(&cl->reply, true);
+	control_done(cl);
+}
+
+/* A number field: 0..max, or -1. */
+static long
+control_number(const char *s, long max)
+{
+	char *end;
+	long v;
+
+	if (*s == '\0')
+		return 0;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < 0 || v > max)
+		return -1;
+	return v;
+}
+
+/* Copy field s into out[cap]: -1 when it does not fit. */
+static int
+control_field(char *out, size_t cap, const char *s)
+{
+	if (strlen(s) >= cap)
+		return -1;
+	snprintf(out, cap, "%s", s);
+	return 0;
+}
+
+/* One request line; false: malformed (the client is closed). */
+static bool
+control_request(struct control_client *cl, char *line)
+{
+	char *f[8], *p = line;
+	struct td_start st;
+	struct td_buf out;
+	int n = 0;
+	long kb, secs;
+
+	while (n < 8 && (f[n] = strsep(&p, "\t")) != NULL)
+		n++;
+	if (p != NULL)
+		return false;
+	if (n == 1 && strcmp(f[0], "list") == 0) {
+		td_buf_init(&out, 64 * 1024 * 1024);
+		standby_list(&out);
+		if (out.len > 0)
+			bufferevent_write(cl->bev, out.data, out.len);
+		td_buf_free(&out);
+		control_line(cl, ".");
+		return true;
+	}
+	memset(&st, 0, sizeof st);
+	if (n == 8 && strcmp(f[0], "start") == 0) {
+		if ((kb = control_number(f[4], UINT32_MAX / 2)) == -1 ||
+		    (secs = control_number(f[6], UINT32_MAX / 2)) == -1 ||
+		    control_field(st.events, sizeof st.events, f[2]) == -1 ||
+		    control_field(st.filter, sizeof st.filter, f[3]) == -1 ||
+		    control_field(st.clock, sizeof st.clock, f[5]) == -1 ||
+		    control_field(st.name, sizeof st.name, f[7]) == -1 ||
+		    st.events[0] == '\0') {
+			control_line(cl, "error malformed start request");
+			control_line(cl, ".");
+			return true;
+		}
+		st.buffer_kb = (uint32_t)kb;
+		st.seconds = (uint32_t)secs;
+		cl->pending = standby_start(f[1][0] ? f[1] : "*", &st, &cl->reply);
+	} else if (n == 3 && strcmp(f[0], "stop") == 0)
+		cl->pending = standby_stop(f[1][0] ? f[1] : "*", f[2], &cl->reply);
+	else
+		return false;
+	if (cl->pending == 0) {
+		control_line(cl, "none: no agent to ask");
+		control_line(cl, ".");
+		return true;
+	}
+	/* nothing more from this client until its agents answered */
+	cl->waiting = true;
+	bufferevent_disable(cl->bev, EV_READ);
+	event_add(cl->timer, &(struct timeval){ CONTROL_WAIT, 0 });
+	return true;
+}
+
+static void
+control_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct control_client *cl = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t n;
+	char *line;
+
+	while (!cl->waiting) {
+		line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF);
+		if (line == NULL) {
+			if (evbuffer_get_length(in) > CONTROL_LINE_MAX) {
+				log_warnx("control: a request longer than %d "
+				    "bytes: closing that client",
+				    CONTROL_LINE_MAX);
+				control_client_free(cl);
+			}
+			return;
+		}
+		if (n > CONTROL_LINE_MAX || !control_request(cl, line)) {
+			log_warnx("control: a malformed request: closing "
+			    "that client");
+			free(line);
+			control_client_free(cl);
+			return;
+		}
+		free(line);
+	}
+}
+
+static void
+control_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	control_client_free(arg);
+}
+
+static void
+control_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct event_base *base = evconnlistener_get_base(lev);
+	struct control_client *cl;
+
+	(void)sa;
+	(void)salen;
+	(void)arg;
+	if (control_nclients >= CONTROL_CLIENTS) {
+		log_warnx("control: %d clients already: refusing one",
+		    control_nclients);
+		evutil_closesocket(fd);
+		return;
+	}
+	cl = xcalloc(1, sizeof *cl);
+	cl->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (cl->bev == NULL) {
+		evutil_closesocket(fd);
+		free(cl);
+		return;
+	}
+	cl->timer = evtimer_new(base, control_timer_cb, cl);
+	cl->reply.line = control_reply_cb;
+	cl->reply.settle = control_settle_cb;
+	cl->reply.arg = cl;
+	cl->next = control_clients;
+	if (cl->next != NULL)
+		cl->next->prev = cl;
+	control_clients = cl;
+	control_nclients++;
+	bufferevent_setcb(cl->bev, control_read_cb, NULL, control_event_cb,
+	    cl);
+	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
+}
+
+int
+control_start(struct event_base *base, const char *path, uid_t uid,
+    gid_t gid, char *err, size_t errlen)
+{
+	struct sockaddr_un sun;
+	struct stat st;
+	char *dir, *slash;
+	mode_t old;
+	int fd;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sun.sun_path) {
+		snprintf(err, errlen, "'%s': path too long", path);
+		return -1;
+	}
+	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
+	/* its directory (/run/tdlisten) when missing, nobody else's */
+	dir = xstrdup(path);
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) == 0 && uid != (uid_t)-1 &&
+		    chown(dir, uid, gid) == -1) {
+			snprintf(err, errlen, "cannot chown '%s': %s", dir,
+			    strerror(errno));
+			free(dir);
+			return -1;
+		}
+	}
+	free(dir);
+	/* a socket left by an earlier tdlisten, never another file */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "'%s' exists and is not a socket",
+			    path);
+			return -1;
+		}
+		unlink(path);
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC |
+	    SOCK_NONBLOCK, 0)) == -1) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	old = umask(0117);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
+		umask(old);
+		snprintf(err, errlen, "bind '%s': %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (chmod(path, 0660) == -1 || ((uid != (uid_t)-1 ||
+	    gid != (gid_t)-1) && chown(path, uid, gid) == -1)) {
+		snprintf(err, errlen, "'%s': %s", path, strerror(errno));
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	control_lev = evconnlistener_new(base, control_accept_cb, NULL,
+	    LEV_OPT_CLOSE_ON_FREE, 16, fd);
+	if (control_lev == NULL) {
+		snprintf(err, errlen, "cannot listen on '%s'", path);
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	control_path = xstrdup(path);
+	log_info("control socket %s", path);
+	return 0;
+}
+
+void
+control_free(void)
+{
+	while (control_clients != NULL)
+		control_client_free(control_clients);
+	if (control_lev != NULL) {
+		evconnlistener_free(control_lev);
+		control_lev = NULL;
+	}
+	if (control_path != NULL) {
+		/* may fail after -u: the directory is root's */
+		unlink(control_path);
+		free(control_path);
+		control_path = NULL;
+	}
+}

@@ -1,0 +1,64 @@
+/*
+ * session-local.h: struct session, for session.c and session-standby.c
+ * only (the rest of the listener sees it through session.h).
+ */
+#ifndef TD_SESSION_LOCAL_H
+#define TD_SESSION_LOCAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "session.h"
+#include "tdproto.h"
+
+struct hcache_put;
+struct listener_config;
+struct recording;
+struct standby;
+
+/* One agent's conversation. */
+struct session {
+	const struct listener_config *cfg;
+	enum session_phase	 phase;
+	char			 identity[TD_MAX_NAME_LEN + 1];
+	char			 peer[128];
+	char			 label[TD_MAX_NAME_LEN * 2 + 160];
+	struct recording	*rec;		/* owned while streaming */
+	uint32_t		 page_size;	/* the recording's */
+	struct td_buf		 out;		/* replies */
+	bool			 urgent;	/* a time-sync reply in out */
+	struct td_buf		 err;		/* the ERROR of a verdict */
+	size_t			 want;		/* bytes the next step needs */
+	/* a SECTION_DATA or PAGES frame taken in as it arrives */
+	uint16_t		 bulk_type;	/* 0: none */
+	uint32_t		 bulk_cpu;
+	size_t			 bulk_left;	/* payload bytes still to come */
+	size_t			 bulk_total;	/* the whole frame's bytes */
+	void			(*gone)(void *);
+	void			*gone_arg;
+	/* the header cache (version 4) */
+	uint16_t		 version;	/* the protocol spoken */
+	bool			 offer_ok;	/* an OFFER may come now */
+	struct td_section_offer	 offer;		/* what the agent offered */
+	struct td_section_have	 have;		/* and the answer */
+	int			 have_fd[TD_HCACHE_OFFER_MAX];	/* the
+					   cache's copies, until used; -1 */
+	struct hcache_put	*put;		/* the section being kept */
+	struct standby		*sb;		/* SESSION_STANDBY: its entry */
+	void			(*kick)(void *);
+	void			*kick_arg;
+};
+
+/* Queue a WELCOME (version s->version) into s's output. */
+void	session_welcome(struct session *s, bool resumed, uint64_t trace_id,
+	    uint64_t offset);
+/* STANDBY, the first frame of a standby agent (session-standby.c). */
+enum session_verdict session_standby(struct session *s,
+	    const struct td_frame *f);
+/* A later frame of a standby agent's. */
+enum session_verdict session_standby_frame(struct session *s,
+	    const struct td_frame *f);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * session-standby.c: the session of a standby agent (tdagent --standby;
+ * docs/tdproto.md "Standby"): STANDBY instead of HELLO, a WELCOME, then
+ * only KEEPALIVE and ANSWER from the agent, and START and STOP from
+ * standby.c, which this file gives a way to send them.  No recording.
+ */
+#include <stdio.h>
+
+#include "buf.h"
+#include "session.h"
+#include "session-local.h"
+#include "standby.h"
+#include "tdproto.h"
+#include "banned.h"
+
+void
+session_set_kick(struct session *s, void (*kick)(void *), void *arg)
+{
+	s->kick = kick;
+	s->kick_arg = arg;
+}
+
+/*
+ * standby.c's way to send START and STOP: queue a whole frame p[0..n) to
+ * the agent and kick: 0, or -1 (full, or not a standby agent).
+ */
+static int
+session_send_cb(void *arg, const void *p, size_t n)
+{
+	struct session *s = arg;
+
+	if (s->phase != SESSION_STANDBY || td_buf_add(&s->out, p, n) == -1)
+		return -1;
+	if (s->kick != NULL)
+		s->kick(s->kick_arg);
+	return 0;
+}
+
+/* STANDBY: the agent waits for START; it gets a WELCOME (no recording). */
+enum session_verdict
+session_standby(struct session *s, const struct td_frame *f)
+{
+	struct td_standby st;
+
+	if (td_msg_unpack_standby(f, &st) == -1)
+		return session_close(s, "malformed STANDBY");
+	s->version = TD_PROTO_VERSION;
+	s->phase = SESSION_STANDBY;
+	snprintf(s->label, sizeof s->label, "standby %s (%s)", s->identity,
+	    s->peer);
+	session_welcome(s, false, 0, 0);
+	s->sb = standby_add(s->identity, s->peer, &st, session_send_cb, s);
+	return SESSION_GO;
+}
+
+/* A frame of a standby agent's. */
+enum session_verdict
+session_standby_frame(struct session *s, const struct td_frame *f)
+{
+	struct td_answer a;
+	char msg[96];
+
+	switch (f->type) {
+	case TD_MSG_KEEPALIVE:
+		return SESSION_GO;
+	case TD_MSG_ANSWER:
+		if (td_msg_unpack_answer(f, &a) == -1)
+			return session_close(s, "malformed ANSWER");
+		standby_answer(s->sb, &a);
+		return SESSION_GO;
+	default:
+		snprintf(msg, sizeof msg, "%s from a standby agent",
+		    td_msg_name(f->type));
+		return session_close(s, msg);
+	}
+}
+

@@ -1,0 +1,281 @@
+/*
+ * standby.c: the standby agents tdlisten knows and what it asked of them
+ * (see standby.h).  A list, searched whole for each control request: a
+ * request is rare, and 10,000 entries are walked in well under a
+ * millisecond.
+ */
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "listener.h"
+#include "log.h"
+#include "standby.h"
+#include "tdproto.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+/* One standby agent. */
+struct standby {
+	int			(*send)(void *, const void *, size_t);
+	void			*send_arg;
+	char			 identity[TD_MAX_NAME_LEN + 1];
+	char			 peer[64];
+	char			 host[TD_MAX_NAME_LEN + 1];
+	char			 kernel[TD_MAX_NAME_LEN + 1];
+	char			 clocks[TD_STANDBY_CLOCKS + 1];
+	char			 recording[TD_MAX_NAME_LEN + 1]; /* "": idle */
+	char			 refused[80];	/* the last refusal, "" */
+	uint32_t		 ncpus;
+	struct standby_reply	*waiter;	/* who waits for an ANSWER */
+	uint32_t		 req;		/* ... to this request */
+	struct standby		*prev, *next;
+};
+
+static struct standby	*standby_list_head;
+static uint32_t		 standby_reqs;	/* the last request's number */
+
+/* A line to r. */
+static void standby_line(struct standby_reply *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
+standby_line(struct standby_reply *r, const char *fmt, ...)
+{
+	char line[TD_MAX_ERROR_LEN + 256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	r->line(r->arg, line);
+}
+
+struct standby *
+standby_add(const char *identity, const char *peer,
+    const struct td_standby *st, int (*send)(void *, const void *, size_t),
+    void *arg)
+{
+	struct standby *sb = xcalloc(1, sizeof *sb);
+
+	sb->send = send;
+	sb->send_arg = arg;
+	snprintf(sb->identity, sizeof sb->identity, "%s", identity);
+	snprintf(sb->peer, sizeof sb->peer, "%s", peer);
+	snprintf(sb->host, sizeof sb->host, "%s", st->host);
+	snprintf(sb->kernel, sizeof sb->kernel, "%s", st->kernel);
+	snprintf(sb->clocks, sizeof sb->clocks, "%s", st->clocks);
+	snprintf(sb->recording, sizeof sb->recording, "%s", st->recording);
+	/* what the agent says is printed and logged: keep it plain */
+	output_sanitize(sb->host);
+	output_sanitize(sb->recording);
+	sb->ncpus = st->ncpus;
+	sb->next = standby_list_head;
+	if (sb->next != NULL)
+		sb->next->prev = sb;
+	standby_list_head = sb;
+	log_info("standby %s (%s): host %s, %u CPUs, kernel %s%s%s", identity,
+	    peer, sb->host, sb->ncpus, sb->kernel,
+	    sb->recording[0] != '\0' ? ", recording " : "", sb->recording);
+	return sb;
+}
+
+/* Give up sb's waiter, with a line saying why (NULL: none). */
+static void
+standby_release(struct standby *sb, const char *why)
+{
+	struct standby_reply *r = sb->waiter;
+
+	if (r == NULL)
+		return;
+	sb->waiter = NULL;
+	if (why != NULL)
+		standby_line(r, "%s %s", why, sb->identity);
+	r->settle(r->arg);
+}
+
+void
+standby_remove(struct standby *sb)
+{
+	if (sb == NULL)
+		return;
+	log_info("standby %s (%s): gone", sb->identity, sb->peer);
+	standby_release(sb, "lost");
+	if (sb->prev != NULL)
+		sb->prev->next = sb->next;
+	else
+		standby_list_head = sb->next;
+	if (sb->next != NULL)
+		sb->next->prev = sb->prev;
+	free(sb);
+}
+
+void
+standby_answer(struct standby *sb, const struct td_answer *a)
+{
+	char text[TD_MAX_ERROR_LEN + 1];
+	bool mine = sb->waiter != NULL && a->req == sb->req;
+
+	snprintf(text, sizeof text, "%s", a->text);
+	switch (a->what) {
+	case TD_ANSWER_STARTED:
+		/* "NAME pid PID": the name is the first word */
+		snprintf(sb->recording, sizeof sb->recording, "%.*s",
+		    (int)strcspn(text, " "), text);
+		output_sanitize(sb->recording);
+		sb->refused[0] = '\0';
+		log_info("standby %s: started recording %s", sb->identity,
+		    text);
+		if (mine)
+			standby_line(sb->waiter, "started %s %s",
+			    sb->identity, text);
+		break;
+	case TD_ANSWER_REFUSED:
+		snprintf(sb->refused, sizeof sb->refused, "%.79s", text);
+		log_warnx("standby %s: refused: %s", sb->identity, text);
+		if (mine)
+			standby_line(sb->waiter, "refused %s %s",
+			    sb->identity, text);
+		break;
+	case TD_ANSWER_FINISHED:
+		log_info("standby %s: finished %s", sb->identity, text);
+		sb->recording[0] = '\0';
+		if (mine)
+			standby_line(sb->waiter, "finished %s %s",
+			    sb->identity, text);
+		break;
+	}
+	if (mine)
+		standby_release(sb, NULL);
+}
+
+/* sb's state as the list shows it. */
+static const char *
+standby_state(const struct standby *sb)
+{
+	if (sb->recording[0] != '\0')
+		return "recording";
+	return sb->refused[0] != '\0' ? "refused" : "standby";
+}
+
+void
+standby_list(struct td_buf *out)
+{
+	struct standby *sb;
+	char clocks[TD_STANDBY_CLOCKS + 1];
+	size_t i;
+
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		/* one field: the clocks joined by commas */
+		snprintf(clocks, sizeof clocks, "%s", sb->clocks);
+		for (i = 0; clocks[i] != '\0'; i++)
+			if (clocks[i] == ' ')
+				clocks[i] = ',';
+		td_buf_printf(out, "agent %s host=%s state=%s cpus=%u "
+		    "kernel=%s clocks=%s recording=%s peer=%s%s%s\n",
+		    sb->identity, sb->host, standby_state(sb), sb->ncpus,
+		    sb->kernel, clocks[0] ? clocks : "-",
+		    sb->recording[0] ? sb->recording : "-", sb->peer,
+		    sb->refused[0] ? " refused=" : "", sb->refused);
+	}
+}
+
+/* Whether sb is one of pattern's. */
+static bool
+standby_matches(const struct standby *sb, const char *pattern)
+{
+	return fnmatch(pattern, sb->identity, 0) == 0 ||
+	    fnmatch(pattern, sb->host, 0) == 0;
+}
+
+int
+standby_start(const char *pattern, struct td_start *req,
+    struct standby_reply *cl)
+{
+	struct standby *sb;
+	struct td_buf f;
+	int n = 0;
+
+	req->req = ++standby_reqs;
+	if (req->name[0] == '\0')
+		snprintf(req->name, sizeof req->name, "ctl%" PRIu32,
+		    req->req);
+	td_buf_init(&f, TD_FRAME_HEADER + TD_MAX_STANDBY_MSG);
+	if (td_msg_pack_start(&f, req) == -1) {
+		standby_line(cl, "error the request does not fit a START");
+		td_buf_free(&f);
+		return 0;
+	}
+	/* every START in this one pass of the loop */
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		if (!standby_matches(sb, pattern))
+			continue;
+		if (sb->recording[0] != '\0' || sb->waiter != NULL) {
+			standby_line(cl, "busy %s %s", sb->identity,
+			    sb->recording[0] ? sb->recording : "(answering)");
+			continue;
+		}
+		if (sb->send(sb->send_arg, f.data, f.len) == -1) {
+			standby_line(cl, "error %s cannot queue START",
+			    sb->identity);
+			continue;
+		}
+		sb->waiter = cl;
+		sb->req = req->req;
+		n++;
+	}
+	td_buf_free(&f);
+	if (n > 0)
+		log_info("control: START '%s' sent to %d standby agents "
+		    "matching '%s'", req->name, n, pattern);
+	return n;
+}
+
+int
+standby_stop(const char *pattern, const char *name, struct standby_reply *cl)
+{
+	struct standby *sb;
+	struct td_buf f;
+	uint32_t req = ++standby_reqs;
+	int n = 0;
+
+	td_buf_init(&f, TD_FRAME_HEADER + 4);
+	td_msg_pack_stop(&f, req);
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		if (!standby_matches(sb, pattern) ||
+		    sb->recording[0] == '\0' ||
+		    (name[0] != '\0' && strcmp(name, sb->recording) != 0))
+			continue;
+		if (sb->waiter != NULL) {
+			standby_line(cl, "busy %s (answering)", sb->identity);
+			continue;
+		}
+		if (sb->send(sb->send_arg, f.data, f.len) == -1)
+			continue;
+		sb->waiter = cl;
+		sb->req = req;
+		n++;
+	}
+	td_buf_free(&f);
+	if (n > 0)
+		log_info("control: STOP sent to %d standby agents", n);
+	return n;
+}
+
+void
+standby_forget(struct standby_reply *cl, bool say)
+{
+	struct standby *sb;
+
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		if (sb->waiter != cl)
+			continue;
+		sb->waiter = NULL;
+		if (say)
+			standby_line(cl, "timeout %s", sb->identity);
+	}
+}

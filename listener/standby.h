@@ -1,0 +1,62 @@
+/*
+ * standby.h: the table of standby agents (tdagent --standby) and what the
+ * control socket asks of them (docs/tdproto.md "Standby").
+ *
+ * A session whose first frame is STANDBY becomes one entry here, small
+ * (no recording, no buffer of its own: its connection's are the only
+ * ones), until the session is freed.  START and STOP go out through the
+ * send callback the session gave; each agent's ANSWER comes back through
+ * standby_answer() and goes, as one line, to the reply callbacks of the
+ * one who asked (a control client, control.c), which hears when its last
+ * agent answered.  Nothing here calls session.c or control.c but through
+ * those callbacks.  Loop thread only.
+ */
+#ifndef TD_STANDBY_H
+#define TD_STANDBY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct td_answer;
+struct td_buf;
+struct td_standby;
+struct td_start;
+
+struct standby;
+
+/* Where the answers to a request go (owned by the asker). */
+struct standby_reply {
+	void	(*line)(void *arg, const char *text);	/* one line */
+	void	(*settle)(void *arg);	/* one agent is done */
+	void	*arg;
+};
+
+/*
+ * A standby agent st (identity, from peer) from now on; send(arg, p, n)
+ * queues a whole frame to it: 0, or -1.
+ */
+struct standby	*standby_add(const char *identity, const char *peer,
+		    const struct td_standby *st,
+		    int (*send)(void *arg, const void *p, size_t n), void *arg);
+/* Its session is going: the entry goes, its control client is told. */
+void		 standby_remove(struct standby *sb);
+/* The agent's ANSWER: logged, and to the control client waiting. */
+void		 standby_answer(struct standby *sb, const struct td_answer *a);
+
+/* One line per standby agent into out (the control socket's "list"). */
+void		 standby_list(struct td_buf *out);
+/*
+ * START req to every idle agent whose identity or host name matches
+ * pattern (fnmatch), all in this one call; busy ones get a line.  Returns
+ * the agents that will answer cl.
+ */
+int		 standby_start(const char *pattern, struct td_start *req,
+		    struct standby_reply *r);
+/* STOP to the recording agents matching pattern and name ("": any). */
+int		 standby_stop(const char *pattern, const char *name,
+		    struct standby_reply *r);
+/* r goes or gave up: no agent answers it any more ("timeout" lines). */
+void		 standby_forget(struct standby_reply *r, bool say);
+
+#endif
