@@ -444,7 +444,8 @@ conn_tls(struct conn *c, const struct conn_target *t, SSL_CTX *ctx,
 {
 	BIO *bio;
 	short want;
-	int r;
+	int r, e;
+	bool eof;
 
 	if ((c->ssl = SSL_new(ctx)) == NULL) {
 		td_tls_error(err, errlen, "cannot start TLS");
@@ -477,10 +478,24 @@ conn_tls(struct conn *c, const struct conn_target *t, SSL_CTX *ctx,
 				errno = ETIMEDOUT;	/* a busy listener */
 			return -1;
 		}
+		e = SSL_get_error(c->ssl, r);
+		eof = e == SSL_ERROR_SYSCALL || (e == SSL_ERROR_SSL &&
+		    ERR_GET_REASON(ERR_peek_error()) ==
+		    SSL_R_UNEXPECTED_EOF_WHILE_READING);
 		td_tls_handshake_error(c->ssl, err, errlen,
 		    "TLS handshake with the listener failed");
 		/* a certificate refused stays refused */
 		*fatal = SSL_get_verify_result(c->ssl) != X509_V_OK;
+		/*
+		 * Closed or reset with no alert: a listener too busy to
+		 * finish the handshake in its time, over its handshake
+		 * limit, or restarting; an alert (refused) is not this.
+		 */
+		if (!*fatal && eof) {
+			snprintf(err, errlen, "TLS handshake with the "
+			    "listener failed: it closed the connection");
+			errno = ECONNABORTED;
+		}
 		return -1;
 	}
 	if (conn_wbuf(c) == -1) {

@@ -111,7 +111,8 @@ net_open(struct net *n, bool resume, struct conn **cp,
 		   guest that boots before its host's listener, or QEMU
 		   reconnecting), a listener too busy to finish a handshake
 		   or take a connection (a full accept queue drops SYNs) */
-		n->told_later = !*fatal && errno == ETIMEDOUT;
+		n->told_later = !*fatal && (errno == ETIMEDOUT ||
+		    errno == ECONNABORTED);
 		return -1;
 	}
 	if (resume)
