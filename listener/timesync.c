@@ -24,6 +24,8 @@
 #define TIMESYNC_FLOOR_NS	1000
 /* A bound within 8 x this of its neighbours' is never imprecise. */
 #define TIMESYNC_PRECISE_NS	10000
+/* A pair of samples with both bounds below this is never too steep. */
+#define TIMESYNC_STEEP_NS	100000
 /* A TSYNC_SAMPLE frame in a checkpoint of version 1 or 2. */
 #define TIMESYNC_CK_FRAME	(TD_FRAME_HEADER + 52)
 /*
@@ -154,7 +156,9 @@ timesync_mem(const struct timesync *t)
  * its line through: first those whose bound is far wider than their
  * neighbours' and whose offset disagrees with the precise ones
  * (td_tsfilter_imprecise(): rounds made while the machine was
- * saturated), then of the others those that lie off the line through
+ * saturated), then of pairs that make a line no two clocks drift along
+ * the one with the wider bound (td_tsfilter_steep(): every round made on
+ * a saturated machine), then of the others those that lie off the line through
  * their neighbours (td_tsfilter_outliers(): rounds whose probes were all
  * lopsided the same way, which the agent cannot see).  The counts go to
  * rep.  Offsets are in the clock's units: x86-tsc's are cycles, converted
@@ -192,6 +196,8 @@ timesync_set_aside(const struct timesync *t, bool tsc, bool *out,
 	}
 	rep->imprecise = td_tsfilter_imprecise(ts, off, bound, n,
 	    TIMESYNC_PRECISE_NS, units, out);
+	rep->imprecise += td_tsfilter_steep(ts, off, bound, n,
+	    TIMESYNC_STEEP_NS, TIMESYNC_FLOOR_NS, units, out);
 	/* the samples not set aside yet, side by side */
 	for (i = m = 0; i < n; i++) {
 		if (out[i])

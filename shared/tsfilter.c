@@ -181,3 +181,41 @@ td_tsfilter_imprecise(const uint64_t *ts, const int64_t *offset,
 	free(bad);
 	return count;
 }
+
+uint32_t
+td_tsfilter_steep(const uint64_t *ts, const int64_t *offset,
+    const uint64_t *bound, uint32_t n, uint64_t min_bound_ns,
+    uint64_t floor_ns, double units_per_ns, bool *out)
+{
+	uint32_t i, p, left = 0, count = 0;
+	double dx, dy;
+	bool again = true;
+
+	for (i = 0; i < n; i++)
+		left += !out[i];
+	while (again && left > 1) {
+		again = false;
+		for (p = 0; p < n && out[p]; p++)
+			;
+		for (i = p + 1; i < n; i++) {
+			if (out[i])
+				continue;
+			dx = (double)(int64_t)(ts[i] - ts[p]);
+			dy = td_tsfilter_diff(offset[i], offset[p]);
+			if (dy < 0)
+				dy = -dy;
+			if (dx > 0 && dy > TD_TSFILTER_MAX_SLOPE * dx +
+			    (double)floor_ns * units_per_ns &&
+			    (bound[p] >= min_bound_ns ||
+			    bound[i] >= min_bound_ns)) {
+				out[bound[i] > bound[p] ? i : p] = true;
+				count++;
+				left--;
+				again = true;
+				break;
+			}
+			p = i;
+		}
+	}
+	return count;
+}

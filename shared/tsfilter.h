@@ -67,6 +67,34 @@ uint32_t	td_tsfilter_imprecise(const uint64_t *ts, const int64_t *offset,
 		    const uint64_t *bound, uint32_t n, uint64_t floor_ns,
 		    double units_per_ns, bool *out);
 /*
+ * Two clocks that keep time drift apart by at most a few hundred ppm (NTP
+ * slews by 500 ppm at most): a line steeper than this between two samples
+ * says one of them is wrong, not the clocks.
+ */
+#define TD_TSFILTER_MAX_SLOPE	1e-3
+
+/*
+ * Mark in out[0..n) (without clearing it) the samples that make a line
+ * steeper than TD_TSFILTER_MAX_SLOPE with the next sample not marked, and
+ * return how many were newly marked.  Of such a pair, the one with the
+ * wider bound (bound[], ns) goes, and the pair is looked at again with its
+ * new neighbour, until no steep pair is left or one sample is; a pair whose
+ * bounds are both below min_bound_ns is left alone (a coarse clock's steps,
+ * such as uptime's jiffies, are not an error of the round).  floor_ns is
+ * the offset difference below which no pair is steep; units_per_ns as
+ * above.
+ *
+ * This is the case td_tsfilter_imprecise() cannot see: every round of a
+ * short recording made on a saturated machine (two samples, 11 and 8 ms
+ * bounds from 3 probes each, 2.8 ms apart over 171 ms: a drift of 16,500
+ * ppm, which trace-cmd extrapolates 25 ms off within a second).  One
+ * sample's offset, held, is wrong by at most its own bound.
+ */
+uint32_t	td_tsfilter_steep(const uint64_t *ts, const int64_t *offset,
+		    const uint64_t *bound, uint32_t n, uint64_t min_bound_ns,
+		    uint64_t floor_ns, double units_per_ns, bool *out);
+
+/*
  * a - b as a double: exact where the difference fits in 64 bits (offsets
  * of any size, such as a guest's TSC's, a few apart), and no overflow where
  * it does not (offsets from a peer can be anything).
