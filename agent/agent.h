@@ -55,6 +55,7 @@ struct agent_opts {
 	const char		*symbols;	/* --symbols, nm -n output */
 	uint64_t		 cycles_per_sec;	/* 0: not given */
 	uint64_t		 ktzero;	/* --ktzero, 0: not given */
+	int			 ready_fd;	/* --ready-fd, -1: none */
 };
 
 /* tdagent check-events [-N] [-t DIR] */

@@ -20,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,6 +48,9 @@
 
 /* The timer: quiet CPUs drained, keepalives, time sync, progress. */
 #define RECORD_TICK_MS		100
+/* The longest a --ready-fd recording waits for its GO (over tdlisten's
+   120 s for a control request's answers: the collector decides). */
+#define RECORD_HOLD_S		150
 /* See record_setup(). */
 #define RECORD_BUFFER_PERCENT	10
 /* epoll id of the privileged parent's socket. */
@@ -524,6 +529,57 @@ record_exit_status(int status)
 	return 1;
 }
 
+/*
+ * --ready-fd (a standby agent's recording): set up and connected, say so
+ * and wait for G (the collector's GO, through the standby agent), a
+ * stopping signal (the loop then ends at once), the other end gone, or
+ * RECORD_HOLD_S; meanwhile the header sections go on being sent and the
+ * link kept alive.
+ */
+static void
+record_hold(struct recorder *r)
+{
+	struct timespec t0, now;
+	struct pollfd pfd[2];
+	char c = 0;
+	ssize_t n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (send(r->o->ready_fd, "R", 1, MSG_NOSIGNAL) != 1) {
+		log_warnx("the standby agent is gone: tracing");
+		goto out;
+	}
+	for (;;) {
+		uplink_pump(r);
+		uplink_tick(r);
+		pfd[0].fd = r->o->ready_fd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = r->sigfd;
+		pfd[1].events = POLLIN;
+		if (poll(pfd, 2, RECORD_TICK_MS) > 0) {
+			if (pfd[1].revents != 0)
+				break;		/* stopped: the loop sees it */
+			if (pfd[0].revents != 0) {
+				while ((n = read(r->o->ready_fd, &c, 1)) == -1 &&
+				    errno == EINTR)
+					;
+				if (n != 1 || c != 'G')
+					log_warnx("the standby agent is gone: "
+					    "tracing");
+				break;
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= RECORD_HOLD_S) {
+			log_warnx("no GO from the collector in %d s: tracing",
+			    RECORD_HOLD_S);
+			break;
+		}
+	}
+out:
+	close(r->o->ready_fd);
+}
+
 /* Run one recording; returns tdagent's exit status. */
 int
 record_run(struct instance *in, const struct agent_opts *o)
@@ -564,6 +620,8 @@ record_run(struct instance *in, const struct agent_opts *o)
 	}
 	if (record_start(&r) == -1)
 		goto fail;
+	if (o->ready_fd != -1)
+		record_hold(&r);
 	if (instance_set_tracing(in, 1) == -1) {
 		snprintf(r.err, sizeof r.err, "cannot start tracing: %s",
 		    strerror(errno));

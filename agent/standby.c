@@ -10,12 +10,14 @@
  * and the next STANDBY says it runs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -47,6 +49,7 @@ struct standby {
 	pid_t			 child;		/* the recording, or 0 */
 	uint32_t		 start_req;	/* its START */
 	uint32_t		 stop_req;	/* a STOP for it, 0: none */
+	int			 ready_fd;	/* its --ready-fd's other end */
 	bool			 quit;
 };
 
@@ -196,7 +199,7 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 	char kb[16], secs[16];
 	sigset_t all;
 	pid_t pid;
-	int n = 0;
+	int n = 0, sv[2];
 
 	standby_arg(argv, &n, sb->self);
 	standby_arg(argv, &n, "-h");
@@ -248,14 +251,26 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 	standby_arg(argv, &n, secs);
 	if (sb->o.verbosity < 0)
 		standby_arg(argv, &n, "-q");
+	/* set up, it says so on fd 3 and waits for the collector's GO */
+	standby_arg(argv, &n, "--ready-fd");
+	standby_arg(argv, &n, "3");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		return -1;
+	}
 	if ((pid = fork()) == -1) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
 		return -1;
 	}
 	if (pid == 0) {
 		/* its own process group: a terminal's ^C reaches us first */
 		setpgid(0, 0);
-		closefrom(3);
+		if (sv[1] == 3 ? fcntl(3, F_SETFD, 0) == -1 :
+		    dup2(sv[1], 3) == -1)
+			_exit(127);
+		closefrom(4);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		execv(sb->self, av.v);
@@ -263,6 +278,8 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 		    sb->self, strerror(errno));
 		_exit(127);
 	}
+	close(sv[1]);
+	sb->ready_fd = sv[0];
 	sb->child = pid;
 	sb->start_req = r->req;
 	sb->stop_req = 0;
@@ -296,6 +313,46 @@ refuse:
 	standby_answer(sb, r->req, TD_ANSWER_REFUSED, err);
 }
 
+/* Let the recording's tracing begin (why: a log line, or NULL). */
+static void
+standby_go(struct standby *sb, const char *why)
+{
+	if (sb->ready_fd == -1)
+		return;
+	if (why != NULL)
+		log_info("recording '%s': %s", sb->me.recording, why);
+	if (send(sb->ready_fd, "G", 1, MSG_NOSIGNAL) != 1)
+		log_debug("the recording is gone before its GO");
+	close(sb->ready_fd);
+	sb->ready_fd = -1;
+}
+
+/* The recording says it is set up: READY, and its GO waits. */
+static void
+standby_ready(struct standby *sb)
+{
+	char c;
+	ssize_t r = read(sb->ready_fd, &c, 1);
+
+	if (r == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r != 1 || c != 'R') {
+		/* it ended before it was set up: standby_reap() says so */
+		close(sb->ready_fd);
+		sb->ready_fd = -1;
+		return;
+	}
+	if (sb->c == NULL) {
+		standby_go(sb, "set up, and no collector to wait for: tracing");
+		return;
+	}
+	log_info("recording '%s' set up: its tracing waits for the "
+	    "collector's GO", sb->me.recording);
+	standby_answer(sb, sb->start_req, TD_ANSWER_READY, sb->me.recording);
+	if (sb->c == NULL)
+		standby_go(sb, "lost the collector before its GO: tracing");
+}
+
 /* A recording ended: say so (to a STOP's request, if one asked). */
 static void
 standby_reap(struct standby *sb)
@@ -314,6 +371,10 @@ standby_reap(struct standby *sb)
 			snprintf(text, sizeof text, "%s signal %d",
 			    sb->me.recording, WTERMSIG(status));
 		log_info("recording %s", text);
+		if (sb->ready_fd != -1) {
+			close(sb->ready_fd);
+			sb->ready_fd = -1;
+		}
 		sb->child = 0;
 		sb->me.recording[0] = '\0';
 		standby_answer(sb, sb->stop_req, TD_ANSWER_FINISHED, text);
@@ -354,6 +415,14 @@ standby_frame(struct standby *sb, const struct td_frame *f)
 		    sb->me.recording);
 		sb->stop_req = req;
 		kill(sb->child, SIGINT);
+		break;
+	case TD_MSG_GO:
+		if (td_msg_unpack_go(f, &req) == -1) {
+			log_warnx("the collector sent a malformed GO");
+			break;
+		}
+		if (sb->child != 0 && req == sb->start_req)
+			standby_go(sb, "the collector's GO: tracing");
 		break;
 	case TD_MSG_ERROR:
 		if (td_msg_unpack_error(f, &e) == 0)
@@ -426,22 +495,30 @@ standby_signal(struct standby *sb)
 static void
 standby_wait(struct standby *sb, int ms)
 {
-	struct pollfd pfd[2];
-	int n = 1;
+	struct pollfd pfd[3];
+	int n = 2;
 
 	pfd[0].fd = sb->sigfd;
 	pfd[0].events = POLLIN;
+	pfd[1].fd = sb->ready_fd;	/* -1: not looked at */
+	pfd[1].events = POLLIN;
+	pfd[1].revents = 0;
 	if (sb->c != NULL) {
-		pfd[1].fd = conn_fd(sb->c);
-		pfd[1].events = POLLIN;
-		n = 2;
+		pfd[2].fd = conn_fd(sb->c);
+		pfd[2].events = POLLIN;
+		n = 3;
 	}
 	if (poll(pfd, n, ms) <= 0)
 		return;
 	if (pfd[0].revents != 0)
 		standby_signal(sb);
-	if (n == 2 && sb->c != NULL && pfd[1].revents != 0)
+	if (pfd[1].revents != 0 && sb->ready_fd != -1)
+		standby_ready(sb);
+	if (n == 3 && sb->c != NULL && pfd[2].revents != 0)
 		standby_input(sb);
+	/* a recording waiting for GO does not wait for a lost collector */
+	if (sb->c == NULL)
+		standby_go(sb, "lost the collector before its GO: tracing");
 }
 
 int
@@ -487,6 +564,7 @@ standby_main(int argc, char **argv)
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);
+	sb->ready_fd = -1;
 	if ((sb->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
 		fatal("signalfd");
 	sb->me.version = TD_STANDBY_VERSION;

@@ -2,6 +2,7 @@
  * tdagent.c: command line of tdagent, the recording side of tracedock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <getopt.h>
 #include <math.h>
@@ -58,6 +59,7 @@ enum {
 	OPT_SYMBOLS,
 	OPT_CYCLES,
 	OPT_KTZERO,
+	OPT_READY_FD,
 };
 
 static void
@@ -123,6 +125,9 @@ usage(FILE *fp)
 "  -b KB              ring-buffer size per CPU in KiB (default: the kernel's)\n"
 "  -C CLOCK           trace clock: local, global, mono, mono_raw, boot, x86-tsc...\n"
 "  -s SECONDS         stop after SECONDS\n"
+"  --ready-fd FD      set up and connected, write R to FD and start tracing\n"
+"                     when G comes back (how --standby starts its recordings\n"
+"                     together)\n"
 "  -u USER            record as USER (default nobody): only a small parent\n"
 "                     keeps root, for the ftrace instance and the command;\n"
 "                     -u root: one process, all of it as root; USER may\n"
@@ -162,6 +167,7 @@ static const struct option tdagent_longopts[] = {
 	{ "symbols", required_argument, NULL, OPT_SYMBOLS },
 	{ "cycles-per-sec", required_argument, NULL, OPT_CYCLES },
 	{ "ktzero", required_argument, NULL, OPT_KTZERO },
+	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -249,6 +255,7 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	o->spool_max = 1024ULL * 1024 * 1024;
 	o->reconnect_wait = 300;
 	o->user = "nobody";
+	o->ready_fd = -1;
 	while ((ch = getopt_long(argc, argv, "+o:h:p:e:f:Fb:C:s:u:qv",
 	    tdagent_longopts, NULL)) != -1) {
 		switch (ch) {
@@ -416,6 +423,17 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			    o->ktzero == 0)
 				tdagent_usage_error("invalid address '%s' "
 				    "(hex, e.g. ffffffff80110000)", optarg);
+			break;
+		case OPT_READY_FD:
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    v < 3 || v > 1024 || v != (int)v ||
+			    fcntl((int)v, F_GETFD) == -1)
+				tdagent_usage_error("--ready-fd '%s': not an "
+				    "open descriptor", optarg);
+			o->ready_fd = (int)v;
+			fcntl(o->ready_fd, F_SETFD, FD_CLOEXEC);
 			break;
 		case OPT_HELP:
 			usage(stdout);

@@ -34,6 +34,7 @@ struct standby {
 	uint32_t		 ncpus;
 	struct standby_reply	*waiter;	/* who waits for an ANSWER */
 	uint32_t		 req;		/* ... to this request */
+	bool			 ready;		/* READY to req: waits for GO */
 	struct standby		*prev, *next;
 };
 
@@ -98,11 +99,58 @@ standby_release(struct standby *sb, const char *why)
 	r->settle(r->arg);
 }
 
+/* GO for START req to sb: 0, or -1 (its connection is going). */
+static int
+standby_send_go(struct standby *sb, uint32_t req)
+{
+	struct td_buf f;
+	int r;
+
+	td_buf_init(&f, TD_FRAME_HEADER + 4);
+	td_msg_pack_go(&f, req);
+	r = sb->send(sb->send_arg, f.data, f.len);
+	td_buf_free(&f);
+	return r;
+}
+
+/*
+ * The recordings of START req (asked by r) begin together: once every
+ * agent still answering it is READY (set up, connected, its tracing off),
+ * a GO goes to each in this one pass, and r hears of them.
+ */
+static void
+standby_go(struct standby_reply *r, uint32_t req)
+{
+	struct standby *sb, *next;
+	int n = 0;
+
+	for (sb = standby_list_head; sb != NULL; sb = sb->next)
+		if (sb->waiter == r && sb->req == req && !sb->ready)
+			return;		/* not all ready yet */
+	for (sb = standby_list_head; sb != NULL; sb = next) {
+		next = sb->next;
+		if (sb->waiter != r || sb->req != req)
+			continue;
+		sb->ready = false;
+		n++;
+		if (standby_send_go(sb, req) == -1)
+			standby_release(sb, "error cannot queue GO to");
+		else
+			standby_release(sb, "go");
+	}
+	if (n > 0)
+		log_info("control: GO to %d standby agents (request %" PRIu32
+		    ")", n, req);
+}
+
 void
 standby_remove(struct standby *sb)
 {
 	if (sb == NULL)
 		return;
+	struct standby_reply *r = sb->waiter;
+	uint32_t req = sb->req;
+
 	log_info("standby %s (%s): gone", sb->identity, sb->peer);
 	standby_release(sb, "lost");
 	if (sb->prev != NULL)
@@ -112,6 +160,8 @@ standby_remove(struct standby *sb)
 	if (sb->next != NULL)
 		sb->next->prev = sb->prev;
 	free(sb);
+	if (r != NULL)
+		standby_go(r, req);	/* it was the last not READY */
 }
 
 void
@@ -119,6 +169,8 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 {
 	char text[TD_MAX_ERROR_LEN + 1];
 	bool mine = sb->waiter != NULL && a->req == sb->req;
+
+	struct standby_reply *r = sb->waiter;
 
 	snprintf(text, sizeof text, "%s", a->text);
 	switch (a->what) {
@@ -133,7 +185,20 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 		if (mine)
 			standby_line(sb->waiter, "started %s %s",
 			    sb->identity, text);
-		break;
+		/* answered for good once READY (or gone) */
+		return;
+	case TD_ANSWER_READY:
+		if (!mine) {
+			/* nobody waits with it (tdctl gone, or its time
+			   up): it goes at once */
+			standby_send_go(sb, a->req);
+			return;
+		}
+		log_info("standby %s: recording %s ready", sb->identity,
+		    sb->recording);
+		sb->ready = true;
+		standby_go(sb->waiter, sb->req);
+		return;
 	case TD_ANSWER_REFUSED:
 		snprintf(sb->refused, sizeof sb->refused, "%.79s", text);
 		log_warnx("standby %s: refused: %s", sb->identity, text);
@@ -149,8 +214,12 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 			    sb->identity, text);
 		break;
 	}
-	if (mine)
+	if (mine) {
+		sb->ready = false;
 		standby_release(sb, NULL);
+		/* it may have been the last of a START not READY */
+		standby_go(r, a->req);
+	}
 }
 
 /* sb's state as the list shows it. */
@@ -275,7 +344,14 @@ standby_forget(struct standby_reply *cl, bool say)
 		if (sb->waiter != cl)
 			continue;
 		sb->waiter = NULL;
-		if (say)
+		if (sb->ready) {
+			/* set up and waiting: it goes, with or without the
+			   others (and whether or not anyone still listens) */
+			sb->ready = false;
+			if (standby_send_go(sb, sb->req) == 0 && say)
+				standby_line(cl, "go %s (not all were ready in "
+				    "time)", sb->identity);
+		} else if (say)
 			standby_line(cl, "timeout %s", sb->identity);
 	}
 }

@@ -215,6 +215,24 @@ td_msg_unpack_stop(const struct td_frame *f, uint32_t *req)
 	return sb_cur_end(&c);
 }
 
+int
+td_msg_pack_go(struct td_buf *b, uint32_t req)
+{
+	if (td_frame_header(b, TD_MSG_GO, 0, 4) == -1)
+		return -1;
+	return sb_u32(b, req);
+}
+
+int
+td_msg_unpack_go(const struct td_frame *f, uint32_t *req)
+{
+	struct td_cur c;
+
+	sb_cur_init(&c, f, TD_MSG_GO);
+	*req = td_cur_be32(&c);
+	return sb_cur_end(&c);
+}
+
 /* ANSWER: request, what, text (made printable: the peer logs it). */
 int
 td_msg_pack_answer(struct td_buf *b, const struct td_answer *a)
@@ -244,7 +262,7 @@ td_msg_unpack_answer(const struct td_frame *f, struct td_answer *a)
 	a->what = td_cur_be16(&c);
 	sb_cur_str(&c, a->text, sizeof a->text);
 	if (!td_cur_bad(&c) && (a->what < TD_ANSWER_STARTED ||
-	    a->what > TD_ANSWER_FINISHED))
+	    a->what > TD_ANSWER_READY))
 		td_cur_fail(&c);
 	return sb_cur_end(&c);
 }

@@ -61,7 +61,8 @@ struct td_buf;
 	X(STANDBY,	21, 14,	TD_MAX_STANDBY_MSG)			\
 	X(START,	22, 20,	TD_MAX_STANDBY_MSG)			\
 	X(STOP,		23, 4,	4)					\
-	X(ANSWER,	24, 8,	8 + TD_MAX_ERROR_LEN)
+	X(ANSWER,	24, 8,	8 + TD_MAX_ERROR_LEN)			\
+	X(GO,		25, 4,	4)
 
 enum td_msg_type {
 #define TD_MSG_ENUM(n, v, lo, hi) TD_MSG_##n = v,
@@ -155,6 +156,7 @@ struct td_start {
 #define TD_ANSWER_STARTED	1	/* text: the recording's name */
 #define TD_ANSWER_REFUSED	2	/* text: why */
 #define TD_ANSWER_FINISHED	3	/* text: name and exit status */
+#define TD_ANSWER_READY		4	/* text: the name; tracing waits for GO */
 struct td_answer {
 	uint32_t	 req;		/* START's or STOP's; 0: none */
 	uint16_t	 what;		/* TD_ANSWER_* */
@@ -403,6 +405,9 @@ int	td_msg_pack_start(struct td_buf *b, const struct td_start *s);
 int	td_msg_unpack_start(const struct td_frame *f, struct td_start *s);
 int	td_msg_pack_stop(struct td_buf *b, uint32_t req);
 int	td_msg_unpack_stop(const struct td_frame *f, uint32_t *req);
+/* GO, listener -> agent: every recording of START req is ready: trace. */
+int	td_msg_pack_go(struct td_buf *b, uint32_t req);
+int	td_msg_unpack_go(const struct td_frame *f, uint32_t *req);
 int	td_msg_pack_answer(struct td_buf *b, const struct td_answer *a);
 int	td_msg_unpack_answer(const struct td_frame *f, struct td_answer *a);
 /* The content of a TD_OPT_TD_GUEST option (not a frame: OPTION wraps it). */

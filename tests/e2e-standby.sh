@@ -6,6 +6,9 @@
 # tests/tdpoke's getppid calls (raw_syscalls:sys_enter, filtered on the
 # workload's pid and getppid's number), the workload runs once all 20
 # record, one tdctl stop ends them, and then:
+#   - the recordings begin together: each says READY once set up and
+#     connected, its tracing off, and the listener's one GO goes to all
+#     20 after the last READY;
 #   - 20 files, each exactly the workload's N calls, nothing lost;
 #   - one timeline: the k-th call has the same place in every file: its
 #     stamps (after trace-cmd's time-sync corrections) spread less than
@@ -159,6 +162,19 @@ eq "tdctl start: $NAGENTS agents started" \
 check "the listener sent all the STARTs in one pass" grep -q \
     "control: START 'fleet' sent to $NAGENTS standby agents matching '\*'" \
     "$WORK/listen.log"
+# the recordings begin together: each, set up and connected, said READY
+# and waited; the one GO went to all once the last was ready
+eq "tdctl start: a GO to each of the $NAGENTS" \
+    "$(grep -c '^go host[0-9]*$' "$WORK/start.out")" $NAGENTS
+check "the listener sent one GO to all $NAGENTS, after the last READY" awk -v n=$NAGENTS '
+    /standby host[0-9]*: recording fleet ready$/ { ready++; last = NR }
+    /control: GO to [0-9]* standby agents/ && ready == n && $0 ~ ("GO to " n " standby") { go = NR }
+    END { exit !(ready == n && go > last) }' "$WORK/listen.log"
+check "each agent's recording waited for the GO to trace" sh -c '
+    for f in "$1"/agent.host*.err; do
+	grep -q "recording .fleet. set up: its tracing waits for the collector.s GO" "$f" &&
+	grep -q "recording .fleet.: the collector.s GO: tracing" "$f" || exit 1
+    done' sh "$WORK"
 # every recorder has its instance recording and its session open
 for p in $(awk '/^started/ { print $5 }' "$WORK/start.out"); do
 	wait_until $((400 * SLOW)) live "$p"

@@ -823,10 +823,25 @@ test_standby_messages(void **state)
 	/* made printable: the peer logs it */
 	assert_string_equal(a2.text, "event 'irq' not?allowed");
 	td_buf_reset(&b);
-	a.what = 4;
+	a.what = TD_ANSWER_READY;
+	assert_int_equal(td_msg_pack_answer(&b, &a), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_answer(&f, &a2), 0);
+	assert_int_equal(a2.what, TD_ANSWER_READY);
+	td_buf_reset(&b);
+	a.what = 5;
 	assert_int_equal(td_msg_pack_answer(&b, &a), 0);
 	one_frame(&b, &f);
 	assert_int_equal(td_msg_unpack_answer(&f, &a2), -1);
+
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_go(&b, 11), 0);
+	one_frame(&b, &f);
+	assert_int_equal(f.type, TD_MSG_GO);
+	assert_int_equal(td_msg_unpack_go(&f, &req), 0);
+	assert_int_equal(req, 11);
+	f.type = TD_MSG_STOP;	/* a GO's decoder takes only a GO */
+	assert_int_equal(td_msg_unpack_go(&f, &req), -1);
 
 	/* random payloads never crash the decoders */
 	srand(16);
@@ -837,11 +852,12 @@ test_standby_messages(void **state)
 			    rand());
 		f.payload = junk;
 		f.len = (size_t)rand() % sizeof junk;
-		f.type = (uint16_t)(TD_MSG_STANDBY + rand() % 4);
+		f.type = (uint16_t)(TD_MSG_STANDBY + rand() % 5);
 		td_msg_unpack_standby(&f, &st2);
 		td_msg_unpack_start(&f, &r[1]);
 		td_msg_unpack_stop(&f, &req);
 		td_msg_unpack_answer(&f, &a2);
+		td_msg_unpack_go(&f, &req);
 	}
 	td_buf_free(&b);
 	free(r);
