@@ -6,6 +6,7 @@
 
 #include "buf.h"
 #include "cursor.h"
+#include "msgpack.h"
 #include "tdproto.h"
 #include "banned.h"
 
@@ -38,8 +39,8 @@ td_msg_info(uint16_t type)
  * including the NUL we add) and hold only printable ASCII: nothing a peer
  * sends can smuggle a control character into a log line.
  */
-static void
-cur_str(struct td_cur *c, char *out, size_t cap)
+void
+td_msg_cur_str(struct td_cur *c, char *out, size_t cap)
 {
 	uint16_t n = td_cur_be16(c);
 	const uint8_t *p;
@@ -65,8 +66,8 @@ cur_str(struct td_cur *c, char *out, size_t cap)
 }
 
 /* Finish a decode: every byte used, nothing out of bounds. */
-static int
-cur_end(const struct td_cur *c)
+int
+td_msg_cur_end(const struct td_cur *c)
 {
 	if (td_cur_end(c) == -1) {
 		errno = EBADMSG;
@@ -76,24 +77,24 @@ cur_end(const struct td_cur *c)
 }
 
 /* A cursor over f's payload, bad from the start if f is not a type. */
-static void
-cur_init(struct td_cur *c, const struct td_frame *f, uint16_t type)
+void
+td_msg_cur_init(struct td_cur *c, const struct td_frame *f, uint16_t type)
 {
 	td_cur_init(c, f->payload, f->len);
 	if (f->type != type)
 		td_cur_fail(c);
 }
 
-static int
-put_u16(struct td_buf *b, uint16_t v)
+int
+td_msg_put_u16(struct td_buf *b, uint16_t v)
 {
 	uint8_t x[2] = { v >> 8, v };
 
 	return td_buf_add(b, x, 2);
 }
 
-static int
-put_u32(struct td_buf *b, uint32_t v)
+int
+td_msg_put_u32(struct td_buf *b, uint32_t v)
 {
 	uint8_t x[4] = { v >> 24, v >> 16, v >> 8, v };
 
@@ -103,21 +104,26 @@ put_u32(struct td_buf *b, uint32_t v)
 static int
 put_u64(struct td_buf *b, uint64_t v)
 {
-	if (put_u32(b, v >> 32) == -1)
+	if (td_msg_put_u32(b, v >> 32) == -1)
 		return -1;
-	return put_u32(b, (uint32_t)v);
+	return td_msg_put_u32(b, (uint32_t)v);
 }
 
-static int
-put_str(struct td_buf *b, const char *s, size_t cap)
+int
+td_msg_put_str(struct td_buf *b, const char *s, size_t cap)
 {
-	size_t n = strlen(s);
+	size_t n = strlen(s), i;
 
 	if (n >= cap || n > UINT16_MAX) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if (put_u16(b, n) == -1)
+	for (i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e) {
+			errno = EINVAL;	/* the peer would refuse it */
+			return -1;
+		}
+	if (td_msg_put_u16(b, n) == -1)
 		return -1;
 	return td_buf_add(b, s, n);
 }
@@ -168,17 +174,18 @@ td_frame_header(struct td_buf *b, uint16_t type, uint16_t flags, size_t len)
 		errno = EMSGSIZE;
 		return -1;
 	}
-	if (put_u32(b, (uint32_t)len) == -1 || put_u16(b, type) == -1)
+	if (td_msg_put_u32(b, (uint32_t)len) == -1 ||
+	    td_msg_put_u16(b, type) == -1)
 		return -1;
-	return put_u16(b, flags);
+	return td_msg_put_u16(b, flags);
 }
 
 /*
  * Pack a message whose payload is built by the caller into b after a
  * placeholder header: remember where it starts, then patch the length.
  */
-static size_t
-msg_begin(struct td_buf *b)
+size_t
+td_msg_begin(struct td_buf *b)
 {
 	size_t at = b->len;
 
@@ -186,8 +193,8 @@ msg_begin(struct td_buf *b)
 	return at;
 }
 
-static int
-msg_end(struct td_buf *b, size_t at, uint16_t type, int ok)
+int
+td_msg_end(struct td_buf *b, size_t at, uint16_t type, int ok)
 {
 	struct td_buf h;
 	size_t len;
@@ -212,22 +219,23 @@ msg_end(struct td_buf *b, size_t at, uint16_t type, int ok)
 int
 td_msg_pack_hello(struct td_buf *b, const struct td_hello *h)
 {
-	size_t at = msg_begin(b);
+	size_t at = td_msg_begin(b);
 	uint8_t bytes[4] = { h->long_size, h->commit_size, h->big_endian,
 	    h->file_version };
 	int ok = 0;
 
-	if (put_u16(b, h->version_min) == -1 ||
-	    put_u16(b, h->version_max) == -1 ||
-	    put_u32(b, h->ncpus) == -1 || put_u32(b, h->page_size) == -1 ||
+	if (td_msg_put_u16(b, h->version_min) == -1 ||
+	    td_msg_put_u16(b, h->version_max) == -1 ||
+	    td_msg_put_u32(b, h->ncpus) == -1 ||
+	    td_msg_put_u32(b, h->page_size) == -1 ||
 	    td_buf_add(b, bytes, 4) == -1 ||
 	    put_u64(b, h->recording_id) == -1 ||
 	    put_u64(b, h->trace_id) == -1 ||
-	    put_u16(b, h->flags) == -1 ||
-	    put_str(b, h->name, sizeof h->name) == -1 ||
-	    put_str(b, h->clock, sizeof h->clock) == -1)
+	    td_msg_put_u16(b, h->flags) == -1 ||
+	    td_msg_put_str(b, h->name, sizeof h->name) == -1 ||
+	    td_msg_put_str(b, h->clock, sizeof h->clock) == -1)
 		ok = -1;
-	return msg_end(b, at, TD_MSG_HELLO, ok);
+	return td_msg_end(b, at, TD_MSG_HELLO, ok);
 }
 
 /* Decode HELLO; values are checked for sense, not only for size. */
@@ -236,7 +244,7 @@ td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h)
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_HELLO);
+	td_msg_cur_init(&c, f, TD_MSG_HELLO);
 	memset(h, 0, sizeof *h);
 	h->version_min = td_cur_be16(&c);
 	h->version_max = td_cur_be16(&c);
@@ -249,9 +257,9 @@ td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h)
 	h->recording_id = td_cur_be64(&c);
 	h->trace_id = td_cur_be64(&c);
 	h->flags = td_cur_be16(&c);
-	cur_str(&c, h->name, sizeof h->name);
-	cur_str(&c, h->clock, sizeof h->clock);
-	if (cur_end(&c) == -1)
+	td_msg_cur_str(&c, h->name, sizeof h->name);
+	td_msg_cur_str(&c, h->clock, sizeof h->clock);
+	if (td_msg_cur_end(&c) == -1)
 		return -1;
 	if (h->version_min > h->version_max || h->ncpus < 1 ||
 	    h->ncpus > TD_MAX_CPUS || h->page_size < TD_MIN_PAGE_SIZE ||
@@ -273,17 +281,18 @@ td_msg_unpack_hello(const struct td_frame *f, struct td_hello *h)
 int
 td_msg_pack_welcome(struct td_buf *b, const struct td_welcome *w)
 {
-	size_t at = msg_begin(b);
+	size_t at = td_msg_begin(b);
 	int ok = 0;
 
-	if (put_u16(b, w->version) == -1 || put_u16(b, w->flags) == -1 ||
-	    put_u32(b, w->tsync_interval) == -1 ||
+	if (td_msg_put_u16(b, w->version) == -1 ||
+	    td_msg_put_u16(b, w->flags) == -1 ||
+	    td_msg_put_u32(b, w->tsync_interval) == -1 ||
 	    put_u64(b, w->session_id) == -1 ||
 	    put_u64(b, w->resume_offset) == -1 ||
-	    put_u32(b, w->idle_timeout) == -1 ||
-	    put_str(b, w->identity, sizeof w->identity) == -1)
+	    td_msg_put_u32(b, w->idle_timeout) == -1 ||
+	    td_msg_put_str(b, w->identity, sizeof w->identity) == -1)
 		ok = -1;
-	return msg_end(b, at, TD_MSG_WELCOME, ok);
+	return td_msg_end(b, at, TD_MSG_WELCOME, ok);
 }
 
 /* Decode WELCOME. */
@@ -292,7 +301,7 @@ td_msg_unpack_welcome(const struct td_frame *f, struct td_welcome *w)
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_WELCOME);
+	td_msg_cur_init(&c, f, TD_MSG_WELCOME);
 	memset(w, 0, sizeof *w);
 	w->version = td_cur_be16(&c);
 	w->flags = td_cur_be16(&c);
@@ -300,8 +309,8 @@ td_msg_unpack_welcome(const struct td_frame *f, struct td_welcome *w)
 	w->session_id = td_cur_be64(&c);
 	w->resume_offset = td_cur_be64(&c);
 	w->idle_timeout = td_cur_be32(&c);
-	cur_str(&c, w->identity, sizeof w->identity);
-	if (cur_end(&c) == -1)
+	td_msg_cur_str(&c, w->identity, sizeof w->identity);
+	if (td_msg_cur_end(&c) == -1)
 		return -1;
 	if ((w->flags & ~TD_WELCOME_RESUMED) != 0) {
 		errno = EBADMSG;
@@ -316,7 +325,7 @@ td_msg_pack_section(struct td_buf *b, uint16_t id)
 {
 	if (td_frame_header(b, TD_MSG_SECTION, 0, 2) == -1)
 		return -1;
-	return put_u16(b, id);
+	return td_msg_put_u16(b, id);
 }
 
 /* Decode SECTION. */
@@ -325,9 +334,9 @@ td_msg_unpack_section(const struct td_frame *f, uint16_t *id)
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_SECTION);
+	td_msg_cur_init(&c, f, TD_MSG_SECTION);
 	*id = td_cur_be16(&c);
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 /* SECTION_DATA: n bytes of the open section (n <= TD_MAX_FRAME). */
@@ -355,7 +364,7 @@ td_msg_pack_option(struct td_buf *b, uint16_t id, const void *p, size_t n)
 		return -1;
 	}
 	if (td_frame_header(b, TD_MSG_OPTION, 0, n + 2) == -1 ||
-	    put_u16(b, id) == -1)
+	    td_msg_put_u16(b, id) == -1)
 		return -1;
 	return td_buf_add(b, p, n);
 }
@@ -367,11 +376,11 @@ td_msg_unpack_option(const struct td_frame *f, uint16_t *id,
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_OPTION);
+	td_msg_cur_init(&c, f, TD_MSG_OPTION);
 	*id = td_cur_be16(&c);
 	*n = td_cur_left(&c);
 	*p = td_cur_take(&c, td_cur_left(&c));
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 /* Header of PAGES. */
@@ -383,7 +392,7 @@ td_msg_pack_pages_head(struct td_buf *b, uint32_t cpu, uint32_t count,
 
 	if (count == 0 || td_frame_header(b, TD_MSG_PAGES, 0, len) == -1)
 		return -1;
-	if (put_u32(b, cpu) == -1 || put_u32(b, count) == -1)
+	if (td_msg_put_u32(b, cpu) == -1 || td_msg_put_u32(b, count) == -1)
 		return -1;
 	return put_u64(b, first_seq);
 }
@@ -395,7 +404,7 @@ td_msg_unpack_pages(const struct td_frame *f, size_t page_size,
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_PAGES);
+	td_msg_cur_init(&c, f, TD_MSG_PAGES);
 	pg->cpu = td_cur_be32(&c);
 	pg->count = td_cur_be32(&c);
 	pg->first_seq = td_cur_be64(&c);
@@ -406,23 +415,23 @@ td_msg_unpack_pages(const struct td_frame *f, size_t page_size,
 	}
 	pg->len = td_cur_left(&c);
 	pg->data = td_cur_take(&c, td_cur_left(&c));
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 int
 td_msg_pack_section_z(struct td_buf *b, const struct td_section_z *sz)
 {
-	size_t at = msg_begin(b);
+	size_t at = td_msg_begin(b);
 	int ok = 0;
 
 	if (sz->raw_len == 0 || sz->raw_len > TD_SECTION_Z_RAW ||
 	    sz->len == 0 ||
 	    (sz->codec != TD_WIRE_ZSTD && sz->codec != TD_WIRE_ZLIB) ||
-	    put_u16(b, sz->codec) == -1 || put_u16(b, 0) == -1 ||
-	    put_u32(b, sz->raw_len) == -1 ||
+	    td_msg_put_u16(b, sz->codec) == -1 || td_msg_put_u16(b, 0) == -1 ||
+	    td_msg_put_u32(b, sz->raw_len) == -1 ||
 	    td_buf_add(b, sz->data, sz->len) == -1)
 		ok = -1;
-	return msg_end(b, at, TD_MSG_SECTION_DATA_Z, ok);
+	return td_msg_end(b, at, TD_MSG_SECTION_DATA_Z, ok);
 }
 
 int
@@ -431,7 +440,7 @@ td_msg_unpack_section_z(const struct td_frame *f, struct td_section_z *sz)
 	struct td_cur c;
 	uint16_t zero;
 
-	cur_init(&c, f, TD_MSG_SECTION_DATA_Z);
+	td_msg_cur_init(&c, f, TD_MSG_SECTION_DATA_Z);
 	sz->codec = td_cur_be16(&c);
 	zero = td_cur_be16(&c);
 	sz->raw_len = td_cur_be32(&c);
@@ -443,7 +452,7 @@ td_msg_unpack_section_z(const struct td_frame *f, struct td_section_z *sz)
 	}
 	sz->len = td_cur_left(&c);
 	sz->data = td_cur_take(&c, td_cur_left(&c));
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 /* One section reference: be16 id, be16 0, be64 length, the SHA-256. */
@@ -451,7 +460,7 @@ static int
 put_ref(struct td_buf *b, const struct td_section_ref *r)
 {
 	if (r->id < 16 || r->id > 21 || r->length > TD_MAX_SECTION_SIZE ||
-	    put_u16(b, r->id) == -1 || put_u16(b, 0) == -1 ||
+	    td_msg_put_u16(b, r->id) == -1 || td_msg_put_u16(b, 0) == -1 ||
 	    put_u64(b, r->length) == -1)
 		return -1;
 	return td_buf_add(b, r->sha, sizeof r->sha);
@@ -476,16 +485,16 @@ cur_ref(struct td_cur *c, struct td_section_ref *r)
 int
 td_msg_pack_section_offer(struct td_buf *b, const struct td_section_offer *o)
 {
-	size_t at = msg_begin(b);
+	size_t at = td_msg_begin(b);
 	int ok = 0;
 	uint16_t i;
 
-	if (o->count > TD_HCACHE_OFFER_MAX || put_u16(b, o->count) == -1)
+	if (o->count > TD_HCACHE_OFFER_MAX || td_msg_put_u16(b, o->count) == -1)
 		ok = -1;
 	for (i = 0; ok == 0 && i < o->count; i++)
 		if (put_ref(b, &o->ref[i]) == -1)
 			ok = -1;
-	return msg_end(b, at, TD_MSG_SECTION_OFFER, ok);
+	return td_msg_end(b, at, TD_MSG_SECTION_OFFER, ok);
 }
 
 int
@@ -495,7 +504,7 @@ td_msg_unpack_section_offer(const struct td_frame *f,
 	struct td_cur c;
 	uint16_t i, j;
 
-	cur_init(&c, f, TD_MSG_SECTION_OFFER);
+	td_msg_cur_init(&c, f, TD_MSG_SECTION_OFFER);
 	o->count = td_cur_be16(&c);
 	if (o->count > TD_HCACHE_OFFER_MAX)
 		td_cur_fail(&c);
@@ -505,23 +514,23 @@ td_msg_unpack_section_offer(const struct td_frame *f,
 			if (o->ref[j].id == o->ref[i].id)
 				td_cur_fail(&c);
 	}
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 /* SECTION_HAVE: be16 count, then one byte per offered section, 0 or 1. */
 int
 td_msg_pack_section_have(struct td_buf *b, const struct td_section_have *h)
 {
-	size_t at = msg_begin(b);
+	size_t at = td_msg_begin(b);
 	int ok = 0;
 	uint16_t i;
 
-	if (h->count > TD_HCACHE_OFFER_MAX || put_u16(b, h->count) == -1)
+	if (h->count > TD_HCACHE_OFFER_MAX || td_msg_put_u16(b, h->count) == -1)
 		ok = -1;
 	for (i = 0; ok == 0 && i < h->count; i++)
 		if (h->have[i] > 1 || td_buf_add(b, &h->have[i], 1) == -1)
 			ok = -1;
-	return msg_end(b, at, TD_MSG_SECTION_HAVE, ok);
+	return td_msg_end(b, at, TD_MSG_SECTION_HAVE, ok);
 }
 
 int
@@ -531,23 +540,23 @@ td_msg_unpack_section_have(const struct td_frame *f,
 	struct td_cur c;
 	uint16_t i;
 
-	cur_init(&c, f, TD_MSG_SECTION_HAVE);
+	td_msg_cur_init(&c, f, TD_MSG_SECTION_HAVE);
 	h->count = td_cur_be16(&c);
 	if (h->count > TD_HCACHE_OFFER_MAX)
 		td_cur_fail(&c);
 	for (i = 0; !td_cur_bad(&c) && i < h->count; i++)
 		if ((h->have[i] = td_cur_u8(&c)) > 1)
 			td_cur_fail(&c);
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 /* SECTION_REF: a whole section, by content (one reference). */
 int
 td_msg_pack_section_ref(struct td_buf *b, const struct td_section_ref *r)
 {
-	size_t at = msg_begin(b);
+	size_t at = td_msg_begin(b);
 
-	return msg_end(b, at, TD_MSG_SECTION_REF, put_ref(b, r));
+	return td_msg_end(b, at, TD_MSG_SECTION_REF, put_ref(b, r));
 }
 
 int
@@ -555,24 +564,27 @@ td_msg_unpack_section_ref(const struct td_frame *f, struct td_section_ref *r)
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_SECTION_REF);
+	td_msg_cur_init(&c, f, TD_MSG_SECTION_REF);
 	cur_ref(&c, r);
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 int
 td_msg_pack_pages_z(struct td_buf *b, const struct td_pages_z *pz)
 {
-	size_t at = msg_begin(b);
+	size_t at = td_msg_begin(b);
 	int ok = 0;
 
 	if (pz->count == 0 || pz->count > TD_CHUNK_PAGES || pz->len == 0 ||
 	    (pz->codec != TD_WIRE_ZSTD && pz->codec != TD_WIRE_ZLIB) ||
-	    put_u32(b, pz->cpu) == -1 || put_u32(b, pz->count) == -1 ||
-	    put_u64(b, pz->first_seq) == -1 || put_u16(b, pz->codec) == -1 ||
-	    put_u16(b, 0) == -1 || td_buf_add(b, pz->data, pz->len) == -1)
+	    td_msg_put_u32(b, pz->cpu) == -1 ||
+	    td_msg_put_u32(b, pz->count) == -1 ||
+	    put_u64(b, pz->first_seq) == -1 ||
+	    td_msg_put_u16(b, pz->codec) == -1 ||
+	    td_msg_put_u16(b, 0) == -1 ||
+	    td_buf_add(b, pz->data, pz->len) == -1)
 		ok = -1;
-	return msg_end(b, at, TD_MSG_PAGES_Z, ok);
+	return td_msg_end(b, at, TD_MSG_PAGES_Z, ok);
 }
 
 int
@@ -581,7 +593,7 @@ td_msg_unpack_pages_z(const struct td_frame *f, struct td_pages_z *pz)
 	struct td_cur c;
 	uint16_t zero;
 
-	cur_init(&c, f, TD_MSG_PAGES_Z);
+	td_msg_cur_init(&c, f, TD_MSG_PAGES_Z);
 	pz->cpu = td_cur_be32(&c);
 	pz->count = td_cur_be32(&c);
 	pz->first_seq = td_cur_be64(&c);
@@ -595,7 +607,7 @@ td_msg_unpack_pages_z(const struct td_frame *f, struct td_pages_z *pz)
 	}
 	pz->len = td_cur_left(&c);
 	pz->data = td_cur_take(&c, td_cur_left(&c));
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 /*
@@ -611,7 +623,7 @@ td_msg_unpack_pages_head(const uint8_t *p, size_t len, size_t page_size,
 	    .len = TD_PAGES_HEAD, .total = TD_FRAME_HEADER + TD_PAGES_HEAD };
 	struct td_cur c;
 
-	cur_init(&c, &f, TD_MSG_PAGES);
+	td_msg_cur_init(&c, &f, TD_MSG_PAGES);
 	pg->cpu = td_cur_be32(&c);
 	pg->count = td_cur_be32(&c);
 	pg->first_seq = td_cur_be64(&c);
@@ -630,16 +642,16 @@ td_msg_unpack_pages_head(const uint8_t *p, size_t len, size_t page_size,
 int
 td_msg_pack_end(struct td_buf *b, const struct td_end *e)
 {
-	size_t at = msg_begin(b);
+	size_t at = td_msg_begin(b);
 	uint32_t i;
 	int ok = 0;
 
-	if (e->ncpus > TD_MAX_CPUS || put_u32(b, e->ncpus) == -1)
+	if (e->ncpus > TD_MAX_CPUS || td_msg_put_u32(b, e->ncpus) == -1)
 		ok = -1;
 	for (i = 0; ok == 0 && i < e->ncpus; i++)
 		if (put_u64(b, e->pages[i]) == -1)
 			ok = -1;
-	return msg_end(b, at, TD_MSG_END, ok);
+	return td_msg_end(b, at, TD_MSG_END, ok);
 }
 
 /* Decode END. */
@@ -649,7 +661,7 @@ td_msg_unpack_end(const struct td_frame *f, struct td_end *e)
 	struct td_cur c;
 	uint32_t i;
 
-	cur_init(&c, f, TD_MSG_END);
+	td_msg_cur_init(&c, f, TD_MSG_END);
 	e->ncpus = td_cur_be32(&c);
 	if (e->ncpus > TD_MAX_CPUS) {
 		errno = EBADMSG;
@@ -657,20 +669,21 @@ td_msg_unpack_end(const struct td_frame *f, struct td_end *e)
 	}
 	for (i = 0; i < e->ncpus; i++)
 		e->pages[i] = td_cur_be64(&c);
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 /* DONE. */
 int
 td_msg_pack_done(struct td_buf *b, const struct td_done *d)
 {
-	size_t at = msg_begin(b);
+	size_t at = td_msg_begin(b);
 	int ok = 0;
 
-	if (put_u64(b, d->file_size) == -1 || put_u16(b, d->flags) == -1 ||
-	    put_str(b, d->path, sizeof d->path) == -1)
+	if (put_u64(b, d->file_size) == -1 ||
+	    td_msg_put_u16(b, d->flags) == -1 ||
+	    td_msg_put_str(b, d->path, sizeof d->path) == -1)
 		ok = -1;
-	return msg_end(b, at, TD_MSG_DONE, ok);
+	return td_msg_end(b, at, TD_MSG_DONE, ok);
 }
 
 /* Decode DONE. */
@@ -679,11 +692,11 @@ td_msg_unpack_done(const struct td_frame *f, struct td_done *d)
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_DONE);
+	td_msg_cur_init(&c, f, TD_MSG_DONE);
 	d->file_size = td_cur_be64(&c);
 	d->flags = td_cur_be16(&c);
-	cur_str(&c, d->path, sizeof d->path);
-	return cur_end(&c);
+	td_msg_cur_str(&c, d->path, sizeof d->path);
+	return td_msg_cur_end(&c);
 }
 
 /* ERROR. */
@@ -691,16 +704,17 @@ int
 td_msg_pack_error(struct td_buf *b, uint32_t code, const char *text)
 {
 	char t[TD_MAX_ERROR_LEN + 1];
-	size_t at = msg_begin(b), i;
+	size_t at = td_msg_begin(b), i;
 	int ok = 0;
 
 	/* keep it printable and short: the peer logs it */
 	for (i = 0; text[i] != '\0' && i < TD_MAX_ERROR_LEN; i++)
 		t[i] = text[i] < 0x20 || text[i] > 0x7e ? '?' : text[i];
 	t[i] = '\0';
-	if (put_u32(b, code) == -1 || put_str(b, t, sizeof t) == -1)
+	if (td_msg_put_u32(b, code) == -1 ||
+	    td_msg_put_str(b, t, sizeof t) == -1)
 		ok = -1;
-	return msg_end(b, at, TD_MSG_ERROR, ok);
+	return td_msg_end(b, at, TD_MSG_ERROR, ok);
 }
 
 /* Decode ERROR. */
@@ -709,10 +723,10 @@ td_msg_unpack_error(const struct td_frame *f, struct td_error *e)
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_ERROR);
+	td_msg_cur_init(&c, f, TD_MSG_ERROR);
 	e->code = td_cur_be32(&c);
-	cur_str(&c, e->text, sizeof e->text);
-	return cur_end(&c);
+	td_msg_cur_str(&c, e->text, sizeof e->text);
+	return td_msg_cur_end(&c);
 }
 
 /* TSYNC_PROBE (urgent). */
@@ -720,9 +734,9 @@ int
 td_msg_pack_tsync_probe(struct td_buf *b, const struct td_tsync_probe *p)
 {
 	if (td_frame_header(b, TD_MSG_TSYNC_PROBE, TD_FRAME_URGENT, 8) == -1 ||
-	    put_u32(b, p->round) == -1)
+	    td_msg_put_u32(b, p->round) == -1)
 		return -1;
-	return put_u32(b, p->seq);
+	return td_msg_put_u32(b, p->seq);
 }
 
 /* Decode TSYNC_PROBE. */
@@ -731,11 +745,11 @@ td_msg_unpack_tsync_probe(const struct td_frame *f, struct td_tsync_probe *p)
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_TSYNC_PROBE);
+	td_msg_cur_init(&c, f, TD_MSG_TSYNC_PROBE);
 	p->round = td_cur_be32(&c);
 	p->seq = td_cur_be32(&c);
 	p->ref_ns = 0;
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 /* TSYNC_REPLY (urgent). */
@@ -743,8 +757,8 @@ int
 td_msg_pack_tsync_reply(struct td_buf *b, const struct td_tsync_probe *p)
 {
 	if (td_frame_header(b, TD_MSG_TSYNC_REPLY, TD_FRAME_URGENT,
-	    16) == -1 || put_u32(b, p->round) == -1 ||
-	    put_u32(b, p->seq) == -1)
+	    16) == -1 || td_msg_put_u32(b, p->round) == -1 ||
+	    td_msg_put_u32(b, p->seq) == -1)
 		return -1;
 	return put_u64(b, p->ref_ns);
 }
@@ -755,11 +769,11 @@ td_msg_unpack_tsync_reply(const struct td_frame *f, struct td_tsync_probe *p)
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_TSYNC_REPLY);
+	td_msg_cur_init(&c, f, TD_MSG_TSYNC_REPLY);
 	p->round = td_cur_be32(&c);
 	p->seq = td_cur_be32(&c);
 	p->ref_ns = td_cur_be64(&c);
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 /* TSYNC_SAMPLE. */
@@ -767,9 +781,10 @@ int
 td_msg_pack_tsync_sample(struct td_buf *b, const struct td_tsync_sample *s)
 {
 	if (td_frame_header(b, TD_MSG_TSYNC_SAMPLE, 0, 52) == -1 ||
-	    put_u32(b, s->round) == -1 || put_u32(b, s->probes) == -1 ||
+	    td_msg_put_u32(b, s->round) == -1 ||
+	    td_msg_put_u32(b, s->probes) == -1 ||
 	    put_u64(b, s->ts) == -1 || put_u64(b, (uint64_t)s->offset) == -1 ||
-	    put_u64(b, s->scaling) == -1 || put_u32(b, s->frac) == -1 ||
+	    put_u64(b, s->scaling) == -1 || td_msg_put_u32(b, s->frac) == -1 ||
 	    put_u64(b, s->bound) == -1)
 		return -1;
 	return put_u64(b, s->rtt);
@@ -781,7 +796,7 @@ td_msg_unpack_tsync_sample(const struct td_frame *f, struct td_tsync_sample *s)
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_TSYNC_SAMPLE);
+	td_msg_cur_init(&c, f, TD_MSG_TSYNC_SAMPLE);
 	s->round = td_cur_be32(&c);
 	s->probes = td_cur_be32(&c);
 	s->ts = td_cur_be64(&c);
@@ -790,7 +805,7 @@ td_msg_unpack_tsync_sample(const struct td_frame *f, struct td_tsync_sample *s)
 	s->frac = td_cur_be32(&c);
 	s->bound = td_cur_be64(&c);
 	s->rtt = td_cur_be64(&c);
-	if (cur_end(&c) == -1)
+	if (td_msg_cur_end(&c) == -1)
 		return -1;
 	if (s->scaling == 0 || s->frac > 63 || s->probes == 0) {
 		errno = EBADMSG;
@@ -812,9 +827,9 @@ td_msg_unpack_ack(const struct td_frame *f, uint64_t *offset)
 {
 	struct td_cur c;
 
-	cur_init(&c, f, TD_MSG_ACK);
+	td_msg_cur_init(&c, f, TD_MSG_ACK);
 	*offset = td_cur_be64(&c);
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
 
 int
@@ -839,19 +854,19 @@ td_msg_pack_guest(struct td_buf *b, const struct td_guest *g)
 		return -1;
 	}
 	ok = td_buf_add(b, (uint8_t[]){ TD_GUEST_VERSION, g->flags }, 2) == 0 &&
-	    put_u16(b, (uint16_t)g->nvcpus) == 0 &&
-	    put_u32(b, g->pid) == 0 &&
-	    put_str(b, g->name, sizeof g->name) == 0;
+	    td_msg_put_u16(b, (uint16_t)g->nvcpus) == 0 &&
+	    td_msg_put_u32(b, g->pid) == 0 &&
+	    td_msg_put_str(b, g->name, sizeof g->name) == 0;
 	for (i = 0; ok && i < g->nvcpus; i++)
-		ok = put_u32(b, g->vcpu[i].vcpu) == 0 &&
-		    put_u32(b, (uint32_t)g->vcpu[i].tid) == 0;
+		ok = td_msg_put_u32(b, g->vcpu[i].vcpu) == 0 &&
+		    td_msg_put_u32(b, (uint32_t)g->vcpu[i].tid) == 0;
 	if (ok && (g->flags & TD_GUEST_KVM))
-		ok = put_u32(b, g->tsc_mult) == 0 &&
-		    put_u32(b, g->tsc_shift) == 0;
+		ok = td_msg_put_u32(b, g->tsc_mult) == 0 &&
+		    td_msg_put_u32(b, g->tsc_shift) == 0;
 	for (i = 0; ok && (g->flags & TD_GUEST_KVM) && i < g->nvcpus; i++)
 		ok = put_u64(b, (uint64_t)g->vcpu[i].tsc_offset) == 0 &&
 		    put_u64(b, g->vcpu[i].tsc_ratio) == 0 &&
-		    put_u32(b, g->vcpu[i].tsc_frac) == 0;
+		    td_msg_put_u32(b, g->vcpu[i].tsc_frac) == 0;
 	return ok ? 0 : -1;
 }
 
@@ -868,7 +883,7 @@ td_msg_unpack_guest(const uint8_t *p, size_t n, struct td_guest *g)
 	g->flags = td_cur_u8(&c);
 	g->nvcpus = td_cur_be16(&c);
 	g->pid = td_cur_be32(&c);
-	cur_str(&c, g->name, sizeof g->name);
+	td_msg_cur_str(&c, g->name, sizeof g->name);
 	g->tsc_mult = g->tsc_shift = 0;
 	if ((g->flags & ~(TD_GUEST_KVM | TD_GUEST_GONE)) != 0 ||
 	    g->nvcpus > TD_MAX_CPUS || g->pid == 0 || g->name[0] == '\0' ||
@@ -903,5 +918,5 @@ td_msg_unpack_guest(const uint8_t *p, size_t n, struct td_guest *g)
 		if (v->tsc_ratio == 0 || v->tsc_frac >= 64)
 			td_cur_fail(&c);
 	}
-	return cur_end(&c);
+	return td_msg_cur_end(&c);
 }
