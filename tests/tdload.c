@@ -28,13 +28,18 @@
  * WELCOME, so that all N are open at once whatever the timing (the idle
  * ones then wait SECONDS more).
  *
- * --standby SECONDS: every connection stops after its TLS handshake, as an
- * agent in standby holds its connection to the collector: no HELLO, nothing
- * sent.  Once all N are through their handshake they stay so SECONDS more,
- * then close; "ok" is a connection the listener kept open all that time.
- * This measures what an idle authenticated connection costs the listener
- * (bench/load.sh --mix standby); no recording is made, so no file is
- * written and a listener needs one descriptor per connection.
+ * --standby SECONDS: every connection is a standby agent, as tdagent
+ * --standby (docs/tdproto.md "Standby"): after TLS it sends STANDBY instead
+ * of HELLO (host PREFIX-NNNN, the file's CPU count, this machine's kernel
+ * release, the usual trace clocks), wants a WELCOME back (anything else
+ * fails the connection), then sends KEEPALIVE every third of the WELCOME's
+ * idle timeout, as tdagent does, and nothing more: a START, or any frame but
+ * KEEPALIVE, fails it (a load generator records nothing).  Once all N have
+ * their WELCOME they stay so SECONDS more, then close; "ok" is a connection
+ * the listener kept open all that time.  This measures what an idle standby
+ * agent costs the listener (bench/load.sh --mix standby, which counts them
+ * in tdctl list meanwhile); no recording is made, so no file is written and
+ * a listener needs one descriptor per connection.
  *
  * --timeout SECONDS (default 600) gives up once the listener has sent
  * nothing on any connection for that long: a slow listener is waited for,
@@ -42,7 +47,8 @@
  *
  * Output: one line per connection, "ok I NAME KIND PATH SIZE SECONDS" or
  * "not ok I NAME KIND: REASON", then a summary, including the most
- * connections that were open at once.  Exit 0 when every connection got
+ * connections that were open at once (--standby: and how many were
+ * welcomed and KEEPALIVE frames sent).  Exit 0 when every connection got
  * its DONE, 1 otherwise, 2 for a usage or set-up error.
  */
 #include <errno.h>
@@ -57,6 +63,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,13 +85,16 @@
 /* Pages of one CPU per PAGES frame, as tdagent batches at most. */
 #define LOAD_BATCH	((TD_MAX_FRAME - 16) / load_page_size)
 #define LOAD_TICK_MS	100
+/* --standby: the clocks each STANDBY lists (x86 tracefs's) */
+#define LOAD_CLOCKS	"local global counter uptime perf mono mono_raw " \
+			"boot x86-tsc"
 
 enum conn_state {
 	C_IDLE,		/* not started */
 	C_CONNECTING,	/* TCP + TLS, HELLO sent, waiting for WELCOME */
 	C_WAIT,		/* --together: sections sent, waiting for the rest */
 	C_QUIET,	/* idle agent: sections sent, waiting */
-	C_STANDBY,	/* --standby: TLS done, nothing sent */
+	C_STANDBY,	/* --standby: WELCOME in, only KEEPALIVE out */
 	C_STREAM,	/* sending pages */
 	C_FINISH,	/* END sent, waiting for DONE */
 	C_OK,
@@ -120,8 +130,10 @@ static struct event	*load_deadline_ev;	/* --timeout of silence */
 static const char	*load_prefix = "load";
 static bool		 load_quiet_out, load_together;
 static double		 load_standby = -1;	/* --standby SECONDS */
-static int		 load_standing;		/* through TLS, standing by */
+static int		 load_standing;		/* welcomed, standing by */
 static struct event	*load_standby_ev;
+static uint64_t		 load_keepalives;	/* KEEPALIVE frames sent */
+static struct td_standby load_sb;		/* STANDBY, host aside */
 
 static struct td_hello	 load_hello;
 static uint32_t		 load_page_size;
@@ -150,7 +162,7 @@ load_since(const struct timespec *t)
 static void load_start_more(void);
 static void load_release(void);
 static void load_progress(void);
-static void conn_stand(struct conn *);
+static void conn_stand(struct conn *, const struct td_welcome *);
 static void load_standby_arm(void);
 
 /* A connection ends, well or not; start the next ones. */
@@ -361,11 +373,14 @@ conn_keep_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	struct td_buf b;
 
-	if (c->state != C_WAIT && c->state != C_QUIET)
+	if (c->state != C_WAIT && c->state != C_QUIET &&
+	    c->state != C_STANDBY)
 		return;
 	td_buf_init(&b, TD_FRAME_HEADER);
 	td_msg_pack_keepalive(&b);
 	bufferevent_write(c->bev, b.data, b.len);
+	load_sent += b.len;
+	load_keepalives++;
 	td_buf_free(&b);
 }
 
@@ -377,6 +392,10 @@ conn_welcome(struct conn *c, const struct td_frame *f)
 
 	if (td_msg_unpack_welcome(f, &w) == -1) {
 		conn_fail(c, "bad WELCOME");
+		return;
+	}
+	if (load_standby >= 0) {
+		conn_stand(c, &w);
 		return;
 	}
 	if (w.idle_timeout > 0) {
@@ -471,10 +490,20 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 				conn_fail(c, "the listener refused: %s",
 				    e.text);
 			return;
+		case TD_MSG_KEEPALIVE:
+			/* tdagent --standby takes one; a recording does not */
+			if (c->state != C_STANDBY) {
+				conn_fail(c, "the listener sent KEEPALIVE");
+				return;
+			}
+			break;
 		default:
-			/* acknowledgements: nothing is kept to resend */
-			if (f.type != TD_MSG_TSYNC_REPLY &&
-			    f.type != TD_MSG_ACK) {
+			/* acknowledgements: nothing is kept to resend; a
+			   standby agent gets none (a START: it records
+			   nothing, so that fails it too) */
+			if (load_standby >= 0 ||
+			    (f.type != TD_MSG_TSYNC_REPLY &&
+			    f.type != TD_MSG_ACK)) {
 				conn_fail(c, "the listener sent %s",
 				    td_msg_name(f.type));
 				return;
@@ -496,8 +525,6 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		load_open++;
 		if (load_open > load_peak)
 			load_peak = load_open;
-		if (load_standby >= 0)
-			conn_stand(c);
 		return;
 	}
 	/* a frame that came with the close */
@@ -557,8 +584,21 @@ conn_start(struct conn *c)
 		conn_fail(c, "cannot connect: %s", strerror(errno));
 		return;
 	}
-	if (load_standby >= 0)
-		return;		/* no HELLO: conn_stand() once connected */
+	if (load_standby >= 0) {
+		/* STANDBY instead of HELLO, each its own host name */
+		struct td_standby sb = load_sb;
+
+		snprintf(sb.host, sizeof sb.host, "%s", c->name);
+		td_buf_init(&b, TD_MAX_STANDBY_MSG + TD_FRAME_HEADER);
+		if (td_msg_pack_standby(&b, &sb) == -1) {
+			td_buf_free(&b);
+			conn_fail(c, "cannot pack STANDBY");
+			return;
+		}
+		conn_add_frame(c, &b);
+		td_buf_free(&b);
+		return;
+	}
 	snprintf(h.name, sizeof h.name, "%s", c->name);
 	h.recording_id = ((uint64_t)getpid() << 32) | (uint64_t)c->idx;
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
@@ -579,19 +619,52 @@ load_standby_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * --standby: through the TLS handshake, c sends nothing; once every
- * connection is there (or failed) they all stay --standby SECONDS more.
+ * --standby: c has its WELCOME; from now on it sends only KEEPALIVE, as
+ * tdagent --standby does, every third of the idle timeout (60 s when the
+ * listener has none, at least every 500 ms).  Once every connection is
+ * there (or failed) they all stay --standby SECONDS more.
  */
 static void
-conn_stand(struct conn *c)
+conn_stand(struct conn *c, const struct td_welcome *w)
 {
+	uint32_t ms;
+	struct timeval tv;
+
+	ms = w->idle_timeout > 0 ? w->idle_timeout * 1000 / 3 : 60 * 1000;
+	if (ms < 500)
+		ms = 500;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	c->keep = event_new(load_base, -1, EV_PERSIST, conn_keep_cb, c);
+	evtimer_add(c->keep, &tv);
 	load_pending--;
 	load_welcomed++;
 	c->state = C_STANDBY;
 	load_standing++;
-	load_progress();
 	load_start_more();
 	load_standby_arm();
+}
+
+/* --standby: what every STANDBY says but its host name. */
+static void
+load_standby_init(void)
+{
+	char words[TD_STANDBY_CLOCKS + 3], word[TD_MAX_NAME_LEN + 3];
+	struct utsname u;
+
+	memset(&load_sb, 0, sizeof load_sb);
+	load_sb.version = TD_STANDBY_VERSION;
+	load_sb.ncpus = (uint32_t)load_ncpus;
+	snprintf(load_sb.kernel, sizeof load_sb.kernel, "%s",
+	    uname(&u) == 0 ? u.release : "unknown");
+	/* an x86 machine's trace clocks; the file's among them */
+	snprintf(load_sb.clocks, sizeof load_sb.clocks, "%s", LOAD_CLOCKS);
+	snprintf(words, sizeof words, " %s ", LOAD_CLOCKS);
+	snprintf(word, sizeof word, " %s ", load_hello.clock);
+	if (strstr(words, word) == NULL)
+		snprintf(load_sb.clocks + strlen(load_sb.clocks),
+		    sizeof load_sb.clocks - strlen(load_sb.clocks), " %s",
+		    load_hello.clock);
 }
 
 /* --standby: once every connection is through TLS or failed, the wait. */
@@ -607,8 +680,8 @@ load_standby_arm(void)
 	tv.tv_usec = (suseconds_t)((load_standby - tv.tv_sec) * 1e6);
 	load_standby_ev = evtimer_new(load_base, load_standby_cb, NULL);
 	evtimer_add(load_standby_ev, &tv);
-	fprintf(stderr, "tdload: %d connections standing by for %.1f s\n",
-	    load_standing, load_standby);
+	fprintf(stderr, "tdload: %d standby agents welcomed, standing by "
+	    "for %.1f s\n", load_standing, load_standby);
 }
 
 /* Open connections while fewer than --ramp wait for their WELCOME. */
@@ -889,6 +962,7 @@ main(int argc, char **argv)
 		    strerror(errno));
 		return 2;
 	}
+	load_standby_init();
 	if (!insecure &&
 	    (load_ctx = td_tls_client_ctx(cert, key, ca, err, sizeof err)) ==
 	    NULL) {
@@ -916,11 +990,13 @@ main(int argc, char **argv)
 		total_pages += load_npages[i];
 	if (spread > 0)
 		load_rate = total_pages * load_page_size / 1024.0 / spread;
-	fprintf(stderr, "tdload: %d connections (%d idle for %.1f s, %d "
-	    "streaming at %.0f kB/s, 0: full speed), each %" PRIu64 " pages "
-	    "of %u CPUs and %.1f MB of metadata\n", load_n, load_idle,
-	    load_quiet, load_n - load_idle, load_rate, total_pages, load_ncpus,
-	    (load_head.len + load_tail.len) / 1e6);
+	if (load_standby < 0)
+		fprintf(stderr, "tdload: %d connections (%d idle for %.1f s, "
+		    "%d streaming at %.0f kB/s, 0: full speed), each %" PRIu64
+		    " pages of %u CPUs and %.1f MB of metadata\n", load_n,
+		    load_idle, load_quiet, load_n - load_idle, load_rate,
+		    total_pages, load_ncpus,
+		    (load_head.len + load_tail.len) / 1e6);
 	load_left = load_n;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	tv.tv_sec = (time_t)load_timeout;
@@ -947,8 +1023,12 @@ main(int argc, char **argv)
 			    c->state == C_FAILED ? c->why : "not started");
 	}
 	printf("tdload: %d connections: %d done, %d failed; at most %d open "
-	    "at once; %.1f MB sent in %.2f s\n", load_n, ok, load_n - ok,
+	    "at once; %.1f MB sent in %.2f s", load_n, ok, load_n - ok,
 	    load_peak, load_sent / 1e6, load_since(&t0));
+	if (load_standby >= 0)
+		printf("; %d standby agents welcomed, %" PRIu64 " KEEPALIVE "
+		    "sent", load_standing, load_keepalives);
+	printf("\n");
 	fflush(stdout);
 	load_deadline_ev = NULL;
 	event_free(deadline);
