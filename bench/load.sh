@@ -291,7 +291,8 @@ done
 		v[k, "cpuMB", n[k]] = $11 > 0 ? $10 * 1000 / $11 : 0
 		v[k, "mb", n[k]] = $11
 		if ($6 != 0 || $12 != N "/" N) bad[k]++
-		desc[k] = $4 " idle, " ($3 - $4) " streaming" \
+		desc[k] = k == "standby" ? $3 " standby agents" : \
+		    $4 " idle, " ($3 - $4) " streaming" \
 		    ($5 > 0 ? " over " $5 " s" : ($3 > $4 ? " at full speed" : ""))
 		load[k] = load[k] (load[k] == "" ? "" : " ") $13
 	}
