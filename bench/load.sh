@@ -206,6 +206,8 @@ run_one() {
 	echo "bench/load: $mix run $rep: tdload ${targs[*]:4}" >&2
 	rc=0
 	if [ "$mix" = standby ]; then
+		# the last run's "standing by" must not be read for this one's
+		rm -f "$OUT/load-$mix.tdload.err"
 		"$TMP/tdload" "${targs[@]}" "$TMP/src.dat" \
 		    >"$OUT/load-$mix.tdload.out" \
 		    2>"$OUT/load-$mix.tdload.err" &
@@ -213,7 +215,7 @@ run_one() {
 		# all N welcomed (or failed): tdload says so, then holds them
 		# 30 s: count the listener's standby agents and take its RSS
 		while kill -0 "$tpid" 2>/dev/null &&
-		    ! grep -q 'standing by' "$OUT/load-$mix.tdload.err"; do
+		    ! grep -qs 'standing by' "$OUT/load-$mix.tdload.err"; do
 			sleep 0.2
 		done
 		if kill -0 "$tpid" 2>/dev/null; then
