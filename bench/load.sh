@@ -11,10 +11,13 @@
 #	idle	every agent idle 30 s after its metadata, then its pages
 #	mix	N/5 idle for 30 s, the others streaming their pages over 30 s
 #	fast	N/5 idle for 30 s, the others streaming as fast as they can
-#	standby	every connection held idle 30 s once all N are through TLS
-#		(tdload --standby 30: no HELLO, no recording, one descriptor
-#		each: what an idle authenticated connection costs; "files
-#		exact" then means every connection was held to the end)
+#	standby	N standby agents (tdload --standby 30: STANDBY, WELCOME,
+#		then only KEEPALIVE, as tdagent --standby), held 30 s once all
+#		N are welcomed: no recording, one descriptor each; what an
+#		idle standby agent costs.  While they are held, tdctl list
+#		(tdlisten --control) must count exactly N agents, and the
+#		listener's RSS then is taken; "files exact" means every
+#		connection was held to the end and listed
 # For each run: the listener's peak RSS (VmHWM), its CPU (user + system,
 # /proc/PID/stat) and CPU per MB received, the time from tdload's start to
 # the last DONE, the most connections open at once, and whether every file
@@ -111,10 +114,10 @@ else
 	[ -f "$BDIR/Makefile" ] || (cd "$BDIR" && "$TOP/configure" -q) \
 	    >>"$LOG" 2>&1 || die "configure failed, see $LOG"
 fi
-make -C "$BDIR" -j"$(nproc)" tdagent tdlisten tests/tdload tests/tdcount \
-    >>"$LOG" 2>&1 || die "make failed, see $LOG"
+make -C "$BDIR" -j"$(nproc)" tdagent tdlisten tdctl tests/tdload \
+    tests/tdcount >>"$LOG" 2>&1 || die "make failed, see $LOG"
 # run copies: a rebuild in the tree cannot swap them between runs
-for p in tdagent tdlisten tests/tdload tests/tdcount; do
+for p in tdagent tdlisten tdctl tests/tdload tests/tdcount; do
 	cp "$BDIR/$p" "$TMP/"
 done
 REV=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
@@ -147,7 +150,7 @@ CLK_TCK=$(getconf CLK_TCK)
 # Appends a line to load.tsv.
 run_one() {
 	local mix=$1 rep=$2 idle spread dir port load rc ticks cpu hwm fds
-	local secs peak mb files exact try hs
+	local secs peak mb files exact try hs listed=- rss0=- rss=- tpid
 	local -a targs
 
 	case $mix in
@@ -176,7 +179,7 @@ run_one() {
 		    --key "$PKI/listener.key" --ca "$PKI/ca.pem" \
 		    --max-per-identity "$N" --max-handshakes "$hs" \
 		    --max-handshakes-per-address "$hs" --max-sessions "$N" \
-		    --handshake-timeout 600 \
+		    --handshake-timeout 600 --control "$TMP/control" \
 		    >"$OUT/load-$mix.listener.log" 2>&1 &
 		LPID=$!
 		for _ in $(seq 100); do
@@ -192,6 +195,7 @@ run_one() {
 		die "tdlisten did not start, see $OUT/load-$mix.listener.log"
 	done
 	fds=$(ls "/proc/$LPID/fd" | wc -l)
+	rss0=$(awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$LPID/status")
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	targs=(-h localhost -p "$port" --cert "$PKI/loadgen.pem"
 	    --key "$PKI/loadgen.key" --ca "$PKI/ca.pem" -n "$N" -i "$idle"
@@ -201,8 +205,32 @@ run_one() {
 	    --standby 30 --ramp 64 --timeout 900)
 	echo "bench/load: $mix run $rep: tdload ${targs[*]:4}" >&2
 	rc=0
-	"$TMP/tdload" "${targs[@]}" "$TMP/src.dat" \
-	    >"$OUT/load-$mix.tdload.out" 2>"$OUT/load-$mix.tdload.err" || rc=$?
+	if [ "$mix" = standby ]; then
+		# the last run's "standing by" must not be read for this one's
+		rm -f "$OUT/load-$mix.tdload.err"
+		"$TMP/tdload" "${targs[@]}" "$TMP/src.dat" \
+		    >"$OUT/load-$mix.tdload.out" \
+		    2>"$OUT/load-$mix.tdload.err" &
+		tpid=$!
+		# all N welcomed (or failed): tdload says so, then holds them
+		# 30 s: count the listener's standby agents and take its RSS
+		while kill -0 "$tpid" 2>/dev/null &&
+		    ! grep -qs 'standing by' "$OUT/load-$mix.tdload.err"; do
+			sleep 0.2
+		done
+		if kill -0 "$tpid" 2>/dev/null; then
+			listed=$("$TMP/tdctl" -S "$TMP/control" list |
+			    grep -c '^agent ' || true)
+			rss=$(awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' \
+			    "/proc/$LPID/status")
+		fi
+		echo "bench/load: standby agents listed: $listed" >&2
+		wait "$tpid" || rc=$?
+	else
+		"$TMP/tdload" "${targs[@]}" "$TMP/src.dat" \
+		    >"$OUT/load-$mix.tdload.out" \
+		    2>"$OUT/load-$mix.tdload.err" || rc=$?
+	fi
 	kill -0 "$LPID" 2>/dev/null || die "tdlisten died during $mix"
 	# sessions end when DONE has left: wait until they are all gone
 	for _ in $(seq 100); do
@@ -222,23 +250,25 @@ run_one() {
 	    if ($i == "in") s = $(i + 1) } print s, p, m }' \
 	    "$OUT/load-$mix.tdload.out")
 	if [ "$mix" = standby ]; then
-		# no file: every connection held to the end, all at once
+		# no file: every connection held to the end, all at once,
+		# and every one listed as a standby agent meanwhile
 		files=$(grep -c '^ok ' "$OUT/load-$mix.tdload.out" || true)
 		exact=$files
-		[ "$peak" = "$N" ] || exact=0
+		[ "$peak" = "$N" ] && [ "$listed" = "$N" ] || exact=0
 	else
 		files=$(find "$dir" -name '*.dat' | wc -l)
 		(cd "$dir" && find . -name '*.dat' -print0 | xargs -0 -P 2 \
 		    -n 1 "$TMP/tdcount" | awk '$1 == "events"') >"$TMP/counts"
 		exact=$(awk -v n="$SRC_EVENTS" '$2 == n' "$TMP/counts" | wc -l)
 	fi
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
 	    "$mix" "$rep" "$N" "$idle" "$spread" "$rc" "$peak" "$secs" "$hwm" \
-	    "$cpu" "$mb" "$files/$exact" "$load" >>"$OUT/load.tsv"
+	    "$cpu" "$mb" "$files/$exact" "$load" "$listed" "$rss0" "$rss" \
+	    >>"$OUT/load.tsv"
 	[ "$KEEP" = 1 ] || rm -rf "$dir"
 }
 
-printf 'mix\trun\tagents\tidle\tstream_s\ttdload_rc\topen_at_once\tsecs_to_all_done\tlistener_hwm_MB\tlistener_cpu_s\tMB_received\tfiles/exact\tload\n' \
+printf 'mix\trun\tagents\tidle\tstream_s\ttdload_rc\topen_at_once\tsecs_to_all_done\tlistener_hwm_MB\tlistener_cpu_s\tMB_received\tfiles/exact\tload\tstandby_listed\tlistener_rss_start_MB\tlistener_rss_held_MB\n' \
     >"$OUT/load.tsv"
 START_LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 for mix in "${MIXES[@]}"; do
@@ -263,7 +293,8 @@ done
 		v[k, "cpuMB", n[k]] = $11 > 0 ? $10 * 1000 / $11 : 0
 		v[k, "mb", n[k]] = $11
 		if ($6 != 0 || $12 != N "/" N) bad[k]++
-		desc[k] = $4 " idle, " ($3 - $4) " streaming" \
+		desc[k] = k == "standby" ? $3 " standby agents" : \
+		    $4 " idle, " ($3 - $4) " streaming" \
 		    ($5 > 0 ? " over " $5 " s" : ($3 > $4 ? " at full speed" : ""))
 		load[k] = load[k] (load[k] == "" ? "" : " ") $13
 	}
@@ -286,6 +317,14 @@ done
 			    stat(k, "cpuMB"),
 			    bad[k] ? "NO (" bad[k] " runs)" : "yes, all " N,
 			    load[k]
+	}' "$OUT/load.tsv"
+	# standby: the agents tdctl listed and the listener while they were held
+	awk -F'\t' 'NR > 1 && $1 == "standby" {
+		per = $16 != "-" && $3 > 0 ? ($16 - $15) * 1024 / $3 : 0
+		printf "standby run %s: standby agents listed: %s of %s; " \
+		    "listener RSS %s MB at start, %s MB while held " \
+		    "(%.1f KB per agent), peak %s MB (%.1f KB per agent)\n",
+		    $2, $14, $3, $15, $16, per, $9, $9 * 1024 / $3
 	}' "$OUT/load.tsv"
 } | tee "$OUT/load.txt"
 awk -F'\t' -v N="$N" 'NR > 1 && ($6 != 0 || $12 != N "/" N) { bad = 1 }

@@ -5,11 +5,14 @@
 # metadata, the others stream their pages at a steady rate.  Every one gets
 # its DONE, every file holds exactly the recording's events (libtracecmd),
 # nothing else is left in the output directory, the listener lives on and
-# gives back every descriptor.  bench/load.sh is the same at 1,000 with the
-# memory and CPU it takes.
+# gives back every descriptor.  Then tdload --standby: 50 connections that
+# are standby agents (STANDBY, WELCOME, then KEEPALIVE only), every one
+# listed by tdctl list while they are held.  bench/load.sh is the same at
+# 1,000 (and its standby mix at 10,000) with the memory and CPU it takes.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 TDLOAD=$B/tests/tdload
+TDCTL=$B/tdctl
 N=200
 IDLE=50
 P=$WORK/pki
@@ -22,8 +25,8 @@ pki "$P" loadgen || { echo "FAIL: cannot make certificates"; exit 99; }
 # address, as a fleet behind one NAT, needs more than the default 16
 start_listener "$WORK/l.log" -d "$OUT" --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" --max-per-identity 1000 \
-    --handshake-timeout $((10 * SLOW)) --max-handshakes-per-address 64 ||
-    exit 99
+    --handshake-timeout $((10 * SLOW)) --max-handshakes-per-address 64 \
+    --control "$WORK/control" || exit 99
 
 # tdload gives up after 300 s without a word from the listener (a
 # listener under valgrind on a saturated machine takes its time, but goes
@@ -65,6 +68,31 @@ check "no session closed for a reason" sh -c \
     "! grep -q 'closing:' '$WORK/l.log'"
 eq "the listener logged $N recordings done" \
     "$(grep -c ': done after' "$WORK/l.log")" $N
+
+# standby agents: tdload --standby holds them (far longer than the test
+# runs) once all are welcomed; tdctl list then shows every one, host
+# sb-NNNN as each STANDBY said; killing tdload closes them
+SB=50
+"$TDLOAD" -h 127.0.0.1 -p "$LPORT" --cert "$P/loadgen.pem" \
+    --key "$P/loadgen.key" --ca "$P/ca.pem" -n $SB --standby 3600 \
+    --name sb --timeout 300 "$WORK/src.dat" > "$WORK/sb.out" \
+    2> "$WORK/sb.err" &
+SBPID=$!
+standing() {
+	grep -q 'standing by' "$WORK/sb.err" || ! kill -0 $SBPID 2>/dev/null
+}
+wait_until $((600 * SLOW)) standing
+check "tdload: all $SB standby agents welcomed" \
+    grep -q "^tdload: $SB standby agents welcomed" "$WORK/sb.err"
+"$TDCTL" -S "$WORK/control" list > "$WORK/sb.list"
+eq "tdctl lists the $SB standby agents" \
+    "$(grep -c '^agent loadgen host=sb-[0-9]* state=standby cpus=[0-9]' \
+    "$WORK/sb.list")" $SB
+eq "each its own host" "$(awk '{ print $3 }' "$WORK/sb.list" | sort -u |
+    wc -l)" $SB
+kill $SBPID
+wait $SBPID 2>/dev/null
+check "the listener is alive" kill -0 "$LPID"
 
 # every session is gone: back to the descriptors it had before
 fds_back() {

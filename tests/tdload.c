@@ -20,21 +20,26 @@
  * carries the name PREFIX-NNNN, so that one certificate serves all and the
  * files stay apart (DIR/<identity>/<time>-PREFIX-NNNN.dat).
  *
- * The file is read once: sections, options and pages are shared by every
- * connection and handed to libevent by reference, so the generator's memory
- * does not grow with N beyond the TLS state.  Connections are opened with at
+ * The file is read once (tdload-file.c): sections, options and pages are
+ * shared by every connection and handed to libevent by reference, so the
+ * generator's memory does not grow with N beyond the TLS state.  Connections are opened with at
  * most M (--ramp, 64 by default) waiting for their WELCOME at a time.  With
  * --together no connection goes past its metadata before every one has its
  * WELCOME, so that all N are open at once whatever the timing (the idle
  * ones then wait SECONDS more).
  *
- * --standby SECONDS: every connection stops after its TLS handshake, as an
- * agent in standby holds its connection to the collector: no HELLO, nothing
- * sent.  Once all N are through their handshake they stay so SECONDS more,
- * then close; "ok" is a connection the listener kept open all that time.
- * This measures what an idle authenticated connection costs the listener
- * (bench/load.sh --mix standby); no recording is made, so no file is
- * written and a listener needs one descriptor per connection.
+ * --standby SECONDS: every connection is a standby agent, as tdagent
+ * --standby (docs/tdproto.md "Standby"): after TLS it sends STANDBY instead
+ * of HELLO (host PREFIX-NNNN, the file's CPU count, this machine's kernel
+ * release, the usual trace clocks), wants a WELCOME back (anything else
+ * fails the connection), then sends KEEPALIVE every third of the WELCOME's
+ * idle timeout, as tdagent does, and nothing more: a START, or any frame but
+ * KEEPALIVE, fails it (a load generator records nothing).  Once all N have
+ * their WELCOME they stay so SECONDS more, then close; "ok" is a connection
+ * the listener kept open all that time.  This measures what an idle standby
+ * agent costs the listener (bench/load.sh --mix standby, which counts them
+ * in tdctl list meanwhile); no recording is made, so no file is written and
+ * a listener needs one descriptor per connection.
  *
  * --timeout SECONDS (default 600) gives up once the listener has sent
  * nothing on any connection for that long: a slow listener is waited for,
@@ -42,7 +47,8 @@
  *
  * Output: one line per connection, "ok I NAME KIND PATH SIZE SECONDS" or
  * "not ok I NAME KIND: REASON", then a summary, including the most
- * connections that were open at once.  Exit 0 when every connection got
+ * connections that were open at once (--standby: and how many were
+ * welcomed and KEEPALIVE frames sent).  Exit 0 when every connection got
  * its DONE, 1 otherwise, 2 for a usage or set-up error.
  */
 #include <errno.h>
@@ -57,6 +63,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,22 +76,25 @@
 #include "buf.h"
 #include "tdlimits.h"
 #include "tdproto.h"
-#include "tdread.h"
+#include "tdload.h"
 #include "tls.h"
 #include "xmalloc.h"
 
 /* Stop adding pages while this much waits in a connection's output. */
 #define LOAD_HIGH	(1024 * 1024)
 /* Pages of one CPU per PAGES frame, as tdagent batches at most. */
-#define LOAD_BATCH	((TD_MAX_FRAME - 16) / load_page_size)
+#define LOAD_BATCH	((TD_MAX_FRAME - 16) / load_f.page_size)
 #define LOAD_TICK_MS	100
+/* --standby: the clocks each STANDBY lists (x86 tracefs's) */
+#define LOAD_CLOCKS	"local global counter uptime perf mono mono_raw " \
+			"boot x86-tsc"
 
 enum conn_state {
 	C_IDLE,		/* not started */
 	C_CONNECTING,	/* TCP + TLS, HELLO sent, waiting for WELCOME */
 	C_WAIT,		/* --together: sections sent, waiting for the rest */
 	C_QUIET,	/* idle agent: sections sent, waiting */
-	C_STANDBY,	/* --standby: TLS done, nothing sent */
+	C_STANDBY,	/* --standby: WELCOME in, only KEEPALIVE out */
 	C_STREAM,	/* sending pages */
 	C_FINISH,	/* END sent, waiting for DONE */
 	C_OK,
@@ -120,16 +130,12 @@ static struct event	*load_deadline_ev;	/* --timeout of silence */
 static const char	*load_prefix = "load";
 static bool		 load_quiet_out, load_together;
 static double		 load_standby = -1;	/* --standby SECONDS */
-static int		 load_standing;		/* through TLS, standing by */
+static int		 load_standing;		/* welcomed, standing by */
 static struct event	*load_standby_ev;
+static uint64_t		 load_keepalives;	/* KEEPALIVE frames sent */
+static struct td_standby load_sb;		/* STANDBY, host aside */
 
-static struct td_hello	 load_hello;
-static uint32_t		 load_page_size;
-static int		 load_ncpus;
-static uint8_t		**load_pages;	/* per CPU: npages * page_size */
-static uint64_t		*load_npages;
-static struct td_buf	 load_head;	/* sections 16 .. 20, framed */
-static struct td_buf	 load_tail;	/* CMDLINES, options, END, framed */
+static struct load_file	 load_f;	/* the recording replayed */
 
 static int		 load_next;	/* next connection to start */
 static int		 load_pending;	/* waiting for WELCOME */
@@ -150,7 +156,7 @@ load_since(const struct timespec *t)
 static void load_start_more(void);
 static void load_release(void);
 static void load_progress(void);
-static void conn_stand(struct conn *);
+static void conn_stand(struct conn *, const struct td_welcome *);
 static void load_standby_arm(void);
 
 /* A connection ends, well or not; start the next ones. */
@@ -231,8 +237,8 @@ conn_add_pages(struct conn *c, uint64_t max)
 	td_buf_init(&b, sizeof hdr);
 	while (more && sent < max) {
 		more = false;
-		for (cpu = 0; cpu < load_ncpus && sent < max; cpu++) {
-			k = load_npages[cpu] - c->next[cpu];
+		for (cpu = 0; cpu < load_f.ncpus && sent < max; cpu++) {
+			k = load_f.npages[cpu] - c->next[cpu];
 			if (k == 0)
 				continue;
 			if (k > LOAD_BATCH)
@@ -241,12 +247,12 @@ conn_add_pages(struct conn *c, uint64_t max)
 				k = max - sent;
 			td_buf_reset(&b);
 			td_msg_pack_pages_head(&b, cpu, k, c->next[cpu],
-			    load_page_size);
+			    load_f.page_size);
 			evbuffer_add(out, b.data, b.len);
-			evbuffer_add_reference(out, load_pages[cpu] +
-			    c->next[cpu] * load_page_size,
-			    k * load_page_size, NULL, NULL);
-			load_sent += b.len + k * load_page_size;
+			evbuffer_add_reference(out, load_f.pages[cpu] +
+			    c->next[cpu] * load_f.page_size,
+			    k * load_f.page_size, NULL, NULL);
+			load_sent += b.len + k * load_f.page_size;
 			c->next[cpu] += k;
 			sent += k;
 			more = true;
@@ -261,8 +267,8 @@ conn_pages_left(const struct conn *c)
 {
 	int cpu;
 
-	for (cpu = 0; cpu < load_ncpus; cpu++)
-		if (c->next[cpu] < load_npages[cpu])
+	for (cpu = 0; cpu < load_f.ncpus; cpu++)
+		if (c->next[cpu] < load_f.npages[cpu])
 			return true;
 	return false;
 }
@@ -273,8 +279,9 @@ conn_finish(struct conn *c)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 
-	evbuffer_add_reference(out, load_tail.data, load_tail.len, NULL, NULL);
-	load_sent += load_tail.len;
+	evbuffer_add_reference(out, load_f.tail.data, load_f.tail.len, NULL,
+	    NULL);
+	load_sent += load_f.tail.len;
 	c->state = C_FINISH;
 	if (c->timer != NULL)
 		event_del(c->timer);
@@ -295,12 +302,12 @@ conn_feed(struct conn *c, bool tick)
 		if (!tick)
 			return;
 		c->credit += load_rate * 1024 * LOAD_TICK_MS / 1000.0 /
-		    load_page_size;
+		    load_f.page_size;
 		want = (uint64_t)c->credit;
 		c->credit -= conn_add_pages(c, want);
 	} else
-		conn_add_pages(c, (LOAD_HIGH + load_page_size - 1) /
-		    load_page_size);
+		conn_add_pages(c, (LOAD_HIGH + load_f.page_size - 1) /
+		    load_f.page_size);
 	if (!conn_pages_left(c))
 		conn_finish(c);
 }
@@ -361,11 +368,14 @@ conn_keep_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	struct td_buf b;
 
-	if (c->state != C_WAIT && c->state != C_QUIET)
+	if (c->state != C_WAIT && c->state != C_QUIET &&
+	    c->state != C_STANDBY)
 		return;
 	td_buf_init(&b, TD_FRAME_HEADER);
 	td_msg_pack_keepalive(&b);
 	bufferevent_write(c->bev, b.data, b.len);
+	load_sent += b.len;
+	load_keepalives++;
 	td_buf_free(&b);
 }
 
@@ -379,6 +389,10 @@ conn_welcome(struct conn *c, const struct td_frame *f)
 		conn_fail(c, "bad WELCOME");
 		return;
 	}
+	if (load_standby >= 0) {
+		conn_stand(c, &w);
+		return;
+	}
 	if (w.idle_timeout > 0) {
 		tv.tv_sec = w.idle_timeout / 3 > 0 ? w.idle_timeout / 3 : 1;
 		tv.tv_usec = 0;
@@ -387,9 +401,9 @@ conn_welcome(struct conn *c, const struct td_frame *f)
 	}
 	load_pending--;
 	load_welcomed++;
-	evbuffer_add_reference(bufferevent_get_output(c->bev), load_head.data,
-	    load_head.len, NULL, NULL);
-	load_sent += load_head.len;
+	evbuffer_add_reference(bufferevent_get_output(c->bev), load_f.head.data,
+	    load_f.head.len, NULL, NULL);
+	load_sent += load_f.head.len;
 	c->state = C_WAIT;
 	load_start_more();
 	if (!load_together)
@@ -471,10 +485,20 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 				conn_fail(c, "the listener refused: %s",
 				    e.text);
 			return;
+		case TD_MSG_KEEPALIVE:
+			/* tdagent --standby takes one; a recording does not */
+			if (c->state != C_STANDBY) {
+				conn_fail(c, "the listener sent KEEPALIVE");
+				return;
+			}
+			break;
 		default:
-			/* acknowledgements: nothing is kept to resend */
-			if (f.type != TD_MSG_TSYNC_REPLY &&
-			    f.type != TD_MSG_ACK) {
+			/* acknowledgements: nothing is kept to resend; a
+			   standby agent gets none (a START: it records
+			   nothing, so that fails it too) */
+			if (load_standby >= 0 ||
+			    (f.type != TD_MSG_TSYNC_REPLY &&
+			    f.type != TD_MSG_ACK)) {
 				conn_fail(c, "the listener sent %s",
 				    td_msg_name(f.type));
 				return;
@@ -496,8 +520,6 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		load_open++;
 		if (load_open > load_peak)
 			load_peak = load_open;
-		if (load_standby >= 0)
-			conn_stand(c);
 		return;
 	}
 	/* a frame that came with the close */
@@ -520,7 +542,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 static void
 conn_start(struct conn *c)
 {
-	struct td_hello h = load_hello;
+	struct td_hello h = load_f.hello;
 	struct td_buf b;
 	char err[512];
 	SSL *ssl;
@@ -528,7 +550,7 @@ conn_start(struct conn *c)
 	clock_gettime(CLOCK_MONOTONIC, &c->start);
 	c->state = C_CONNECTING;
 	load_pending++;
-	c->next = xcalloc(load_ncpus, sizeof *c->next);
+	c->next = xcalloc(load_f.ncpus, sizeof *c->next);
 	if (load_ctx != NULL) {
 		if ((ssl = SSL_new(load_ctx)) == NULL ||
 		    td_tls_client_prepare(ssl, load_host, err,
@@ -557,8 +579,21 @@ conn_start(struct conn *c)
 		conn_fail(c, "cannot connect: %s", strerror(errno));
 		return;
 	}
-	if (load_standby >= 0)
-		return;		/* no HELLO: conn_stand() once connected */
+	if (load_standby >= 0) {
+		/* STANDBY instead of HELLO, each its own host name */
+		struct td_standby sb = load_sb;
+
+		snprintf(sb.host, sizeof sb.host, "%s", c->name);
+		td_buf_init(&b, TD_MAX_STANDBY_MSG + TD_FRAME_HEADER);
+		if (td_msg_pack_standby(&b, &sb) == -1) {
+			td_buf_free(&b);
+			conn_fail(c, "cannot pack STANDBY");
+			return;
+		}
+		conn_add_frame(c, &b);
+		td_buf_free(&b);
+		return;
+	}
 	snprintf(h.name, sizeof h.name, "%s", c->name);
 	h.recording_id = ((uint64_t)getpid() << 32) | (uint64_t)c->idx;
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
@@ -579,19 +614,52 @@ load_standby_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * --standby: through the TLS handshake, c sends nothing; once every
- * connection is there (or failed) they all stay --standby SECONDS more.
+ * --standby: c has its WELCOME; from now on it sends only KEEPALIVE, as
+ * tdagent --standby does, every third of the idle timeout (60 s when the
+ * listener has none, at least every 500 ms).  Once every connection is
+ * there (or failed) they all stay --standby SECONDS more.
  */
 static void
-conn_stand(struct conn *c)
+conn_stand(struct conn *c, const struct td_welcome *w)
 {
+	uint32_t ms;
+	struct timeval tv;
+
+	ms = w->idle_timeout > 0 ? w->idle_timeout * 1000 / 3 : 60 * 1000;
+	if (ms < 500)
+		ms = 500;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	c->keep = event_new(load_base, -1, EV_PERSIST, conn_keep_cb, c);
+	evtimer_add(c->keep, &tv);
 	load_pending--;
 	load_welcomed++;
 	c->state = C_STANDBY;
 	load_standing++;
-	load_progress();
 	load_start_more();
 	load_standby_arm();
+}
+
+/* --standby: what every STANDBY says but its host name. */
+static void
+load_standby_init(void)
+{
+	char words[TD_STANDBY_CLOCKS + 3], word[TD_MAX_NAME_LEN + 3];
+	struct utsname u;
+
+	memset(&load_sb, 0, sizeof load_sb);
+	load_sb.version = TD_STANDBY_VERSION;
+	load_sb.ncpus = (uint32_t)load_f.ncpus;
+	snprintf(load_sb.kernel, sizeof load_sb.kernel, "%s",
+	    uname(&u) == 0 ? u.release : "unknown");
+	/* an x86 machine's trace clocks; the file's among them */
+	snprintf(load_sb.clocks, sizeof load_sb.clocks, "%s", LOAD_CLOCKS);
+	snprintf(words, sizeof words, " %s ", LOAD_CLOCKS);
+	snprintf(word, sizeof word, " %s ", load_f.hello.clock);
+	if (strstr(words, word) == NULL)
+		snprintf(load_sb.clocks + strlen(load_sb.clocks),
+		    sizeof load_sb.clocks - strlen(load_sb.clocks), " %s",
+		    load_f.hello.clock);
 }
 
 /* --standby: once every connection is through TLS or failed, the wait. */
@@ -607,8 +675,8 @@ load_standby_arm(void)
 	tv.tv_usec = (suseconds_t)((load_standby - tv.tv_sec) * 1e6);
 	load_standby_ev = evtimer_new(load_base, load_standby_cb, NULL);
 	evtimer_add(load_standby_ev, &tv);
-	fprintf(stderr, "tdload: %d connections standing by for %.1f s\n",
-	    load_standing, load_standby);
+	fprintf(stderr, "tdload: %d standby agents welcomed, standing by "
+	    "for %.1f s\n", load_standing, load_standby);
 }
 
 /* Open connections while fewer than --ramp wait for their WELCOME. */
@@ -649,110 +717,6 @@ load_progress(void)
 
 	if (load_deadline_ev != NULL)
 		evtimer_add(load_deadline_ev, &tv);
-}
-
-struct load_cpu {
-	int		 cpu;
-	struct td_buf	 pages;
-};
-
-static int
-load_page_cb(void *arg, const void *page, size_t len)
-{
-	struct load_cpu *lc = arg;
-
-	if (td_buf_add(&lc->pages, page, len) == -1 ||
-	    td_buf_add_zero(&lc->pages, load_page_size - len) == -1)
-		return -1;
-	return 0;
-}
-
-static int
-load_frame_section(struct td_read *r, struct td_buf *out, enum td_opt id)
-{
-	struct td_buf b;
-	size_t k;
-
-	td_buf_init(&b, TD_MAX_SECTION_SIZE);
-	if (td_read_section(r, id, &b) == -1) {
-		td_buf_free(&b);
-		return -1;
-	}
-	td_msg_pack_section(out, id);
-	for (k = 0; k < b.len; k += TD_MAX_FRAME)
-		td_msg_pack_section_data(out, b.data + k, b.len - k >
-		    TD_MAX_FRAME ? TD_MAX_FRAME : b.len - k);
-	td_msg_pack_section_end(out);
-	td_buf_free(&b);
-	return 0;
-}
-
-/* Read FILE once: sections, pages and options shared by all connections. */
-static int
-load_read(const char *path)
-{
-	static const enum td_opt head[] = { TD_OPT_HEADER_INFO,
-	    TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS, TD_OPT_KALLSYMS,
-	    TD_OPT_PRINTK };
-	static const enum td_opt opts[] = { TD_OPT_TSC2NSEC,
-	    TD_OPT_TRACECLOCK, TD_OPT_UNAME, TD_OPT_VERSION, TD_OPT_TRACEID,
-	    TD_OPT_CPUSTAT };
-	struct load_cpu lc;
-	struct td_read *r;
-	struct td_end *e;
-	struct td_buf b;
-	size_t i;
-	int cpu, nth;
-
-	if ((r = td_read_open(path)) == NULL)
-		return -1;
-	load_ncpus = td_read_ncpus(r);
-	load_page_size = td_read_page_size(r);
-	memset(&load_hello, 0, sizeof load_hello);
-	load_hello.version_min = load_hello.version_max = TD_PROTO_VERSION_MIN;
-	load_hello.ncpus = load_ncpus;
-	load_hello.page_size = load_page_size;
-	load_hello.long_size = td_read_long_size(r);
-	load_hello.commit_size = 8;
-	load_hello.trace_id = 2;
-	snprintf(load_hello.clock, sizeof load_hello.clock, "%s",
-	    td_read_clock(r)[0] ? td_read_clock(r) : "local");
-	td_buf_init(&load_head, TD_MAX_SECTION_SIZE);
-	td_buf_init(&load_tail, TD_MAX_SECTION_SIZE);
-	for (i = 0; i < sizeof head / sizeof *head; i++)
-		if (load_frame_section(r, &load_head, head[i]) == -1)
-			goto fail;
-	load_pages = xcalloc(load_ncpus, sizeof *load_pages);
-	load_npages = xcalloc(load_ncpus, sizeof *load_npages);
-	e = xcalloc(1, sizeof *e);
-	e->ncpus = load_ncpus;
-	for (cpu = 0; cpu < load_ncpus; cpu++) {
-		lc.cpu = cpu;
-		td_buf_init(&lc.pages, (size_t)1 << 40);
-		if (td_read_cpu_pages(r, cpu, load_page_cb, &lc) == -1) {
-			free(e);
-			goto fail;
-		}
-		load_pages[cpu] = lc.pages.data;	/* kept to the end */
-		load_npages[cpu] = lc.pages.len / load_page_size;
-		e->pages[cpu] = load_npages[cpu];
-	}
-	if (load_frame_section(r, &load_tail, TD_OPT_CMDLINES) == -1) {
-		free(e);
-		goto fail;
-	}
-	td_buf_init(&b, TD_MAX_SECTION_SIZE);
-	for (i = 0; i < sizeof opts / sizeof *opts; i++)
-		for (nth = 0; td_read_option(r, opts[i], nth, &b) == 0; nth++)
-			td_msg_pack_option(&load_tail, opts[i], b.data, b.len);
-	td_buf_free(&b);
-	td_msg_pack_end(&load_tail, e);
-	free(e);
-	td_read_close(r);
-	return 0;
-fail:
-	td_read_close(r);
-	return -1;
 }
 
 static void
@@ -884,11 +848,12 @@ main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (load_read(argv[optind]) == -1) {
+	if (load_file_read(argv[optind], &load_f) == -1) {
 		fprintf(stderr, "tdload: cannot read '%s': %s\n", argv[optind],
 		    strerror(errno));
 		return 2;
 	}
+	load_standby_init();
 	if (!insecure &&
 	    (load_ctx = td_tls_client_ctx(cert, key, ca, err, sizeof err)) ==
 	    NULL) {
@@ -912,15 +877,17 @@ main(int argc, char **argv)
 		snprintf(load_conns[i].name, sizeof load_conns[i].name,
 		    "%s-%04d", load_prefix, i);
 	}
-	for (i = 0; i < load_ncpus; i++)
-		total_pages += load_npages[i];
+	for (i = 0; i < load_f.ncpus; i++)
+		total_pages += load_f.npages[i];
 	if (spread > 0)
-		load_rate = total_pages * load_page_size / 1024.0 / spread;
-	fprintf(stderr, "tdload: %d connections (%d idle for %.1f s, %d "
-	    "streaming at %.0f kB/s, 0: full speed), each %" PRIu64 " pages "
-	    "of %u CPUs and %.1f MB of metadata\n", load_n, load_idle,
-	    load_quiet, load_n - load_idle, load_rate, total_pages, load_ncpus,
-	    (load_head.len + load_tail.len) / 1e6);
+		load_rate = total_pages * load_f.page_size / 1024.0 / spread;
+	if (load_standby < 0)
+		fprintf(stderr, "tdload: %d connections (%d idle for %.1f s, "
+		    "%d streaming at %.0f kB/s, 0: full speed), each %" PRIu64
+		    " pages of %u CPUs and %.1f MB of metadata\n", load_n,
+		    load_idle, load_quiet, load_n - load_idle, load_rate,
+		    total_pages, load_f.ncpus,
+		    (load_f.head.len + load_f.tail.len) / 1e6);
 	load_left = load_n;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	tv.tv_sec = (time_t)load_timeout;
@@ -947,8 +914,12 @@ main(int argc, char **argv)
 			    c->state == C_FAILED ? c->why : "not started");
 	}
 	printf("tdload: %d connections: %d done, %d failed; at most %d open "
-	    "at once; %.1f MB sent in %.2f s\n", load_n, ok, load_n - ok,
+	    "at once; %.1f MB sent in %.2f s", load_n, ok, load_n - ok,
 	    load_peak, load_sent / 1e6, load_since(&t0));
+	if (load_standby >= 0)
+		printf("; %d standby agents welcomed, %" PRIu64 " KEEPALIVE "
+		    "sent", load_standing, load_keepalives);
+	printf("\n");
 	fflush(stdout);
 	load_deadline_ev = NULL;
 	event_free(deadline);
@@ -958,12 +929,7 @@ main(int argc, char **argv)
 	if (load_ctx != NULL)
 		SSL_CTX_free(load_ctx);
 	freeaddrinfo(load_ai);
-	for (i = 0; i < load_ncpus; i++)
-		free(load_pages[i]);
-	free(load_pages);
-	free(load_npages);
-	td_buf_free(&load_head);
-	td_buf_free(&load_tail);
+	load_file_free(&load_f);
 	free(load_conns);
 	return ok == load_n ? 0 : 1;
 }
