@@ -50,6 +50,7 @@ struct standby {
 	uint32_t		 start_req;	/* its START */
 	uint32_t		 stop_req;	/* a STOP for it, 0: none */
 	int			 ready_fd;	/* its --ready-fd's other end */
+	bool			 before_go;	/* it has not been let trace */
 	bool			 quit;
 };
 
@@ -280,6 +281,7 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 	}
 	close(sv[1]);
 	sb->ready_fd = sv[0];
+	sb->before_go = true;
 	sb->child = pid;
 	sb->start_req = r->req;
 	sb->stop_req = 0;
@@ -319,6 +321,7 @@ standby_go(struct standby *sb, const char *why)
 {
 	if (sb->ready_fd == -1)
 		return;
+	sb->before_go = false;
 	if (why != NULL)
 		log_info("recording '%s': %s", sb->me.recording, why);
 	if (send(sb->ready_fd, "G", 1, MSG_NOSIGNAL) != 1)
@@ -371,6 +374,11 @@ standby_reap(struct standby *sb)
 			snprintf(text, sizeof text, "%s signal %d",
 			    sb->me.recording, WTERMSIG(status));
 		log_info("recording %s", text);
+		/* ended in its set-up: the START's request hears of it (the
+		   others of that start need not wait for it) */
+		if (sb->stop_req == 0 && sb->before_go)
+			sb->stop_req = sb->start_req;
+		sb->before_go = false;
 		if (sb->ready_fd != -1) {
 			close(sb->ready_fd);
 			sb->ready_fd = -1;

@@ -103,6 +103,16 @@ check "refusals: tdctl list shows them refused, not recording" sh -c "
 eq "refusals: no recording started" \
     "$(grep -c ': recording [0-9]* CPUs' "$WORK/listen.log")" "$sessions0"
 
+# a recording that fails in its set-up (a filter the kernel refuses): its
+# end answers the START, so the request ends without waiting for a GO
+"$TDCTL" -S "$CTL" start --hosts 'host0[34]' -e sched:sched_switch \
+    -f 'no_such_field == 1' --name badf > "$WORK/badf.out" 2>&1
+check "a failed set-up: both started, then finished with an error, no GO" sh -c "
+    [ \$(grep -c '^started host0[34] badf pid' '$WORK/badf.out') = 2 ] &&
+    [ \$(grep -c '^finished host0[34] badf exit [1-9]' '$WORK/badf.out') = 2 ] &&
+    ! grep -q '^go \|^timeout ' '$WORK/badf.out'" ||
+    sed 's/^/# badf: /' "$WORK/badf.out"
+
 # ---- the control socket ---------------------------------------------------
 setpriv --reuid=65534 --regid=65534 --clear-groups "$TDCTL" -S "$CTL" list \
     > "$WORK/nobody.out" 2>&1
