@@ -544,6 +544,9 @@ standby_main(int argc, char **argv)
 
 	if (standby_parse(argc, argv, &sb->o, err, sizeof err) == -1) {
 		fprintf(stderr, "tdagent --standby: %s\n", err);
+		for (i = 0; i < sb->o.nheld; i++)
+			free(sb->o.held[i]);
+		free(sb);
 		return 2;
 	}
 	log_init("tdagent", sb->o.verbosity, 0);
