@@ -89,40 +89,47 @@ td_msg_unpack_start(const struct td_frame *f, struct td_start *s)
 	return td_msg_cur_end(&c);
 }
 
+/* STOP and GO: the request number alone. */
+static int
+req_pack(struct td_buf *b, uint16_t type, uint32_t req)
+{
+	if (td_frame_header(b, type, 0, 4) == -1)
+		return -1;
+	return td_msg_put_u32(b, req);
+}
+
+static int
+req_unpack(const struct td_frame *f, uint16_t type, uint32_t *req)
+{
+	struct td_cur c;
+
+	td_msg_cur_init(&c, f, type);
+	*req = td_cur_be32(&c);
+	return td_msg_cur_end(&c);
+}
+
 int
 td_msg_pack_stop(struct td_buf *b, uint32_t req)
 {
-	if (td_frame_header(b, TD_MSG_STOP, 0, 4) == -1)
-		return -1;
-	return td_msg_put_u32(b, req);
+	return req_pack(b, TD_MSG_STOP, req);
 }
 
 int
 td_msg_unpack_stop(const struct td_frame *f, uint32_t *req)
 {
-	struct td_cur c;
-
-	td_msg_cur_init(&c, f, TD_MSG_STOP);
-	*req = td_cur_be32(&c);
-	return td_msg_cur_end(&c);
+	return req_unpack(f, TD_MSG_STOP, req);
 }
 
 int
 td_msg_pack_go(struct td_buf *b, uint32_t req)
 {
-	if (td_frame_header(b, TD_MSG_GO, 0, 4) == -1)
-		return -1;
-	return td_msg_put_u32(b, req);
+	return req_pack(b, TD_MSG_GO, req);
 }
 
 int
 td_msg_unpack_go(const struct td_frame *f, uint32_t *req)
 {
-	struct td_cur c;
-
-	td_msg_cur_init(&c, f, TD_MSG_GO);
-	*req = td_cur_be32(&c);
-	return td_msg_cur_end(&c);
+	return req_unpack(f, TD_MSG_GO, req);
 }
 
 /* ANSWER: request, what, text (made printable: the peer logs it). */
