@@ -1,6 +1,7 @@
 #!/bin/sh
 # bench/tsync.sh [SECONDS [INTERVAL_MS]]: accuracy of time sync on this
-# machine.  One tdlisten (--tsync-interval INTERVAL_MS, default 1000), one
+# machine.  One tdlisten (its defaults; --tsync-interval INTERVAL_MS when
+# given), one
 # streaming tdagent per trace clock, each its own instance, all recording
 # the same rare events (tests/tdpoke: two getppid calls in a row every
 # 50 ms, the second one counts) for SECONDS (default 60); between and
@@ -81,7 +82,9 @@ fi
 
 B=${TD_BUILDDIR:-$top}
 T=${1:-60}
-IV=${2:-1000}
+IV=${2:-}
+ivarg=""
+[ -n "$IV" ] && ivarg="--tsync-interval $IV"
 TR=/sys/kernel/tracing
 W=$(mktemp -d /tmp/td-tsync-bench.XXXXXX)
 all=""
@@ -103,8 +106,8 @@ flt='id == 110'		# getppid on x86-64
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 port=$((30000 + $$ % 20000))
-"$B/tdlisten" -p $port --insecure -v -d "$W/out" --tsync-interval "$IV" \
-    > "$W/l.log" 2>&1 &
+# shellcheck disable=SC2086
+"$B/tdlisten" -p $port --insecure -v -d "$W/out" $ivarg > "$W/l.log" 2>&1 &
 lpid=$!
 until grep -q "listening on" "$W/l.log"; do
 	kill -0 $lpid 2>/dev/null || { cat "$W/l.log"; exit 1; }
@@ -174,8 +177,10 @@ paste $cols | awk -v names="$clocks" -f "$top/tests/tsync-err.awk" > "$W/err"
 {
 	echo "tracedock time sync, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r)," \
 	    "$(nproc) CPUs, load $load0 (start) $load1 (end)"
-	echo "$T s, $n events per file, a sync round every $IV ms," \
-	    "tree $(git -C "$top" describe --always --dirty 2>/dev/null)"
+	echo "$T s, $n events per file, a sync round every" \
+	    "${IV:-default ($("$B/tdlisten" --help 2>&1 |
+	    sed -n 's/.*--tsync-interval MS.*(default \([0-9]*\).*/\1/p'))}" \
+	    "ms, tree $(git -C "$top" describe --always --dirty 2>/dev/null)"
 	grep "time sync: [0-9]* samples" "$W/l.log" |
 	    sed 's/^.* \(.[a-z0-9_-]*.\) (127.0.0.1:[0-9]*): /  \1 /'
 } > "$W/head"

@@ -174,7 +174,7 @@ usage(FILE *fp)
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
 "  --max-sessions N   refuse connections past their TLS handshake beyond N\n"
 "                     (default 1024)\n"
-"  --tsync-interval MS  time-sync round every MS ms (default 10000; 0: at\n"
+"  --tsync-interval MS  time-sync round every MS ms (default 1000; 0: at\n"
 "                     start and end only; -1: no time sync)\n"
 "  --resume-wait S    keep a recording whose agent went away S seconds for\n"
 "                     it to come back and resume (default 600; 0: close it)\n"
@@ -282,7 +282,7 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 	 * event rates that costs events, so rounds are sparse by default
 	 * (interpolation between them absorbs linear drift).
 	 */
-	c->tsync_interval = 10000;
+	c->tsync_interval = 1000;
 	c->resume_wait = 600;
 	c->idle_timeout = 60;
 	c->max_per_identity = 64;

@@ -10,6 +10,7 @@
 #include "guests.h"
 #include "log.h"
 #include "recparams.h"
+#include "tdlimits.h"
 #include "timeline.h"
 #include "timesync.h"
 #include "banned.h"
@@ -54,6 +55,10 @@ timeline_write(struct timesync *ts, struct guests *g, struct td_file *f,
 		    label, rep.dropped);
 		return 0;
 	}
+	if (rep.thinned > 0)
+		log_info("%s: time sync: %u samples thinned out while "
+		    "recording (more than %u)", label, rep.thinned,
+		    TD_MAX_TSYNC_SAMPLES);
 	if (rep.in_option < rep.kept)
 		log_info("%s: time sync: %u of %u samples kept in TIME_SHIFT "
 		    "(option size cap)", label, rep.in_option, rep.kept);

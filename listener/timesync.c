@@ -43,6 +43,10 @@ struct timesync {
 	struct td_tsync_sample	*samples;
 	uint32_t		 n;
 	uint32_t		 dropped;
+	uint32_t		 thinned;	/* left out by timesync_keep() */
+	uint32_t		 stride;	/* of the grid kept, from 1 */
+	uint32_t		 seen;		/* samples that came */
+	bool			 latest_off_grid; /* samples[n - 1] */
 	uint32_t		 tsc_mult;	/* TSC2NSEC, when the agent sent */
 	uint32_t		 tsc_shift;	/* it (x86-tsc) */
 };
@@ -61,7 +65,10 @@ timesync_now(clockid_t id)
 struct timesync *
 timesync_new(void)
 {
-	return xcalloc(1, sizeof (struct timesync));
+	struct timesync *t = xcalloc(1, sizeof *t);
+
+	t->stride = 1;
+	return t;
 }
 
 void
@@ -83,16 +90,57 @@ timesync_push(struct timesync *t, const struct td_tsync_sample *s)
 	t->samples[t->n++] = *s;
 }
 
+/*
+ * Past TD_MAX_TSYNC_SAMPLES the samples are kept on a coarser grid: of
+ * the samples that came, those whose number is a multiple of the stride,
+ * plus always the latest one (the last sample of a recording is its
+ * anchor).  When the array is full, every other sample of the grid is
+ * left out and the stride doubles, so a long recording stays covered
+ * evenly from end to end, only less densely (a round a second fills it in
+ * 68 minutes), and the memory, a checkpoint's size and the options stay
+ * bounded however long it records.
+ */
+static void
+timesync_thin(struct timesync *t)
+{
+	uint32_t i, k = 0, grid = t->n - (t->latest_off_grid ? 1 : 0);
+
+	for (i = 0; i < grid; i += 2)
+		t->samples[k++] = t->samples[i];
+	if (t->latest_off_grid || (grid - 1) % 2 == 1) {
+		t->samples[k++] = t->samples[t->n - 1];
+		t->latest_off_grid = true;
+	}
+	t->thinned += t->n - k;
+	t->n = k;
+	t->stride *= 2;
+}
+
+/* Keep s on the grid, or as the latest one in place of the one before. */
+static void
+timesync_keep(struct timesync *t, const struct td_tsync_sample *s)
+{
+	bool on_grid = t->seen++ % t->stride == 0;
+
+	if (!t->latest_off_grid && t->n >= TD_MAX_TSYNC_SAMPLES)
+		timesync_thin(t);
+	if (t->latest_off_grid) {
+		t->samples[t->n - 1] = *s;
+		t->thinned++;
+	} else
+		timesync_push(t, s);
+	t->latest_off_grid = !on_grid;
+}
+
 bool
 timesync_add(struct timesync *t, const struct td_tsync_sample *s)
 {
 	if (s->bound > TD_MAX_TSYNC_BOUND || s->scaling != 1 ||
-	    s->frac != 0 || (t->n > 0 && s->ts <= t->samples[t->n - 1].ts) ||
-	    t->n == TD_MAX_TSYNC_SAMPLES) {
+	    s->frac != 0 || (t->n > 0 && s->ts <= t->samples[t->n - 1].ts)) {
 		t->dropped++;
 		return false;
 	}
-	timesync_push(t, s);
+	timesync_keep(t, s);
 	return true;
 }
 
@@ -248,6 +296,7 @@ timesync_options(struct timesync *t, struct td_file *f, uint64_t peer_id,
 
 	memset(rep, 0, sizeof *rep);
 	rep->dropped = t->dropped;
+	rep->thinned = t->thinned;
 	if (n == 0)
 		return 1;
 	out = xcalloc(n, sizeof *out);
@@ -389,9 +438,10 @@ timesync_load(struct timesync *t, struct td_cur *c, uint32_t version)
 
 	free(t->samples);
 	memset(t, 0, sizeof *t);
+	t->stride = 1;
 	n = td_cur_u32(c);
 	t->dropped = td_cur_u32(c);
-	if (td_cur_bad(c) || n > TD_MAX_TSYNC_SAMPLES ||
+	if (td_cur_bad(c) || n > TD_MAX_TSYNC_SAMPLES_READ ||
 	    (size_t)n * each > td_cur_left(c))
 		return -1;
 	for (i = 0; i < n; i++) {
@@ -410,7 +460,7 @@ timesync_load(struct timesync *t, struct td_cur *c, uint32_t version)
 			if (td_cur_bad(c))
 				return -1;
 		}
-		timesync_push(t, &s);
+		timesync_keep(t, &s);
 	}
 	if (version >= 2) {
 		t->tsc_mult = td_cur_u32(c);

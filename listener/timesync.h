@@ -28,6 +28,7 @@ struct td_tsync_sample;
 struct timesync_report {
 	uint32_t	 kept;		/* samples on the line */
 	uint32_t	 dropped;	/* absurd ones, never kept */
+	uint32_t	 thinned;	/* left out to keep the count bounded */
 	uint32_t	 imprecise;	/* set aside: wide and wrong */
 	uint32_t	 off_line;	/* set aside: off their neighbours' line */
 	uint32_t	 in_option;	/* of kept, in TIME_SHIFT (its size cap) */
@@ -44,8 +45,9 @@ struct timesync	*timesync_new(void);
 void		 timesync_free(struct timesync *t);
 /*
  * Keep a sample the agent sent; an absurd one (bound past the cap, a
- * scaling or fraction trace-cmd would misread, not after the last, one too
- * many) is dropped and counted: false.
+ * scaling or fraction trace-cmd would misread, not after the last) is
+ * dropped and counted: false.  Past TD_MAX_TSYNC_SAMPLES every other
+ * sample kept so far is left out first (counted in the report).
  */
 bool		 timesync_add(struct timesync *t,
 		    const struct td_tsync_sample *s);

@@ -209,8 +209,15 @@
  */
 #define TD_MAX_QMP_REPLY	(1024u * 1024)
 
-/* Time-sync samples kept per recording (one a second is 27 hours). */
-#define TD_MAX_TSYNC_SAMPLES	100000
+/*
+ * Time-sync samples kept per recording (a round a second fills it in 68
+ * minutes; then every other one is left out: timesync.c).  A checkpoint
+ * holds them all and is rewritten every SESSION_CK_BYTES, so this bounds
+ * its size (48 bytes a sample), the memory and the options.  A checkpoint
+ * of an older tdlisten may hold up to TD_MAX_TSYNC_SAMPLES_READ.
+ */
+#define TD_MAX_TSYNC_SAMPLES	4096
+#define TD_MAX_TSYNC_SAMPLES_READ	100000
 /* A sample whose error bound is wider than this (ns) is dropped. */
 #define TD_MAX_TSYNC_BOUND	(100u * 1000 * 1000)
 
