@@ -3,7 +3,7 @@
 # 3.1.6 in one command, and one table of them; see bench/README.md, "All
 # in one table".
 #
-# usage: bench/all.sh [--repeat R] [--quick] [--only 'stream conc load']
+# usage: bench/all.sh [--repeat R] [--quick] [--only 'stream conc load tsync']
 #                     [--stream-args A] [--conc-args A] [--load-args A]
 #                     [--table]
 #
@@ -16,6 +16,9 @@
 #   conc    bench/concurrent.sh: 1, 4 and 16 agents at once, each with its
 #           own dd storm (500,000 blocks) and its own instance, against as
 #           many trace-cmd record -N -t clients of one trace-cmd listen
+#   tsync   bench/tsync.sh 15: the listener's default time sync, six
+#           agents of six trace clocks recording the same occurrences;
+#           trace-cmd record -N has no time sync
 #   load    bench/load.sh: 1,000 agents (tests/tdload) on one tdlisten;
 #           trace-cmd has no counterpart (a process per client and per CPU)
 #
@@ -23,7 +26,7 @@
 # (bench/out/stream.tsv, conc-agents.tsv, conc-runs.tsv, load.tsv).
 # --repeat R: runs per tool and case (default 3; load.sh: R runs per mix).
 # --quick: small sizes, one run each (a smoke test, not a measurement).
-# --only: some of the three.  --stream-args, --conc-args, --load-args:
+# --only: some of the four (the default: stream conc load).  --stream-args, --conc-args, --load-args:
 # more options for that script (after the others, so they win: for
 # instance --load-args '--repeat 1').  --table: only print the table from
 # the results already in bench/out/.  Run as root.
@@ -64,7 +67,8 @@ done
 [[ "$REPEAT" =~ ^[0-9]+$ ]] && [ "$REPEAT" -ge 1 ] ||
     die "--repeat wants a number >= 1"
 for p in $ONLY; do
-	case $p in stream | conc | load) ;; *) die "unknown part '$p'" ;; esac
+	case $p in stream | conc | load | tsync) ;;
+	*) die "unknown part '$p'" ;; esac
 done
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -105,6 +109,33 @@ if [ "$TABLE_ONLY" = 0 ]; then
 			    ${conc_args[@]+"${conc_args[@]}"} ||
 			    die "bench/concurrent.sh failed"
 			;;
+		tsync)
+			# the line of each run: largest pair median and clean max
+			tb=${TD_BUILDDIR:-$TOP/build}
+			if [ -z "${TD_BUILDDIR:-}" ]; then
+				sh scripts/build.sh build > "$OUT/tsync-build.log" \
+				    2>&1 || die "scripts/build.sh failed"
+			fi
+			make -s -C "$tb" tdagent tdlisten tests/tdpoke \
+			    >> "$OUT/tsync-build.log" 2>&1 || die "make failed"
+			printf 'run\tmedian_ns\tclean_max_ns\tload\n' \
+			    > "$OUT/tsync.tsv"
+			for r in $(seq "$REPEAT"); do
+				flock /tmp/td-bench.lock env TD_BUILDDIR="$tb" \
+				    sh bench/tsync.sh 15 > "$OUT/tsync-$r.txt" 2>&1 ||
+				    die "bench/tsync.sh failed: $OUT/tsync-$r.txt"
+				awk -v r="$r" '/^tracedock time sync/ {
+				    sub(/.*load /, ""); l = $1 }
+				    /^corrected \|dt\| over/ {
+				    for (i = 1; i <= NF; i++) {
+					if ($i == "largest" && $(i + 1) == "median")
+						m = $(i + 2)
+					if ($(i + 1) == "clean" && $(i + 2) == "max")
+						c = $(i + 3) }
+				    printf "%s\t%s\t%s\t%s\n", r, m, c, l }' \
+				    "$OUT/tsync-$r.txt" >> "$OUT/tsync.tsv"
+			done
+			;;
 		load)
 			bash bench/load.sh --repeat "$REPEAT" \
 			    ${load_args[@]+"${load_args[@]}"} ||
@@ -119,7 +150,7 @@ fi
 # --- the table ------------------------------------------------------------
 
 files=()
-for f in stream.tsv conc-agents.tsv conc-runs.tsv load.tsv; do
+for f in stream.tsv conc-agents.tsv conc-runs.tsv load.tsv tsync.tsv; do
 	[ -f "$OUT/$f" ] && files+=("$OUT/$f")
 done
 [ ${#files[@]} -gt 0 ] || die "no results in $OUT (run without --table)"
@@ -193,9 +224,20 @@ FILENAME ~ /load.tsv$/ {
 	put(s, "td", "load", $13)
 	next
 }
+FILENAME ~ /tsync.tsv$/ {
+	s = "time sync at the defaults, 15 pairs of 6 trace clocks, 15 s" \
+	    " (bench/tsync.sh; trace-cmd -N: none)"
+	put(s, "td", "tsmed", $2 / 1000)
+	put(s, "td", "tsmax", $3 / 1000)
+	put(s, "td", "load", $4)
+	next
+}
 END {
 	nm = split("capture acpu lcpu lcpurx arss lrss lpss ready done wire " \
-	    "load", ms, " ")
+	    "tsmed tsmax load", ms, " ")
+	label["tsmed"] = "largest pair median |dt| us"
+	label["tsmax"] = "largest pair clean max |dt| us"
+	fmt["tsmed"] = "%.3f"; fmt["tsmax"] = "%.2f"
 	label["capture"] = "capture (captured/expected)"
 	label["acpu"] = "agent CPU ms per ring MB"
 	label["lcpu"] = "listener CPU ms per ring MB"
