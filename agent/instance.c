@@ -325,6 +325,15 @@ instance_set_buffer_kb(struct instance *in, int kb, char *err, size_t errlen)
 	return 0;
 }
 
+/* The per-CPU buffer size in KiB (CPU 0's: they are set together). */
+long
+instance_buffer_kb(struct instance *in)
+{
+	ssize_t kb = tracefs_instance_get_buffer_size(in->ti, 0);
+
+	return kb > 0 ? (long)kb : -1;
+}
+
 static int instance_kept_fd(struct instance *, const char *, bool);
 
 /* Turn recording on or off (through the kept tracing_on, if kept). */

@@ -32,6 +32,8 @@ int		 instance_set_clock(struct instance *in, const char *clock,
 		    char *err, size_t errlen);
 int		 instance_set_buffer_kb(struct instance *in, int kb,
 		    char *err, size_t errlen);
+/* The per-CPU buffer size in KiB now (of CPU 0); -1 if unknown. */
+long		 instance_buffer_kb(struct instance *in);
 int		 instance_set_tracing(struct instance *in, int on);
 /* Wake readers when a CPU buffer is pct percent full. */
 int		 instance_set_buffer_percent(struct instance *in, int pct);

@@ -27,6 +27,7 @@
 #include "conn.h"
 #include "log.h"
 #include "standby.h"
+#include "tdlimits.h"
 #include "tdproto.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -237,8 +238,10 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 			standby_arg(argv, &n, r->filter);
 		}
 	}
-	if (r->buffer_kb > 0) {
-		snprintf(kb, sizeof kb, "%u", r->buffer_kb);
+	/* no size asked: tdagent's default, at most --max-buffer */
+	if (r->buffer_kb > 0 || sb->o.max_buffer < TD_AGENT_RING_KB) {
+		snprintf(kb, sizeof kb, "%u", r->buffer_kb > 0 ?
+		    r->buffer_kb : sb->o.max_buffer);
 		standby_arg(argv, &n, "-b");
 		standby_arg(argv, &n, kb);
 	}

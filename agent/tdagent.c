@@ -25,6 +25,7 @@
 #include "record.h"
 #include "standby.h"
 #include "size.h"
+#include "tdlimits.h"
 #include "tdproto.h"
 #include "banned.h"
 
@@ -122,7 +123,8 @@ usage(FILE *fp)
 "                     sched_process_exit and irq)\n"
 "  -f FILTER          filter for the -e just before it (kernel filter syntax)\n"
 "  -F                 record only COMMAND and the tasks it starts\n"
-"  -b KB              ring-buffer size per CPU in KiB (default: the kernel's)\n"
+"  -b KB              ring-buffer size per CPU in KiB (default: 8192, at most\n"
+"                     65536 for all CPUs and 1/128 of the memory)\n"
 "  -C CLOCK           trace clock: local, global, mono, mono_raw, boot, x86-tsc...\n"
 "  -s SECONDS         stop after SECONDS\n"
 "  --ready-fd FD      set up and connected, write R to FD and start tracing\n"
@@ -495,6 +497,45 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	}
 }
 
+/*
+ * Without -b: the instance is tdagent's own, so its ring is sized for a
+ * recording rather than left at the kernel's size for a new instance
+ * (1.4 MiB per CPU, which a syscall storm fills in 25 ms): see
+ * TD_AGENT_RING_KB.  A machine that cannot give the memory keeps the
+ * kernel's size (said with -v).
+ */
+static void
+tdagent_default_ring(struct instance *in)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	long long want = TD_AGENT_RING_KB, cap;
+	long cur = instance_buffer_kb(in);
+	char err[512];
+
+	if (ncpus < 1)
+		ncpus = 1;
+	cap = TD_AGENT_RING_TOTAL_KB / ncpus;
+	if (want > cap)
+		want = cap;
+	if (pages > 0 && psz > 0) {
+		cap = (long long)pages / TD_AGENT_RING_RAM_DIV *
+		    (psz / 1024) / ncpus;
+		if (want > cap)
+			want = cap;
+	}
+	if (cur <= 0 || want <= cur)
+		return;
+	if (instance_set_buffer_kb(in, (int)want, err, sizeof err) == -1) {
+		log_debug("%s: keeping the kernel's %ld KiB", err, cur);
+		/* a failed resize may leave CPUs at different sizes */
+		instance_set_buffer_kb(in, (int)cur, err, sizeof err);
+		return;
+	}
+	log_debug("ring buffer %lld KiB per CPU (the kernel's: %ld)", want,
+	    cur);
+}
+
 /* Set up the instance as the options say; exit status on failure. */
 static int
 tdagent_configure(struct instance *in, struct agent_opts *o)
@@ -544,6 +585,8 @@ tdagent_configure(struct instance *in, struct agent_opts *o)
 		log_warnx("%s", err);
 		return 1;
 	}
+	if (o->buffer_kb == 0)
+		tdagent_default_ring(in);
 	return 0;
 }
 

@@ -6,7 +6,8 @@
 # usage: bench/concurrent.sh [--agents 'N...'] [--total BLOCKS | --blocks K]
 #                            [--repeat R] [--tools 'tdagent trace-cmd']
 #                            [--agent-args 'ARGS'] [--tdlisten-args 'ARGS']
-#                            [--agent-nice N] [--keep]
+#                            [--agent-nice N] [--stagger]
+#                            [--before BUILDDIR] [--keep]
 #
 # For every N (default 1 4 16) and every repeat (default 3), both tools in
 # turn (the order alternates):
@@ -19,7 +20,16 @@
 #              dd (started beforehand and waiting)
 #
 # Every dd waits on one FIFO until all N recorders record, so the N
-# workloads run at the same time.  Each dd copies K blocks of one byte:
+# workloads run at the same time.  With --stagger (tdagent only) there is
+# no common release: the agents are started one after another (without
+# waiting for each other) and each agent's dd starts as soon as its own
+# agent records (-F), so agents read kallsyms, connect, send their headers
+# and sync their clocks while the others' workloads storm, as when users
+# start agents whenever.  (The "dd end"
+# and "file ready" times then count from the last agent's start.)
+# --before BUILDDIR adds a tool, tdagent-before: the tdagent of another
+# build (the tree before a change), with this tree's tdlisten, in the same
+# runs, so before and after are measured side by side.  Each dd copies K blocks of one byte:
 # K fixed (--blocks, default 500,000: every agent has a storm of its own,
 # 16 of them 8,000,000 blocks) or K = BLOCKS / N (--total: the same work for
 # every N).  Everything runs in a private network namespace, so
@@ -42,6 +52,8 @@ TOOLS="tdagent trace-cmd"
 AGENT_ARGS=""
 TDLISTEN_ARGS=""
 AGENT_NICE=""
+STAGGER=0
+BEFORE=""
 KEEP=0
 CAL1=1000
 CAL2=2000
@@ -75,6 +87,8 @@ while [ $# -gt 0 ]; do
 	--agent-args) [ $# -ge 2 ] || usage; AGENT_ARGS=$2; shift 2 ;;
 	--tdlisten-args) [ $# -ge 2 ] || usage; TDLISTEN_ARGS=$2; shift 2 ;;
 	--agent-nice) [ $# -ge 2 ] || usage; AGENT_NICE=$2; shift 2 ;;
+	--stagger) STAGGER=1; shift ;;
+	--before) [ $# -ge 2 ] || usage; BEFORE=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
 	-h | --help) usage 0 ;;
 	*) usage ;;
@@ -90,7 +104,14 @@ done
 [ -z "$BLOCKS" ] || [[ "$BLOCKS" =~ ^[0-9]+$ ]] || die "--blocks wants a number"
 for t in $TOOLS; do
 	case $t in tdagent | trace-cmd) ;; *) die "unknown tool '$t'" ;; esac
+	[ "$STAGGER" = 0 ] || [ "$t" = tdagent ] ||
+	    die "--stagger: tdagent only (trace-cmd follows a PID started before it)"
 done
+if [ -n "$BEFORE" ]; then
+	[ -x "$BEFORE/tdagent" ] || die "--before: no $BEFORE/tdagent"
+	BEFORE=$(cd "$BEFORE" && pwd)
+	TOOLS="$TOOLS tdagent-before"
+fi
 [ "$(id -u)" = 0 ] || die "needs root (ftrace instances, network namespace)"
 
 # A private network namespace: the loopback byte counters are ours alone
@@ -155,6 +176,9 @@ build() {
 	TDAGENT=$TMP/tdagent
 	TDLISTEN=$TMP/tdlisten
 	TDCOUNT=$TMP/tdcount
+	if [ -n "$BEFORE" ]; then
+		cp "$BEFORE/tdagent" "$TMP/tdagent-before"
+	fi
 	for f in selftime concwatch flysize; do
 		gcc -O2 -Wall -o "$TMP/$f" "bench/$f.c" >>"$LOG" 2>&1 ||
 		    die "cannot build bench/$f.c, see $LOG"
@@ -169,6 +193,8 @@ build() {
 	flags=$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo unknown)
 	REV="$flags, tdagent $(sha256sum "$TDAGENT" | cut -c1-12), tdlisten"
 	REV="$REV $(sha256sum "$TDLISTEN" | cut -c1-12)"
+	[ -z "$BEFORE" ] || REV="$REV; tdagent-before ($BEFORE)"
+	REV="$REV $( [ -z "$BEFORE" ] || sha256sum "$TMP/tdagent-before" | cut -c1-12)"
 }
 
 pki() {
@@ -195,6 +221,9 @@ pki() {
 # become dd.  Arguments: PIDFILE FIFO BLOCKS.
 # shellcheck disable=SC2016
 WORKLOAD='echo $$ > "$1"; read x < "$2"; exec dd if=/dev/zero of=/dev/null bs=1 count="$3" status=none'
+# --stagger: the same system calls without waiting (no FIFO).
+# shellcheck disable=SC2016
+WORKLOAD_NOW='echo $$ > "$1"; read x < /dev/null; exec dd if=/dev/zero of=/dev/null bs=1 count="$3" status=none'
 
 agent_id() {
 	printf 'host%02d' "$1"
@@ -385,14 +414,17 @@ run_one() {
 	local d=$TMP/run-$tool-$n-$rep i id load b0 b1 mode expected c
 	local -a ddpids rpids wrappers ports
 	local -a targs largs
+	local agent=$TMP/tdagent workload=$WORKLOAD fpid
 
+	[ "$STAGGER" = 0 ] || workload=$WORKLOAD_NOW
+	[ "$tool" != tdagent-before ] || agent=$TMP/tdagent-before
 	rm -rf "$d"
 	mkdir -p "$d/out"
 	mkfifo "$d/fifo"
 	read -r -a targs <<<"$AGENT_ARGS"
 	read -r -a largs <<<"$TDLISTEN_ARGS"
 	PORT=$((PORT + 1))
-	if [ "$tool" = tdagent ]; then
+	if [ "$tool" != trace-cmd ]; then
 		mode=tdlisten
 		c=$C_FOLLOW
 	else
@@ -403,7 +435,7 @@ run_one() {
 
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	b0=$(lo_bytes)
-	if [ "$tool" = tdagent ]; then
+	if [ "$tool" != trace-cmd ]; then
 		"$TMP/selftime" "$d/ltime" "$d/lpid" -- "$TDLISTEN" -p "$PORT" \
 		    -d "$d/out" -v --cert "$PKI/listener.pem" \
 		    --key "$PKI/listener.key" --ca "$PKI/ca.pem" \
@@ -427,13 +459,13 @@ run_one() {
 	RUN_PIDS=""
 	for i in $(seq "$n"); do
 		id=$(agent_id "$i")
-		if [ "$tool" = tdagent ]; then
+		if [ "$tool" != trace-cmd ]; then
 			"$TMP/selftime" "$d/time.$i" "$d/rpid.$i" -- \
-			    "$TDAGENT" -h 127.0.0.1 -p "$PORT" \
+			    "$agent" -h 127.0.0.1 -p "$PORT" \
 			    --cert "$PKI/$id.pem" --key "$PKI/$id.key" \
 			    --ca "$PKI/ca.pem" -e raw_syscalls -F -v \
 			    ${targs[@]+"${targs[@]}"} -- \
-			    sh -c "$WORKLOAD" sh "$d/pid.$i" "$d/fifo" "$k" \
+			    sh -c "$workload" sh "$d/pid.$i" "$d/fifo" "$k" \
 			    >"$d/agent.$i.out" 2>"$d/agent.$i.err" </dev/null &
 			wrappers[i]=$!
 		else
@@ -465,13 +497,14 @@ run_one() {
 	done
 	# ready: tdagent starts its workload once it records; trace-cmd
 	# prints "Hit Ctrl^C" once it records
-	if [ "$tool" = tdagent ]; then
+	if [ "$tool" != trace-cmd ]; then
 		for i in $(seq "$n"); do
 			wait_files 1200 "$d/pid.$i" || die "$tool: agent $i did" \
 			    "not start its workload: $(tail -2 "$d/agent.$i.err")"
 			ddpids[i]=$(cat "$d/pid.$i")
 		done
-		wait_blocked "${ddpids[*]}" || die "$tool: workloads not waiting"
+		[ "$STAGGER" = 1 ] || wait_blocked "${ddpids[*]}" ||
+		    die "$tool: workloads not waiting"
 	else
 		for i in $(seq "$n"); do
 			for _ in $(seq 1200); do
@@ -498,8 +531,15 @@ run_one() {
 			    true) >/dev/null
 		done
 	fi
-	# let the readers reach their first read (as bench/run.sh)
-	sleep 0.5
+	# let the readers reach their first read (as bench/run.sh); with
+	# --stagger the workloads run already: no waiting, and nobody waits on
+	# the FIFO (a reader of it lets concwatch's open return)
+	if [ "$STAGGER" = 1 ]; then
+		cat "$d/fifo" >/dev/null &
+		fpid=$!
+	else
+		sleep 0.5
+	fi
 	# what the agents and the listener used to start (connections,
 	# headers, instances): kept apart from the streaming's CPU
 	cpu_snapshot "${ddpids[*]}" "$LPID" "${rpids[@]}" >"$d/cpu0"
@@ -507,6 +547,7 @@ run_one() {
 	"$TMP/concwatch" "$mode" "$d/out" "$n" "$d/fifo" 600 "$LPID" \
 	    "${ddpids[@]}" >"$d/watch" || die "$tool: runs or files" \
 	    "unfinished after 600 s ($(tail -1 "$d/watch"))"
+	[ "$STAGGER" = 0 ] || wait "$fpid" || true
 	for i in $(seq "$n"); do
 		wait "${wrappers[i]}" || warn "$tool: agent $i exited" \
 		    "$(awk '{ print $7 }' "$d/time.$i"):" \
@@ -522,7 +563,7 @@ run_one() {
 	done
 	[ -z "$(pgrep -P "$LPID" || true)" ] ||
 	    warn "$tool: the listener still has children"
-	if [ "$tool" = tdagent ]; then
+	if [ "$tool" != trace-cmd ]; then
 		kill -TERM "$LPID" || warn "$tool: the listener is gone"
 	else
 		kill -INT "$LPID" || warn "$tool: the listener is gone"
@@ -533,7 +574,8 @@ run_one() {
 	LPID=""
 	declare -p tool n k rep expected load b0 b1 lpid0 ddpids rpids ports \
 	    >"$d/meta" 2>/dev/null || true
-	echo "conc: $tool N=$n run $rep done (load $load)"
+	echo "conc: $tool N=$n run $rep done (load $load at the start," \
+	    "$(cut -d' ' -f1 /proc/loadavg) at the end)"
 }
 
 # count_one DIR: count the files of one run (not timed: outside the lock)
@@ -550,7 +592,7 @@ count_one() {
 	. "$d/meta"
 	for i in $(seq "$n"); do
 		id=$(agent_id "$i")
-		if [ "$tool" = tdagent ]; then
+		if [ "$tool" != trace-cmd ]; then
 			f=$(ls "$d/out/$id/"*.dat 2>/dev/null | head -1) || true
 		else
 			f=$(ls "$d/out/"trace.*:"${ports[i]}".dat \
@@ -582,7 +624,7 @@ count_one() {
 			bytes=0
 		}
 		sum=$((sum + bytes))
-		if [ "$tool" = tdagent ]; then
+		if [ "$tool" != trace-cmd ]; then
 			lost=$({ trace-cmd dump --options -i "$f" \
 			    2>/dev/null || true; } | awk '/^overrun:/ { s += $2 }
 			    /^dropped events:/ { s += $3 } END { print s + 0 }')
@@ -621,7 +663,7 @@ count_one() {
 		# main thread's wait for a CPU; ring pauses logged with -v
 		printf '%s\t' "$load" "$(awk '{ print $8 }' "$d/time.$i")" \
 		    "$(awk '{ print $10 }' "$d/time.$i")" >>"$OUT/conc-agents.tsv"
-		if [ "$tool" = tdagent ] && grep -q 'time sync round' \
+		if [ "$tool" != trace-cmd ] && grep -q 'time sync round' \
 		    "$d/agent.$i.err"; then
 			grep -c 'pause reading the rings' "$d/agent.$i.err" \
 			    >>"$OUT/conc-agents.tsv" || true
@@ -680,7 +722,10 @@ table() {
 	[ -z "$TDLISTEN_ARGS" ] || echo "tdlisten also given: $TDLISTEN_ARGS"
 	[ -z "$AGENT_NICE" ] || echo "agents and recorders reniced to $AGENT_NICE" \
 	    "(their workloads not)"
-	awk -F'\t' -v agents="$AGENTS" "$BENCH_AWK_STATS"'
+	[ "$STAGGER" = 0 ] || echo "--stagger: agents started one after another," \
+	    "each dd as soon as its agent records; no common release"
+	[ -z "$BEFORE" ] || echo "tdagent-before: $BEFORE/tdagent"
+	awk -F'\t' -v agents="$AGENTS" -v tools="$TOOLS" "$BENCH_AWK_STATS"'
 	function put(t, n, m, x) {
 		if (x == "-")
 			return
@@ -808,14 +853,19 @@ table() {
 			n = ns[x]
 			printf "\nN = %d: per agent, min/median/max over agents" \
 			    " and runs; per run, over runs\n", n
-			printf "%-32s  %-30s  %-30s  %7s\n", "metric",
-			    "tdagent -> tdlisten TLS", "record -N -t -> listen",
-			    "td/tc"
+			nt = split(tools, tl, " ")
+			hd["tdagent"] = "tdagent -> tdlisten TLS"
+			hd["trace-cmd"] = "record -N -t -> listen"
+			hd["tdagent-before"] = "tdagent before -> tdlisten"
+			printf "%-32s", "metric"
+			for (y = 1; y <= nt; y++)
+				printf "  %-30s", hd[tl[y]]
+			printf "  %7s\n", "td/tc"
 			for (j = 1; j <= nm; j++) {
 				m = ms[j]
 				printf "%-32s", label[m]
-				split("tdagent trace-cmd", tl, " ")
-				for (y = 1; y <= 2; y++) {
+				md["tdagent"] = md["trace-cmd"] = "-"
+				for (y = 1; y <= nt; y++) {
 					t = tl[y]
 					c = cnt[t, n, m]
 					if (c == 0) {

@@ -26,6 +26,8 @@
  *	   sum of their RSS and the sum of their PSS, printing the peaks as
  *		rss RSS_KB PSS_KB
  *	   (LPID 0: no sampling);
+ *	   A PID already gone when concwatch starts (concurrent.sh
+ *	   --stagger: workloads start with their agents) exits at time 0.
  *	5. stops when every PID has exited and NFILES files are complete
  *	   ("end T", status 0) or after TIMEOUT_S ("timeout T", status 1).
  *
@@ -296,7 +298,7 @@ main(int argc, char **argv)
 	const char *dir, *fifo;
 	double timeout, last_scan = 0, last_sample = -1;
 	long rss, pss, peak_rss = 0, peak_pss = 0;
-	int nfiles, npids, left, lpid, ifd, fd, i;
+	int nfiles, npids, left, lpid, ifd, fd, i, gone = 0;
 
 	if (argc < 8 || (strcmp(argv[1], "tdlisten") != 0 &&
 	    strcmp(argv[1], "trace-cmd") != 0)) {
@@ -318,6 +320,11 @@ main(int argc, char **argv)
 	for (i = 0; i < npids; i++) {
 		pids[i] = atoi(argv[7 + i]);
 		pfd[i].fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+		if (pfd[i].fd == -1 && errno == ESRCH) {
+			/* concurrent.sh --stagger: done before time 0 */
+			gone++;
+			continue;
+		}
 		if (pfd[i].fd == -1) {
 			fprintf(stderr, "concwatch: pidfd_open %d: %s\n",
 			    pids[i], strerror(errno));
@@ -333,7 +340,9 @@ main(int argc, char **argv)
 	}
 	pfd[npids].fd = ifd;
 	pfd[npids].events = POLLIN;
-	/* watch the subdirectories, note trace-cmd's temp files */
+	/* watch the subdirectories, note trace-cmd's temp files (a file
+	   complete already gets a time before the start) */
+	t0 = now();
 	scan(dir, ifd);
 	if (ndone > 0)
 		fprintf(stderr, "concwatch: warning: %d files complete before "
@@ -346,9 +355,12 @@ main(int argc, char **argv)
 	}
 	close(fd);
 	printf("start %.4f\n", now() - t0);
+	for (i = 0; i < npids; i++)
+		if (pfd[i].fd == -1)
+			printf("exit %d 0.0000\n", pids[i]);
 	fflush(stdout);
 
-	left = npids;
+	left = npids - gone;
 	while (left > 0 || ndone < nfiles) {
 		double t = now() - t0;
 

@@ -10,6 +10,18 @@
 #define TD_MAX_PAGE_SIZE	(1024 * 1024)
 /* Smallest sub-buffer: the 16-byte page header plus some data. */
 #define TD_MIN_PAGE_SIZE	256
+/*
+ * tdagent's ring per CPU for its own instance when -b is not given (KiB):
+ * RING_KB, but all CPUs together at most RING_TOTAL_KB and 1/RING_RAM_DIV
+ * of the machine's memory, and never less than the kernel's size for a new
+ * instance.  8 MiB holds about 150 ms of a full-rate syscall storm (55 MB/s
+ * here): the kernel's 1.4 MiB (25 ms) lost events to one late wake-up of
+ * the recorder on a busy 2-CPU machine (bench/README.md, "Concurrent
+ * agents").  The kernel allocates the ring per CPU, outside tdagent's RSS.
+ */
+#define TD_AGENT_RING_KB	8192
+#define TD_AGENT_RING_TOTAL_KB	(64 * 1024)
+#define TD_AGENT_RING_RAM_DIV	128
 /* Most CPUs a recording may declare. */
 #define TD_MAX_CPUS		4096
 /* Largest metadata section (kallsyms is the big one, ~6 MiB uncompressed). */

@@ -42,7 +42,9 @@ done
 # exact count as the recordings above, made by a recorder as nobody.
 storm "$WORK/r.dat" 3000 -u root
 eq "-u root: the same events as the unprivileged recorder" "$STORM_EVENTS" "$a"
-"$TDAGENT" -q -u root -o "$WORK/u.dat" -e sched -- sleep 30 &
+# (sleep 600: under TD_VALGRIND, SLOW=10 and recorder() below looks for a
+# separate recorder for 20 s and more, longer than a 30 s command lives)
+"$TDAGENT" -q -u root -o "$WORK/u.dat" -e sched -- sleep 600 &
 pid=$!
 wait_recording $pid
 eq "-u root: no separate recorder" "$(recorder $pid)" ""
@@ -106,6 +108,36 @@ if [ "$ncpu" -ge 2 ]; then
 	check "both CPUs carry data" test "$(field cpus < "$WORK/call")" -ge 2
 	check "timestamps in order on every CPU" grep -q "order ok" "$WORK/call"
 fi
+
+# The ring of tdagent's own instance: without -b sized for a recording
+# (8192 KiB per CPU, at most 65536 for all CPUs and 1/128 of the memory,
+# never below the kernel's size for a new instance); -b sets it as given.
+# The kernel rounds a size up to whole pages: its file shows at least it.
+nc=$(getconf _NPROCESSORS_CONF)
+want=8192
+[ "$want" -le $((65536 / nc)) ] || want=$((65536 / nc))
+m=$(( $(getconf _PHYS_PAGES) / 128 * ($(getconf PAGESIZE) / 1024) / nc ))
+[ "$want" -le "$m" ] || want=$m
+mkdir "$TRACING/instances/td-e2e-ring-$$"
+kdef=$(cat "$TRACING/instances/td-e2e-ring-$$/buffer_size_kb")
+rmdir "$TRACING/instances/td-e2e-ring-$$"
+ring_kb='cat '"$TRACING"'/instances/tracedock-$PPID/buffer_size_kb'
+kb=$("$TDAGENT" -v -o "$WORK/r.dat" -e sched -- sh -c "$ring_kb" \
+    2> "$WORK/r.err")
+if [ "$want" -gt "$kdef" ]; then
+	check "no -b: tdagent says its ring is $want KiB per CPU" \
+	    grep -q "ring buffer $want KiB per CPU (the kernel's: $kdef)" \
+	    "$WORK/r.err"
+	check "no -b: the instance's ring is $want KiB per CPU ($kb)" \
+	    test "${kb:-0}" -ge "$want" -a "${kb:-0}" -lt $((want + 64))
+else
+	eq "no -b: the kernel's size ($kdef KiB) is kept" "$kb" "$kdef"
+fi
+kb=$("$TDAGENT" -v -o "$WORK/r.dat" -e sched -b 2048 -- sh -c "$ring_kb" \
+    2> "$WORK/r.err")
+check "-b 2048: the instance's ring is 2048 KiB per CPU ($kb)" \
+    test "${kb:-0}" -ge 2048 -a "${kb:-0}" -lt $((2048 + 64))
+check "-b 2048: no default ring" sh -c "! grep -q 'ring buffer .* KiB per CPU' \"$WORK/r.err\""
 
 # Stop conditions and exit status.
 "$TDAGENT" -q -o "$WORK/x.dat" -s 0.5 -- sleep 30

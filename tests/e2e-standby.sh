@@ -141,18 +141,26 @@ live() {
 # valgrind took longer than an agent waits for an answer (10 s), so the
 # first ones go in batches: start, all recording, stop.
 : > "$WORK/warm.all"
+: > "$WORK/warm.kb"
 for batch in 'host0[1-5]' 'host0[6-9]' 'host1[0-4]' 'host1[5-9]' host20; do
 	"$TDCTL" -S "$CTL" start --hosts "$batch" -e sched:sched_switch \
 	    --name warm > "$WORK/warm.out" 2>&1
 	k=$(grep -c '^started ' "$WORK/warm.out")
 	for p in $(awk '/^started/ { print $5 }' "$WORK/warm.out"); do
 		wait_until $((400 * SLOW)) live "$p"
+		cat "$TRACING/instances/tracedock-$p/buffer_size_kb" \
+		    >> "$WORK/warm.kb" 2>/dev/null || echo gone >> "$WORK/warm.kb"
 	done
 	sessions0=$((sessions0 + k))
 	wait_session "$WORK/listen.log" $sessions0
 	"$TDCTL" -S "$CTL" stop --hosts "$batch" warm >> "$WORK/warm.out" 2>&1
 	cat "$WORK/warm.out" >> "$WORK/warm.all"
 done
+# no size asked: tdagent's default ring (8192 KiB per CPU), at most
+# --max-buffer 2048 (the kernel rounds up to whole pages)
+check "first recordings: no size asked, each ring is --max-buffer's 2048 KiB" \
+    awk -v n=$NAGENTS '$1 >= 2048 && $1 < 2112 { k++ } END { exit !(k == n && NR == n) }' \
+    "$WORK/warm.kb" || sed 's/^/# ring KiB: /' "$WORK/warm.kb"
 eq "first recordings: $NAGENTS started and finished cleanly" \
     "$(grep -c '^started host[0-9]* warm pid' "$WORK/warm.all") $(grep -c '^finished host[0-9]* warm exit 0$' "$WORK/warm.all")" \
     "$NAGENTS $NAGENTS"
