@@ -58,7 +58,7 @@ PKI=$TMP/pki
 
 # one MODE: prints "MODE ticks MB" (or the strace table)
 one() {
-	local mode=$1 port d sec_l sec_a r t0 t1 i sp=""
+	local mode=$1 port d sec_l sec_a r t0 t1 sp=""
 
 	port=$((20000 + RANDOM % 40000))
 	while port_listening "$port"; do port=$((20000 + RANDOM % 40000)); done
@@ -76,14 +76,14 @@ one() {
 	fi
 	"$TMP/tdlisten" -p "$port" -d "$d" "${sec_l[@]}" >"$TMP/l.log" 2>&1 &
 	LPID=$!
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		port_listening "$port" && break
 		sleep 0.1
 	done
 	"$TMP/tdagent" -h 127.0.0.1 -p "$port" "${sec_a[@]}" \
 	    -e raw_syscalls >"$TMP/a.out" 2>"$TMP/a.err" &
 	APID=$!
-	for i in $(seq 200); do
+	for _ in $(seq 200); do
 		[ "$(cat "$TRACING/instances/tracedock-$APID/tracing_on" \
 		    2>/dev/null)" = 1 ] && break
 		sleep 0.1
@@ -106,7 +106,7 @@ one() {
 	kill -INT "$APID"
 	wait "$APID" || true
 	APID=""
-	for i in $(seq 300); do
+	for _ in $(seq 300); do
 		[ -z "$(find "$d" -name '*.part')" ] &&
 		    [ -n "$(find "$d" -name '*.dat')" ] && break
 		sleep 0.2
@@ -138,9 +138,9 @@ for k in $(seq "$RUNS"); do
 		one "$m" >"$TMP/one"
 		exec 8>&-
 		grep '^#' "$TMP/one" || true
-		set -- $(grep -v '^#' "$TMP/one")
-		awk -v k="$k" -v m="$2" -v mb="$3" -v hz="$TICK" -v l="$load" \
-		    -v mode="$1" 'BEGIN { ms = m * 1000 / hz
+		read -r mode ticks mb < <(grep -v '^#' "$TMP/one")
+		awk -v k="$k" -v m="$ticks" -v mb="$mb" -v hz="$TICK" \
+		    -v l="$load" -v mode="$mode" 'BEGIN { ms = m * 1000 / hz
 		    printf "%s %s %s %d %.1f %.3f\n", k, mode, l, ms, mb,
 		    (mb > 0 ? ms / mb : 0) }'
 	done
