@@ -41,6 +41,8 @@
  * TLS records (16 KiB each) gather in a buffer BIO of this size and go to
  * the descriptor together: one write() per record cost as much of the
  * agent's CPU on loopback as the encryption (bench/README.md, "Streaming").
+ * With kernel TLS there is no buffer: the kernel makes the records of
+ * what one send() hands it.
  */
 #define CONN_TLS_WBUF	(256u * 1024)
 /* How often a device whose other side is away is looked at again. */
@@ -53,6 +55,7 @@ struct conn {
 	enum conn_kind	 kind;
 	int		 fd;
 	SSL		*ssl;		/* NULL: no TLS */
+	bool		 ktls;		/* the kernel encrypts what we send */
 	struct td_buf	 in;		/* what the listener sent */
 	bool		 refused;	/* a TLS alert: it will not take us */
 	bool		 blocking;
@@ -464,6 +467,14 @@ conn_tls(struct conn *c, const struct conn_target *t, SSL_CTX *ctx,
 		SSL_set_fd(c->ssl, c->fd);
 	SSL_set_mode(c->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	/*
+	 * Kernel TLS where the kernel has it (the "tls" module): OpenSSL
+	 * hands the keys over after the handshake and our records are made
+	 * by the kernel; where it has not, setting it up fails quietly and
+	 * OpenSSL encrypts as before.  A TCP socket only.
+	 */
+	if (c->kind == CONN_TCP)
+		SSL_set_options(c->ssl, SSL_OP_ENABLE_KTLS);
 	for (;;) {
 		ERR_clear_error();
 		if ((r = SSL_connect(c->ssl)) == 1)
@@ -498,7 +509,9 @@ conn_tls(struct conn *c, const struct conn_target *t, SSL_CTX *ctx,
 		}
 		return -1;
 	}
-	if (conn_wbuf(c) == -1) {
+	if (c->kind == CONN_TCP && BIO_get_ktls_send(SSL_get_wbio(c->ssl)))
+		c->ktls = true;		/* application data: send() */
+	else if (conn_wbuf(c) == -1) {
 		td_tls_error(err, errlen, "cannot start TLS");
 		return -1;
 	}
@@ -714,6 +727,19 @@ conn_fd(const struct conn *c)
 	return c->fd;
 }
 
+/* The TLS session, for messages (conn.h). */
+void
+conn_tls_describe(const struct conn *c, char *buf, size_t len)
+{
+	if (c->ssl == NULL) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	snprintf(buf, len, "%s %s, records made by %s", SSL_get_version(c->ssl),
+	    SSL_get_cipher_name(c->ssl), c->ktls ? "the kernel (kTLS)" :
+	    "OpenSSL (no kernel TLS on this socket)");
+}
+
 /* Whether the listener refused this agent with a TLS alert. */
 bool
 conn_refused(const struct conn *c)
@@ -725,7 +751,7 @@ conn_refused(const struct conn *c)
 size_t
 conn_wpending(const struct conn *c)
 {
-	return c != NULL && c->ssl != NULL ?
+	return c != NULL && c->ssl != NULL && !c->ktls ?
 	    (size_t)BIO_wpending(SSL_get_wbio(c->ssl)) : 0;
 }
 
@@ -751,7 +777,9 @@ conn_write_some(struct conn *c, const void *p, size_t len)
 	ssize_t w;
 	int r, e;
 
-	if (c->ssl == NULL) {
+	if (c->ssl == NULL || c->ktls) {
+		/* kernel TLS: what send() is given goes as application
+		   data records, as SSL_write() would send it */
 		if (c->kind == CONN_SERIAL)
 			w = write(c->fd, p, len);
 		else

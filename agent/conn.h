@@ -13,7 +13,9 @@
  *	serial:PATH	a character device, e.g. a virtio-serial port
  *			(/dev/virtio-ports/NAME): a byte pipe, no port
  *
- * with TLS on top unless the context is NULL (--insecure).  Over TCP the
+ * with TLS on top unless the context is NULL (--insecure).  Over TCP,
+ * kernel TLS (SSL_OP_ENABLE_KTLS) is asked for: where the kernel has it,
+ * the kernel encrypts what the agent sends; elsewhere OpenSSL does.  Over TCP the
  * listener's certificate must name the host unless a server name is given;
  * over vsock and serial there is no host name to check, so a server name
  * is required.  Over serial, the session starts after a resynchronisation
@@ -121,10 +123,18 @@ int		 conn_poll(struct conn *c, short events, int ms);
 void		 conn_set_blocking(struct conn *c, bool on, int ms);
 /* Whether the listener refused this agent with a TLS alert. */
 bool		 conn_refused(const struct conn *c);
+/*
+ * The TLS session, for messages: "TLSv1.3 TLS_AES_128_GCM_SHA256, records
+ * made by OpenSSL (no kernel TLS on this socket)" or "... by the kernel
+ * (kTLS)"; "" without TLS.
+ */
+void		 conn_tls_describe(const struct conn *c, char *buf,
+		    size_t len);
 
 /*
  * Write what the connection takes now of len bytes: the count (TLS: into
- * the gathered records), or -1 with errno (EAGAIN: nothing now).
+ * the gathered records; kernel TLS: handed to the socket, which makes the
+ * records), or -1 with errno (EAGAIN: nothing now).
  */
 ssize_t		 conn_write_some(struct conn *c, const void *p, size_t len);
 /* TLS records gathered and not yet handed to the descriptor; 0 plain. */

@@ -332,6 +332,16 @@ net_where(struct net *n)
 	return n->where;
 }
 
+/* The connection's TLS, for messages. */
+void
+net_tls(const struct net *n, char *buf, size_t len)
+{
+	if (n->c != NULL)
+		conn_tls_describe(n->c, buf, len);
+	else
+		snprintf(buf, len, "%s", "");
+}
+
 /* Whether a connection is up. */
 bool
 net_up(const struct net *n)

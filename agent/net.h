@@ -111,6 +111,11 @@ const char	*net_identity(const struct net *n);
  */
 const char	*net_where(struct net *n);
 /*
+ * The connection's TLS, for messages (conn_tls_describe()); "" without
+ * TLS or a connection.
+ */
+void		 net_tls(const struct net *n, char *buf, size_t len);
+/*
  * A meta_sink that frames everything recorded into the stream: sections,
  * options, pages (batched per CPU), chunks compressed elsewhere.
  */

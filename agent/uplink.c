@@ -190,6 +190,7 @@ uplink_net_start(struct net *n, const struct agent_opts *o, char *err,
     size_t errlen)
 {
 	char why[TD_MAX_COLLECTORS][512];
+	char tls[160];
 	bool refused[TD_MAX_COLLECTORS] = { false };
 	struct timespec t0, now;
 	bool told = false, later, any;
@@ -238,6 +239,9 @@ up:
 	else
 		log_info("connected to %s as '%s'", net_where(n),
 		    net_identity(n));
+	net_tls(n, tls, sizeof tls);
+	if (tls[0] != '\0')
+		log_debug("%s", tls);
 	if (net_note(n)[0] != '\0')
 		log_info("%s", net_note(n));
 	return 0;

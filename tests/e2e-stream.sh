@@ -33,8 +33,12 @@ for v in 7 6; do
 	start_listener "$WORK/listen$v.log" -d "$OUT" --file-version $v \
 	    --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" ||
 	    exit 99
-	stream_storm a$v 2000 web1 -F
+	stream_storm a$v 2000 web1 -F -v
 	eq "v$v: streamed recording exits 0" "$RRC" 0
+	# the suite both sides prefer: AES-128-GCM (AES-NI's cheapest)
+	check "v$v: -v names the TLS session: TLS 1.3, AES-128-GCM" \
+	    grep -q "TLSv1.3 TLS_AES_128_GCM_SHA256, records made by " \
+	    "$WORK/agent.a$v.err"
 	fa=$RFILE pa=$RPID
 	stream_storm b$v 7000 web1 -F -o "$WORK/local$v.dat"
 	fb=$RFILE pb=$RPID
