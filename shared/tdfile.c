@@ -641,29 +641,31 @@ td_file_finish_v6(struct td_file *f)
 	clen = strlen(clock);
 	/* data starts after the table and the clock, page aligned */
 	pos = f->off + b.len + 16 * (uint64_t)ncpus + 8 + clen;
+	/*
+	 * A CPU without pages gets the page-aligned place where its data
+	 * would start, and the file reaches it, as trace-cmd's own files:
+	 * trace-cmd 3.1.6 cannot read a flyrecord whose CPUs all say offset
+	 * 0 ("cannot read the rest of the header"), as the last piece of a
+	 * rotated recording may be.
+	 */
 	for (i = 0; i < f->p.ncpus; i++) {
-		uint64_t off = 0, bytes = td_spool_bytes(f->spools, i);
+		uint64_t bytes = td_spool_bytes(f->spools, i);
 
-		if (bytes != 0) {
-			pos += (f->p.page_size - pos % f->p.page_size) %
-			    f->p.page_size;
-			off = pos;
-			pos += bytes;
-		}
-		td_buf_add_u64(&b, off);
+		pos += (f->p.page_size - pos % f->p.page_size) %
+		    f->p.page_size;
+		td_buf_add_u64(&b, pos);
 		td_buf_add_u64(&b, bytes);
+		pos += bytes;
 	}
 	td_buf_add_u64(&b, clen);
 	td_buf_add(&b, clock, clen);
 	if (td_file_write(f, b.data, b.len) == -1)
 		goto out;
-	for (i = 0; i < f->p.ncpus; i++) {
-		if (td_spool_bytes(f->spools, i) == 0)
-			continue;
+	for (i = 0; i < f->p.ncpus; i++)
 		if (td_file_pad(f, f->p.page_size) == -1 ||
-		    td_spool_copy(f->spools, i, f->fd, &f->off) == -1)
+		    (td_spool_bytes(f->spools, i) != 0 &&
+		    td_spool_copy(f->spools, i, f->fd, &f->off) == -1))
 			goto out;
-	}
 	ret = 0;
 out:
 	td_buf_free(&b);

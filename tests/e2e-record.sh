@@ -36,6 +36,14 @@ for mode in "v7-zstd" "v7-none" "v6"; do
 	n=$(trace-cmd report -i "$WORK/a.dat" 2>/dev/null |
 	    grep -c -- "-$pid_a *\[")
 	eq "$mode: trace-cmd report shows as many dd events" "$n" "$a"
+	# a recording without a single page (the last piece of a rotated
+	# one may be such): trace-cmd reads it, dump included
+	"$TDAGENT" -q -o "$WORK/empty.dat" -e raw_syscalls:sys_enter \
+	    -f 'id == 99999' $args -s 1
+	eq "$mode: a recording of no event: tdagent exits 0" $? 0
+	check "$mode: ... trace-cmd reads it cleanly" tc_clean "$WORK/empty.dat"
+	eq "$mode: ... and finds no event" "$("$TDCOUNT" "$WORK/empty.dat" |
+	    awk '$1 == "events" { print $2 }')" 0
 done
 
 # -u root: one process, as before privilege separation, and the same
