@@ -19,6 +19,17 @@ need_tracefs
 # the suite at once (a shared CI machine, two trees) take turns here
 exec 9< "$TRACING/set_event_pid"
 flock -w 3600 9 || { echo "FAIL: the top-level buffer stayed taken"; exit 99; }
+# a trace-cmd -F killed before its end (an earlier run stopped) leaves its
+# pid in set_event_pid, and every later trace-cmd then records nothing:
+# pids of processes that are gone are cleared, a live one's left alone
+stale=$(cat "$TRACING/set_event_pid")
+for p in $stale; do
+	kill -0 "$p" 2>/dev/null && stale=""
+done
+if [ -n "$stale" ]; then
+	echo "# set_event_pid held pids of processes gone ($stale): cleared"
+	: > "$TRACING/set_event_pid"
+fi
 POKE=$B/tests/tdpoke-static
 FEED=$B/tests/tdtcfeed
 N=10000
