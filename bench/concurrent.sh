@@ -369,11 +369,7 @@ calibrate_one() {
 		"$TDAGENT" -q -o "$d/cal.dat" -e raw_syscalls </dev/null \
 		    2>"$d/err" &
 		tpid=$!
-		for _ in $(seq 400); do
-			[ "$(cat "$TRACEFS/instances/tracedock-$tpid/tracing_on" \
-			    2>/dev/null)" = 1 ] && break
-			sleep 0.05
-		done
+		instance_records "$tpid" 400 0.05 || true
 	fi
 	sleep 0.5
 	"$TMP/concwatch" tdlisten "$d/out" 0 "$d/fifo" 60 0 "$p" >/dev/null ||

@@ -11,6 +11,19 @@ port_listening() {
 	    found = 1 } END { exit !found }' /proc/net/tcp /proc/net/tcp6
 }
 
+# Wait until tdagent $1's instance records (its tracing_on is 1), trying
+# $2 times $3 s apart; 1 if it never did.
+instance_records() {
+	local i
+
+	for i in $(seq "$2"); do
+		[ "$(cat "/sys/kernel/tracing/instances/tracedock-$1/tracing_on" \
+		    2>/dev/null)" = 1 ] && return 0
+		[ "$i" = "$2" ] || sleep "$3"
+	done
+	return 1
+}
+
 # Bytes sent on lo (each packet crosses lo once); in a benchmark's private
 # network namespace, only its own.
 lo_bytes() {

@@ -83,11 +83,7 @@ one() {
 	"$TMP/tdagent" -h 127.0.0.1 -p "$port" "${sec_a[@]}" \
 	    -e raw_syscalls >"$TMP/a.out" 2>"$TMP/a.err" &
 	APID=$!
-	for _ in $(seq 200); do
-		[ "$(cat "$TRACING/instances/tracedock-$APID/tracing_on" \
-		    2>/dev/null)" = 1 ] && break
-		sleep 0.1
-	done
+	instance_records "$APID" 200 0.1 || true
 	sleep 0.5
 	r=$(pgrep -P "$APID" | head -1)
 	if [ "$STRACE" = 1 ]; then
@@ -125,7 +121,6 @@ one() {
 	echo "$mode $((t1 - t0)) $mb"
 }
 
-TRACING=/sys/kernel/tracing
 TICK=$(getconf CLK_TCK)
 echo "# bench/tlscost.sh $(date -u '+%F %H:%M') UTC, $(uname -r)," \
     "$(nproc) CPUs, tree $(git -C "$T" rev-parse --short HEAD), blocks $N"
