@@ -41,8 +41,9 @@ QBOOT=/usr/share/qemu/qboot.rom
 MODS="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev
 virtio_pci virtio_console"
 # and for a NIC (GUEST_NET=1): virtio_net's depends= are virtio_ring,
-# virtio and net_failover, which needs failover
-NET_MODS="failover net_failover virtio_net"
+# virtio and net_failover, which needs failover; and tls (kernel TLS, which
+# tdagent asks OpenSSL for over TCP)
+NET_MODS="failover net_failover virtio_net tls"
 
 # guest_mods: the modules of this guest, in insmod order
 guest_mods() {
@@ -182,6 +183,7 @@ chmod 1777 /tmp /var/tmp
 for m in $(echo $(guest_mods)); do
 	insmod /mods/\$m.ko || echo "td-guest: insmod \$m failed"
 done
+echo "td-guest: TCP ULPs: \$(cat /proc/sys/net/ipv4/tcp_available_ulp)"
 td_port() {
 	i=0
 	while [ \$i -lt 100 ]; do
