@@ -116,6 +116,8 @@ gone() {
 # wait for the test however slow the machine)
 T0=$((3 * SLOW))
 listen "$WORK/l0.log" $T0
+# (logged after the status page's line, which listen waited for)
+wait_until $((100 * SLOW)) grep -q "on-finish: 2 at once" "$WORK/l0.log"
 check "the listener says how it runs the command" \
     grep -q "on-finish: 2 at once, timeout $T0 s, 4 attempts" "$WORK/l0.log"
 rec hang
