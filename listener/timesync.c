@@ -103,11 +103,13 @@ timesync_push(struct timesync *t, const struct td_tsync_sample *s)
 static void
 timesync_thin(struct timesync *t)
 {
-	uint32_t i, k = 0, grid = t->n - (t->latest_off_grid ? 1 : 0);
+	uint32_t i, k = 0;
 
-	for (i = 0; i < grid; i += 2)
+	/* called only with every sample on the grid (timesync_keep()) */
+	for (i = 0; i < t->n; i += 2)
 		t->samples[k++] = t->samples[i];
-	if (t->latest_off_grid || (grid - 1) % 2 == 1) {
+	if (t->n % 2 == 0) {
+		/* the latest fell off the new grid: kept as the latest */
 		t->samples[k++] = t->samples[t->n - 1];
 		t->latest_off_grid = true;
 	}
