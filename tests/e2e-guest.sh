@@ -19,7 +19,8 @@
 # certificate's name, from the peer it should (unix:QEMU's pid; over TCP
 # 127.0.0.1); trace-cmd 3.1.6 reads it cleanly and it holds exactly
 # tdpoke's N getppid calls and nothing else of the filter, none lost; time
-# sync ran over that transport (TIME_SHIFT).  Besides: tdagent-static
+# sync ran over that transport (TIME_SHIFT); over TCP the guest's kernel
+# made the TLS records (kTLS, where the guest has the tls module).  Besides: tdagent-static
 # --version runs with no /etc, and QEMU ends by itself.  The times from
 # QEMU's start to the guest's first HELLO and to the end are reported, not
 # judged.
@@ -173,13 +174,20 @@ judge() {
 }
 judge serial "unix:$QPID" "QEMU's process (unix:$QPID)"
 judge tcp "127\.0\.0\.1:[0-9]*" "127.0.0.1 (slirp)"
-# the guest's kernel has the tls module (Debian's, loaded: its TCP ULPs
-# are on the console), which this host's may lack; tdagent asks OpenSSL
-# for kernel TLS over TCP, and whether OpenSSL took it is OpenSSL's (Debian
-# 12's 3.0, linked statically, did not): which one made the records above
+# the guest's kernel has the tls module and the AES-GCM it needs (Debian's,
+# loaded: its TCP ULPs are on the console), which this host's may lack:
+# tdagent asks OpenSSL for kernel TLS over TCP, and Debian 12's OpenSSL
+# (linked statically) hands the keys to the kernel, so the tcp recording
+# above went through tdagent's kTLS path (its header sections, 4 MB, too)
 sed -n 's/^td-guest: \(TCP ULPs: .*\)$/# guest \1/p' "$con"
 sed -n 's/^.*\(TLSv[0-9.]* .*records made by .*\)$/# tcp: \1/p' \
     "$WORK/con.tcp"
+if grep -q "^td-guest: TCP ULPs: .*\<tls\>" "$con"; then
+	check "tcp: the guest's kernel made the TLS records (kTLS)" \
+	    grep -q "records made by the kernel (kTLS)" "$WORK/con.tcp"
+else
+	echo "# the guest's kernel has no tls ULP: kTLS not tried"
+fi
 if [ $FAILS != 0 ]; then
 	echo "# ---- guest console"
 	sed 's/^/# /' "$con"

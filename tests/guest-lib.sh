@@ -42,8 +42,11 @@ MODS="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev
 virtio_pci virtio_console"
 # and for a NIC (GUEST_NET=1): virtio_net's depends= are virtio_ring,
 # virtio and net_failover, which needs failover; and tls (kernel TLS, which
-# tdagent asks OpenSSL for over TCP)
-NET_MODS="failover net_failover virtio_net tls"
+# tdagent asks OpenSSL for over TCP) with the AES-GCM it needs: Debian
+# builds gcm, ctr and ghash as modules, and without modprobe in the
+# initramfs the kernel cannot load them when a socket asks for gcm(aes)
+# (TLS_TX then fails and OpenSSL makes the records itself)
+NET_MODS="failover net_failover virtio_net gf128mul ghash-generic ctr gcm tls"
 
 # guest_mods: the modules of this guest, in insmod order
 guest_mods() {
