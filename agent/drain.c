@@ -24,36 +24,76 @@
 /* At most this many pages of one CPU before the others get their turn. */
 #define DRAIN_BURST_PAGES	256
 
-/*
- * Hand one page to the sink and count what it holds; info->data_len is 0
- * if the page could not be parsed.
- */
-static int
-drain_page(struct recorder *r, struct record_cpu *c, const void *page,
-    size_t n, struct td_page_info *info_out)
+/* Count what a page holds; info->data_len is 0 if it cannot be parsed. */
+static void
+drain_count(struct recorder *r, struct record_cpu *c, const void *page,
+    struct td_page_info *info)
 {
-	struct td_page_info info;
-
-	if (td_page_parse(page, r->page_size, r->commit_size, &info) == 0) {
-		c->events += info.events;
-		if (info.missed) {
+	if (td_page_parse(page, r->page_size, r->commit_size, info) == 0) {
+		c->events += info->events;
+		if (info->missed) {
 			c->missed_pages++;
-			if (info.missed_stored)
-				c->missed_events += info.missed_count;
+			if (info->missed_stored)
+				c->missed_events += info->missed_count;
 		}
 	} else
-		info.data_len = 0;
-	*info_out = info;
+		info->data_len = 0;
 	c->pages++;
+}
+
+/* Hand one page to the sink. */
+static int
+drain_put(struct recorder *r, struct record_cpu *c, const void *page,
+    size_t n)
+{
 	if (r->sink.page(r->sink.arg, ring_cpu(c->ring), page, n) == -1) {
 		snprintf(r->err, sizeof r->err, "%s: %s",
 		    meta_tee_what(r->sinks), strerror(errno));
 		r->failed = true;
 		return -1;
 	}
-	if (r->final)
-		return uplink_final_send(r);
 	return 0;
+}
+
+static int
+drain_read_failed(struct recorder *r, struct record_cpu *c)
+{
+	snprintf(r->err, sizeof r->err, "cannot read CPU %d ring buffer: %s",
+	    ring_cpu(c->ring), strerror(errno));
+	r->failed = true;
+	return -1;
+}
+
+/*
+ * The n bytes of whole pages ring_fill() moved: read straight into the
+ * sink's memory where it offers room (the network stream's open batch: no
+ * copy), else into the reader's buffer, then counted and handed over.  The
+ * pages read, or -1.
+ */
+static ssize_t
+drain_batch(struct recorder *r, struct record_cpu *c, size_t n)
+{
+	uint32_t k, np = (uint32_t)(n / r->page_size);
+	struct td_page_info info;
+	const uint8_t *pages;
+	void *room = NULL;
+
+	if (r->sink.room != NULL)
+		room = r->sink.room(r->sink.arg, ring_cpu(c->ring), &np);
+	if (room == NULL)
+		np = (uint32_t)(n / r->page_size);
+	pages = ring_take(c->ring, room, (size_t)np * r->page_size);
+	if (pages == NULL)
+		return drain_read_failed(r, c);
+	for (k = 0; k < np; k++) {
+		drain_count(r, c, pages + (size_t)k * r->page_size, &info);
+		if (drain_put(r, c, pages + (size_t)k * r->page_size,
+		    r->page_size) == -1)
+			return -1;
+	}
+	if (r->final && uplink_final_send(r) == -1)
+		return -1;
+	return np;
 }
 
 /*
@@ -72,21 +112,18 @@ int
 drain_cpu(struct recorder *r, struct record_cpu *c, enum record_drain how)
 {
 	struct td_page_info info;
-	size_t cap = r->page_size - 8 - r->commit_size, off;
+	size_t cap = r->page_size - 8 - r->commit_size;
 	bool final = how == DRAIN_FINAL;
-	const void *pages;
 	ssize_t n;
 	int i = 0;
 
 	while (final || i < DRAIN_BURST_PAGES) {
 		if (!uplink_room(r, final))
 			return 0;
-		if ((n = ring_read_whole(c->ring, &pages)) > 0) {
-			for (off = 0; off < (size_t)n; off += r->page_size)
-				if (drain_page(r, c, (const uint8_t *)pages +
-				    off, r->page_size, &info) == -1)
-					return -1;
-			i += n / r->page_size;
+		if ((n = ring_fill(c->ring)) > 0) {
+			if ((n = drain_batch(r, c, (size_t)n)) == -1)
+				return -1;
+			i += (int)n;
 			continue;
 		}
 		if (n == 0 && how == DRAIN_WAKE && ring_batched(c->ring))
@@ -95,14 +132,12 @@ drain_cpu(struct recorder *r, struct record_cpu *c, enum record_drain how)
 			n = ring_read(c->ring, r->page);
 		if (n == 0)
 			return 0;
-		if (n < 0) {
-			snprintf(r->err, sizeof r->err, "cannot read CPU %d "
-			    "ring buffer: %s", ring_cpu(c->ring),
-			    strerror(errno));
-			r->failed = true;
+		if (n < 0)
+			return drain_read_failed(r, c);
+		drain_count(r, c, r->page, &info);
+		if (drain_put(r, c, r->page, (size_t)n) == -1)
 			return -1;
-		}
-		if (drain_page(r, c, r->page, n, &info) == -1)
+		if (r->final && uplink_final_send(r) == -1)
 			return -1;
 		if (!final && info.data_len < cap * 3 / 4)
 			return 0;

@@ -88,6 +88,7 @@ meta_sink_file(struct meta_sink *s, struct td_file *f)
 	s->end = meta_file_end;
 	s->option = meta_file_option;
 	s->page = meta_file_page;
+	s->room = NULL;
 	s->chunk = meta_file_chunk;
 	s->batch_end = meta_file_batch_end;
 	s->arg = f;
@@ -225,6 +226,17 @@ meta_tee_page(void *arg, int cpu, const void *p, size_t n)
 	return 0;
 }
 
+/* A tee of one sink offers that sink's room; of several, none. */
+static void *
+meta_tee_room(void *arg, int cpu, uint32_t *npages)
+{
+	struct meta_tee *t = arg;
+
+	if (t->n != 1 || t->to[0].room == NULL)
+		return NULL;
+	return t->to[0].room(t->to[0].arg, cpu, npages);
+}
+
 static int
 meta_tee_chunk(void *arg, int cpu, enum td_codec_id codec, const void *z,
     size_t zlen, uint32_t npages)
@@ -260,6 +272,7 @@ meta_sink_tee(struct meta_sink *s, struct meta_tee *t)
 	s->end = meta_tee_end;
 	s->option = meta_tee_option;
 	s->page = meta_tee_page;
+	s->room = meta_tee_room;
 	s->chunk = meta_tee_chunk;
 	s->batch_end = meta_tee_batch_end;
 	s->arg = t;

@@ -34,6 +34,13 @@ struct meta_sink {
 	int	(*end)(void *arg);
 	int	(*option)(void *arg, enum td_opt id, const void *p, size_t n);
 	int	(*page)(void *arg, int cpu, const void *p, size_t n);
+	/*
+	 * Optional (NULL: none): room for up to *npages whole pages of cpu
+	 * in the sink's own memory, *npages lowered to what it takes; the
+	 * caller writes them there and hands each to page() in order, in
+	 * place, before anything else reaches the sink.  NULL: copy.
+	 */
+	void	*(*room)(void *arg, int cpu, uint32_t *npages);
 	int	(*chunk)(void *arg, int cpu, enum td_codec_id codec,
 		    const void *z, size_t zlen, uint32_t npages);
 	int	(*batch_end)(void *arg);

@@ -184,6 +184,7 @@ metadefer_sink(struct meta_sink *s, struct metadefer *d)
 	s->end = metadefer_end;
 	s->option = metadefer_option;
 	s->page = metadefer_page;
+	s->room = NULL;
 	s->chunk = metadefer_chunk;
 	s->batch_end = metadefer_batch_end;
 	s->arg = d;

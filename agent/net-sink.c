@@ -90,6 +90,15 @@ net_sink_page(void *arg, int cpu, const void *p, size_t len)
 	return stream_page(n->s, cpu, p, len);
 }
 
+/* Room for pages read in place. */
+static void *
+net_sink_room(void *arg, int cpu, uint32_t *npages)
+{
+	struct net *n = arg;
+
+	return stream_room(n->s, cpu, npages);
+}
+
 /* A chunk compressed elsewhere (PAGES_Z). */
 static int
 net_sink_chunk(void *arg, int cpu, enum td_codec_id codec, const void *z,
@@ -118,6 +127,7 @@ net_meta_sink(struct net *n, struct meta_sink *s)
 	s->end = net_sink_end;
 	s->option = net_sink_option;
 	s->page = net_sink_page;
+	s->room = net_sink_room;
 	s->chunk = net_sink_chunk;
 	s->batch_end = net_sink_batch_end;
 	s->arg = n;

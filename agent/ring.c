@@ -32,6 +32,7 @@ struct ring {
 	struct tracefs_cpu	*tcpu;
 	size_t			 page_size;
 	int			 pipe[2];	/* -1: no batches */
+	size_t			 inpipe;	/* bytes spliced, not read */
 	uint8_t			*batch;
 };
 
@@ -43,6 +44,7 @@ ring_no_batches(struct ring *r)
 		close(r->pipe[1]);
 	}
 	r->pipe[0] = r->pipe[1] = -1;
+	r->inpipe = 0;
 	free(r->batch);
 	r->batch = NULL;
 }
@@ -154,14 +156,16 @@ ring_read(struct ring *r, void *buf)
 	return n;
 }
 
-/* Move a batch of finished pages; see ring.h. */
+/* Splice a batch of finished pages into the pipe; see ring.h. */
 ssize_t
-ring_read_whole(struct ring *r, const void **pages)
+ring_fill(struct ring *r)
 {
-	ssize_t n, k, got;
+	ssize_t n;
 
 	if (r->pipe[0] == -1)
 		return 0;
+	if (r->inpipe > 0)
+		return (ssize_t)r->inpipe;
 	n = splice(r->fd, NULL, r->pipe[1], NULL, RING_BATCH * r->page_size,
 	    SPLICE_F_NONBLOCK);
 	if (n <= 0) {
@@ -173,8 +177,28 @@ ring_read_whole(struct ring *r, const void **pages)
 		}
 		return -1;
 	}
-	for (got = 0; got < n; got += k) {
-		k = read(r->pipe[0], r->batch + got, (size_t)(n - got));
+	if (n % (ssize_t)r->page_size != 0) {
+		errno = EIO;	/* the kernel moves whole pages */
+		return -1;
+	}
+	r->inpipe = (size_t)n;
+	return n;
+}
+
+/* Read n bytes of the spliced pages; see ring.h. */
+const void *
+ring_take(struct ring *r, void *buf, size_t n)
+{
+	uint8_t *p = buf != NULL ? buf : r->batch;
+	ssize_t k;
+	size_t got;
+
+	if (n > r->inpipe || n % r->page_size != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (got = 0; got < n; got += (size_t)k) {
+		k = read(r->pipe[0], p + got, n - got);
 		if (k == -1 && errno == EINTR) {
 			k = 0;
 			continue;
@@ -182,15 +206,11 @@ ring_read_whole(struct ring *r, const void **pages)
 		if (k <= 0) {
 			if (k == 0)
 				errno = EIO;
-			return -1;
+			return NULL;
 		}
 	}
-	if (n % (ssize_t)r->page_size != 0) {
-		errno = EIO;	/* the kernel moves whole pages */
-		return -1;
-	}
-	*pages = r->batch;
-	return n;
+	r->inpipe -= n;
+	return p;
 }
 
 /* Whether whole pages come in batches (else ring_read() does it all). */

@@ -553,6 +553,37 @@ stream_frame(struct stream *s)
 	return s->bq;
 }
 
+/* A batch of cpu open with room for a page: the open one or a new one. */
+static int
+stream_batch_begin(struct stream *s, int cpu)
+{
+	if (s->bcpu == cpu && s->bcount < s->bmax)
+		return 0;
+	if (stream_batch_end(s) == -1)
+		return -1;
+	s->bhead = s->bq->len;
+	if (td_buf_add_zero(s->bq, TD_FRAME_HEADER + 16) == -1)
+		return -1;
+	s->bcpu = cpu;
+	s->bcount = 0;
+	return 0;
+}
+
+/* Room for pages read in place (stream.h). */
+void *
+stream_room(struct stream *s, int cpu, uint32_t *npages)
+{
+	if ((uint32_t)cpu >= s->ncpus || *npages == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (stream_batch_begin(s, cpu) == -1)
+		return NULL;
+	if (*npages > s->bmax - s->bcount)
+		*npages = s->bmax - s->bcount;
+	return td_buf_room(s->bq, (size_t)*npages * s->page_size);
+}
+
 /* Queue one page of a CPU into the open batch. */
 int
 stream_page(struct stream *s, int cpu, const void *page, size_t len)
@@ -561,15 +592,8 @@ stream_page(struct stream *s, int cpu, const void *page, size_t len)
 		errno = EINVAL;
 		return -1;
 	}
-	if (s->bcpu != cpu || s->bcount == s->bmax) {
-		if (stream_batch_end(s) == -1)
-			return -1;
-		s->bhead = s->bq->len;
-		if (td_buf_add_zero(s->bq, TD_FRAME_HEADER + 16) == -1)
-			return -1;
-		s->bcpu = cpu;
-		s->bcount = 0;
-	}
+	if (stream_batch_begin(s, cpu) == -1)
+		return -1;
 	if (td_buf_add(s->bq, page, len) == -1 ||
 	    td_buf_add_zero(s->bq, s->page_size - len) == -1)
 		return -1;

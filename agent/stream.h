@@ -52,9 +52,20 @@ void		 stream_free(struct stream *s);
 struct td_buf	*stream_frame(struct stream *s);
 /* A frame was appended: spill to the spool if memory is over its cap. */
 void		 stream_added(struct stream *s);
-/* Queue one page of a CPU into the open batch (a new one as needed). */
+/*
+ * Queue one page of a CPU into the open batch (a new one as needed).  A
+ * page written in place at stream_room()'s pointer is taken without a copy.
+ */
 int		 stream_page(struct stream *s, int cpu, const void *page,
 		    size_t len);
+/*
+ * Room for up to *npages whole pages of a CPU at the end of its open batch
+ * (opened as needed), *npages lowered to what the batch still takes: the
+ * caller reads pages there and queues them with stream_page(), in order,
+ * with nothing else done to the stream in between.  NULL with errno
+ * (ENOBUFS: over the cap).
+ */
+void		*stream_room(struct stream *s, int cpu, uint32_t *npages);
 /*
  * Queue npages pages of a CPU that come compressed already as one block of
  * codec (TD_CODEC_ZSTD or TD_CODEC_ZLIB, whatever the stream's own wire

@@ -65,10 +65,19 @@ td_buf_add(struct td_buf *b, const void *p, size_t n)
 {
 	if (td_buf_grow(b, n) == -1)
 		return -1;
-	if (n != 0)
+	if (n != 0 && p != b->data + b->len)
 		memcpy(b->data + b->len, p, n);
 	b->len += n;
 	return 0;
+}
+
+/* Room for n bytes at the end, filled in place (buf.h). */
+void *
+td_buf_room(struct td_buf *b, size_t n)
+{
+	if (td_buf_grow(b, n) == -1)
+		return NULL;
+	return b->data + b->len;
 }
 
 /* Append n zero bytes. */

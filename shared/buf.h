@@ -25,7 +25,17 @@ struct td_buf {
 void	td_buf_init(struct td_buf *b, size_t max);
 void	td_buf_free(struct td_buf *b);
 void	td_buf_reset(struct td_buf *b);
+/*
+ * Append n bytes.  Bytes already written in place at td_buf_room()'s
+ * pointer (p is the buffer's end) are taken without a copy.
+ */
 int	td_buf_add(struct td_buf *b, const void *p, size_t n);
+/*
+ * Room for n more bytes at the buffer's end, which the caller may fill and
+ * then append in place with td_buf_add(); valid until the next call that
+ * changes the buffer.  NULL with ENOBUFS past the cap.
+ */
+void	*td_buf_room(struct td_buf *b, size_t n);
 int	td_buf_add_zero(struct td_buf *b, size_t n);
 int	td_buf_add_u16(struct td_buf *b, uint16_t v);
 int	td_buf_add_u32(struct td_buf *b, uint32_t v);

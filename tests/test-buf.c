@@ -63,6 +63,34 @@ test_add_and_cap(void **state)
 	td_buf_free(&b);
 }
 
+/* Room at the end, filled in place and appended without a copy. */
+static void
+test_room(void **state)
+{
+	struct td_buf b;
+	uint8_t *p;
+
+	(void)state;
+	td_buf_init(&b, 1000);
+	assert_int_equal(td_buf_add(&b, "ab", 2), 0);
+	assert_non_null(p = td_buf_room(&b, 600));
+	assert_ptr_equal(p, b.data + 2);
+	assert_int_equal(b.len, 2);
+	assert_true(b.cap >= 602);
+	memset(p, 'x', 600);
+	assert_int_equal(td_buf_add(&b, p, 300), 0);
+	assert_int_equal(td_buf_add(&b, p + 300, 300), 0);
+	assert_int_equal(b.len, 602);
+	assert_memory_equal(b.data, "abxx", 4);
+	assert_int_equal(b.data[601], 'x');
+	errno = 0;
+	assert_null(td_buf_room(&b, 399));
+	assert_int_equal(errno, ENOBUFS);
+	assert_int_equal(b.len, 602);
+	assert_non_null(td_buf_room(&b, 398));
+	td_buf_free(&b);
+}
+
 static void
 test_overflow_sizes(void **state)
 {
@@ -313,6 +341,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_room),
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_parse_duration),
 		cmocka_unit_test(test_add_and_cap),

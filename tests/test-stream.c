@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -313,6 +314,115 @@ test_pages_zlib(void **state)
 }
 
 /*
+ * Pages read in place (stream_room(), then stream_page() on the room) come
+ * out as copied ones do: 600 pages or so of CPU 0 asked for 40 at a time
+ * (the room stops at a batch's end: 255 pages of 4 KiB in a frame), a
+ * copied page of CPU 1 between them, then room of CPU 1; an unknown CPU
+ * gets none.
+ */
+static void
+check_room(int wire)
+{
+	struct stream *s;
+	struct td_buf out;
+	struct td_frame f;
+	struct td_pages pg;
+	struct td_pages_z pz;
+	struct td_codec *c = NULL;
+	uint8_t page[PAGE], *room, *back = malloc(TD_MAX_FRAME), want[700];
+	uint64_t seq[2] = { 0, 0 }, made = 0, got = 0, ones = 0;
+	bool copied = false;
+	uint32_t np, k, lowered = 0;
+	size_t off = 0;
+	int cpu;
+
+	assert_non_null(back);
+	assert_non_null(s = stream_new(PAGE, 2, wire, NULL, 0));
+	td_buf_init(&out, 64u << 20);
+	while (made < 600) {
+		np = 40;
+		cpu = made >= 440 && made < 480 ? 1 : 0;
+		assert_non_null(room = stream_room(s, cpu, &np));
+		assert_true(np >= 1 && np <= 40);
+		lowered += np < 40;
+		for (k = 0; k < np; k++) {
+			memset(room + (size_t)k * PAGE, (int)(made + k), PAGE);
+			want[made + k] = (uint8_t)cpu;
+			ones += cpu;
+		}
+		for (k = 0; k < np; k++)
+			assert_int_equal(stream_page(s, cpu, room +
+			    (size_t)k * PAGE, PAGE), 0);
+		made += np;
+		if (!copied && made >= 400) {	/* a copied page between */
+			memset(page, (int)made, PAGE);
+			assert_int_equal(stream_page(s, 1, page, PAGE), 0);
+			want[made++] = 1;
+			ones++;
+			copied = true;
+		}
+		take(s, &out, 7777, SIZE_MAX);
+	}
+	np = 1;
+	errno = 0;
+	assert_null(stream_room(s, 2, &np));
+	assert_int_equal(errno, EINVAL);
+	assert_true(lowered >= 1);
+	assert_int_equal(stream_batch_end(s), 0);
+	take(s, &out, 7777, SIZE_MAX);
+	if (wire != 0)
+		c = td_codec_new(TD_CODEC_ZSTD, 0);
+	while (off < out.len) {
+		const uint8_t *data;
+		uint32_t n;
+
+		assert_int_equal(td_frame_parse(out.data + off, out.len - off,
+		    &f), 1);
+		if (wire == 0) {
+			assert_int_equal(td_msg_unpack_pages(&f, PAGE, &pg), 0);
+			cpu = (int)pg.cpu;
+			n = pg.count;
+			assert_int_equal(pg.first_seq, seq[cpu]);
+			data = pg.data;
+		} else {
+			assert_int_equal(td_msg_unpack_pages_z(&f, &pz), 0);
+			cpu = (int)pz.cpu;
+			n = pz.count;
+			assert_int_equal(pz.first_seq, seq[cpu]);
+			assert_int_equal(td_codec_decompress(c, pz.data,
+			    f.len - (size_t)(pz.data - f.payload), back,
+			    (size_t)n * PAGE), (ssize_t)n * PAGE);
+			data = back;
+		}
+		assert_true(n <= (TD_MAX_FRAME - 16) / PAGE);
+		for (k = 0; k < n; k++, got++) {
+			assert_int_equal(cpu, want[got]);
+			assert_int_equal(data[(size_t)k * PAGE], (uint8_t)got);
+			assert_int_equal(data[(size_t)k * PAGE + PAGE - 1],
+			    (uint8_t)got);
+		}
+		seq[cpu] += n;
+		off += f.total;
+	}
+	assert_int_equal(got, made);
+	assert_int_equal(seq[1], ones);
+	assert_true(ones >= 41);
+	assert_int_equal(stream_raw(s), made * PAGE);
+	td_codec_free(c);
+	td_buf_free(&out);
+	stream_free(s);
+	free(back);
+}
+
+static void
+test_room(void **state)
+{
+	(void)state;
+	check_room(0);
+	check_room(TD_WIRE_ZSTD);
+}
+
+/*
  * A chunk compressed elsewhere travels as it is, one PAGES_Z between the
  * pages around it, numbered on with them; what cannot travel is refused.
  */
@@ -475,6 +585,7 @@ main(void)
 		cmocka_unit_test(test_pages),
 		cmocka_unit_test(test_pages_zstd),
 		cmocka_unit_test(test_pages_zlib),
+		cmocka_unit_test(test_room),
 		cmocka_unit_test(test_chunk),
 		cmocka_unit_test(test_sections),
 	};
