@@ -205,15 +205,54 @@ test_congested(void **state)
 	stream_free(s);
 }
 
+/*
+ * The pages of the PAGES frame (wire 0) or PAGES_Z frame at *off in out,
+ * *off moved past it: decompressed into back (cap bytes) with c, its CPU
+ * and count in *cpu and *n, its first page number checked against
+ * seq[*cpu] and seq moved on.
+ */
+static const uint8_t *
+next_pages(const struct td_buf *out, size_t *off, int wire,
+    struct td_codec *c, uint8_t *back, size_t cap, uint64_t *seq, int *cpu,
+    uint32_t *n)
+{
+	struct td_frame f;
+	struct td_pages pg;
+	struct td_pages_z pz;
+	const uint8_t *data;
+
+	assert_int_equal(td_frame_parse(out->data + *off, out->len - *off,
+	    &f), 1);
+	*off += f.total;
+	if (wire == 0) {
+		assert_int_equal(f.type, TD_MSG_PAGES);
+		assert_int_equal(td_msg_unpack_pages(&f, PAGE, &pg), 0);
+		*cpu = (int)pg.cpu;
+		*n = pg.count;
+		assert_int_equal(pg.first_seq, seq[*cpu]);
+		data = pg.data;
+	} else {
+		assert_int_equal(f.type, TD_MSG_PAGES_Z);
+		assert_int_equal(td_msg_unpack_pages_z(&f, &pz), 0);
+		*cpu = (int)pz.cpu;
+		*n = pz.count;
+		assert_true((size_t)*n * PAGE <= cap);
+		assert_int_equal(pz.first_seq, seq[*cpu]);
+		assert_int_equal(td_codec_decompress(c, pz.data,
+		    f.len - (size_t)(pz.data - f.payload), back,
+		    (size_t)*n * PAGE), (ssize_t)*n * PAGE);
+		data = back;
+	}
+	seq[*cpu] += *n;
+	return data;
+}
+
 /* Pages come out as PAGES frames, per CPU, numbered, batched. */
 static void
 check_pages(int wire)
 {
 	struct stream *s;
 	struct td_buf out;
-	struct td_frame f;
-	struct td_pages pg;
-	struct td_pages_z pz;
 	struct td_codec *c = NULL;
 	uint8_t page[PAGE], back[TD_CHUNK_PAGES * PAGE];
 	uint64_t seq[2] = { 0, 0 };
@@ -247,27 +286,8 @@ check_pages(int wire)
 		const uint8_t *data;
 		uint32_t n, k;
 
-		assert_int_equal(td_frame_parse(out.data + off, out.len - off,
-		    &f), 1);
-		if (wire == 0) {
-			assert_int_equal(f.type, TD_MSG_PAGES);
-			assert_int_equal(td_msg_unpack_pages(&f, PAGE, &pg), 0);
-			cpu = (int)pg.cpu;
-			n = pg.count;
-			assert_int_equal(pg.first_seq, seq[cpu]);
-			data = pg.data;
-		} else {
-			assert_int_equal(f.type, TD_MSG_PAGES_Z);
-			assert_int_equal(td_msg_unpack_pages_z(&f, &pz), 0);
-			cpu = (int)pz.cpu;
-			n = pz.count;
-			assert_true(n <= TD_CHUNK_PAGES);
-			assert_int_equal(pz.first_seq, seq[cpu]);
-			assert_int_equal(td_codec_decompress(c, pz.data,
-			    f.len - (size_t)(pz.data - f.payload), back,
-			    (size_t)n * PAGE), (ssize_t)n * PAGE);
-			data = back;
-		}
+		data = next_pages(&out, &off, wire, c, back, sizeof back, seq,
+		    &cpu, &n);
 		for (k = 0; k < n; k++, i++) {
 			assert_int_equal(cpu, i >= 25 && i < 28 ? 1 : 0);
 			assert_int_equal(data[(size_t)k * PAGE], 'a' + i);
@@ -276,8 +296,6 @@ check_pages(int wire)
 				assert_int_equal(data[(size_t)k * PAGE + 100],
 				    0);
 		}
-		seq[cpu] += n;
-		off += f.total;
 		frames++;
 	}
 	assert_int_equal(i, 29);
@@ -325,9 +343,6 @@ check_room(int wire)
 {
 	struct stream *s;
 	struct td_buf out;
-	struct td_frame f;
-	struct td_pages pg;
-	struct td_pages_z pz;
 	struct td_codec *c = NULL;
 	uint8_t page[PAGE], *room, *back = malloc(TD_MAX_FRAME), want[700];
 	uint64_t seq[2] = { 0, 0 }, made = 0, got = 0, ones = 0;
@@ -376,24 +391,8 @@ check_room(int wire)
 		const uint8_t *data;
 		uint32_t n;
 
-		assert_int_equal(td_frame_parse(out.data + off, out.len - off,
-		    &f), 1);
-		if (wire == 0) {
-			assert_int_equal(td_msg_unpack_pages(&f, PAGE, &pg), 0);
-			cpu = (int)pg.cpu;
-			n = pg.count;
-			assert_int_equal(pg.first_seq, seq[cpu]);
-			data = pg.data;
-		} else {
-			assert_int_equal(td_msg_unpack_pages_z(&f, &pz), 0);
-			cpu = (int)pz.cpu;
-			n = pz.count;
-			assert_int_equal(pz.first_seq, seq[cpu]);
-			assert_int_equal(td_codec_decompress(c, pz.data,
-			    f.len - (size_t)(pz.data - f.payload), back,
-			    (size_t)n * PAGE), (ssize_t)n * PAGE);
-			data = back;
-		}
+		data = next_pages(&out, &off, wire, c, back, TD_MAX_FRAME, seq,
+		    &cpu, &n);
 		assert_true(n <= (TD_MAX_FRAME - 16) / PAGE);
 		for (k = 0; k < n; k++, got++) {
 			assert_int_equal(cpu, want[got]);
@@ -401,8 +400,6 @@ check_room(int wire)
 			assert_int_equal(data[(size_t)k * PAGE + PAGE - 1],
 			    (uint8_t)got);
 		}
-		seq[cpu] += n;
-		off += f.total;
 	}
 	assert_int_equal(got, made);
 	assert_int_equal(seq[1], ones);
