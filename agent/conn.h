@@ -80,6 +80,13 @@ const char	*conn_kind_name(enum conn_kind kind);
  */
 void		 conn_target_describe(const struct conn_target *t, char *buf,
 		    size_t len);
+/*
+ * Dial t's transport (conn-target.c): a connected socket (TCP with
+ * TCP_USER_TIMEOUT user_timeout_ms), or a descriptor of t's serial device
+ * of its own; blocking for at most timeout s.  -1 with err.
+ */
+int		 conn_target_dial(const struct conn_target *t, int timeout,
+		    int user_timeout_ms, char *err, size_t errlen);
 
 /*
  * The TLS client context of every connection: our certificate and key
