@@ -33,8 +33,11 @@
 #define STREAM_MEM_LOW	(12u * 1024 * 1024)
 /* No buffer of the stream ever passes this. */
 #define STREAM_HARD_MAX	(512u * 1024 * 1024)
-/* st goes to the spool file in pieces of this much */
-#define STREAM_SPILL	(1u * 1024 * 1024)
+/*
+ * st goes to the spool file in pieces of this much (st's buffer reaches
+ * about this plus a frame: the newest frames' memory while spooling)
+ */
+#define STREAM_SPILL	(256u * 1024)
 /* and comes back into q in pieces of this much */
 #define STREAM_REFILL	(1u * 1024 * 1024)
 /*
@@ -324,7 +327,7 @@ stream_refill(struct stream *s)
 	size_t k;
 	ssize_t r;
 
-	if (!s->spooling || s->q.len - s->qoff > STREAM_SPILL ||
+	if (!s->spooling || s->q.len - s->qoff > STREAM_REFILL ||
 	    s->q.len - s->qdrop > STREAM_MEM_MAX - STREAM_REFILL)
 		return;
 	stream_compact(s);
