@@ -31,6 +31,12 @@
  */
 #define STREAM_MEM_HIGH	(20u * 1024 * 1024)
 #define STREAM_MEM_LOW	(12u * 1024 * 1024)
+/*
+ * Page bytes of one PAGES frame at most: an open batch is not sent until
+ * it closes, so it waits in memory (in q, or st while spooling) on top of
+ * what is unacknowledged.
+ */
+#define STREAM_BATCH	(256u * 1024)
 /* No buffer of the stream ever passes this. */
 #define STREAM_HARD_MAX	(512u * 1024 * 1024)
 /*
@@ -131,7 +137,10 @@ stream_new(size_t page_size, uint32_t ncpus, int wire, const char *spool_dir,
 	s->page_size = page_size;
 	s->ncpus = ncpus;
 	s->seq = xcalloc(ncpus, sizeof *s->seq);
-	s->bmax = (TD_MAX_FRAME - 16) / page_size;
+	s->bmax = (STREAM_BATCH < TD_MAX_FRAME - 16 ? STREAM_BATCH :
+	    TD_MAX_FRAME - 16) / page_size;
+	if (s->bmax == 0)
+		s->bmax = 1;
 	s->wire = wire;
 	if (wire != 0) {
 		/* one PAGES_Z is one chunk of the listener's file */
