@@ -16,16 +16,42 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-/* Memory for the stream: q's cap, then the pages stop (or spill). */
-#define STREAM_MEM_MAX	(16u * 1024 * 1024)
-#define STREAM_MEM_HIGH	(STREAM_MEM_MAX + 4u * 1024 * 1024)
-#define STREAM_MEM_LOW	(STREAM_MEM_MAX - 4u * 1024 * 1024)
+/*
+ * Unacknowledged bytes q holds before new frames go to the spool: a few
+ * of the listener's acknowledgements (one per MiB it takes in), so that a
+ * listener that keeps up never makes the agent spool, while one that lags
+ * (16 agents on 2 CPUs) costs the agent 4 MiB of memory, not 16
+ * (bench/README.md, "A smaller agent").
+ */
+#define STREAM_MEM_MAX	(4u * 1024 * 1024)
+/*
+ * Memory (q's unacknowledged bytes and st) past which the pages stop
+ * until it is under the low mark: without a spool, or with the spool
+ * full or failing.
+ */
+#define STREAM_MEM_HIGH	(20u * 1024 * 1024)
+#define STREAM_MEM_LOW	(12u * 1024 * 1024)
+/*
+ * Page bytes of one PAGES frame at most: an open batch is not sent until
+ * it closes, so it waits in memory (in q, or st while spooling) on top of
+ * what is unacknowledged.
+ */
+#define STREAM_BATCH	(256u * 1024)
 /* No buffer of the stream ever passes this. */
 #define STREAM_HARD_MAX	(512u * 1024 * 1024)
-/* st goes to the spool file in pieces of this much */
-#define STREAM_SPILL	(1u * 1024 * 1024)
+/*
+ * st goes to the spool file in pieces of this much (st's buffer reaches
+ * about this plus a frame: the newest frames' memory while spooling)
+ */
+#define STREAM_SPILL	(256u * 1024)
 /* and comes back into q in pieces of this much */
-#define STREAM_REFILL	(4u * 1024 * 1024)
+#define STREAM_REFILL	(1u * 1024 * 1024)
+/*
+ * Acknowledged bytes at q's front are moved out once there are this many
+ * (or half of q): every page q's buffer reaches stays in the agent's
+ * resident memory, so q's end must not run far past what is unacknowledged.
+ */
+#define STREAM_COMPACT	(1u * 1024 * 1024)
 /*
  * The listener acknowledges whole frames only, at its next checkpoint: q
  * stops taking more from the spool once this much is unacknowledged, so it
@@ -111,7 +137,10 @@ stream_new(size_t page_size, uint32_t ncpus, int wire, const char *spool_dir,
 	s->page_size = page_size;
 	s->ncpus = ncpus;
 	s->seq = xcalloc(ncpus, sizeof *s->seq);
-	s->bmax = (TD_MAX_FRAME - 16) / page_size;
+	s->bmax = (STREAM_BATCH < TD_MAX_FRAME - 16 ? STREAM_BATCH :
+	    TD_MAX_FRAME - 16) / page_size;
+	if (s->bmax == 0)
+		s->bmax = 1;
 	s->wire = wire;
 	if (wire != 0) {
 		/* one PAGES_Z is one chunk of the listener's file */
@@ -289,7 +318,7 @@ static void
 stream_compact(struct stream *s)
 {
 	if (s->qdrop == 0 || (s->qdrop < s->q.len / 2 &&
-	    s->qdrop < 4 * 1024 * 1024))
+	    s->qdrop < STREAM_COMPACT))
 		return;
 	memmove(s->q.data, s->q.data + s->qdrop, s->q.len - s->qdrop);
 	s->q.len -= s->qdrop;
@@ -307,7 +336,7 @@ stream_refill(struct stream *s)
 	size_t k;
 	ssize_t r;
 
-	if (!s->spooling || s->q.len - s->qoff > STREAM_SPILL ||
+	if (!s->spooling || s->q.len - s->qoff > STREAM_REFILL ||
 	    s->q.len - s->qdrop > STREAM_MEM_MAX - STREAM_REFILL)
 		return;
 	stream_compact(s);

@@ -105,7 +105,7 @@ usage(FILE *fp)
 "  --name NAME        a suffix for the listener's file name\n"
 "  --insecure         plain TCP, no authentication (the listener needs it too)\n"
 "  --spool DIR        where data the listener has not acknowledged waits when\n"
-"                     16 MiB of memory are not enough (default: /var/tmp)\n"
+"                     4 MiB of memory are not enough (default: /var/tmp)\n"
 "  --spool-max SIZE   at most SIZE there (K, M, G suffixes; default 1G; 0: use\n"
 "                     memory only); beyond it the ring buffer counts losses\n"
 "  --reconnect-wait S after the recording, keep trying to deliver it for S\n"

@@ -94,7 +94,7 @@ uplink_net_new(const struct agent_opts *o, struct td_hello *h, char *err,
 			return NULL;
 		}
 		log_warnx("cannot spool in '%s' (%s): what the listener has "
-		    "not taken stays in 16 MiB of memory", np.spool_dir,
+		    "not taken stays in 20 MiB of memory", np.spool_dir,
 		    strerror(errno));
 		np.spool_max = 0;
 	}
