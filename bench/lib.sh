@@ -11,6 +11,25 @@ port_listening() {
 	    found = 1 } END { exit !found }' /proc/net/tcp /proc/net/tcp6
 }
 
+# free_port: a TCP port nobody listens on (20000 to 59999)
+free_port() {
+	local p=$((20000 + RANDOM % 40000))
+
+	while port_listening "$p"; do p=$((20000 + RANDOM % 40000)); done
+	echo "$p"
+}
+
+# wait_listening PORT: until something listens on PORT, 10 s at most
+wait_listening() {
+	local _
+
+	for _ in $(seq 100); do
+		port_listening "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Wait until tdagent $1's instance records (its tracing_on is 1), trying
 # $2 times $3 s apart; 1 if it never did.
 instance_records() {

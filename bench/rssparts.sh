@@ -85,14 +85,10 @@ one() {
 
 	rm -rf "$o"
 	mkdir -p "$o/l"
-	port=$((20000 + RANDOM % 40000))
-	while port_listening "$port"; do port=$((20000 + RANDOM % 40000)); done
+	port=$(free_port)
 	"$b/tdlisten" -p "$port" -d "$o/l" "${SL[@]}" >"$o/l.log" 2>&1 &
 	l=$!
-	for _ in $(seq 100); do
-		port_listening "$port" && break
-		sleep 0.1
-	done
+	wait_listening "$port" || true
 	/usr/bin/time -f '%M' -o "$o/time" "$b/tdagent" -h 127.0.0.1 \
 	    -p "$port" "${SA[@]}" -e raw_syscalls >"$o/a.out" 2>"$o/a.err" &
 	t=$!

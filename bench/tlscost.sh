@@ -60,8 +60,7 @@ PKI=$TMP/pki
 one() {
 	local mode=$1 port d sec_l sec_a r t0 t1 sp=""
 
-	port=$((20000 + RANDOM % 40000))
-	while port_listening "$port"; do port=$((20000 + RANDOM % 40000)); done
+	port=$(free_port)
 	d=$TMP/out-$mode
 	rm -rf "$d"
 	mkdir -p "$d"
@@ -76,10 +75,7 @@ one() {
 	fi
 	"$TMP/tdlisten" -p "$port" -d "$d" "${sec_l[@]}" >"$TMP/l.log" 2>&1 &
 	LPID=$!
-	for _ in $(seq 100); do
-		port_listening "$port" && break
-		sleep 0.1
-	done
+	wait_listening "$port" || true
 	"$TMP/tdagent" -h 127.0.0.1 -p "$port" "${sec_a[@]}" \
 	    -e raw_syscalls >"$TMP/a.out" 2>"$TMP/a.err" &
 	APID=$!
