@@ -703,12 +703,13 @@ uftrace_start(struct event_base *base, const struct listener_config *cfg,
 	    NULL)) == NULL)
 		fatalx("uftrace port: out of memory");
 	how.pause = uf_pause;
+	/* runs an earlier tdlisten left open are settled before we listen */
+	uf_recover(cfg);
 	n = server_listen_tcp(base, bind_addr, port, &how, uf_lev,
 	    UF_MAX_LISTENERS);
 	if (n == -1)
 		return -1;
 	uf_nlev = n;
-	uf_recover(cfg);
 	return 0;
 }
 
