@@ -24,10 +24,13 @@
 /* At most this many pages of one CPU before the others get their turn. */
 #define DRAIN_BURST_PAGES	256
 
-/* Count what a page holds; info->data_len is 0 if it cannot be parsed. */
-static void
-drain_count(struct recorder *r, struct record_cpu *c, const void *page,
-    struct td_page_info *info)
+/*
+ * Count what one page holds (info->data_len is 0 if it cannot be parsed)
+ * and hand it to the sink.
+ */
+static int
+drain_page(struct recorder *r, struct record_cpu *c, const void *page,
+    size_t n, struct td_page_info *info)
 {
 	if (td_page_parse(page, r->page_size, r->commit_size, info) == 0) {
 		c->events += info->events;
@@ -39,13 +42,6 @@ drain_count(struct recorder *r, struct record_cpu *c, const void *page,
 	} else
 		info->data_len = 0;
 	c->pages++;
-}
-
-/* Hand one page to the sink. */
-static int
-drain_put(struct recorder *r, struct record_cpu *c, const void *page,
-    size_t n)
-{
 	if (r->sink.page(r->sink.arg, ring_cpu(c->ring), page, n) == -1) {
 		snprintf(r->err, sizeof r->err, "%s: %s",
 		    meta_tee_what(r->sinks), strerror(errno));
@@ -80,17 +76,15 @@ drain_batch(struct recorder *r, struct record_cpu *c, size_t n)
 
 	if (r->sink.room != NULL)
 		room = r->sink.room(r->sink.arg, ring_cpu(c->ring), &np);
-	if (room == NULL)
+	if (room == NULL)	/* it may have lowered np before it failed */
 		np = (uint32_t)(n / r->page_size);
 	pages = ring_take(c->ring, room, (size_t)np * r->page_size);
 	if (pages == NULL)
 		return drain_read_failed(r, c);
-	for (k = 0; k < np; k++) {
-		drain_count(r, c, pages + (size_t)k * r->page_size, &info);
-		if (drain_put(r, c, pages + (size_t)k * r->page_size,
-		    r->page_size) == -1)
+	for (k = 0; k < np; k++)
+		if (drain_page(r, c, pages + (size_t)k * r->page_size,
+		    r->page_size, &info) == -1)
 			return -1;
-	}
 	if (r->final && uplink_final_send(r) == -1)
 		return -1;
 	return np;
@@ -134,8 +128,7 @@ drain_cpu(struct recorder *r, struct record_cpu *c, enum record_drain how)
 			return 0;
 		if (n < 0)
 			return drain_read_failed(r, c);
-		drain_count(r, c, r->page, &info);
-		if (drain_put(r, c, r->page, (size_t)n) == -1)
+		if (drain_page(r, c, r->page, (size_t)n, &info) == -1)
 			return -1;
 		if (r->final && uplink_final_send(r) == -1)
 			return -1;
