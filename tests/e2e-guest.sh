@@ -20,10 +20,10 @@
 # 127.0.0.1); trace-cmd 3.1.6 reads it cleanly and it holds exactly
 # tdpoke's N getppid calls and nothing else of the filter, none lost; time
 # sync ran over that transport (TIME_SHIFT); over TCP the guest's kernel
-# made the TLS records (kTLS, where the guest has the tls module).  Besides: tdagent-static
-# --version runs with no /etc, and QEMU ends by itself.  The times from
-# QEMU's start to the guest's first HELLO and to the end are reported, not
-# judged.
+# made the TLS records (kTLS, where the guest has the tls module).
+# Besides: tdagent-static --version runs with no /etc, and QEMU ends by
+# itself.  The times from QEMU's start to the guest's first HELLO and to
+# the end are reported, not judged.
 #
 # The guest (kernel, initramfs, QEMU's command) is tests/guest-lib.sh's,
 # which e2e-guest-host.sh shares.  Not root: QEMU runs as the user, and
