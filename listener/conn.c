@@ -47,6 +47,7 @@
 #include "listener.h"
 #include "log.h"
 #include "preamble.h"
+#include "registry.h"
 #include "session.h"
 #include "sockio.h"
 #include "tdlimits.h"
@@ -73,6 +74,7 @@ struct conn {
 	struct session		*s;		/* NULL in the handshake */
 	enum conn_state		 state;
 	bool			 counted;	/* holds a slot */
+	bool			 reserve;	/* a slot kept for resumes */
 	bool			 big;		/* sockio_big() said so */
 	size_t			 rlow;		/* bev's read watermark now */
 	bool			 out_blocked;	/* replies unread: no reads */
@@ -494,9 +496,35 @@ conn_gone_cb(void *arg)
 }
 
 /*
+ * Whether a connection of identity may take a slot over --max-sessions,
+ * one kept for resumes: while its identity has recordings open (waiting
+ * for a resume, or on a connection that may be dead and not yet noticed),
+ * as many of its connections as it has recordings may wait for their
+ * HELLO so; such a session may only resume (session_set_resume_only()).
+ * A crowd that fills --max-sessions never keeps a recording from its
+ * resume (issue 31 row 1).
+ */
+static bool
+conn_resume_slot(const char *identity)
+{
+	int recs = registry_count(identity), n = 0;
+	struct conn *t;
+
+	if (recs == 0)
+		return false;
+	for (t = conn_list; t != NULL; t = t->next)
+		if (t->reserve && t->s != NULL &&
+		    session_phase(t->s) == SESSION_HELLO &&
+		    strcmp(session_identity(t->s), identity) == 0)
+			n++;
+	return n < recs;
+}
+
+/*
  * Through TLS: the verified certificate names the agent; its handshake
- * slot goes to the next, it takes a session slot (when one is free and
- * its identity does not hold too many waiting for their HELLO already).
+ * slot goes to the next, it takes a session slot (when one is free, or
+ * one kept for the resumes of its recordings, and its identity does not
+ * hold too many waiting for their HELLO already).
  */
 static void
 conn_handshake_done(struct conn *c)
@@ -528,12 +556,14 @@ conn_handshake_done(struct conn *c)
 		return;
 	}
 	admit_release(c);
-	if (conn_nsessions >= conn_cfg->max_sessions) {
+	if (conn_nsessions >= conn_cfg->max_sessions &&
+	    conn_resume_slot(identity))
+		c->reserve = true;
+	else if (conn_nsessions >= conn_cfg->max_sessions) {
 		admit_refused(ADMIT_R_SESSIONS, "%s: closing: %d sessions "
 		    "already (--max-sessions)", c->label, conn_nsessions);
 		c->counted = false;
-		conn_close_later(c, "the listener holds all the sessions it "
-		    "takes (--max-sessions): come back later");
+		conn_close_later(c, SESSION_FULL);
 		return;
 	}
 	conn_nsessions++;
@@ -541,6 +571,11 @@ conn_handshake_done(struct conn *c)
 	    SSL_get_version(ssl));
 	c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb, c);
 	session_set_kick(c->s, conn_kick_cb, c);
+	if (c->reserve) {
+		log_info("%s: over --max-sessions (%d): a slot kept for the "
+		    "resume of its recordings", c->label, conn_nsessions - 1);
+		session_set_resume_only(c->s);
+	}
 	c->state = C_OPEN;
 }
 

@@ -49,7 +49,15 @@ struct session {
 	struct standby		*sb;		/* SESSION_STANDBY: its entry */
 	void			(*kick)(void *);
 	void			*kick_arg;
+	bool			 resume_only;	/* over --max-sessions */
 };
+
+/*
+ * End s with an ERROR of code saying reason (logged; NULL: quietly): the
+ * verdict for its connection.
+ */
+enum session_verdict session_end_with(struct session *s, uint32_t code,
+	    const char *reason);
 
 /* Queue a WELCOME (version s->version) into s's output. */
 void	session_welcome(struct session *s, bool resumed, uint64_t trace_id,

@@ -10,8 +10,15 @@
 #include "session.h"
 #include "session-local.h"
 #include "standby.h"
+#include "tdlimits.h"
 #include "tdproto.h"
 #include "banned.h"
+
+void
+session_set_resume_only(struct session *s)
+{
+	s->resume_only = true;
+}
 
 void
 session_set_kick(struct session *s, void (*kick)(void *), void *arg)
@@ -41,9 +48,19 @@ enum session_verdict
 session_standby(struct session *s, const struct td_frame *f)
 {
 	struct td_standby st;
+	char why[200];
 
 	if (td_msg_unpack_standby(f, &st) == -1)
 		return session_close(s, "malformed STANDBY");
+	if (s->resume_only)
+		return session_end_with(s, TD_ERR_RETRY, SESSION_FULL);
+	/* one certificate must not fill --max-sessions with standbys */
+	if (standby_count(s->identity) >= TD_MAX_STANDBY_PER_IDENTITY) {
+		snprintf(why, sizeof why, "'%s' has %d standby connections "
+		    "already: come back later", s->identity,
+		    TD_MAX_STANDBY_PER_IDENTITY);
+		return session_end_with(s, TD_ERR_RETRY, why);
+	}
 	s->version = TD_PROTO_VERSION;
 	s->phase = SESSION_STANDBY;
 	snprintf(s->label, sizeof s->label, "standby %s (%s)", s->identity,

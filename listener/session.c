@@ -154,7 +154,7 @@ session_set_label(struct session *s, const char *name)
  * ERROR of code when there is a reason it can hear.  The recording is
  * finished or kept as incomplete at once.
  */
-static enum session_verdict
+enum session_verdict
 session_end_with(struct session *s, uint32_t code, const char *reason)
 {
 	bool tell = reason != NULL && s->phase != SESSION_DONE &&
@@ -430,6 +430,8 @@ session_hello(struct session *s, const struct td_frame *f, int conns)
 		    "not supported yet");
 	if (h.flags & TD_HELLO_RESUME)
 		return session_resume(s, &h);
+	if (s->resume_only)
+		return session_end_with(s, TD_ERR_RETRY, SESSION_FULL);
 	if (session_again(s, &h, &t)) {
 		session_set_label(s, h.name);
 		log_info("%s: the agent started again (its first HELLO had "

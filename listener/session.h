@@ -63,6 +63,14 @@ enum session_phase session_phase(const struct session *s);
  */
 void		 session_set_kick(struct session *s, void (*kick)(void *),
 		    void *arg);
+/* What an agent over --max-sessions hears (ERROR RETRY). */
+#define SESSION_FULL	"the listener holds all the sessions it takes " \
+	"(--max-sessions): come back later"
+/*
+ * s took a slot kept for the resumes of its identity's waiting recordings
+ * (over --max-sessions): anything but a resume is told to come back later.
+ */
+void		 session_set_resume_only(struct session *s);
 const char	*session_identity(const struct session *s);
 /* "session IDENTITY ['NAME'] (PEER)": what its log lines start with. */
 const char	*session_label(const struct session *s);

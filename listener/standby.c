@@ -85,6 +85,18 @@ standby_add(const char *identity, const char *peer,
 	return sb;
 }
 
+int
+standby_count(const char *identity)
+{
+	struct standby *sb;
+	int n = 0;
+
+	for (sb = standby_list_head; sb != NULL; sb = sb->next)
+		if (strcmp(sb->identity, identity) == 0)
+			n++;
+	return n;
+}
+
 /* Give up sb's waiter, with a line saying why (NULL: none). */
 static void
 standby_release(struct standby *sb, const char *why)

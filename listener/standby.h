@@ -39,6 +39,8 @@ struct standby_reply {
 struct standby	*standby_add(const char *identity, const char *peer,
 		    const struct td_standby *st,
 		    int (*send)(void *arg, const void *p, size_t n), void *arg);
+/* Standby agents of identity now. */
+int		 standby_count(const char *identity);
 /* Its session is going: the entry goes, its control client is told. */
 void		 standby_remove(struct standby *sb);
 /* The agent's ANSWER: logged, and to the control client waiting. */

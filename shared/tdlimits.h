@@ -67,6 +67,12 @@
 #define TD_MAX_HELLO		1024
 /* A standby frame (STANDBY, START: a filter and the events fit). */
 #define TD_MAX_STANDBY_MSG	(TD_MAX_FILTER_LEN + 2048)
+/*
+ * Standby connections of one identity at once: one is the normal case, a
+ * second lets an agent whose old connection is not yet known dead come
+ * back at once (issue 31 row 1: one certificate had filled --max-sessions).
+ */
+#define TD_MAX_STANDBY_PER_IDENTITY	2
 /* Longest agent name, clock name or identity on the wire. */
 #define TD_MAX_NAME_LEN		64
 /* Longest text of an ERROR message. */

@@ -5,8 +5,8 @@
  * source address it connects from (SRCADDR, 127.0.0.2 by default; with
  * TLS it only tells its connections apart in the listener's log).
  *
- *	tdhostile [--cert F --key F --ca F] [-n N] [--hold] HOST PORT MODE
- *	    [SRCADDR]
+ *	tdhostile [--cert F --key F --ca F] [-n N] [--hold] [--kernel STR]
+ *	    HOST PORT MODE [SRCADDR]
  *
  *	chunks	128 CPUs of 512 KiB pages (the most a HELLO may declare),
  *		9 zero pages a CPU as PAGES_Z in zlib (tdlisten writes zstd):
@@ -21,6 +21,8 @@
  *		frame of TD_MAX_FRAME bytes: the listener waits for the rest
  *	hello	a HELLO of 2 CPUs, nothing else: a recording that reserves
  *		its descriptors (4) and holds nearly nothing
+ *	standby	a STANDBY (host "hostile", the kernel of --kernel STR), then
+ *		its WELCOME: a standby agent that never records (issue 31)
  *
  * A session sends its HELLO and waits for the WELCOME ("welcome"), as an
  * agent does, before it goes on (span excepted).  chunks, trickle, fds and
@@ -79,6 +81,7 @@ static uint64_t sent;
 static bool blocked;
 static SSL_CTX *ctx;
 static uint64_t rid_seq;
+static const char *kernel = "6.1.0-hostile";
 static volatile sig_atomic_t stop;
 
 static void
@@ -433,6 +436,23 @@ attack_partial(void)
 	return ok;
 }
 
+static bool
+attack_standby(void)
+{
+	struct td_standby st;
+
+	memset(&st, 0, sizeof st);
+	st.version = TD_STANDBY_VERSION;
+	st.ncpus = 2;
+	snprintf(st.host, sizeof st.host, "hostile");
+	snprintf(st.kernel, sizeof st.kernel, "%s", kernel);
+	snprintf(st.clocks, sizeof st.clocks, "local");
+	if (td_msg_pack_standby(&out, &st) == -1)
+		return false;
+	flush_out();
+	return answer(TD_MSG_WELCOME) == 'R';
+}
+
 static const struct {
 	const char	*name;
 	bool		(*run)(void);
@@ -445,13 +465,14 @@ static const struct {
 	{ "fds", attack_fds },
 	{ "partial", attack_partial },
 	{ "hello", attack_hello },
+	{ "standby", attack_standby },
 };
 
 static void
 usage(void)
 {
 	fprintf(stderr, "usage: tdhostile [--cert F --key F --ca F] [-n N] "
-	    "[--hold] HOST PORT MODE [SRCADDR]\n");
+	    "[--hold] [--kernel STR] HOST PORT MODE [SRCADDR]\n");
 }
 
 int
@@ -462,6 +483,7 @@ main(int argc, char **argv)
 		{ "key", required_argument, NULL, 'k' },
 		{ "ca", required_argument, NULL, 'a' },
 		{ "hold", no_argument, NULL, 'H' },
+		{ "kernel", required_argument, NULL, 'K' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct peer *held[HOSTILE_MAX];
@@ -481,6 +503,8 @@ main(int argc, char **argv)
 			ca = optarg;
 		else if (ch == 'H')
 			hold = 1;
+		else if (ch == 'K')
+			kernel = optarg;
 		else if (ch == 'n')
 			n = atoi(optarg);
 		else {

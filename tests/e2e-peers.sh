@@ -1,0 +1,112 @@
+#!/bin/sh
+# End-to-end: hostile peers against the admission rules of issue 31, each
+# with an honest recording of a known exact count running beside it.
+#   1. (row 1) One certificate opens standby connections: it holds at
+#      most 2 (TD_MAX_STANDBY_PER_IDENTITY), the third is told to come
+#      back later.  Other identities then fill --max-sessions; an honest
+#      recording whose connection is cut (ss -K) resumes all the same, in
+#      a slot kept for the resumes of its identity, and its file holds
+#      exactly the events of the agent's local copy.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+command -v ss >/dev/null || skip "the ss command (iproute2) is missing"
+TDHOSTILE=$B/tests/tdhostile
+TDCTL=$B/tdctl
+P=$WORK/pki
+pki "$P" web1 evil crowd1 crowd2 || { echo "FAIL: cannot make certificates"; exit 99; }
+LTLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
+OUT=$WORK/out
+CTL=$WORK/control
+HPIDS=""
+
+# hostile NAME CERT N MODE [ARGS...]: tdhostile N sessions of MODE as CERT
+# from 127.0.0.2, held open in the background; its outcomes go to
+# $WORK/h.NAME; waits for its "held" line
+hostile() {
+	name=$1 cert=$2 n=$3 mode=$4
+	shift 4
+	"$TDHOSTILE" --cert "$P/$cert.pem" --key "$P/$cert.key" \
+	    --ca "$P/ca.pem" -n "$n" --hold "$@" 127.0.0.1 "$LPORT" "$mode" \
+	    > "$WORK/h.$name" 2>&1 &
+	HPIDS="$HPIDS $!"
+	wait_until $((400 * SLOW)) grep -q "^held " "$WORK/h.$name" 2>/dev/null
+}
+
+# let_go: the held sessions are closed
+let_go() {
+	for p in $HPIDS; do kill -TERM "$p" 2>/dev/null; wait "$p"; done
+	HPIDS=""
+}
+
+# exact NAME APID FILE: FILE (the listener's) holds exactly the events of
+# the local copy, none missed
+exact() {
+	"$TDCOUNT" "$3" > "$WORK/c.$1" 2>&1
+	"$TDCOUNT" "$WORK/local.$1.dat" > "$WORK/cl.$1" 2>&1
+	eq "$1: no event missed" "$(field missed < "$WORK/c.$1")" 0
+	eq "$1: the listener's file holds exactly the local copy's events" \
+	    "$(field events < "$WORK/c.$1")" "$(field events < "$WORK/cl.$1")"
+	"$TDCOUNT" "$3" -p "$2" > "$WORK/cp.$1" 2>&1
+	ev=$(field events < "$WORK/cp.$1")
+	check "$1: 4 events per block of its last dd plus a little ($ev)" \
+	    test "${ev:-0}" -gt $((4 * 20000)) -a "${ev:-0}" -lt $((4 * 20000 + 2000))
+}
+
+# sessions_held N: the listener's status says N session slots are taken
+standbys() {
+	"$TDCTL" -S "$CTL" list 2>/dev/null | grep -c '^agent '
+}
+
+# ---- 1. standby connections per identity; resumes keep their slots -------
+# shellcheck disable=SC2086
+start_listener "$WORK/l1.log" -d "$OUT" $LTLS --control "$CTL" \
+    --max-sessions 6 --resume-wait 60 || exit 99
+# the honest recording: 20000 blocks, a pause the test ends, 20000 more
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name honest1 \
+    -o "$WORK/local.honest1.dat" -e raw_syscalls -F -b 16384 -- sh -c \
+    'dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none;
+     touch '"$WORK/paused"'; while [ ! -e '"$WORK/go"' ]; do sleep 0.1; done
+     echo $$ > '"$WORK/pid.honest1"'
+     exec dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none' \
+    2> "$WORK/agent.honest1.err" &
+apid=$!
+wait_session "$WORK/l1.log"
+wait_until $((400 * SLOW)) test -e "$WORK/paused"
+
+hostile evil evil 3 standby
+check "one identity: its third standby connection is refused" \
+    grep -q "^held 2 of 3" "$WORK/h.evil"
+check "and told to come back later" \
+    grep -q "^error: 'evil' has 2 standby connections already" "$WORK/h.evil"
+eq "tdctl list: 2 standby agents" "$(standbys)" 2
+# other identities fill --max-sessions 6: honest1, evil x2, crowd1 x2,
+# crowd2 x1
+hostile crowd1 crowd1 2 standby
+hostile crowd2a crowd2 1 standby
+check "crowd: 3 standby connections held" sh -c \
+    "grep -q '^held 2 of 2' '$WORK/h.crowd1' && grep -q '^held 1 of 1' '$WORK/h.crowd2a'"
+# the honest recorder stops a moment, its connection is cut, the last
+# free slot is taken, then it goes on and resumes
+rpid=$(recorder "$apid")
+kill -STOP "$rpid"
+ss -K src 127.0.0.1 dst 127.0.0.1 dport = ":$LPORT" > /dev/null 2>&1
+wait_until $((400 * SLOW)) grep -q "honest1.*the recording waits 60 s" "$WORK/l1.log"
+hostile crowd2b crowd2 1 standby
+check "crowd: --max-sessions full again" grep -q '^held 1 of 1' "$WORK/h.crowd2b"
+kill -CONT "$rpid"
+wait_until $((400 * SLOW)) grep -q "honest1.*resumed at offset" "$WORK/l1.log"
+check "the honest recording resumed over a full --max-sessions" \
+    grep -q "honest1.*resumed at offset" "$WORK/l1.log"
+check "in a slot kept for its resumes" \
+    grep -q "session web1 .*a slot kept for the resume" "$WORK/l1.log"
+touch "$WORK/go"
+wait "$apid"
+eq "the honest agent finished" $? 0
+exact honest1 "$(cat "$WORK/pid.honest1" 2>/dev/null)" \
+    "$OUT/$(remote_file "$WORK/agent.honest1.err")"
+check "no .incomplete.dat" test -z "$(find "$OUT" -name '*.incomplete.dat')"
+let_go
+stop_listener
+
+finish
