@@ -25,6 +25,10 @@
  * line: the first TD_ADMIT_LOG_BURST of each TD_ADMIT_LOG_INTERVAL are,
  * the others are counted and told in one line at the end of the interval.
  *
+ * A Unix socket has no address: its peers are told apart by their
+ * credentials (SO_PEERCRED: uid and pid), so that one local process's
+ * silent connections cannot keep every guest's QEMU out (issue 31 row 7).
+ *
  * The tables are arrays searched in order: a handful of entries by
  * default, --max-handshakes at most, which the options keep small.
  */
@@ -36,6 +40,7 @@
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <linux/vm_sockets.h>
 
 #include <event2/event.h>
@@ -92,17 +97,28 @@ static const char *const admit_kind_names[ADMIT_R_NKINDS] = {
 };
 
 /*
- * The admission key of sa: IPv4 (mapped or not) whole, IPv6 its /64, a
- * vsock guest its context id; every Unix socket peer is one key.
+ * The admission key of sa (accepted on fd): IPv4 (mapped or not) whole,
+ * IPv6 its /64, a vsock guest its context id, a Unix socket peer its
+ * process (uid and pid; all peers whose credentials cannot be read are
+ * one key).
  */
 static void
-admit_key_of(const struct sockaddr *sa, struct admit_key *k)
+admit_key_of(int fd, const struct sockaddr *sa, struct admit_key *k)
 {
 	const struct sockaddr_in6 *s6;
 	const struct sockaddr_in *s4;
+	struct ucred cr;
+	socklen_t crlen = sizeof cr;
 
 	memset(k, 0, sizeof *k);
-	if (sa->sa_family == AF_INET) {
+	if (sa->sa_family == AF_UNIX) {
+		k->b[0] = 0xfd;
+		if (fd != -1 && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr,
+		    &crlen) == 0) {
+			memcpy(k->b + 4, &cr.uid, 4);
+			memcpy(k->b + 8, &cr.pid, 4);
+		}
+	} else if (sa->sa_family == AF_INET) {
 		s4 = (const struct sockaddr_in *)sa;
 		k->b[10] = k->b[11] = 0xff;
 		memcpy(k->b + 12, &s4->sin_addr, 4);
@@ -165,7 +181,7 @@ admit_init(struct event_base *base, int max, int per_addr,
  * address holds all it may.
  */
 enum admit_verdict
-admit_check(const struct sockaddr *sa, void **victim)
+admit_check(int fd, const struct sockaddr *sa, void **victim)
 {
 	struct admit_addr *a, *most = NULL;
 	struct admit_slot *old;
@@ -173,7 +189,7 @@ admit_check(const struct sockaddr *sa, void **victim)
 	int i, mine;
 
 	*victim = NULL;
-	admit_key_of(sa, &k);
+	admit_key_of(fd, sa, &k);
 	a = admit_addr_find(&k);
 	mine = a != NULL ? a->n : 0;
 	if (mine >= admit_per_addr)
@@ -205,9 +221,9 @@ admit_check(const struct sockaddr *sa, void **victim)
 	return ADMIT_FULL;
 }
 
-/* owner, a connection from sa, is in its handshake (after ADMIT_YES). */
+/* owner, a connection fd from sa, is in its handshake (after ADMIT_YES). */
 void
-admit_add(const struct sockaddr *sa, void *owner)
+admit_add(int fd, const struct sockaddr *sa, void *owner)
 {
 	struct admit_slot *sl;
 	struct admit_addr *a;
@@ -215,7 +231,7 @@ admit_add(const struct sockaddr *sa, void *owner)
 	if (admit_nslots >= admit_max)
 		fatalx("admit_add: no slot free");
 	sl = &admit_slots[admit_nslots++];
-	admit_key_of(sa, &sl->key);
+	admit_key_of(fd, sa, &sl->key);
 	sl->owner = owner;
 	sl->seq = admit_seq++;
 	sl->since_ms = admit_now_ms();

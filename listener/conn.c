@@ -823,7 +823,7 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 		return;
 	}
 	/* TLS: a handshake slot, one taken from a busier address, or none */
-	switch (admit_check(sa, &victim)) {
+	switch (admit_check(fd, sa, &victim)) {
 	case ADMIT_NO:
 		admit_refused(ADMIT_R_ADDRESS, "refusing %s: its address has "
 		    "%d connections in the handshake already "
@@ -848,7 +848,7 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 		break;
 	}
 	c = conn_new(fd, peer, required);
-	admit_add(sa, c);
+	admit_add(fd, sa, c);
 }
 
 /*

@@ -101,10 +101,14 @@ enum admit_kind {
  */
 void	admit_init(struct event_base *base, int max, int per_addr,
 	    uint64_t min_age_ms);
-/* May a connection from sa have a slot (EVICT: once *victim is closed)? */
-enum admit_verdict admit_check(const struct sockaddr *sa, void **victim);
+/*
+ * May a connection fd from sa have a slot (EVICT: once *victim is
+ * closed)?  fd: for a Unix peer's credentials (-1: none).
+ */
+enum admit_verdict admit_check(int fd, const struct sockaddr *sa,
+	    void **victim);
 /* owner, from sa, takes a slot: only after YES, or EVICT and the close. */
-void	admit_add(const struct sockaddr *sa, void *owner);
+void	admit_add(int fd, const struct sockaddr *sa, void *owner);
 /* owner gives its slot back; false when it held none. */
 bool	admit_release(void *owner);
 /* Slots taken. */

@@ -7,6 +7,12 @@
 #      recording whose connection is cut (ss -K) resumes all the same, in
 #      a slot kept for the resumes of its identity, and its file holds
 #      exactly the events of the agent's local copy.
+#   2. (row 7) One local process keeps 24 silent connections to --unix
+#      open (opening another whenever one is closed): its connections are
+#      admitted by its own credentials (SO_PEERCRED), 16 at most, each
+#      closed at --handshake-timeout; a guest (tests/tdrelay carries a
+#      serial device to the socket, as QEMU does) is never refused and
+#      records an exact count.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 command -v ss >/dev/null || skip "the ss command (iproute2) is missing"
@@ -107,6 +113,57 @@ exact honest1 "$(cat "$WORK/pid.honest1" 2>/dev/null)" \
     "$OUT/$(remote_file "$WORK/agent.honest1.err")"
 check "no .incomplete.dat" test -z "$(find "$OUT" -name '*.incomplete.dat')"
 let_go
+stop_listener
+
+# ---- 2. silent Unix socket peers, told apart by their credentials ----------
+SOCK=$WORK/guests.sock
+# shellcheck disable=SC2086
+start_listener "$WORK/l2.log" -d "$OUT" $LTLS --unix "$SOCK" \
+    --handshake-timeout 3 || exit 99
+# silent: 24 connections held, one opened again whenever one is closed
+perl -MIO::Socket::UNIX -MIO::Select -e '
+    $SIG{TERM} = sub { exit 0 };
+    my $sel = IO::Select->new;
+    sub one { my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or return;
+	$sel->add($s) }
+    one() for 1 .. 24;
+    open(my $f, ">", $ARGV[1]); close($f);
+    for (;;) {
+	for my $s ($sel->can_read(0.05)) {
+	    my $b; next if sysread($s, $b, 4096);
+	    $sel->remove($s); close($s); one();
+	}
+	one() if $sel->count < 24;
+	select(undef, undef, undef, 0.02);
+    }' "$SOCK" "$WORK/silent.up" &
+spid=$!
+wait_until $((400 * SLOW)) test -e "$WORK/silent.up"
+sleep 0.5
+rm -f "$WORK/dev" "$WORK/pid.guest"
+"$B/tests/tdrelay" "unix:$SOCK" 0 "$WORK/dev" > "$WORK/relay.out" 2>&1 &
+relay=$!
+wait_until $((100 * SLOW)) test -s "$WORK/dev"
+"$TDAGENT" -h "serial:$(cat "$WORK/dev")" --server-name listener \
+    --cert "$P/web1.pem" --key "$P/web1.key" --ca "$P/ca.pem" \
+    --name guest -o "$WORK/local.guest.dat" --reconnect-wait 10 \
+    -e raw_syscalls -F -b 16384 -- sh -c 'echo $$ > '"$WORK/pid.guest"'; exec dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none' \
+    2> "$WORK/agent.guest.err"
+eq "guest: tdagent exits 0" $? 0
+wait "$relay"
+check "the silent process: over 16 connections refused, by its own key" \
+    grep -q "refusing unix:$spid: its address has 16 connections" "$WORK/l2.log"
+# closed at the deadline: logged one by one, or in the summary of 10 s
+timed_out() {
+	grep -q "session unix:$spid: closing: handshake timed out\|[0-9] failed or timed out in the handshake" "$WORK/l2.log"
+}
+wait_until $((400 * SLOW)) timed_out
+check "the silent process: its connections closed at the deadline" timed_out
+check "the guest's connection was never refused" sh -c \
+    "! grep -q 'refusing unix:$relay:' '$WORK/l2.log'"
+exact guest "$(cat "$WORK/pid.guest" 2>/dev/null)" \
+    "$OUT/$(remote_file "$WORK/agent.guest.err")"
+kill -TERM "$spid"
+wait "$spid"
 stop_listener
 
 finish

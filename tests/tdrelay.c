@@ -10,6 +10,9 @@
  *
  *	tdrelay [-l SECONDS] HOST PORT PATHFILE
  *
+ * HOST unix:PATH connects to the Unix socket PATH instead (tdlisten
+ * --unix, as QEMU's chardev does; PORT is not used).
+ *
  * -l SECONDS: a host side that comes late, as a QEMU chardev whose
  * listener is not up yet: what the device's user writes in the first
  * SECONDS after its first byte is thrown away, and the device side stays
@@ -31,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 static volatile sig_atomic_t relay_stop;
 
@@ -47,6 +51,19 @@ relay_dial(const char *host, const char *port)
 	struct addrinfo hints, *res, *ai;
 	int fd = -1;
 
+	if (strncmp(host, "unix:", 5) == 0) {
+		struct sockaddr_un sun;
+
+		memset(&sun, 0, sizeof sun);
+		sun.sun_family = AF_UNIX;
+		snprintf(sun.sun_path, sizeof sun.sun_path, "%s", host + 5);
+		if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1)
+			return -1;
+		if (connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0)
+			return fd;
+		close(fd);
+		return -1;
+	}
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;

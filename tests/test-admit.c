@@ -48,7 +48,7 @@ check(const char *addr, void **victim)
 {
 	struct sockaddr_storage ss = sa_of(addr);
 
-	return admit_check((struct sockaddr *)&ss, victim);
+	return admit_check(-1, (struct sockaddr *)&ss, victim);
 }
 
 /* Admit addr as owner i (the check must say yes). */
@@ -58,10 +58,10 @@ add(const char *addr, int i)
 	struct sockaddr_storage ss = sa_of(addr);
 	void *victim;
 
-	assert_int_equal(admit_check((struct sockaddr *)&ss, &victim),
+	assert_int_equal(admit_check(-1, (struct sockaddr *)&ss, &victim),
 	    ADMIT_YES);
 	assert_null(victim);
-	admit_add((struct sockaddr *)&ss, &owners[i]);
+	admit_add(-1, (struct sockaddr *)&ss, &owners[i]);
 }
 
 static void
