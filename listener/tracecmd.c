@@ -24,7 +24,10 @@
  *
  * Until TC_RECORD a deadline of --handshake-timeout seconds covers each
  * step; the header's is put back only when TD_TC_META_PROGRESS bytes more
- * of it came (empty SEND_DATA do not hold a client's sockets forever).
+ * of it came (empty SEND_DATA do not hold a client's sockets forever),
+ * and never past TD_TC_META_TIMES x --handshake-timeout from RINIT (a
+ * trickle does not either).  The clients of one address hold at most a
+ * TD_TC_PORTS_SHARE-th of the data ports.
  * At TINIT, before its data sockets are bound, the client's account
  * reserves their descriptors (its identity's share, what the process has
  * free) and counts a page buffer a CPU: it is refused when they do not
@@ -106,6 +109,7 @@ struct tcclient {
 	int			 memfd;		/* the header, -1 */
 	uint64_t		 meta_len;
 	uint64_t		 meta_armed;	/* meta_len at the last deadline */
+	struct timespec		 meta_until;	/* the header's last moment */
 	struct budget_account	*acct;		/* the data sockets' descriptors
 						   and pages; the header */
 	struct tcdata		*data;
@@ -321,14 +325,72 @@ static void
 tc_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct tcclient *tc = arg;
+	struct timespec now;
 
 	if (tc->state == TC_CLOSING) {
 		tc_finish(tc, true);
 		return;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (tc->state == TC_META && (now.tv_sec > tc->meta_until.tv_sec ||
+	    (now.tv_sec == tc->meta_until.tv_sec &&
+	    now.tv_nsec >= tc->meta_until.tv_nsec))) {
+		tc_close(tc, "its header is not whole %d s after RINIT "
+		    "(%" PRIu64 " bytes of metadata so far)",
+		    TD_TC_META_TIMES * tc->cfg->handshake_timeout,
+		    tc->meta_len);
+		return;
+	}
 	tc_close(tc, "no progress in %d s (handshake, TINIT or metadata: "
 	    "%" PRIu64 " bytes of metadata so far)",
 	    tc->cfg->handshake_timeout, tc->meta_len);
+}
+
+/*
+ * The header came on: --handshake-timeout more, but not past meta_until
+ * (an absolute deadline for the whole header).
+ */
+static void
+tc_meta_deadline(struct tcclient *tc)
+{
+	struct timespec now;
+	struct timeval tv;
+	int64_t left_ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	left_ms = (int64_t)(tc->meta_until.tv_sec - now.tv_sec) * 1000 +
+	    (tc->meta_until.tv_nsec - now.tv_nsec) / 1000000 + 1;
+	if (left_ms > (int64_t)tc->cfg->handshake_timeout * 1000)
+		left_ms = (int64_t)tc->cfg->handshake_timeout * 1000;
+	if (left_ms < 0)
+		left_ms = 0;
+	tv.tv_sec = left_ms / 1000;
+	tv.tv_usec = (left_ms % 1000) * 1000;
+	evtimer_add(tc->timer, &tv);
+}
+
+/* Data ports held by the clients of identity (their address). */
+static uint32_t
+tc_ports_of(const char *identity)
+{
+	struct tcclient *t;
+	uint32_t n = 0;
+
+	LIST_FOREACH(t, &tc_all, entry)
+		if (t->data != NULL && strcmp(t->identity, identity) == 0)
+			n += t->tinit.cpus;
+	return n;
+}
+
+/* The data ports one address may hold of span. */
+static uint32_t
+tc_ports_share(uint32_t span)
+{
+	uint32_t share = span / TD_TC_PORTS_SHARE;
+
+	if (share < TD_TC_PORTS_MIN)
+		share = span < TD_TC_PORTS_MIN ? span : TD_TC_PORTS_MIN;
+	return share;
 }
 
 /* Send bytes on the control connection. */
@@ -374,6 +436,12 @@ tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 	if (tc->tinit.cpus > span) {
 		tc_close(tc, "%u CPUs, but --tracecmd-data-ports has %u ports",
 		    tc->tinit.cpus, span);
+		return -1;
+	}
+	if (tc_ports_of(tc->identity) + tc->tinit.cpus > tc_ports_share(span)) {
+		tc_close(tc, "%u CPUs: its address would hold more than %u "
+		    "data ports (a %d-th of --tracecmd-data-ports)",
+		    tc->tinit.cpus, tc_ports_share(span), TD_TC_PORTS_SHARE);
 		return -1;
 	}
 	if (!td_tc_rinit_fits(tc->tinit.cpus, tc->cfg->tracecmd_hi)) {
@@ -442,6 +510,9 @@ tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 		    tc->tinit.unknown);
 	tc->state = TC_META;
 	tc->meta_armed = 0;
+	clock_gettime(CLOCK_MONOTONIC, &tc->meta_until);
+	tc->meta_until.tv_sec += (time_t)TD_TC_META_TIMES *
+	    tc->cfg->handshake_timeout;
 	tc_deadline(tc, tc->cfg->handshake_timeout);
 	return 0;
 }
@@ -481,7 +552,7 @@ tc_meta_data(struct tcclient *tc, const struct td_tc_msg *m)
 	/* more time only for progress: not for empty messages */
 	if (tc->meta_len - tc->meta_armed >= TD_TC_META_PROGRESS) {
 		tc->meta_armed = tc->meta_len;
-		tc_deadline(tc, tc->cfg->handshake_timeout);
+		tc_meta_deadline(tc);
 	}
 	return 0;
 }

@@ -269,6 +269,17 @@
  * empty messages, is closed.
  */
 #define TD_TC_MAX_SECTIONS	(64u * 1024 * 1024)
+/*
+ * However it trickles, a trace-cmd client's whole header must come within
+ * TD_TC_META_TIMES x --handshake-timeout of its RINIT (60 s by default;
+ * issue 31 row 11: 64 KiB each 10 s held a client's data ports 2.8 h),
+ * and the clients of one address hold at most 1/TD_TC_PORTS_SHARE of
+ * --tracecmd-data-ports (at least TD_TC_PORTS_MIN when the span has them:
+ * one big machine's CPUs).
+ */
+#define TD_TC_META_TIMES	6
+#define TD_TC_PORTS_SHARE	4
+#define TD_TC_PORTS_MIN		256
 #define TD_TC_MAX_HEADER_INFO	(1024u * 1024)
 #define TD_TC_META_PROGRESS	(64u * 1024)
 

@@ -13,6 +13,12 @@
 #      closed at --handshake-timeout; a guest (tests/tdrelay carries a
 #      serial device to the socket, as QEMU does) is never refused and
 #      records an exact count.
+#   3. (row 11) One address on the trace-cmd port asks for 256 CPUs and
+#      trickles its header, 128 KiB each half second: closed 6 x
+#      --handshake-timeout after its RINIT all the same; a second client
+#      of that address asking for more ports than a quarter of
+#      --tracecmd-data-ports is refused; a client of another address
+#      replays part 1's file beside them, exactly.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 command -v ss >/dev/null || skip "the ss command (iproute2) is missing"
@@ -164,6 +170,40 @@ exact guest "$(cat "$WORK/pid.guest" 2>/dev/null)" \
     "$OUT/$(remote_file "$WORK/agent.guest.err")"
 kill -TERM "$spid"
 wait "$spid"
+stop_listener
+
+# ---- 3. trace-cmd clients: the header's deadline, data ports an address --
+FEED=$B/tests/tdtcfeed
+SRC=$WORK/local.honest1.dat
+TPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+DLO=$((TPORT + 1))
+DHI=$((TPORT + 1200))
+start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" --resume-wait 0 \
+    --handshake-timeout 1 --tracecmd-port $TPORT \
+    --tracecmd-data-ports $DLO-$DHI || exit 99
+wait_until $((100 * SLOW)) grep -q "listening for trace-cmd clients" "$WORK/l3.log"
+t0=$(date +%s)
+"$FEED" -T -S 127.0.0.3 -c 256 127.0.0.1 $TPORT "$SRC" > "$WORK/trickle.out" 2>&1 &
+tpid=$!
+wait_until $((100 * SLOW)) grep -q "127.0.0.3:.*256 CPUs" "$WORK/l3.log"
+"$FEED" -T -S 127.0.0.3 -c 64 127.0.0.1 $TPORT "$SRC" > "$WORK/trickle2.out" 2>&1
+check "a second client of that address: refused past a quarter of the ports" \
+    grep -q "127.0.0.3:[0-9]*: closing: 64 CPUs: its address would hold more than 300 data ports" "$WORK/l3.log"
+"$FEED" 127.0.0.1 $TPORT "$SRC" > "$WORK/feed.out" 2>&1
+eq "another address: its replay is taken" $? 0
+wait_until $((200 * SLOW)) grep -q "trace-cmd 127.0.0.1:[0-9]*: wrote '" "$WORK/l3.log"
+f=$(sed -n "s/.*trace-cmd 127.0.0.1:[0-9]*: wrote '\([^']*\)'.*/\1/p" "$WORK/l3.log")
+"$TDCOUNT" "$f" > "$WORK/c.tc" 2>&1
+"$TDCOUNT" "$SRC" > "$WORK/cs.tc" 2>&1
+eq "another address: exactly the source's events" \
+    "$(field events < "$WORK/c.tc")" "$(field events < "$WORK/cs.tc")"
+wait_until $((400 * SLOW)) grep -q "closed by the listener" "$WORK/trickle.out"
+kill "$tpid" 2>/dev/null
+wait "$tpid"
+t=$(($(date +%s) - t0))
+check "the trickling client: closed at the header's deadline ($t s)" \
+    grep -q "127.0.0.3:[0-9]*: closing: its header is not whole 6 s after RINIT" "$WORK/l3.log"
+check "within 6 s and a little of its RINIT ($t s)" test "$t" -le $((10 * SLOW))
 stop_listener
 
 finish

@@ -6,7 +6,7 @@
  * page of FILE on the data ports, and CLOSE; or it misbehaves on purpose.
  *
  *	tdtcfeed [-u] [-s] [-r] [-C] [-n N] [-w FILE] [-1] [-c CPUS]
- *	    [-P PAGE_SIZE] [-g] [-v] [-E] [-K MIB] HOST PORT FILE
+ *	    [-P PAGE_SIZE] [-g] [-v] [-E] [-T] [-S SRC] [-K MIB] HOST PORT FILE
  *	tdtcfeed -H SOURCE HOST PORT[,PORT...]
  *
  *	-u	data over UDP (default TCP)
@@ -25,6 +25,10 @@
  *		CLOSE
  *	-E	after RINIT, send an empty SEND_DATA every half second, never
  *		the header (exit 0 when the listener closed the connection)
+ *	-T	after RINIT, send 130,880 bytes of header every half second, never
+ *		FIN_DATA (exit 0 when the listener closed the connection;
+ *		prints after how many seconds)
+ *	-S	connect the control connection from SOURCE (an IPv4 address)
  *	-K	make the kallsyms section MIB MiB of symbol lines (compressed
  *		some 10 times: a header that expands)
  *	-H	a third party: connect from SOURCE to each data PORT and send
@@ -46,6 +50,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -291,7 +296,9 @@ main(int argc, char **argv)
 {
 	const char *source = NULL;
 	bool udp = false, garbage = false, vanish = false, v1 = false;
-	bool shorten = false, swap = false, empty = false;
+	bool shorten = false, swap = false, empty = false, trickle = false;
+	const char *from = NULL;
+	time_t t0;
 	const char *wait = NULL;
 	long repeat = 1, k;
 	struct sockaddr_in me;
@@ -310,7 +317,7 @@ main(int argc, char **argv)
 	ssize_t len;
 	int ch, fd, hfd;
 
-	while ((ch = getopt(argc, argv, "uc:P:gv1srCn:w:H:EK:")) != -1) {
+	while ((ch = getopt(argc, argv, "uc:P:gv1srCn:w:H:EK:TS:")) != -1) {
 		switch (ch) {
 		case 'u': udp = true; break;
 		case 'c': cpus = (uint32_t)atol(optarg); break;
@@ -325,6 +332,8 @@ main(int argc, char **argv)
 		case 'w': wait = optarg; break;
 		case 'H': source = optarg; break;
 		case 'E': empty = true; break;
+		case 'T': trickle = true; break;
+		case 'S': from = optarg; break;
 		case 'K': kallsyms_mib = atol(optarg); break;
 		default: return 2;
 		}
@@ -332,13 +341,13 @@ main(int argc, char **argv)
 	if (argc - optind != (source != NULL ? 2 : 3)) {
 		fprintf(stderr, "usage: tdtcfeed [-u] [-s] [-r] [-C] [-n N] "
 		    "[-w FILE] [-1] [-c CPUS]\n"
-		    "           [-P PAGE_SIZE] [-g] [-v] [-E] [-K MIB] HOST "
+		    "           [-P PAGE_SIZE] [-g] [-v] [-E] [-T] [-S SRC] [-K MIB] HOST "
 		    "PORT FILE\n"
 		    "       tdtcfeed -H SOURCE HOST PORT[,PORT...]\n");
 		return 2;
 	}
 	host = argv[optind];
-	if (empty)
+	if (empty || trickle)
 		signal(SIGPIPE, SIG_IGN);
 	if (source != NULL)
 		return hijack(source, argv[optind + 1]);
@@ -354,7 +363,7 @@ main(int argc, char **argv)
 	unlink(path);
 	close(hfd);
 
-	fd = dial(argv[optind + 1], SOCK_STREAM, NULL);
+	fd = dial(argv[optind + 1], SOCK_STREAM, from);
 	if (getsockname(fd, (struct sockaddr *)&me, &melen) == 0)
 		printf("tdtcfeed: from 127.0.0.1:%u\n", ntohs(me.sin_port));
 	fflush(stdout);
@@ -395,6 +404,27 @@ main(int argc, char **argv)
 	if (td_tc_msg_parse(buf, (size_t)len, &m) != 1 ||
 	    td_tc_unpack_rinit(&m, TD_MAX_CPUS, &rcpus, ports) == -1)
 		dief("bad RINIT");
+	t0 = time(NULL);
+	while (trickle) {
+		struct pollfd pfd = { fd, POLLIN, 0 };
+		static uint8_t zero[8180];
+		struct td_buf t;
+
+		/* 16 messages of 8180 bytes: 2 x 64 KiB of header */
+		td_buf_init(&t, 16 * TD_TC_MSG_MAX);
+		for (i = 0; i < 16; i++)
+			td_tc_pack(&t, TD_TC_SEND_DATA, zero, sizeof zero);
+		len = write(fd, t.data, t.len);
+		td_buf_free(&t);
+		if (len == -1 || poll(&pfd, 1, 500) == 1) {
+			printf("tdtcfeed: closed by the listener after %ld s\n",
+			    (long)(time(NULL) - t0));
+			close(fd);
+			td_read_close(r);
+			td_buf_free(&b);
+			return 0;
+		}
+	}
 	while (empty) {
 		struct pollfd pfd = { fd, POLLIN, 0 };
 		struct td_buf t;
