@@ -56,6 +56,22 @@ standby_line(struct standby_reply *r, const char *fmt, ...)
 	r->line(r->arg, line);
 }
 
+/*
+ * Make what an agent says one word of printable ASCII: a space (or a
+ * control or non-ASCII byte) would start a field of its own in the list's
+ * "key=value" line (issue 31 row 12: a kernel string forged recording=
+ * and peer=).  keep: a byte left as it is (the clocks' separator).
+ */
+static void
+standby_plain(char *s, char keep)
+{
+	unsigned char *p;
+
+	for (p = (unsigned char *)s; *p != '\0'; p++)
+		if ((*p <= ' ' || *p >= 0x7f) && *p != (unsigned char)keep)
+			*p = '_';
+}
+
 struct standby *
 standby_add(const char *identity, const char *peer,
     const struct td_standby *st, int (*send)(void *, const void *, size_t),
@@ -74,6 +90,8 @@ standby_add(const char *identity, const char *peer,
 	/* what the agent says is printed and logged: keep it plain */
 	output_sanitize(sb->host);
 	output_sanitize(sb->recording);
+	standby_plain(sb->kernel, '\0');
+	standby_plain(sb->clocks, ' ');
 	sb->ncpus = st->ncpus;
 	sb->next = standby_list_head;
 	if (sb->next != NULL)
