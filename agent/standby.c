@@ -305,6 +305,17 @@ standby_start(struct standby *sb, const struct td_start *r)
 	}
 	if (!standby_allowed(&sb->o, r, sb->me.clocks, err, sizeof err))
 		goto refuse;
+	/*
+	 * -b is per CPU: 8 MiB on 256 CPUs would be 2 GiB of kernel memory
+	 * (issue 31 row 13).  The total is capped as tdagent's own default
+	 * is (TD_AGENT_RING_TOTAL_KB).
+	 */
+	if ((uint64_t)r->buffer_kb * sb->me.ncpus > TD_AGENT_RING_TOTAL_KB) {
+		snprintf(err, sizeof err, "buffer of %u KB x %u CPUs over %u KB "
+		    "in all", r->buffer_kb, sb->me.ncpus,
+		    TD_AGENT_RING_TOTAL_KB);
+		goto refuse;
+	}
 	if (standby_record(sb, r, err, sizeof err) == -1)
 		goto refuse;
 	log_info("collector's request %u: recording '%s' (%s%s%s), "

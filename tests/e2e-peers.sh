@@ -19,6 +19,10 @@
 #      of that address asking for more ports than a quarter of
 #      --tracecmd-data-ports is refused; a client of another address
 #      replays part 1's file beside them, exactly.
+#   4. (rows 12, 13) A standby agent whose kernel string holds spaces
+#      cannot forge fields of tdctl list; a collector's -b times the CPUs
+#      over 64 MiB is refused by a real standby agent (tdagent --standby,
+#      --max-buffer far above it); an honest recording runs beside them.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 command -v ss >/dev/null || skip "the ss command (iproute2) is missing"
@@ -204,6 +208,51 @@ t=$(($(date +%s) - t0))
 check "the trickling client: closed at the header's deadline ($t s)" \
     grep -q "127.0.0.3:[0-9]*: closing: its header is not whole 6 s after RINIT" "$WORK/l3.log"
 check "within 6 s and a little of its RINIT ($t s)" test "$t" -le $((10 * SLOW))
+stop_listener
+
+# ---- 4. what a standby agent says, what a collector asks -------------------
+# shellcheck disable=SC2086
+start_listener "$WORK/l4.log" -d "$OUT" $LTLS --control "$CTL" || exit 99
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name honest4 \
+    -o "$WORK/local.honest4.dat" -e raw_syscalls -F -b 16384 -- sh -c \
+    'while [ ! -e '"$WORK/go4"' ]; do sleep 0.1; done
+     echo $$ > '"$WORK/pid.honest4"'
+     exec dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none' \
+    2> "$WORK/agent.honest4.err" &
+apid=$!
+wait_session "$WORK/l4.log"
+hostile forger crowd1 1 standby --kernel "6.1 recording=forged peer=6.6.6.6"
+printf 'allow-events = raw_syscalls\nmax-buffer 1048576\n' > "$WORK/sb.conf"
+"$TDAGENT" --standby -c "$WORK/sb.conf" -h 127.0.0.1 -p "$LPORT" \
+    --cert "$P/crowd2.pem" --key "$P/crowd2.key" --ca "$P/ca.pem" \
+    2> "$WORK/standby.err" &
+sbpid=$!
+two_standbys() {
+	[ "$(standbys)" -eq 2 ]
+}
+wait_until $((400 * SLOW)) two_standbys
+"$TDCTL" -S "$CTL" list > "$WORK/list4" 2>&1
+grep '^agent crowd1 ' "$WORK/list4" > "$WORK/forger"
+check "the forged kernel string is one field" \
+    grep -q ' kernel=6.1_recording=forged_peer=6.6.6.6 clocks=local recording=- peer=127.0.0.2:' "$WORK/forger"
+eq "one recording= field" "$(grep -o ' recording=' "$WORK/forger" | wc -l)" 1
+eq "one peer= field" "$(grep -o ' peer=' "$WORK/forger" | wc -l)" 1
+ncpu=$(getconf _NPROCESSORS_CONF)
+kb=$((65536 / ncpu + 1))
+"$TDCTL" -S "$CTL" start --hosts crowd2 -e raw_syscalls -b $kb \
+    > "$WORK/big.out" 2>&1
+eq "-b times the CPUs over 64 MiB: tdctl exits 1" $? 1
+check "refused by the agent, which says why" grep -q \
+    "^refused crowd2 buffer of $kb KB x $ncpu CPUs over 65536 KB in all" "$WORK/big.out"
+touch "$WORK/go4"
+wait "$apid"
+eq "the honest agent finished" $? 0
+exact honest4 "$(cat "$WORK/pid.honest4" 2>/dev/null)" \
+    "$OUT/$(remote_file "$WORK/agent.honest4.err")"
+kill -TERM "$sbpid"
+wait "$sbpid"
+let_go
 stop_listener
 
 finish
