@@ -16,7 +16,13 @@
  *
  * uftrace sends nothing while the traced program runs and its buffers are
  * not full: there is no idle timeout, TCP keepalives find a peer that
- * vanished.  Writes are bounded per callback by the read-ahead
+ * vanished.  But a client must name its run (SEND_DIR_NAME) within
+ * --handshake-timeout of its connection, however it trickles, and when
+ * every slot is taken a newcomer takes the slot of the client idle the
+ * longest (at least --handshake-timeout) of the address that holds the
+ * most, if that address holds more than the newcomer's and more than
+ * one: idle clients of a few addresses cannot keep a real uftrace out
+ * (issue 31).  Writes are bounded per callback by the read-ahead
  * (TD_UF_READ_AHEAD).
  */
 #include <dirent.h>
@@ -91,6 +97,8 @@ struct uf_client {
 	struct uf_clock		 start;
 	char			*peers[UF_MAX_PEERS];	/* tdagent files */
 	int			 npeers;
+	struct event		*timer;		/* its run named in time */
+	uint64_t		 last_ms;	/* its last bytes (monotonic) */
 	struct uf_client	*next;
 	struct uf_client	*prev;
 };
@@ -292,6 +300,8 @@ uf_close(struct uf_client *c, const char *why)
 	if (why != NULL && c->dirfd == -1)
 		log_warnx("%s: closed: %s", c->label, why);
 	uf_run_end(c, why);
+	if (c->timer != NULL)
+		event_free(c->timer);
 	bufferevent_free(c->bev);
 	if (c->prev != NULL)
 		c->prev->next = c->next;
@@ -541,6 +551,7 @@ uf_read_cb(struct bufferevent *bev, void *arg)
 	char err[512];
 	int r;
 
+	c->last_ms = uf_ns(CLOCK_MONOTONIC) / 1000000;
 	r = uf_input(c, bufferevent_get_input(bev), err, sizeof err);
 	if (r == -1)
 		uf_close(c, err);
@@ -567,35 +578,95 @@ uf_event_cb(struct bufferevent *bev, short what, void *arg)
 	uf_close(c, why);
 }
 
+/* A client that has not named its run in time goes. */
+static void
+uf_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct uf_client *c = arg;
+	char why[96];
+
+	if (c->dirfd != -1)
+		return;
+	snprintf(why, sizeof why, "no SEND_DIR_NAME within %d s",
+	    uf_cfg->handshake_timeout);
+	uf_close(c, why);
+}
+
+/* The clients of addr now. */
+static int
+uf_count(const char *addr)
+{
+	struct uf_client *c;
+	int n = 0;
+
+	for (c = uf_clients; c != NULL; c = c->next)
+		if (strcmp(c->addr, addr) == 0)
+			n++;
+	return n;
+}
+
+/*
+ * Every slot is taken: the client whose slot a newcomer of an address
+ * holding mine clients takes (see the top of this file), or NULL.
+ */
+static struct uf_client *
+uf_victim(int mine)
+{
+	uint64_t now = uf_ns(CLOCK_MONOTONIC) / 1000000;
+	struct uf_client *c, *v = NULL;
+	int most = 0, n;
+
+	for (c = uf_clients; c != NULL; c = c->next)
+		if ((n = uf_count(c->addr)) > most)
+			most = n;
+	if (most < 2 || most <= mine)
+		return NULL;
+	for (c = uf_clients; c != NULL; c = c->next)
+		if (uf_count(c->addr) == most &&
+		    (v == NULL || c->last_ms < v->last_ms))
+			v = c;
+	if (v == NULL || now - v->last_ms <
+	    (uint64_t)uf_cfg->handshake_timeout * 1000)
+		return NULL;
+	return v;
+}
+
 static void
 uf_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
-	struct uf_client *c;
+	struct timeval tv = { uf_cfg->handshake_timeout, 0 };
+	struct uf_client *c, *v;
 	char host[NI_MAXHOST], serv[NI_MAXSERV], addr[NI_MAXHOST];
-	int one = 1, idle = 60, intvl = 10, cnt = 6, same = 0;
+	char why[NI_MAXHOST + NI_MAXSERV + 160];
+	int one = 1, idle = 60, intvl = 10, cnt = 6, same;
 
 	if (getnameinfo(sa, (socklen_t)salen, host, sizeof host, serv,
 	    sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
 		snprintf(host, sizeof host, "unknown");
 		snprintf(serv, sizeof serv, "0");
 	}
-	if (uf_nclients >= TD_UF_MAX_CLIENTS) {
-		log_warnx("uftrace %s:%s: refused: %d clients already", host,
-		    serv, uf_nclients);
-		evutil_closesocket(fd);
-		return;
-	}
 	snprintf(addr, sizeof addr, "%s", host);
 	output_sanitize(addr);
-	for (c = uf_clients; c != NULL; c = c->next)
-		if (strcmp(c->addr, addr) == 0)
-			same++;
+	same = uf_count(addr);
 	if (same >= TD_UF_MAX_CLIENTS_ADDR) {
 		log_warnx("uftrace %s:%s: refused: %d clients of that address "
 		    "already", host, serv, same);
 		evutil_closesocket(fd);
 		return;
+	}
+	if (uf_nclients >= TD_UF_MAX_CLIENTS) {
+		if ((v = uf_victim(same)) == NULL) {
+			log_warnx("uftrace %s:%s: refused: %d clients already",
+			    host, serv, uf_nclients);
+			evutil_closesocket(fd);
+			return;
+		}
+		snprintf(why, sizeof why, "idle for %llu s, its slot goes to "
+		    "%s:%s, of a less busy address (%d clients at most)",
+		    (unsigned long long)(uf_ns(CLOCK_MONOTONIC) / 1000000 -
+		    v->last_ms) / 1000, host, serv, TD_UF_MAX_CLIENTS);
+		uf_close(v, why);
 	}
 	c = xcalloc(1, sizeof *c);
 	snprintf(c->peer, sizeof c->peer, sa->sa_family == AF_INET6 ?
@@ -620,6 +691,10 @@ uf_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	bufferevent_setwatermark(c->bev, EV_READ, 0, TD_UF_READ_AHEAD);
 	bufferevent_setcb(c->bev, uf_read_cb, NULL, uf_event_cb, c);
 	bufferevent_enable(c->bev, EV_READ);
+	c->last_ms = uf_ns(CLOCK_MONOTONIC) / 1000000;
+	c->timer = evtimer_new(evconnlistener_get_base(lev), uf_deadline_cb,
+	    c);
+	evtimer_add(c->timer, &tv);
 	c->next = uf_clients;
 	if (uf_clients != NULL)
 		uf_clients->prev = c;

@@ -23,6 +23,11 @@
 #      cannot forge fields of tdctl list; a collector's -b times the CPUs
 #      over 64 MiB is refused by a real standby agent (tdagent --standby,
 #      --max-buffer far above it); an honest recording runs beside them.
+#   5. (idle uftrace clients) A silent client of the uftrace port is closed
+#      at --handshake-timeout; 16 idle clients from each of 16 addresses
+#      (each run named, then nothing) hold all 256 slots: a real uftrace
+#      record --host still gets in, in the slot of the client idle the
+#      longest, and its run replays exactly the program's N calls.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 command -v ss >/dev/null || skip "the ss command (iproute2) is missing"
@@ -254,5 +259,64 @@ kill -TERM "$sbpid"
 wait "$sbpid"
 let_go
 stop_listener
+
+# ---- 5. idle uftrace clients ----------------------------------------------
+if command -v uftrace >/dev/null && command -v cc >/dev/null; then
+N=3000
+printf '#include <stdio.h>\nstatic int leaf(int x) { return x + 1; }\nstatic int mid(int x) { return leaf(x) * 2; }\nint main(void) { int i, s = 0; for (i = 0; i < %d; i++) s += mid(i); printf("%%d\\n", s); return 0; }\n' $N > "$WORK/prog.c"
+cc -pg -O0 -o "$WORK/prog" "$WORK/prog.c" || { echo "FAIL: cc -pg"; exit 99; }
+UPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+start_listener "$WORK/l5.log" --insecure -d "$WORK/out5" \
+    --uftrace-port "$UPORT" --handshake-timeout 2 || exit 99
+wait_until $((100 * SLOW)) grep -q "listening for uftrace" "$WORK/l5.log"
+# crowd ADDRS PER UP: PER connections from each of ADDRS; a run named
+# on each unless PER is negative (silent); UP is made once all are open
+crowd() {
+	perl -MIO::Socket::INET -e '
+	    $SIG{TERM} = sub { exit 0 };
+	    my ($port, $per, $up, @addrs) = @ARGV; my @s;
+	    for my $a (@addrs) { for (1 .. abs($per)) {
+		my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1",
+		    PeerPort => $port, LocalAddr => $a) or next;
+		syswrite($s, pack("nnN", 0xface, 101, 4) . "idle") if $per > 0;
+		push @s, $s; } }
+	    open(my $f, ">", $up); close($f);
+	    sleep 1 while 1;' "$UPORT" "$2" "$3" $1 &
+}
+crowd 127.0.2.1 -1 "$WORK/silent5.up"
+cpid1=$!
+wait_until $((100 * SLOW)) test -e "$WORK/silent5.up"
+wait_until $((200 * SLOW)) grep -q "uftrace 127.0.2.1:[0-9]*: closed: no SEND_DIR_NAME within 2 s" "$WORK/l5.log"
+check "a silent uftrace client: closed at --handshake-timeout" \
+    grep -q "uftrace 127.0.2.1:[0-9]*: closed: no SEND_DIR_NAME within 2 s" "$WORK/l5.log"
+addrs=""
+for i in $(seq 1 16); do addrs="$addrs 127.0.1.$i"; done
+crowd "$addrs" 16 "$WORK/crowd5.up"
+cpid2=$!
+wait_until $((400 * SLOW)) test -e "$WORK/crowd5.up"
+begun() {
+	[ "$(grep -c "uftrace 127.0.1.[0-9]*:[0-9]*: run of 'idle'" "$WORK/l5.log")" -ge 256 ]
+}
+wait_until $((400 * SLOW)) begun
+eq "the crowd: 256 runs begun" \
+    "$(grep -c "uftrace 127.0.1.[0-9]*:[0-9]*: run of 'idle'" "$WORK/l5.log")" 256
+sleep 2.5
+mkdir -p "$WORK/c5"
+(cd "$WORK/c5" && uftrace record --no-sched --host 127.0.0.1 \
+    --port "$UPORT" "$WORK/prog") > "$WORK/uf5.out" 2>&1
+eq "uftrace record --host exits 0" "$?" 0
+check "it took the slot of an idle client" \
+    grep -q "uftrace 127.0.1.[0-9]*:[0-9]*: kept .* as incomplete .*idle for [0-9]* s, its slot goes to 127.0.0.1:" "$WORK/l5.log"
+wait_until $((400 * SLOW)) grep -q "uftrace 127.0.0.1:[0-9]*: wrote '" "$WORK/l5.log"
+R=$(sed -n "s/.*uftrace 127.0.0.1:[0-9]*: wrote '\([^']*\)'.*/\1/p" "$WORK/l5.log" | head -1)
+uftrace replay -d "$R" -f none --no-event 2>&1 | sed 's/^ *\[ *[0-9]*\] | //' > "$WORK/calls5"
+eq "its run replays exactly the N calls of leaf" \
+    "$(grep -c '^ *leaf();$' "$WORK/calls5")" $N
+kill -TERM $cpid1 $cpid2
+wait $cpid1 $cpid2
+stop_listener
+else
+	echo "# part 5 not run: no uftrace or no cc"
+fi
 
 finish
