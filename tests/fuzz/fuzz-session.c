@@ -72,6 +72,7 @@
 #include "recording.h"
 #include "registry.h"
 #include "session.h"
+#include "standby.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "tdread.h"
@@ -495,6 +496,41 @@ drained(struct fconn *c)
 		conn_lost(c, NULL);
 }
 
+
+/*
+ * tdctl list's line of every standby agent: what an agent says of itself
+ * is one word each, so the fields are always these, in this order (issue
+ * 31 row 12: a kernel string with spaces forged recording= and peer=).
+ */
+static void
+check_standby_list(void)
+{
+	static const char *const keys[] = { "host=", "state=", "cpus=",
+	    "kernel=", "clocks=", "recording=", "peer=" };
+	struct td_buf out;
+	char *line, *save, *w, *ws;
+	size_t k;
+
+	td_buf_init(&out, 1 << 20);
+	standby_list(&out);
+	FUZZ_CHECK(td_buf_add(&out, "", 1) == 0);
+	for (line = strtok_r((char *)out.data, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		/* the last refusal's text, free, ends the line */
+		if ((w = strstr(line, " refused=")) != NULL)
+			*w = '\0';
+		w = strtok_r(line, " ", &ws);
+		FUZZ_CHECK(w != NULL && strcmp(w, "agent") == 0);
+		FUZZ_CHECK(strtok_r(NULL, " ", &ws) != NULL);	/* identity */
+		for (k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+			w = strtok_r(NULL, " ", &ws);
+			FUZZ_CHECK(w != NULL &&
+			    strncmp(w, keys[k], strlen(keys[k])) == 0);
+		}
+		FUZZ_CHECK(strtok_r(NULL, " ", &ws) == NULL);
+	}
+	td_buf_free(&out);
+}
 /*
  * An END the session refused (n bytes at p): it must not be one that
  * completes the recording, unless the agent's options left the listener
@@ -577,6 +613,8 @@ conn_read(struct fconn *c)
 		/* a standby agent never opens a recording */
 		FUZZ_CHECK(!c->standby ||
 		    session_phase(c->s) != SESSION_STREAM);
+		if (c->standby && session_phase(c->s) == SESSION_STANDBY)
+			check_standby_list();
 		if (used > 0 && was == SESSION_HELLO && !c->resume &&
 		    session_phase(c->s) == SESSION_STREAM) {
 			/* the recording opens */
