@@ -495,6 +495,16 @@ conn_gone_cb(void *arg)
 	conn_free(c);
 }
 
+/* The identity of a plain (--insecure) connection: its address. */
+static void
+conn_plain_identity(const char *peer, char *identity, size_t len)
+{
+	snprintf(identity, len, "%.*s", (int)len - 1, peer);
+	if (strrchr(identity, ':') != NULL)
+		*strrchr(identity, ':') = '\0';
+	output_sanitize(identity);
+}
+
 /*
  * Whether a connection of identity may take a slot over --max-sessions,
  * one kept for resumes: while its identity has recordings open (waiting
@@ -507,16 +517,23 @@ conn_gone_cb(void *arg)
 static bool
 conn_resume_slot(const char *identity)
 {
+	char plain[TD_MAX_NAME_LEN + 1];
 	int recs = registry_count(identity), n = 0;
 	struct conn *t;
 
 	if (recs == 0)
 		return false;
-	for (t = conn_list; t != NULL; t = t->next)
-		if (t->reserve && t->s != NULL &&
-		    session_phase(t->s) == SESSION_HELLO &&
+	for (t = conn_list; t != NULL; t = t->next) {
+		if (!t->reserve)
+			continue;
+		if (t->s == NULL) {
+			/* plain, in its preamble: its address is its name */
+			conn_plain_identity(t->peer, plain, sizeof plain);
+			n += strcmp(plain, identity) == 0;
+		} else if (session_phase(t->s) == SESSION_HELLO &&
 		    strcmp(session_identity(t->s), identity) == 0)
 			n++;
+	}
 	return n < recs;
 }
 
@@ -714,14 +731,12 @@ conn_begin(struct conn *c)
 	c->fd = -1;	/* the bufferevent's */
 	if (conn_ctx == NULL) {
 		/* the address is the identity; its port is not part of it */
-		snprintf(identity, sizeof identity, "%.*s",
-		    (int)sizeof identity - 1, c->peer);
-		if (strrchr(identity, ':') != NULL)
-			*strrchr(identity, ':') = '\0';
-		output_sanitize(identity);
+		conn_plain_identity(c->peer, identity, sizeof identity);
 		c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb,
 		    c);
 		session_set_kick(c->s, conn_kick_cb, c);
+		if (c->reserve)
+			session_set_resume_only(c->s);
 	}
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
 	    c);
@@ -756,10 +771,11 @@ conn_preamble_cb(void *arg, bool ok, const char *why)
 
 /*
  * A connection on fd from peer: its deadline, then its preamble's scan
- * (required on a byte pipe: a Unix socket), then its bufferevent.
+ * (required on a byte pipe: a Unix socket), then its bufferevent;
+ * reserve: a plain connection in a slot kept for resumes.
  */
 static struct conn *
-conn_new(int fd, const char *peer, bool required)
+conn_new(int fd, const char *peer, bool required, bool reserve)
 {
 	struct timeval tv;
 	struct conn *c;
@@ -768,6 +784,7 @@ conn_new(int fd, const char *peer, bool required)
 	c->counted = true;
 	c->fd = fd;
 	c->required = required;
+	c->reserve = reserve;
 	c->state = C_RESYNC;
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	snprintf(c->label, sizeof c->label, "session %s", peer);
@@ -802,24 +819,30 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 {
 	/* a byte pipe (QEMU's chardev) may hold an old session's bytes */
 	bool required = sa->sa_family == AF_UNIX;
+	char identity[TD_MAX_NAME_LEN + 1];
 	struct conn *c;
 	void *victim;
+	bool reserve;
 
 	/*
 	 * Plain: refused at once when every session slot is taken.  TLS:
 	 * through the handshake first (its own budget, --max-handshakes), so
 	 * that the agent learns why from an ERROR RETRY and comes back.
 	 */
-	if (conn_ctx == NULL && conn_nsessions >= conn_cfg->max_sessions) {
-		admit_refused(ADMIT_R_SESSIONS, "refusing %s: %d sessions "
-		    "already", peer, conn_nsessions);
-		close(fd);
-		return;
-	}
 	if (conn_ctx == NULL) {
-		/* plain: no handshake, a session slot at once */
+		/* plain: no handshake, a session slot at once (or one kept
+		   for the resumes of its address's recordings) */
+		conn_plain_identity(peer, identity, sizeof identity);
+		reserve = conn_nsessions >= conn_cfg->max_sessions &&
+		    conn_resume_slot(identity);
+		if (conn_nsessions >= conn_cfg->max_sessions && !reserve) {
+			admit_refused(ADMIT_R_SESSIONS, "refusing %s: %d "
+			    "sessions already", peer, conn_nsessions);
+			close(fd);
+			return;
+		}
 		conn_nsessions++;
-		conn_new(fd, peer, required);
+		conn_new(fd, peer, required, reserve);
 		return;
 	}
 	/* TLS: a handshake slot, one taken from a busier address, or none */
@@ -847,7 +870,7 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 	case ADMIT_YES:
 		break;
 	}
-	c = conn_new(fd, peer, required);
+	c = conn_new(fd, peer, required, false);
 	admit_add(fd, sa, c);
 }
 

@@ -6,7 +6,8 @@
 #      back later.  Other identities then fill --max-sessions; an honest
 #      recording whose connection is cut (ss -K) resumes all the same, in
 #      a slot kept for the resumes of its identity, and its file holds
-#      exactly the events of the agent's local copy.
+#      exactly the events of the agent's local copy.  The same with
+#      --insecure (the address is the identity).
 #   2. (row 7) One local process keeps 24 silent connections to --unix
 #      open (opening another whenever one is closed): its connections are
 #      admitted by its own credentials (SO_PEERCRED), 16 at most, each
@@ -127,6 +128,45 @@ eq "the honest agent finished" $? 0
 exact honest1 "$(cat "$WORK/pid.honest1" 2>/dev/null)" \
     "$OUT/$(remote_file "$WORK/agent.honest1.err")"
 check "no .incomplete.dat" test -z "$(find "$OUT" -name '*.incomplete.dat')"
+let_go
+stop_listener
+
+# ---- 1b. the same with --insecure ------------------------------------------
+rm -f "$WORK/paused" "$WORK/go"
+start_listener "$WORK/l1b.log" --insecure -d "$OUT" --max-sessions 2 \
+    --resume-wait 60 || exit 99
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure --name honest1b \
+    -o "$WORK/local.honest1b.dat" -e raw_syscalls -F -b 16384 -- sh -c \
+    'dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none;
+     touch '"$WORK/paused"'; while [ ! -e '"$WORK/go"' ]; do sleep 0.1; done
+     echo $$ > '"$WORK/pid.honest1b"'
+     exec dd if=/dev/zero of=/dev/null bs=1 count=20000 status=none' \
+    2> "$WORK/agent.honest1b.err" &
+apid=$!
+wait_session "$WORK/l1b.log"
+wait_until $((400 * SLOW)) test -e "$WORK/paused"
+# held NAME SRC: a recording that holds a session slot, from SRC
+held() {
+	"$TDHOSTILE" --hold 127.0.0.1 "$LPORT" hello "$2" > "$WORK/h.$1" 2>&1 &
+	HPIDS="$HPIDS $!"
+	wait_until $((400 * SLOW)) grep -q "^held " "$WORK/h.$1" 2>/dev/null
+}
+held plain1 127.0.0.2
+rpid=$(recorder "$apid")
+kill -STOP "$rpid"
+ss -K src 127.0.0.1 dst 127.0.0.1 dport = ":$LPORT" > /dev/null 2>&1
+wait_until $((400 * SLOW)) grep -q "honest1b.*the recording waits 60 s" "$WORK/l1b.log"
+held plain2 127.0.0.3
+check "--insecure: --max-sessions full again" grep -q '^held 1 of 1' "$WORK/h.plain2"
+kill -CONT "$rpid"
+wait_until $((400 * SLOW)) grep -q "honest1b.*resumed at offset" "$WORK/l1b.log"
+check "--insecure: the honest recording resumed over a full --max-sessions" \
+    grep -q "honest1b.*resumed at offset" "$WORK/l1b.log"
+touch "$WORK/go"
+wait "$apid"
+eq "--insecure: the honest agent finished" $? 0
+exact honest1b "$(cat "$WORK/pid.honest1b" 2>/dev/null)" \
+    "$OUT/$(remote_file "$WORK/agent.honest1b.err")"
 let_go
 stop_listener
 
