@@ -3,7 +3,8 @@
  * the per-address share (an IPv6 /64 is one address, an IPv4 address the
  * same mapped or not), the global budget, which slot a newcomer takes
  * (the oldest of the busiest address, only when that one holds more than
- * the newcomer's and more than one) and the bookkeeping behind it.
+ * the newcomer's and more than one) and the bookkeeping behind it; Unix
+ * socket peers told apart by their process (SO_PEERCRED).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,7 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <event2/event.h>
@@ -205,6 +210,81 @@ test_oldest_goes(void **state)
 	event_base_free(base);
 }
 
+/*
+ * A Unix socket peer in a child process of its own: the accepted end (the
+ * child waits for the parent to close it); *pid: the child.
+ */
+static int
+unix_peer(const char *path, pid_t *pid)
+{
+	struct sockaddr_un sun;
+	int l, c, fd;
+	char b;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
+	unlink(path);
+	assert_true((l = socket(AF_UNIX, SOCK_STREAM, 0)) != -1);
+	assert_int_equal(bind(l, (struct sockaddr *)&sun, sizeof sun), 0);
+	assert_int_equal(listen(l, 1), 0);
+	if ((*pid = fork()) == 0) {
+		/* never kept past a failed test, nor holding its output */
+		alarm(10);
+		close(STDOUT_FILENO);
+		close(STDERR_FILENO);
+		c = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (c == -1 || connect(c, (struct sockaddr *)&sun,
+		    sizeof sun) == -1)
+			_exit(1);
+		(void)read(c, &b, 1);
+		_exit(0);
+	}
+	assert_true(*pid > 0);
+	assert_true((fd = accept(l, NULL, NULL)) != -1);
+	close(l);
+	unlink(path);
+	return fd;
+}
+
+static void
+test_unix_peers(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr *sa = (struct sockaddr *)&sun;
+	char path[64];
+	void *victim;
+	pid_t pid[3];
+	int fd[3], i;
+
+	snprintf(path, sizeof path, "/tmp/test-admit.%ld", (long)getpid());
+	for (i = 0; i < 3; i++)
+		fd[i] = unix_peer(path, &pid[i]);
+	admit_init(base, 8, 2, UINT64_MAX);
+	/* two slots of the first process: its third connection is refused */
+	assert_int_equal(admit_check(fd[0], sa, &victim), ADMIT_YES);
+	admit_add(fd[0], sa, &owners[0]);
+	assert_int_equal(admit_check(fd[0], sa, &victim), ADMIT_YES);
+	admit_add(fd[0], sa, &owners[1]);
+	assert_int_equal(admit_check(fd[0], sa, &victim), ADMIT_NO);
+	/* another process (a guest's QEMU) is another peer */
+	assert_int_equal(admit_check(fd[1], sa, &victim), ADMIT_YES);
+	admit_add(fd[1], sa, &owners[2]);
+	assert_int_equal(admit_check(fd[2], sa, &victim), ADMIT_YES);
+	/* credentials not known: one key of their own */
+	assert_int_equal(admit_check(-1, sa, &victim), ADMIT_YES);
+	for (i = 0; i < 3; i++) {
+		admit_release(&owners[i]);
+		/* later children hold copies of it: shut it for them too */
+		shutdown(fd[i], SHUT_RDWR);
+		close(fd[i]);
+		waitpid(pid[i], NULL, 0);
+	}
+	admit_free();
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -213,6 +293,7 @@ main(void)
 		cmocka_unit_test(test_budget_full),
 		cmocka_unit_test(test_one_each),
 		cmocka_unit_test(test_oldest_goes),
+		cmocka_unit_test(test_unix_peers),
 	};
 
 	log_init("test-admit", -1, 0);
