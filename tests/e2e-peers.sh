@@ -224,13 +224,17 @@ stop_listener
 # ---- 3. trace-cmd clients: the header's deadline, data ports an address --
 FEED=$B/tests/tdtcfeed
 SRC=$WORK/local.honest1.dat
-TPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-DLO=$((TPORT + 1))
-DHI=$((TPORT + 1200))
-start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" --resume-wait 0 \
-    --handshake-timeout 1 --tracecmd-port $TPORT \
-    --tracecmd-data-ports $DLO-$DHI || exit 99
-wait_until $((100 * SLOW)) grep -q "listening for trace-cmd clients" "$WORK/l3.log"
+for try in 1 2 3 4 5; do
+	TPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+	DLO=$((TPORT + 1))
+	DHI=$((TPORT + 1200))
+	start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" \
+	    --resume-wait 0 --handshake-timeout 1 --tracecmd-port $TPORT \
+	    --tracecmd-data-ports $DLO-$DHI || exit 99
+	wait_until $((100 * SLOW)) grep -q "listening for trace-cmd clients" "$WORK/l3.log"
+	grep -q "listening for trace-cmd clients" "$WORK/l3.log" && break
+	stop_listener 2>/dev/null
+done
 t0=$(date +%s)
 "$FEED" -T -S 127.0.0.3 -c 256 127.0.0.1 $TPORT "$SRC" > "$WORK/trickle.out" 2>&1 &
 tpid=$!
@@ -305,10 +309,15 @@ if command -v uftrace >/dev/null && command -v cc >/dev/null; then
 N=3000
 printf '#include <stdio.h>\nstatic int leaf(int x) { return x + 1; }\nstatic int mid(int x) { return leaf(x) * 2; }\nint main(void) { int i, s = 0; for (i = 0; i < %d; i++) s += mid(i); printf("%%d\\n", s); return 0; }\n' $N > "$WORK/prog.c"
 cc -pg -O0 -o "$WORK/prog" "$WORK/prog.c" || { echo "FAIL: cc -pg"; exit 99; }
-UPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-start_listener "$WORK/l5.log" --insecure -d "$WORK/out5" \
-    --uftrace-port "$UPORT" --handshake-timeout 2 || exit 99
-wait_until $((100 * SLOW)) grep -q "listening for uftrace" "$WORK/l5.log"
+# a uftrace port that is free (five tries, as e2e-uftrace)
+for try in 1 2 3 4 5; do
+	UPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+	start_listener "$WORK/l5.log" --insecure -d "$WORK/out5" \
+	    --uftrace-port "$UPORT" --handshake-timeout 2 || exit 99
+	wait_until $((100 * SLOW)) grep -q "listening for uftrace" "$WORK/l5.log"
+	grep -q "listening for uftrace" "$WORK/l5.log" && break
+	stop_listener 2>/dev/null
+done
 # crowd ADDRS PER UP: PER connections from each of ADDRS; a run named
 # on each unless PER is negative (silent); UP is made once all are open
 crowd() {
