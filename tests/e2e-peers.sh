@@ -74,7 +74,7 @@ exact() {
 	    test "${ev:-0}" -gt $((4 * 20000)) -a "${ev:-0}" -lt $((4 * 20000 + 2000))
 }
 
-# sessions_held N: the listener's status says N session slots are taken
+# standbys: the standby agents tdctl list shows
 standbys() {
 	"$TDCTL" -S "$CTL" list 2>/dev/null | grep -c '^agent '
 }
@@ -229,20 +229,20 @@ for try in 1 2 3 4 5; do
 	DLO=$((TPORT + 1))
 	DHI=$((TPORT + 1200))
 	start_listener "$WORK/l3.log" --insecure -d "$WORK/out3" \
-	    --resume-wait 0 --handshake-timeout 1 --tracecmd-port $TPORT \
-	    --tracecmd-data-ports $DLO-$DHI || exit 99
+	    --resume-wait 0 --handshake-timeout 1 --tracecmd-port "$TPORT" \
+	    --tracecmd-data-ports "$DLO-$DHI" || exit 99
 	wait_until $((100 * SLOW)) grep -q "listening for trace-cmd clients" "$WORK/l3.log"
 	grep -q "listening for trace-cmd clients" "$WORK/l3.log" && break
 	stop_listener 2>/dev/null
 done
 t0=$(date +%s)
-"$FEED" -T -S 127.0.0.3 -c 256 127.0.0.1 $TPORT "$SRC" > "$WORK/trickle.out" 2>&1 &
+"$FEED" -T -S 127.0.0.3 -c 256 127.0.0.1 "$TPORT" "$SRC" > "$WORK/trickle.out" 2>&1 &
 tpid=$!
 wait_until $((100 * SLOW)) grep -q "127.0.0.3:.*256 CPUs" "$WORK/l3.log"
-"$FEED" -T -S 127.0.0.3 -c 64 127.0.0.1 $TPORT "$SRC" > "$WORK/trickle2.out" 2>&1
+"$FEED" -T -S 127.0.0.3 -c 64 127.0.0.1 "$TPORT" "$SRC" > "$WORK/trickle2.out" 2>&1
 check "a second client of that address: refused past a quarter of the ports" \
     grep -q "127.0.0.3:[0-9]*: closing: 64 CPUs: its address would hold more than 300 data ports" "$WORK/l3.log"
-"$FEED" 127.0.0.1 $TPORT "$SRC" > "$WORK/feed.out" 2>&1
+"$FEED" 127.0.0.1 "$TPORT" "$SRC" > "$WORK/feed.out" 2>&1
 eq "another address: its replay is taken" $? 0
 wait_until $((200 * SLOW)) grep -q "trace-cmd 127.0.0.1:[0-9]*: wrote '" "$WORK/l3.log"
 f=$(sed -n "s/.*trace-cmd 127.0.0.1:[0-9]*: wrote '\([^']*\)'.*/\1/p" "$WORK/l3.log")
@@ -320,6 +320,7 @@ for try in 1 2 3 4 5; do
 done
 # crowd ADDRS PER UP: PER connections from each of ADDRS; a run named
 # on each unless PER is negative (silent); UP is made once all are open
+# shellcheck disable=SC2086 # ADDRS is a list
 crowd() {
 	perl -MIO::Socket::INET -e '
 	    $SIG{TERM} = sub { exit 0 };
