@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 
 #include <event2/event.h>
 
+#include "buf.h"
 #include "listener.h"
 #include "log.h"
 #include "onfinish.h"
@@ -91,18 +93,71 @@ onfinish_kind(const struct onfinish_item *it)
 	return it->complete ? "complete" : "incomplete";
 }
 
-/* The environment of a run: tdlisten's, ours replacing any of the same. */
+/* s appended to b as a JSON string, quotes included. */
+static void
+onfinish_jstr(struct td_buf *b, const char *s)
+{
+	const unsigned char *p;
+
+	td_buf_add(b, "\"", 1);
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p == '\\' || *p == '"')
+			td_buf_printf(b, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			td_buf_printf(b, "\\u%04x", *p);
+		else
+			td_buf_add(b, p, 1);
+	}
+	td_buf_add(b, "\"", 1);
+}
+
+/*
+ * "TD_JSON=": the run's facts as one JSON object, every string through
+ * onfinish_jstr(), so that a hook posting JSON never pastes a value into
+ * JSON text itself (issue 31, row 5: a recording's name forged the field
+ * "identity" of a site's JSON hook).
+ */
+static char *
+onfinish_json(const struct onfinish_item *it)
+{
+	static const char *const keys[] = { "path", "kind", "producer",
+	    "identity", "recording" };
+	const char *vals[] = { it->path, onfinish_kind(it), it->producer,
+	    it->identity, it->name };
+	struct td_buf b;
+	char *j;
+	size_t i;
+
+	/* 6 bytes a byte at most: a path (4 KiB), names of 64 and 256 */
+	td_buf_init(&b, 64 * 1024);
+	td_buf_printf(&b, "TD_JSON={");
+	for (i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		td_buf_printf(&b, "%s\"%s\":", i > 0 ? "," : "", keys[i]);
+		onfinish_jstr(&b, vals[i]);
+	}
+	td_buf_printf(&b, ",\"attempt\":%d}", it->attempt);
+	xasprintf(&j, "%.*s", (int)b.len, (const char *)b.data);
+	td_buf_free(&b);
+	return j;
+}
+
+/*
+ * The environment of a run: tdlisten's, ours replacing any of the same.
+ * Peer data reaches the command here and in "$1" only, never in the text
+ * the shell reads, and only as the listener made it: the name sanitized
+ * as in the file's name, the identity as its directory's name.
+ */
 static char **
 onfinish_env(const struct onfinish_item *it)
 {
 	static const char *const ours[] = { "TD_FILE_KIND=", "TD_PRODUCER=",
-	    "TD_IDENTITY=", "TD_RECORDING=", "TD_ATTEMPT=" };
+	    "TD_IDENTITY=", "TD_RECORDING=", "TD_ATTEMPT=", "TD_JSON=" };
 	size_t n = 0, i, k, j;
 	char **env;
 
 	while (environ[n] != NULL)
 		n++;
-	env = xcalloc(n + 6, sizeof *env);
+	env = xcalloc(n + 7, sizeof *env);
 	for (i = 0, k = 0; i < n; i++) {
 		for (j = 0; j < sizeof ours / sizeof ours[0]; j++)
 			if (strncmp(environ[i], ours[j], strlen(ours[j])) == 0)
@@ -115,6 +170,7 @@ onfinish_env(const struct onfinish_item *it)
 	xasprintf(&env[k++], "TD_IDENTITY=%s", it->identity);
 	xasprintf(&env[k++], "TD_RECORDING=%s", it->name);
 	xasprintf(&env[k++], "TD_ATTEMPT=%d", it->attempt);
+	env[k++] = onfinish_json(it);
 	env[k] = NULL;
 	return env;
 }
@@ -398,6 +454,24 @@ onfinish_field_ok(const char *s)
 }
 
 /*
+ * A recording's name as the file's name has it (output_sanitize()'s rule:
+ * [A-Za-z0-9._-], no leading '.' or '-'): recording_done() gives it so;
+ * this holds it for sidecars an older tdlisten wrote with the raw name.
+ */
+static char *
+onfinish_name(const char *name)
+{
+	char *n = xstrdup(name), *p;
+
+	for (p = n; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_' ||
+		    ((*p == '.' || *p == '-') && p != n)))
+			*p = '_';
+	return n;
+}
+
+/*
  * Queue a file, its sidecar written first when write_sidecar: NULL when
  * it is queued already or the queue is full (counted, logged).
  */
@@ -443,7 +517,7 @@ onfinish_add(struct onfinish *of, const char *path, bool complete,
 	it->complete = complete;
 	it->producer = xstrdup(producer);
 	it->identity = xstrdup(identity);
-	it->name = xstrdup(name);
+	it->name = onfinish_name(name);
 	if ((it->timer = evtimer_new(of->base, onfinish_timer_cb, it)) ==
 	    NULL)
 		fatalx("on-finish: out of memory");

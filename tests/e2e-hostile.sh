@@ -144,4 +144,54 @@ check "and says it tried to reconnect" grep -q "reconnecting" "$WORK/both.err"
 check "and that the recording is complete locally" \
     grep -q "complete in '$WORK/both.dat' only" "$WORK/both.err"
 check "and the local file is complete" tc_clean "$WORK/both.dat"
+# issue 31, row 5: a peer's recording name reaches --on-finish commands
+# only as the file's name has it.  The name holds a $(...) and a forged
+# JSON field; the site's hook is careless on purpose (its shell reads
+# $TD_RECORDING again, and it pastes the values into JSON), and a
+# tdagent's honest recording of dd runs beside it.  TD_JSON, built by
+# the listener's escaping writer, is what a hook posts instead.
+cd "$WORK" || exit 99
+cat > "$WORK/hook5.sh" <<EOF
+#!/bin/sh
+cd '$WORK' || exit 9
+sh -c "echo careless \$TD_RECORDING" >> hook5.out
+printf '{"recording":"%s","identity":"%s"}\n' "\$TD_RECORDING" \\
+    "\$TD_IDENTITY" >> hook5.pasted
+printf '%s\n' "\$TD_JSON" >> hook5.json
+printf '%s|%s\n' "\$TD_RECORDING" "\$1" >> hook5.log
+EOF
+chmod 755 "$WORK/hook5.sh"
+start_listener "$WORK/l5.log" --insecure -d "$WORK/out5" \
+    --on-finish "$WORK/hook5.sh" || exit 99
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure --name honest5 -F -b 4096 \
+    -e raw_syscalls -- sh -c 'echo $$ > '"$WORK/h5pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count=2000 status=none' \
+    2> "$WORK/honest5.err"
+eq "row 5: the honest recording is delivered" $? 0
+EVIL='x$(touch pwned5)","identity":"web1'
+"$TDFEED" 127.0.0.1 "$LPORT" "$WORK/src.dat" good "$EVIL"
+eq "row 5: the evil name's recording is accepted" $? 0
+wait_until $((400 * SLOW)) eval '[ "$(wc -l < hook5.log 2>/dev/null)" = 2 ]'
+eq "row 5: the command ran for both files" "$(wc -l < hook5.log)" 2
+check "row 5: no shell ran the name's \$(...)" test ! -e pwned5
+ef=$(ls "$WORK"/out5/127.0.0.1/*-x_*.dat)
+eq "row 5: TD_RECORDING is the file's sanitized name" \
+    "$(grep -v '^honest5|' hook5.log)" \
+    "x__touch_pwned5____identity___web1|$ef"
+eq "row 5: pasted JSON holds one identity, the true one" \
+    "$(jq -r '.identity' < hook5.pasted | sort -u)" 127.0.0.1
+eq "row 5: TD_JSON: both files, identity the true one" \
+    "$(jq -r '.identity' < hook5.json | sort | uniq -c | tr -s ' ')" \
+    " 2 127.0.0.1"
+eq "row 5: TD_JSON: path, kind, producer, recording, attempt" \
+    "$(jq -r 'select(.recording != "honest5") |
+    [.path, .kind, .producer, .recording, .attempt] | join(" ")' < hook5.json)" \
+    "$ef complete tdproto x__touch_pwned5____identity___web1 1"
+hf=$WORK/out5/$(remote_file "$WORK/honest5.err")
+"$TDCOUNT" "$hf" -p "$(cat "$WORK/h5pid")" > "$WORK/c5"
+eq "row 5: the honest recording lost nothing" "$(field missed < "$WORK/c5")" 0
+n=$(field events < "$WORK/c5")
+# 2000 blocks: 8000 events plus the shell's and dd's own start-up calls
+check "row 5: the honest recording is exact-sized ($n)" \
+    test "$n" -gt 8000 -a "$n" -lt 10000
+stop_listener
 finish
