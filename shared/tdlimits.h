@@ -268,11 +268,13 @@
 
 /*
  * tdlisten --on-finish (listener/onfinish.c): files waiting for their
- * command or running it (more are counted as dropped, their sidecars kept
- * for the next start), commands at once (--on-finish-jobs), the longest
- * wait between two attempts (s), and a sidecar file's size as read back.
+ * command or running it, in all and of one identity (more wait in their
+ * sidecars, counted as dropped, and are queued again as the queue
+ * drains), commands at once (--on-finish-jobs), the longest wait between
+ * two attempts (s), and a sidecar file's size as read back.
  */
 #define TD_ONFINISH_QUEUE	1024
+#define TD_ONFINISH_QUEUE_ID	64
 #define TD_ONFINISH_MAX_JOBS	64
 #define TD_ONFINISH_RETRY_MAX	600
 #define TD_ONFINISH_SIDECAR	4096

@@ -170,14 +170,16 @@ eq "row 5: the honest recording is delivered" $? 0
 EVIL='x$(touch pwned5)","identity":"web1'
 "$TDFEED" 127.0.0.1 "$LPORT" "$WORK/src.dat" good "$EVIL"
 eq "row 5: the evil name's recording is accepted" $? 0
-wait_until $((400 * SLOW)) eval '[ "$(wc -l < hook5.log 2>/dev/null)" = 2 ]'
+wait_until $((400 * SLOW)) eval '[ "$(wc -l 2>/dev/null < hook5.log)" = 2 ]'
 eq "row 5: the command ran for both files" "$(wc -l < hook5.log)" 2
 check "row 5: no shell ran the name's \$(...)" test ! -e pwned5
 ef=$(ls "$WORK"/out5/127.0.0.1/*-x_*.dat)
 eq "row 5: TD_RECORDING is the file's sanitized name" \
     "$(grep -v '^honest5|' hook5.log)" \
     "x__touch_pwned5____identity___web1|$ef"
-eq "row 5: pasted JSON holds one identity, the true one" \
+eq "row 5: pasted JSON holds one identity" \
+    "$(grep -c '"identity":.*"identity"' hook5.pasted)" 0
+eq "row 5: pasted JSON: the identity is the true one" \
     "$(jq -r '.identity' < hook5.pasted | sort -u)" 127.0.0.1
 eq "row 5: TD_JSON: both files, identity the true one" \
     "$(jq -r '.identity' < hook5.json | sort | uniq -c | tr -s ' ')" \
@@ -192,6 +194,63 @@ eq "row 5: the honest recording lost nothing" "$(field missed < "$WORK/c5")" 0
 n=$(field events < "$WORK/c5")
 # 2000 blocks: 8000 events plus the shell's and dd's own start-up calls
 check "row 5: the honest recording is exact-sized ($n)" \
+    test "$n" -gt 8000 -a "$n" -lt 10000
+stop_listener
+# issue 31, row 6: one identity's 1,100 finished files wait for a slow
+# --on-finish command (their sidecars, as the listener writes them, left
+# by an earlier tdlisten: the start queues them again), and an honest
+# identity finishes a recording meanwhile.  An identity queues at most 64
+# (TD_ONFINISH_QUEUE_ID), the rest wait in their sidecars and are queued
+# again as its queue drains: the honest file is queued, and in the end
+# every file's command ran exactly once.
+mkdir -p "$WORK/out6/127.0.0.3"
+: > "$WORK/out6/tiny"
+i=0
+while [ $i -lt 1100 ]; do
+	f=$(printf '%s/out6/127.0.0.3/20261128T000000Z-t%04d.dat' "$WORK" $i)
+	ln "$WORK/out6/tiny" "$f"
+	printf 'tdlisten-onfinish 1\nkind=complete\nproducer=tdproto\nidentity=127.0.0.3\nname=t%04d\n' \
+	    $i > "$f.onfinish"
+	i=$((i + 1))
+done
+cat > "$WORK/hook6.sh" <<EOF
+#!/bin/sh
+cd '$WORK' || exit 9
+if [ "\$TD_IDENTITY" = 127.0.0.3 ]; then
+	while [ ! -e release6 ]; do sleep 0.02; done
+fi
+printf '%s %s\n' "\$TD_IDENTITY" "\$1" >> hook6.log
+EOF
+chmod 755 "$WORK/hook6.sh"
+start_listener "$WORK/l6.log" --insecure -d "$WORK/out6" \
+    --on-finish "$WORK/hook6.sh" --on-finish-jobs 2 || exit 99
+check "row 6: the start defers what is past the identity's 64" grep -q \
+    "on-finish: identity '127.0.0.3' has 64 files queued (64 in all): .* wait in their sidecars" \
+    "$WORK/l6.log"
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure --name honest6 -F -b 4096 \
+    -e raw_syscalls -- sh -c 'echo $$ > '"$WORK/h6pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count=2000 status=none' \
+    2> "$WORK/honest6.err"
+eq "row 6: the honest recording is delivered" $? 0
+hf=$WORK/out6/$(remote_file "$WORK/honest6.err")
+check "row 6: the honest file is not refused a place" sh -c \
+    "! grep -F '$hf' '$WORK/l6.log' | grep -q 'is not\|cannot be queued\|wait in their'"
+touch "$WORK/release6"
+wait_until $((1200 * SLOW)) eval '[ "$(wc -l 2>/dev/null < hook6.log)" -ge 1101 ] 2>/dev/null'
+eq "row 6: the honest file's command ran once" \
+    "$(grep -c "^127.0.0.1 $hf\$" hook6.log)" 1
+eq "row 6: 1,100 commands for the other identity" \
+    "$(grep -c '^127.0.0.3 ' hook6.log)" 1100
+eq "row 6: each file's exactly once" \
+    "$(sort -u hook6.log | wc -l)" 1101
+eq "row 6: no sidecar left" \
+    "$(find "$WORK/out6" -name '*.onfinish' | wc -l)" 0
+check "row 6: the log says the waiting files were queued again" grep -q \
+    "on-finish: identity '127.0.0.3': 32 waiting files queued again from their sidecars" \
+    "$WORK/l6.log"
+"$TDCOUNT" "$hf" -p "$(cat "$WORK/h6pid")" > "$WORK/c6"
+eq "row 6: the honest recording lost nothing" "$(field missed < "$WORK/c6")" 0
+n=$(field events < "$WORK/c6")
+check "row 6: the honest recording is exact-sized ($n)" \
     test "$n" -gt 8000 -a "$n" -lt 10000
 stop_listener
 finish
