@@ -27,6 +27,7 @@
 #include "hcache.h"
 #include "listener.h"
 #include "crash.h"
+#include "guests.h"
 #include "log.h"
 #include "memtrim.h"
 #include "onfinish.h"
@@ -77,6 +78,7 @@ enum {
 	OPT_ON_FINISH_RETRY,
 	OPT_ON_FINISH_ATTEMPTS,
 	OPT_NO_HEADER_CACHE,
+	OPT_GUEST,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -128,6 +130,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "on-finish-attempts", required_argument, NULL,
 	    OPT_ON_FINISH_ATTEMPTS },
 	{ "no-header-cache", no_argument, NULL, OPT_NO_HEADER_CACHE },
+	{ "guest", required_argument, NULL, OPT_GUEST },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -170,6 +173,9 @@ usage(FILE *fp)
 "                     QEMU's chardev of a guest's virtio-serial port\n"
 "  --vsock PORT       also listen on AF_VSOCK port PORT, for the guests of\n"
 "                     this host (tdagent -h vsock:2 -p PORT in a guest)\n"
+"  --guest HOST:GUEST  identity HOST's recordings may be paired with\n"
+"                     identity GUEST's as its guest (repeatable; an\n"
+"                     agent's --guest alone pairs nothing)\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
 "  --max-sessions N   refuse connections past their TLS handshake beyond N\n"
@@ -429,6 +435,12 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			break;
 		case OPT_HTTP:
 			c->http = optarg;
+			break;
+		case OPT_GUEST:
+			if (guests_allow(optarg) == -1)
+				usage_error("--guest: HOST:GUEST, two "
+				    "identities (up to %d pairs), not '%s'",
+				    TD_MAX_GUEST_ALLOW, optarg);
 			break;
 		case OPT_ON_FINISH:
 			if (*optarg == '\0')

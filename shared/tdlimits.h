@@ -200,6 +200,8 @@
  * file, of at most 8 x TD_MAX_CPUS + 78 bytes.
  */
 #define TD_MAX_GUESTS		64
+/* tdlisten --guest HOST:GUEST pairs allowed (the listener's configuration) */
+#define TD_MAX_GUEST_ALLOW	4096
 
 /*
  * tdlisten --http: connections at once (more wait in the listen queue),

@@ -253,4 +253,78 @@ n=$(field events < "$WORK/c6")
 check "row 6: the honest recording is exact-sized ($n)" \
     test "$n" -gt 8000 -a "$n" -lt 10000
 stop_listener
+# issue 31, row 2: identity "evil" says its agent runs the guest "vm1"
+# (tdagent --guest vm1:PID of a process whose thread is named as QEMU
+# names vCPU threads), before vm1's real host hv1 says so; the listener
+# allows only --guest hv1:vm1.  vm1 records dd (exact counts); its file's
+# TIME_SHIFT must name hv1's file, never evil's.
+if command -v python3 >/dev/null; then
+	P2=$WORK/pki2
+	pki "$P2" evil hv1 vm1 || { echo "FAIL: cannot make certificates"; exit 99; }
+	python3 -c 'import ctypes, time
+ctypes.CDLL(None).prctl(15, b"CPU 0/KVM", 0, 0, 0); time.sleep(600)' &
+	fq=$!
+	start_listener "$WORK/l2g.log" -d "$WORK/out2g" --cert "$P2/listener.pem" \
+	    --key "$P2/listener.key" --ca "$P2/ca.pem" --guest hv1:vm1 || exit 99
+	# tdagent_as ID ARGS...: a tdagent with identity ID's certificate (exec:
+	# run it in a subshell or in the background)
+	tdagent_as() {
+		_id=$1
+		shift
+		exec "$TDAGENT" -h localhost -p "$LPORT" --cert "$P2/$_id.pem" \
+		    --key "$P2/$_id.key" --ca "$P2/ca.pem" "$@"
+	}
+	wait_until $((100 * SLOW)) eval '[ "$(cat /proc/$fq/comm 2>/dev/null)" = "CPU 0/KVM" ]'
+	tdagent_as evil --guest "vm1:$fq" -e sched:sched_switch -s 600 \
+	    2> "$WORK/evil.err" &
+	epid=$!
+	wait_until $((400 * SLOW)) grep -q "session evil .*guest 'vm1'" "$WORK/l2g.log"
+	check "row 2: evil's claim is logged as not allowed" grep -q \
+	    "session evil .*: its agent says it runs guest 'vm1', which no --guest evil:vm1 allows: never paired" \
+	    "$WORK/l2g.log"
+	tdagent_as hv1 --guest "vm1:$fq" -e sched:sched_switch -s 600 \
+	    2> "$WORK/hv1.err" &
+	hpid=$!
+	wait_until $((400 * SLOW)) grep -q "session hv1 .*guest 'vm1'" "$WORK/l2g.log"
+	(tdagent_as vm1 -F -b 4096 -e raw_syscalls -- sh -c 'echo $$ > '"$WORK/g2pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count=2000 status=none') \
+	    2> "$WORK/vm1.err"
+	eq "row 2: the guest's recording is delivered" $? 0
+	kill -TERM "$epid" "$hpid"
+	wait "$epid"
+	eq "row 2: evil's agent exits 0" $? 0
+	wait "$hpid"
+	eq "row 2: hv1's agent exits 0" $? 0
+	kill "$fq"
+	wait "$fq" 2>/dev/null
+	stop_listener
+	gf=$WORK/out2g/$(remote_file "$WORK/vm1.err")
+	hf=$WORK/out2g/$(remote_file "$WORK/hv1.err")
+	ef=$WORK/out2g/$(remote_file "$WORK/evil.err")
+	traceid() {
+		trace-cmd dump --options -i "$1" 2>/dev/null |
+		    sed -n '/Option TRACEID/{n;p;}'
+	}
+	peer() {
+		trace-cmd dump --options -i "$1" 2>/dev/null |
+		    sed -n 's/^\(0x[0-9A-F]*\) \[peer.s trace id\]/\1/p'
+	}
+	check "row 2: never paired with evil" sh -c \
+	    "! grep -q \"of its host 'evil'\" '$WORK/l2g.log'"
+	check "row 2: paired with its host hv1" grep -q \
+	    "session vm1 .*: paired with the recording [0-9a-f]* of its host 'hv1'" \
+	    "$WORK/l2g.log"
+	eq "row 2: the guest's TIME_SHIFT names hv1's file" "$(peer "$gf")" \
+	    "$(traceid "$hf")"
+	check "row 2: hv1's file has the GUEST option of vm1" sh -c \
+	    "trace-cmd dump --options -i '$hf' 2>/dev/null | grep -q 'Option GUEST'"
+	check "row 2: evil's file has no GUEST option" sh -c \
+	    "! trace-cmd dump --options -i '$ef' 2>/dev/null | grep -q 'Option GUEST'"
+	"$TDCOUNT" "$gf" -p "$(cat "$WORK/g2pid")" > "$WORK/c2"
+	eq "row 2: the guest's recording lost nothing" "$(field missed < "$WORK/c2")" 0
+	n=$(field events < "$WORK/c2")
+	check "row 2: the guest's recording is exact-sized ($n)" \
+	    test "$n" -gt 8000 -a "$n" -lt 10000
+else
+	echo "# python3 missing: no row 2 (it names a thread as QEMU does)"
+fi
 finish
