@@ -87,6 +87,13 @@
  * 5.4 MB: 1,000 machines fit in the total.
  */
 #define TD_HCACHE_IDENTITY_MAX	(64ull * 1024 * 1024)
+/*
+ * Bytes one identity may have the header cache write (kept or not) within
+ * a window of seconds: its whole share twice, 24 recordings' headers of
+ * 5.4 MB a minute.
+ */
+#define TD_HCACHE_WRITE_MAX	(2 * TD_HCACHE_IDENTITY_MAX)
+#define TD_HCACHE_WRITE_WINDOW	60
 #define TD_HCACHE_TOTAL_MAX	(8ull * 1024 * 1024 * 1024)
 
 /*
