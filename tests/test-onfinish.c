@@ -172,6 +172,37 @@ test_path_and_env(void **state)
 	assert_false(exists(cmd));
 }
 
+/*
+ * TD_JSON: one JSON object, every string escaped (a quote, a backslash,
+ * a control character in the path), the name sanitized (issue 31, row 5).
+ */
+static void
+test_json(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[512], path[256], out[256], got[1024], want[1024];
+	FILE *fp;
+	size_t n;
+
+	snprintf(out, sizeof out, "%s/out", f->dir);
+	snprintf(path, sizeof path, "%s/a\"b\\c\td.dat", f->dir);
+	touch(path, "x");
+	snprintf(cmd, sizeof cmd, "printf '%%s' \"$TD_JSON\" > %s; :", out);
+	start(f, cmd, 1, 60, 1, 1);
+	done(f, path, true, "x\",\"identity\":\"web9");
+	drain(f);
+	fp = fopen(out, "r");
+	assert_non_null(fp);
+	n = fread(got, 1, sizeof got - 1, fp);
+	fclose(fp);
+	got[n] = '\0';
+	snprintf(want, sizeof want, "{\"path\":\"%s/a\\\"b\\\\c\\u0009d.dat\","
+	    "\"kind\":\"complete\",\"producer\":\"tdproto\",\"identity\":"
+	    "\"web1\",\"recording\":\"x___identity___web9\",\"attempt\":1}",
+	    f->dir);
+	assert_string_equal(got, want);
+}
+
 /* Two failures then a success: three attempts, counted. */
 static void
 test_retry(void **state)
@@ -371,6 +402,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_queue_per_identity,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_json, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
