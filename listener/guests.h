@@ -14,9 +14,9 @@
  * a guest is paired with it while both are open here, whichever came
  * first, when the configuration allows that host identity to run that
  * guest identity (guests_allow(): tdlisten --guest HOST:GUEST); an
- * agent's declaration alone pairs nothing.  A guest recording has one host (the first that declares it), a
- * host any number of guest recordings (a guest rebooted makes one each
- * time).  A pairing outlives the recordings: the one that finishes later
+ * agent's declaration alone pairs nothing.  A guest recording has one
+ * host (the first allowed that declares it), a host any number of guest
+ * recordings (a guest rebooted makes one each time).  A pairing outlives the recordings: the one that finishes later
  * still writes what its file needs (the host's GUEST option names the
  * guest file's trace id, the guest's TIME_SHIFT the host file's); it is
  * kept in checkpoints and found again after tdlisten restarts.  Trace ids
