@@ -98,6 +98,60 @@ struct guests {
 
 static struct guests *guests_table;
 
+/*
+ * The pairs the listener's configuration allows (tdlisten --guest
+ * HOST:GUEST): a host recording is paired only with a guest recording
+ * whose identity its own identity may run.  A declaration from an agent
+ * is a claim, never the authority (issue 31, row 2: any identity that
+ * declared another as its guest took over the victim's TIME_SHIFT).
+ */
+struct guests_allowed {
+	char			 host[TD_MAX_NAME_LEN + 1];
+	char			 guest[TD_MAX_NAME_LEN + 1];
+};
+
+static struct guests_allowed *guests_allowed;
+static uint32_t guests_nallowed;
+
+int
+guests_allow(const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+	struct guests_allowed *a;
+	size_t hl;
+
+	if (colon == NULL || colon == spec || colon[1] == '\0' ||
+	    strchr(colon + 1, ':') != NULL ||
+	    (hl = (size_t)(colon - spec)) > TD_MAX_NAME_LEN ||
+	    strlen(colon + 1) > TD_MAX_NAME_LEN) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (guests_nallowed == TD_MAX_GUEST_ALLOW) {
+		errno = E2BIG;
+		return -1;
+	}
+	guests_allowed = xreallocarray(guests_allowed, guests_nallowed + 1,
+	    sizeof *guests_allowed);
+	a = &guests_allowed[guests_nallowed++];
+	snprintf(a->host, sizeof a->host, "%.*s", (int)hl, spec);
+	snprintf(a->guest, sizeof a->guest, "%s", colon + 1);
+	return 0;
+}
+
+/* Whether host identity may run guest identity (guests_allow()). */
+static bool
+guests_may(const char *host, const char *guest)
+{
+	uint32_t i;
+
+	for (i = 0; i < guests_nallowed; i++)
+		if (strcmp(guests_allowed[i].host, host) == 0 &&
+		    strcmp(guests_allowed[i].guest, guest) == 0)
+			return true;
+	return false;
+}
+
 struct guests *
 guests_new(const char *identity, uint64_t trace_id, const char *clock,
     const char *label)
@@ -218,6 +272,7 @@ guests_host_of(struct guests *g, struct guests_decl **d)
 
 	for (h = guests_table; h != NULL; h = h->next)
 		if (h != g && h->trace_id != 0 &&
+		    guests_may(h->identity, g->identity) &&
 		    (e = guests_find_decl(h, g->identity)) != NULL) {
 			found = h;
 			*d = e;
@@ -231,6 +286,8 @@ guests_pair_all(struct guests *h, struct guests_decl *d)
 {
 	struct guests *g;
 
+	if (!guests_may(h->identity, d->name))
+		return;
 	for (g = guests_table; g != NULL; g = g->next)
 		if (g != h && !g->paired && g->trace_id != 0 &&
 		    strcmp(g->identity, d->name) == 0)
@@ -318,7 +375,11 @@ guests_declare(struct guests *h, const void *p, size_t n)
 		d->nvcpus = t->nvcpus;
 	}
 	free(t);
-	if (first)
+	if (first && !guests_may(h->identity, d->name))
+		log_warnx("%s: its agent says it runs guest '%s', which no "
+		    "--guest %s:%s allows: never paired", h->label, d->name,
+		    h->identity, d->name);
+	else if (first)
 		log_info("%s: its agent runs guest '%s' (QEMU pid %u, %u "
 		    "vCPUs%s)", h->label, d->name, d->pid, d->nvcpus,
 		    (d->flags & TD_GUEST_KVM) ? ", KVM clock" : "");

@@ -12,9 +12,11 @@
  *
  * Pairing: a recording whose identity an open host recording declared as
  * a guest is paired with it while both are open here, whichever came
- * first.  A guest recording has one host (the first that declares it), a
- * host any number of guest recordings (a guest rebooted makes one each
- * time).  A pairing outlives the recordings: the one that finishes later
+ * first, when the configuration allows that host identity to run that
+ * guest identity (guests_allow(): tdlisten --guest HOST:GUEST); an
+ * agent's declaration alone pairs nothing.  A guest recording has one
+ * host (the first allowed that declares it), a host any number of guest
+ * recordings (a guest rebooted makes one each time).  A pairing outlives the recordings: the one that finishes later
  * still writes what its file needs (the host's GUEST option names the
  * guest file's trace id, the guest's TIME_SHIFT the host file's); it is
  * kept in checkpoints and found again after tdlisten restarts.  Trace ids
@@ -41,6 +43,12 @@ struct td_file;
 struct td_tsync_sample;
 struct timesync;
 
+/*
+ * Allow host identity HOST to run guest identity GUEST (spec
+ * "HOST:GUEST", tdlisten --guest; at start, before any recording): 0, or
+ * -1 with errno EINVAL (malformed) or E2BIG (TD_MAX_GUEST_ALLOW already).
+ */
+int		 guests_allow(const char *spec);
 /*
  * The pairing side of a recording of identity with trace id trace_id (its
  * TRACEID) in clock, logging under label.

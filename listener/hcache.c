@@ -19,11 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
 
 #include "fileio.h"
+#include "tdfile.h"
 #include "hcache.h"
 #include "tdlimits.h"
 #include "tdproto.h"
@@ -51,12 +53,26 @@ struct hcache_seen {
 	uint8_t		 sha[TD_HCACHE_SHA_LEN];
 };
 
+/*
+ * What one identity had the cache write in the current window: every put
+ * is charged its declared length at its start, kept or not (issue 31, row
+ * 10: 1.9 MB of compressed sections, offered and sent again and again,
+ * made the listener write 1,601 MiB into the cache in 10 s).
+ */
+struct hcache_writer {
+	char		*identity;
+	time_t		 since;		/* the window's start (monotonic) */
+	uint64_t	 bytes;
+};
+
 /* The cache. */
 struct hcache {
 	char		*root;		/* DIR/.tdlisten-cache */
 	uint64_t	 total;		/* bytes of entries */
 	uint64_t	 hits, misses, stores, bad;
 	struct hcache_seen *seen;	/* HCACHE_SEEN slots */
+	struct hcache_writer *w;	/* identities that wrote lately */
+	size_t		 nw;
 };
 
 /* A section being kept as it arrives. */
@@ -66,6 +82,7 @@ struct hcache_put {
 	int		 fd;
 	bool		 made;		/* tmp exists */
 	uint64_t	 len;
+	uint64_t	 want_len;	/* declared: charged at the start */
 	uint8_t		 want[TD_HCACHE_SHA_LEN];
 	char		 dir[PATH_MAX];
 	char		 tmp[PATH_MAX];
@@ -298,6 +315,9 @@ hcache_free(struct hcache *hc)
 {
 	if (hc == NULL)
 		return;
+	while (hc->nw > 0)
+		free(hc->w[--hc->nw].identity);
+	free(hc->w);
 	free(hc->root);
 	free(hc->seen);
 	free(hc);
@@ -510,19 +530,85 @@ hcache_mkdirs(const struct hcache *hc, const char *path)
 	}
 }
 
+/*
+ * Charge identity n bytes of writes: 0, or -1 when that would pass
+ * TD_HCACHE_WRITE_MAX in the TD_HCACHE_WRITE_WINDOW seconds since its
+ * window began (then *used is what it wrote).  Windows that ended are
+ * forgotten first.
+ */
+static int
+hcache_charge(struct hcache *hc, const char *identity, uint64_t n,
+    uint64_t *used)
+{
+	struct hcache_writer *w = NULL;
+	struct timespec now;
+	size_t i;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (i = 0; i < hc->nw; ) {
+		if (now.tv_sec - hc->w[i].since >= TD_HCACHE_WRITE_WINDOW) {
+			free(hc->w[i].identity);
+			hc->w[i] = hc->w[--hc->nw];
+			continue;
+		}
+		if (strcmp(hc->w[i].identity, identity) == 0)
+			w = &hc->w[i];
+		i++;
+	}
+	if (w == NULL) {
+		hc->w = xreallocarray(hc->w, hc->nw + 1, sizeof *hc->w);
+		w = &hc->w[hc->nw++];
+		w->identity = xstrdup(identity);
+		w->since = now.tv_sec;
+		w->bytes = 0;
+	}
+	*used = w->bytes;
+	if (w->bytes + n > TD_HCACHE_WRITE_MAX)
+		return -1;
+	w->bytes += n;
+	return 0;
+}
+
+uint64_t
+hcache_usage(const struct hcache *hc, const char *identity)
+{
+	struct hcache_ent *v = NULL;
+	char dir[PATH_MAX];
+	size_t n = 0, cap = 0, i;
+	uint64_t sum = 0;
+
+	if (hc == NULL || hcache_dir(hc, identity, TD_OPT_KALLSYMS, dir,
+	    sizeof dir) == -1)
+		return 0;
+	hcache_scan(dir, &v, &n, &cap);
+	for (i = 0; i < n; i++)
+		sum += v[i].size;
+	hcache_ents_free(v, n);
+	return sum;
+}
+
 struct hcache_put *
 hcache_put_begin(struct hcache *hc, const char *identity,
     const struct td_section_ref *want, char *err, size_t errlen)
 {
 	struct hcache_put *p;
+	uint64_t used;
 
 	if (want->length > TD_HCACHE_IDENTITY_MAX / 2) {
 		snprintf(err, errlen, "section %u is too big for the header "
 		    "cache", want->id);
 		return NULL;
 	}
+	if (hcache_charge(hc, identity, want->length, &used) == -1) {
+		snprintf(err, errlen, "section %u not kept: '%s' had %llu "
+		    "bytes written within %d s (at most %llu)", want->id,
+		    identity, (unsigned long long)used, TD_HCACHE_WRITE_WINDOW,
+		    (unsigned long long)TD_HCACHE_WRITE_MAX);
+		return NULL;
+	}
 	p = xcalloc(1, sizeof *p);
 	p->hc = hc;
+	p->want_len = want->length;
 	p->fd = -1;
 	memcpy(p->want, want->sha, sizeof p->want);
 	if (hcache_dir(hc, identity, want->id, p->dir, sizeof p->dir) == -1 ||
@@ -561,7 +647,7 @@ hcache_put_write(struct hcache_put *p, const void *buf, size_t n)
 	uint64_t off = 0;
 
 	p->len += n;
-	if (p->len > TD_HCACHE_IDENTITY_MAX / 2) {
+	if (p->len > p->want_len || p->len > TD_HCACHE_IDENTITY_MAX / 2) {
 		errno = EFBIG;
 		return -1;
 	}

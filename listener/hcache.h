@@ -14,7 +14,10 @@
  * its inode, size or times change (a bad one is removed).  The cache
  * holds at most TD_HCACHE_IDENTITY_MAX bytes per identity directory
  * (shared/ included) and TD_HCACHE_TOTAL_MAX in all; the entries used
- * least lately go first (a hit renews an entry's time).
+ * least lately go first (a hit renews an entry's time).  Whatever becomes
+ * of it, a section being kept is charged to the identity that sent it: at
+ * most TD_HCACHE_WRITE_MAX bytes within TD_HCACHE_WRITE_WINDOW seconds,
+ * past which its sections are not kept (they still reach its file).
  *
  * Errors: -1 or NULL with a message; nothing here logs.  Loop thread only.
  */
@@ -63,6 +66,11 @@ int		 hcache_put_write(struct hcache_put *p, const void *buf,
 /* 1 stored, 0 not (the content is not what was offered), -1 err. */
 int		 hcache_put_end(struct hcache_put *p, char *err, size_t errlen);
 void		 hcache_put_abort(struct hcache_put *p);
+/*
+ * Bytes of identity's own entries (id/IDENTITY: KALLSYMS, PRINTK,
+ * CMDLINES), which its --quota counts; 0 for a NULL cache.
+ */
+uint64_t	 hcache_usage(const struct hcache *hc, const char *identity);
 /* Hits, misses, stores and bad entries so far (for the log). */
 void		 hcache_stats(const struct hcache *hc, uint64_t st[4]);
 

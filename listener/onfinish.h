@@ -7,7 +7,9 @@
  * the path as $1: the shell reads CMD, never the path), in a process
  * group of its own, reaped through a SIGCHLD event on the loop; the loop
  * never waits for one.  At most `jobs` run at once; the others wait in a
- * queue of at most TD_ONFINISH_QUEUE (tdlimits.h).  A run that exits
+ * queue of at most TD_ONFINISH_QUEUE, TD_ONFINISH_QUEUE_ID of one identity
+ * (tdlimits.h); past that a file waits in its sidecar until its
+ * identity's queue drains, and its directory is read again.  A run that exits
  * non-zero, dies of a signal or outlives `timeout` seconds (its group is
  * killed) fails, and is run again after `retry` seconds, doubling up to
  * TD_ONFINISH_RETRY_MAX, `attempts` times in all; then it is given up.
@@ -64,7 +66,8 @@ struct onfinish	*onfinish_new(struct event_base *base,
 /*
  * A file is done (recording_set_done(), uftrace_set_done() call this
  * with arg an onfinish): its sidecar written, queued (or counted as
- * dropped, the sidecar kept for the next start, when the queue is full).
+ * dropped when its identity's share or the queue is full: it waits in
+ * the sidecar, queued again later or at the next start).
  */
 void		 onfinish_done_cb(const struct output_done *d, void *arg);
 /*

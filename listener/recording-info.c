@@ -194,18 +194,26 @@ recording_set_producer(struct recording *r, const char *producer)
 	r->producer = producer;
 }
 
-/* r's file is in place as path (recording-local.h). */
+/*
+ * r's file is in place as path (recording-local.h).  The name the done
+ * callback hears is the one in the file's name (output_sanitize()), never
+ * the agent's raw --name: it reaches --on-finish commands (issue 31, row
+ * 5: a name "$(touch /tmp/x)" ran in a site's command).
+ */
 void
 recording_done(const struct recording *r, const char *path, bool complete)
 {
 	struct output_done d;
+	char name[TD_MAX_NAME_LEN + 1];
 
 	if (recording_done_cb == NULL)
 		return;
+	snprintf(name, sizeof name, "%s", r->p.name);
+	output_sanitize(name);
 	d.path = path;
 	d.complete = complete;
 	d.producer = r->producer;
 	d.identity = r->p.identity;
-	d.name = r->p.name;
+	d.name = name;
 	recording_done_cb(&d, recording_done_arg);
 }

@@ -27,6 +27,7 @@
 #include "checkpoint.h"
 #include "compress.h"
 #include "guests.h"
+#include "hcache.h"
 #include "listener.h"
 #include "log.h"
 #include "page.h"
@@ -656,8 +657,9 @@ recording_checkpoint(struct recording *r, uint64_t *acked)
 	/* state writes stay within TD_CK_AMPLIFY x what arrived */
 	if ((r->position - r->acked) * TD_CK_AMPLIFY < r->ck_len)
 		return 0;
-	if (r->cfg->quota > 0 &&
-	    output_usage(r->cfg->dir, r->p.identity) > r->cfg->quota) {
+	/* its own header cache entries count too (issue 28) */
+	if (r->cfg->quota > 0 && output_usage(r->cfg->dir, r->p.identity) +
+	    hcache_usage(r->cfg->hcache, r->p.identity) > r->cfg->quota) {
 		errno = EDQUOT;
 		return recording_fail(r, REC_ROOM, "over the --quota of this "
 		    "identity");

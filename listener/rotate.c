@@ -47,9 +47,13 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-/* A recording's pieces: when the one being written began. */
+/*
+ * A recording's pieces: when the one being written began, and the bytes
+ * of the header sections copied into it (0: none, the first piece).
+ */
 struct rotate {
 	struct timespec	 since;
+	uint64_t	 headers;
 };
 
 /* A finished piece of a recording, for --keep. */
@@ -165,7 +169,16 @@ rotate_seal(struct recording *r)
 	return td_file_finish(r->file);
 }
 
-/* Whether r's piece is due: --rotate's size or span reached, pages in it. */
+/*
+ * Whether r's piece is due: --rotate's size or span reached, and pages in
+ * it that hold at least as many bytes as the header sections copied into
+ * it.  Every piece repeats the sections (kallsyms: megabytes; a peer may
+ * send 256 MiB each, which compress to nothing): without that minimum a
+ * piece was cut after one page once they alone passed --rotate, and 20
+ * pages cost 672 MiB of copies (issue 31, row 3).  With it the copies are
+ * at most the data received; the first piece, which copied nothing, has
+ * no minimum.
+ */
 static bool
 rotate_due(struct recording *r)
 {
@@ -185,7 +198,7 @@ rotate_due(struct recording *r)
 			return false;
 	for (i = 0; i < (int)r->p.ncpus; i++)
 		pages += td_file_cpu_pages(r->file, i);
-	if (pages == 0)
+	if (pages == 0 || pages * r->p.page_size < r->rot->headers)
 		return false;
 	if (c->rotate_bytes > 0 && td_file_written(r->file) >= c->rotate_bytes)
 		return true;
@@ -297,15 +310,15 @@ rotate_params(const struct listener_config *c, struct td_read *rd,
 }
 
 /*
- * The next piece's writer at path, with the header sections and the
- * producer's options of the piece finished at old (cp: which), or NULL
- * with errno and err.  cmdlines: whether its CMDLINES is the producer's
- * (else the next piece waits for it).
+ * The next piece's writer at path, with the header sections (*copied:
+ * their bytes) and the producer's options of the piece finished at old
+ * (cp: which), or NULL with errno and err.  cmdlines: whether its
+ * CMDLINES is the producer's (else the next piece waits for it).
  */
 static struct td_file *
 rotate_open_next(const struct listener_config *c, const char *old,
-    const char *path, bool cmdlines, struct rotate_copy *cp, char *err,
-    size_t errlen)
+    const char *path, bool cmdlines, struct rotate_copy *cp,
+    uint64_t *copied, char *err, size_t errlen)
 {
 	struct td_file_params fp;
 	struct td_read *rd;
@@ -329,11 +342,14 @@ rotate_open_next(const struct listener_config *c, const char *old,
 		return NULL;
 	}
 	td_buf_init(&b, TD_MAX_SECTION_SIZE);
+	*copied = 0;
 	for (i = TD_OPT_HEADER_INFO; i <= (cmdlines ? TD_OPT_CMDLINES :
-	    TD_OPT_PRINTK); i++)
+	    TD_OPT_PRINTK); i++) {
 		if (td_read_section(rd, i, &b) == -1 ||
 		    td_file_section_add(cp->f, i, b.data, b.len) == -1)
 			goto out_fail;
+		*copied += b.len;
+	}
 	td_buf_free(&b);
 	if (td_read_options(rd, rotate_option_cb, cp) != 0)
 		goto out_fail;
@@ -463,7 +479,7 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 {
 	struct rotate_copy cp;
 	char *next, *old, *oldstate, *part;
-	uint64_t size, zero = 0;
+	uint64_t size, zero = 0, copied = 0;
 	size_t baselen;
 	uint32_t n;
 	bool cmdlines;
@@ -523,8 +539,8 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	cp.no_tsync = r->no_tsync;
 	cp.file_trace_id = r->p.file_trace_id;
 	td_file_free(r->file);
-	r->file = rotate_open_next(r->cfg, old, next, cmdlines, &cp, err,
-	    errlen);
+	r->file = rotate_open_next(r->cfg, old, next, cmdlines, &cp, &copied,
+	    err, errlen);
 	if (r->file == NULL) {
 		e = errno;
 		rotate_unclaim(next);
@@ -548,6 +564,7 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 		    "again)", r->label, r->state_path);
 	checkpoint_remove(oldstate);
 	clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
+	r->rot->headers = copied;
 	rotate_done(r, old, baselen, size);
 	log_info("%s: next piece '%s'", r->label, next);
 	free(old);
@@ -604,6 +621,7 @@ rotate_recover(const struct listener_config *c, const char *identity,
 	struct td_buf b;
 	char *path, *next = NULL, *nstate = NULL, err[600];
 	size_t baselen, len;
+	uint64_t copied;
 	uint32_t n, i;
 	bool cmdlines;
 
@@ -642,7 +660,8 @@ rotate_recover(const struct listener_config *c, const char *identity,
 	}
 	memset(&cp, 0, sizeof cp);
 	cp.file_trace_id = ck.params.file_trace_id;
-	if (rotate_open_next(c, path, next, cmdlines, &cp, err,
+	/* the recovered recording's piece has no minimum (rotate_due()) */
+	if (rotate_open_next(c, path, next, cmdlines, &cp, &copied, err,
 	    sizeof err) == NULL) {
 		rotate_unclaim(next);
 		goto out;

@@ -27,6 +27,7 @@
 #include "hcache.h"
 #include "listener.h"
 #include "crash.h"
+#include "guests.h"
 #include "log.h"
 #include "memtrim.h"
 #include "onfinish.h"
@@ -77,6 +78,7 @@ enum {
 	OPT_ON_FINISH_RETRY,
 	OPT_ON_FINISH_ATTEMPTS,
 	OPT_NO_HEADER_CACHE,
+	OPT_GUEST,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -128,6 +130,7 @@ static const struct option tdlisten_longopts[] = {
 	{ "on-finish-attempts", required_argument, NULL,
 	    OPT_ON_FINISH_ATTEMPTS },
 	{ "no-header-cache", no_argument, NULL, OPT_NO_HEADER_CACHE },
+	{ "guest", required_argument, NULL, OPT_GUEST },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -139,7 +142,7 @@ usage(FILE *fp)
 	fprintf(fp,
 "usage: tdlisten [-p PORT] [-d DIR] [--cert FILE --key FILE --ca FILE] [--crl FILE]\n"
 "                [--insecure] [--bind ADDR] [--unix PATH] [--vsock PORT]\n"
-"                [--file-version 6|7]\n"
+"                [--guest HOST:GUEST] [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
 "                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
 "                [--handshake-timeout S] [--max-handshakes N]\n"
@@ -170,6 +173,9 @@ usage(FILE *fp)
 "                     QEMU's chardev of a guest's virtio-serial port\n"
 "  --vsock PORT       also listen on AF_VSOCK port PORT, for the guests of\n"
 "                     this host (tdagent -h vsock:2 -p PORT in a guest)\n"
+"  --guest HOST:GUEST  identity HOST's recordings may be paired with\n"
+"                     identity GUEST's as its guest (repeatable; an\n"
+"                     agent's --guest alone pairs nothing)\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
 "  --max-sessions N   refuse connections past their TLS handshake beyond N\n"
@@ -213,9 +219,11 @@ usage(FILE *fp)
 "  --on-finish CMD    run /bin/sh -c 'CMD \"$1\"' with $1 the absolute path of\n"
 "                     each file put in place (a .dat, an .incomplete.dat, a\n"
 "                     uftrace run's directory) and TD_FILE_KIND,\n"
-"                     TD_PRODUCER, TD_IDENTITY, TD_RECORDING, TD_ATTEMPT\n"
-"                     set; off the event loop, as -u USER; a failure is\n"
-"                     tried again later; PATH.onfinish stays until it works\n"
+"                     TD_PRODUCER, TD_IDENTITY, TD_RECORDING (sanitized as\n"
+"                     in the file's name), TD_ATTEMPT, TD_JSON (all as one\n"
+"                     escaped JSON object) set: quote \"$TD_...\"; off the\n"
+"                     event loop, as -u USER; a failure is tried again\n"
+"                     later; PATH.onfinish stays until it works\n"
 "  --on-finish-jobs N  commands at once (default 2, at most %d)\n"
 "  --on-finish-timeout S  a command running S seconds is killed, and fails\n"
 "                     (default 600)\n"
@@ -428,6 +436,12 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			break;
 		case OPT_HTTP:
 			c->http = optarg;
+			break;
+		case OPT_GUEST:
+			if (guests_allow(optarg) == -1)
+				usage_error("--guest: HOST:GUEST, two "
+				    "identities (up to %d pairs), not '%s'",
+				    TD_MAX_GUEST_ALLOW, optarg);
 			break;
 		case OPT_ON_FINISH:
 			if (*optarg == '\0')

@@ -93,6 +93,13 @@
  * 5.4 MB: 1,000 machines fit in the total.
  */
 #define TD_HCACHE_IDENTITY_MAX	(64ull * 1024 * 1024)
+/*
+ * Bytes one identity may have the header cache write (kept or not) within
+ * a window of seconds: its whole share twice, 24 recordings' headers of
+ * 5.4 MB a minute.
+ */
+#define TD_HCACHE_WRITE_MAX	(2 * TD_HCACHE_IDENTITY_MAX)
+#define TD_HCACHE_WRITE_WINDOW	60
 #define TD_HCACHE_TOTAL_MAX	(8ull * 1024 * 1024 * 1024)
 
 /*
@@ -206,6 +213,8 @@
  * file, of at most 8 x TD_MAX_CPUS + 78 bytes.
  */
 #define TD_MAX_GUESTS		64
+/* tdlisten --guest HOST:GUEST pairs allowed (the listener's configuration) */
+#define TD_MAX_GUEST_ALLOW	4096
 
 /*
  * tdlisten --http: connections at once (more wait in the listen queue),
@@ -285,11 +294,13 @@
 
 /*
  * tdlisten --on-finish (listener/onfinish.c): files waiting for their
- * command or running it (more are counted as dropped, their sidecars kept
- * for the next start), commands at once (--on-finish-jobs), the longest
- * wait between two attempts (s), and a sidecar file's size as read back.
+ * command or running it, in all and of one identity (more wait in their
+ * sidecars, counted as dropped, and are queued again as the queue
+ * drains), commands at once (--on-finish-jobs), the longest wait between
+ * two attempts (s), and a sidecar file's size as read back.
  */
 #define TD_ONFINISH_QUEUE	1024
+#define TD_ONFINISH_QUEUE_ID	64
 #define TD_ONFINISH_MAX_JOBS	64
 #define TD_ONFINISH_RETRY_MAX	600
 #define TD_ONFINISH_SIDECAR	4096

@@ -197,5 +197,31 @@ echo "# tdagent: first recording $b1 bytes received, second $b2"
 sed -n 's/^/# /; /MB sent/p' "$WORK/agent.1.err" "$WORK/agent.2.err"
 check "tdagent 2: fewer bytes received than for the first" \
     test "$b2" -lt "$b1"
+
+# ---- issue 31, row 10: web3 offers the true hashes and sends another
+# kallsyms, 40 times in a row: each is written into the cache and thrown
+# away; past 128 MiB within 60 s (TD_HCACHE_WRITE_MAX) no more is
+# written for web3, while web4's next recording still gets every section
+# from the cache, its count exact
+i=0
+while [ $i -lt 40 ]; do
+	feed web3 good $((100 + i)) lie || fail "lie $i: not DONE"
+	i=$((i + 1))
+done
+thrown=$(grep -c "session web3 .*a section was not what the agent offered: not kept" "$WORK/la.log")
+refused=$(grep -c "session web3 .*header cache: section 19 not kept: 'web3' had [0-9]* bytes written within 60 s (at most 134217728)" "$WORK/la.log")
+ks=$(trace-cmd dump --kallsyms -i "$WORK/src.dat" 2>/dev/null | wc -c)
+echo "# row 10: $thrown kallsyms of about $ks bytes written and thrown away, $refused refused"
+eq "row 10: every lie either written and thrown away or refused" \
+    $((thrown + refused)) 40
+check "row 10: the cache stopped writing for web3 ($refused refused)" \
+    test "$refused" -ge 1
+check "row 10: at most 128 MiB written for web3 ($thrown x $ks bytes)" \
+    test $((thrown * ks)) -le 134217728
+rec 3
+eq "tdagent 3: the same count of dd's events" "$n3" "$n1"
+eq "tdagent 3: the listener had all its sections, as for tdagent 2" \
+    "$(grep -o 'header cache: the listener has .*' "$WORK/agent.3.err")" \
+    "$(grep -o 'header cache: the listener has .*' "$WORK/agent.2.err")"
 stop_listener
 finish

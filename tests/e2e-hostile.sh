@@ -144,4 +144,187 @@ check "and says it tried to reconnect" grep -q "reconnecting" "$WORK/both.err"
 check "and that the recording is complete locally" \
     grep -q "complete in '$WORK/both.dat' only" "$WORK/both.err"
 check "and the local file is complete" tc_clean "$WORK/both.dat"
+# issue 31, row 5: a peer's recording name reaches --on-finish commands
+# only as the file's name has it.  The name holds a $(...) and a forged
+# JSON field; the site's hook is careless on purpose (its shell reads
+# $TD_RECORDING again, and it pastes the values into JSON), and a
+# tdagent's honest recording of dd runs beside it.  TD_JSON, built by
+# the listener's escaping writer, is what a hook posts instead.
+cd "$WORK" || exit 99
+cat > "$WORK/hook5.sh" <<EOF
+#!/bin/sh
+cd '$WORK' || exit 9
+sh -c "echo careless \$TD_RECORDING" >> hook5.out
+printf '{"recording":"%s","identity":"%s"}\n' "\$TD_RECORDING" \\
+    "\$TD_IDENTITY" >> hook5.pasted
+printf '%s\n' "\$TD_JSON" >> hook5.json
+printf '%s|%s\n' "\$TD_RECORDING" "\$1" >> hook5.log
+EOF
+chmod 755 "$WORK/hook5.sh"
+start_listener "$WORK/l5.log" --insecure -d "$WORK/out5" \
+    --on-finish "$WORK/hook5.sh" || exit 99
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure --name honest5 -F -b 4096 \
+    -e raw_syscalls -- sh -c 'echo $$ > '"$WORK/h5pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count=2000 status=none' \
+    2> "$WORK/honest5.err"
+eq "row 5: the honest recording is delivered" $? 0
+EVIL='x$(touch pwned5)","identity":"web1'
+"$TDFEED" 127.0.0.1 "$LPORT" "$WORK/src.dat" good "$EVIL"
+eq "row 5: the evil name's recording is accepted" $? 0
+wait_until $((400 * SLOW)) eval '[ "$(wc -l 2>/dev/null < hook5.log)" = 2 ]'
+eq "row 5: the command ran for both files" "$(wc -l < hook5.log)" 2
+check "row 5: no shell ran the name's \$(...)" test ! -e pwned5
+ef=$(ls "$WORK"/out5/127.0.0.1/*-x_*.dat)
+eq "row 5: TD_RECORDING is the file's sanitized name" \
+    "$(grep -v '^honest5|' hook5.log)" \
+    "x__touch_pwned5____identity___web1|$ef"
+eq "row 5: pasted JSON holds one identity" \
+    "$(grep -c '"identity":.*"identity"' hook5.pasted)" 0
+eq "row 5: pasted JSON: the identity is the true one" \
+    "$(jq -r '.identity' < hook5.pasted | sort -u)" 127.0.0.1
+eq "row 5: TD_JSON: both files, identity the true one" \
+    "$(jq -r '.identity' < hook5.json | sort | uniq -c | tr -s ' ')" \
+    " 2 127.0.0.1"
+eq "row 5: TD_JSON: path, kind, producer, recording, attempt" \
+    "$(jq -r 'select(.recording != "honest5") |
+    [.path, .kind, .producer, .recording, .attempt] | join(" ")' < hook5.json)" \
+    "$ef complete tdproto x__touch_pwned5____identity___web1 1"
+hf=$WORK/out5/$(remote_file "$WORK/honest5.err")
+"$TDCOUNT" "$hf" -p "$(cat "$WORK/h5pid")" > "$WORK/c5"
+eq "row 5: the honest recording lost nothing" "$(field missed < "$WORK/c5")" 0
+n=$(field events < "$WORK/c5")
+# 2000 blocks: 8000 events plus the shell's and dd's own start-up calls
+check "row 5: the honest recording is exact-sized ($n)" \
+    test "$n" -gt 8000 -a "$n" -lt 10000
+stop_listener
+# issue 31, row 6: one identity's 1,100 finished files wait for a slow
+# --on-finish command (their sidecars, as the listener writes them, left
+# by an earlier tdlisten: the start queues them again), and an honest
+# identity finishes a recording meanwhile.  An identity queues at most 64
+# (TD_ONFINISH_QUEUE_ID), the rest wait in their sidecars and are queued
+# again as its queue drains: the honest file is queued, and in the end
+# every file's command ran exactly once.
+mkdir -p "$WORK/out6/127.0.0.3"
+: > "$WORK/out6/tiny"
+i=0
+while [ $i -lt 1100 ]; do
+	f=$(printf '%s/out6/127.0.0.3/20261128T000000Z-t%04d.dat' "$WORK" $i)
+	ln "$WORK/out6/tiny" "$f"
+	printf 'tdlisten-onfinish 1\nkind=complete\nproducer=tdproto\nidentity=127.0.0.3\nname=t%04d\n' \
+	    $i > "$f.onfinish"
+	i=$((i + 1))
+done
+cat > "$WORK/hook6.sh" <<EOF
+#!/bin/sh
+cd '$WORK' || exit 9
+if [ "\$TD_IDENTITY" = 127.0.0.3 ]; then
+	while [ ! -e release6 ]; do sleep 0.02; done
+fi
+printf '%s %s\n' "\$TD_IDENTITY" "\$1" >> hook6.log
+EOF
+chmod 755 "$WORK/hook6.sh"
+start_listener "$WORK/l6.log" --insecure -d "$WORK/out6" \
+    --on-finish "$WORK/hook6.sh" --on-finish-jobs 2 || exit 99
+check "row 6: the start defers what is past the identity's 64" grep -q \
+    "on-finish: identity '127.0.0.3' has 64 files queued (64 in all): .* wait in their sidecars" \
+    "$WORK/l6.log"
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure --name honest6 -F -b 4096 \
+    -e raw_syscalls -- sh -c 'echo $$ > '"$WORK/h6pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count=2000 status=none' \
+    2> "$WORK/honest6.err"
+eq "row 6: the honest recording is delivered" $? 0
+hf=$WORK/out6/$(remote_file "$WORK/honest6.err")
+check "row 6: the honest file is not refused a place" sh -c \
+    "! grep -F '$hf' '$WORK/l6.log' | grep -q 'is not\|cannot be queued\|wait in their'"
+touch "$WORK/release6"
+wait_until $((1200 * SLOW)) eval '[ "$(wc -l 2>/dev/null < hook6.log)" -ge 1101 ] 2>/dev/null'
+eq "row 6: the honest file's command ran once" \
+    "$(grep -c "^127.0.0.1 $hf\$" hook6.log)" 1
+eq "row 6: 1,100 commands for the other identity" \
+    "$(grep -c '^127.0.0.3 ' hook6.log)" 1100
+eq "row 6: each file's exactly once" \
+    "$(sort -u hook6.log | wc -l)" 1101
+eq "row 6: no sidecar left" \
+    "$(find "$WORK/out6" -name '*.onfinish' | wc -l)" 0
+check "row 6: the log says the waiting files were queued again" grep -q \
+    "on-finish: identity '127.0.0.3': 32 waiting files queued again from their sidecars" \
+    "$WORK/l6.log"
+"$TDCOUNT" "$hf" -p "$(cat "$WORK/h6pid")" > "$WORK/c6"
+eq "row 6: the honest recording lost nothing" "$(field missed < "$WORK/c6")" 0
+n=$(field events < "$WORK/c6")
+check "row 6: the honest recording is exact-sized ($n)" \
+    test "$n" -gt 8000 -a "$n" -lt 10000
+stop_listener
+# issue 31, row 2: identity "evil" says its agent runs the guest "vm1"
+# (tdagent --guest vm1:PID of a process whose thread is named as QEMU
+# names vCPU threads), before vm1's real host hv1 says so; the listener
+# allows only --guest hv1:vm1.  vm1 records dd (exact counts); its file's
+# TIME_SHIFT must name hv1's file, never evil's.
+if command -v python3 >/dev/null; then
+	P2=$WORK/pki2
+	pki "$P2" evil hv1 vm1 || { echo "FAIL: cannot make certificates"; exit 99; }
+	python3 -c 'import ctypes, time
+ctypes.CDLL(None).prctl(15, b"CPU 0/KVM", 0, 0, 0); time.sleep(600)' &
+	fq=$!
+	start_listener "$WORK/l2g.log" -d "$WORK/out2g" --cert "$P2/listener.pem" \
+	    --key "$P2/listener.key" --ca "$P2/ca.pem" --guest hv1:vm1 || exit 99
+	# tdagent_as ID ARGS...: a tdagent with identity ID's certificate (exec:
+	# run it in a subshell or in the background)
+	tdagent_as() {
+		_id=$1
+		shift
+		exec "$TDAGENT" -h localhost -p "$LPORT" --cert "$P2/$_id.pem" \
+		    --key "$P2/$_id.key" --ca "$P2/ca.pem" "$@"
+	}
+	wait_until $((100 * SLOW)) eval '[ "$(cat /proc/$fq/comm 2>/dev/null)" = "CPU 0/KVM" ]'
+	tdagent_as evil --guest "vm1:$fq" -e sched:sched_switch -s 600 \
+	    2> "$WORK/evil.err" &
+	epid=$!
+	wait_until $((400 * SLOW)) grep -q "session evil .*guest 'vm1'" "$WORK/l2g.log"
+	check "row 2: evil's claim is logged as not allowed" grep -q \
+	    "session evil .*: its agent says it runs guest 'vm1', which no --guest evil:vm1 allows: never paired" \
+	    "$WORK/l2g.log"
+	tdagent_as hv1 --guest "vm1:$fq" -e sched:sched_switch -s 600 \
+	    2> "$WORK/hv1.err" &
+	hpid=$!
+	wait_until $((400 * SLOW)) grep -q "session hv1 .*guest 'vm1'" "$WORK/l2g.log"
+	(tdagent_as vm1 -F -b 4096 -e raw_syscalls -- sh -c 'echo $$ > '"$WORK/g2pid"'; exec dd if=/dev/zero of=/dev/null bs=1 count=2000 status=none') \
+	    2> "$WORK/vm1.err"
+	eq "row 2: the guest's recording is delivered" $? 0
+	kill -TERM "$epid" "$hpid"
+	wait "$epid"
+	eq "row 2: evil's agent exits 0" $? 0
+	wait "$hpid"
+	eq "row 2: hv1's agent exits 0" $? 0
+	kill "$fq"
+	wait "$fq" 2>/dev/null
+	stop_listener
+	gf=$WORK/out2g/$(remote_file "$WORK/vm1.err")
+	hf=$WORK/out2g/$(remote_file "$WORK/hv1.err")
+	ef=$WORK/out2g/$(remote_file "$WORK/evil.err")
+	traceid() {
+		trace-cmd dump --options -i "$1" 2>/dev/null |
+		    sed -n '/Option TRACEID/{n;p;}'
+	}
+	peer() {
+		trace-cmd dump --options -i "$1" 2>/dev/null |
+		    sed -n 's/^\(0x[0-9A-F]*\) \[peer.s trace id\]/\1/p'
+	}
+	check "row 2: never paired with evil" sh -c \
+	    "! grep -q \"of its host 'evil'\" '$WORK/l2g.log'"
+	check "row 2: paired with its host hv1" grep -q \
+	    "session vm1 .*: paired with the recording [0-9a-f]* of its host 'hv1'" \
+	    "$WORK/l2g.log"
+	eq "row 2: the guest's TIME_SHIFT names hv1's file" "$(peer "$gf")" \
+	    "$(traceid "$hf")"
+	check "row 2: hv1's file has the GUEST option of vm1" sh -c \
+	    "trace-cmd dump --options -i '$hf' 2>/dev/null | grep -q 'Option GUEST'"
+	check "row 2: evil's file has no GUEST option" sh -c \
+	    "! trace-cmd dump --options -i '$ef' 2>/dev/null | grep -q 'Option GUEST'"
+	"$TDCOUNT" "$gf" -p "$(cat "$WORK/g2pid")" > "$WORK/c2"
+	eq "row 2: the guest's recording lost nothing" "$(field missed < "$WORK/c2")" 0
+	n=$(field events < "$WORK/c2")
+	check "row 2: the guest's recording is exact-sized ($n)" \
+	    test "$n" -gt 8000 -a "$n" -lt 10000
+else
+	echo "# python3 missing: no row 2 (it names a thread as QEMU does)"
+fi
 finish

@@ -12,7 +12,9 @@
 #   2. --rotate 1s --keep 2, version 6: a duration makes more than one
 #      piece, and --keep removes exactly the oldest, each logged, and
 #      the metrics count the pieces written and removed;
-#   3. --rotate 1M --keep 3M: the newest pieces that fit in 3 MiB stay.
+#   3. --rotate 1M --keep 3M: the newest pieces that fit in 3 MiB stay;
+#   4. header sections bigger than --rotate: each piece holds at least
+#      its headers' worth of pages (issue 31, row 3).
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 P=$WORK/pki
@@ -171,7 +173,9 @@ stop_listener
 # 3. --keep SIZE
 OUT=$WORK/out3
 start_listener "$WORK/l3.log" -d "$OUT" $TLS --rotate 1M --keep 3M || exit 99
-agent_bg ksz 6
+# 16 bursts: a piece holds at least its headers' worth of pages (5 MB of
+# them, kallsyms most: part 4), so fewer make two pieces, which both fit
+agent_bg ksz 16
 wait "$APID"
 eq "keep size: tdagent exits 0" $? 0
 wait_until $((400 * SLOW)) grep -q "session web1 'ksz'.*: done after" "$WORK/l3.log"
@@ -189,4 +193,41 @@ eq "keep size: each removal logged" \
     "$(grep -c "removed '.*-ksz-[0-9]*\.dat': --keep 3145728 bytes of pieces" "$WORK/l3.log")" \
     $((w - n))
 stop_listener
+
+# 4. issue 31, row 3: header sections far larger than --rotate (version
+# 6: kallsyms alone is 5 MB, uncompressed): a piece is cut only once its
+# pages hold as many bytes as the sections copied into it, never after
+# one page; the first piece copied none; the pieces together still hold
+# exactly the local file's events
+OUT=$WORK/out4
+start_listener "$WORK/l4.log" -d "$OUT" $TLS --rotate 1M --file-version 6 ||
+    exit 99
+agent_bg big 12
+wait "$APID"
+eq "headers: tdagent exits 0" $? 0
+wait_until $((400 * SLOW)) grep -q "session web1 'big'.*: done after" "$WORK/l4.log"
+stop_listener
+# per piece: its page data's bytes, and all the rest (headers, options)
+for f in $(pieces "$OUT" big); do
+	d=$(trace-cmd dump --flyrecord -i "$f" 2>/dev/null |
+	    awk '/offset, size of cpu/ { s += $2 } END { print s + 0 }')
+	echo "$(basename "$f") $d $(($(wc -c < "$f") - d))"
+done > "$WORK/big.sizes"
+sed 's/^/# piece, data, the rest: /' "$WORK/big.sizes"
+n=$(wc -l < "$WORK/big.sizes")
+h=$(awk 'NR == 2 { print $3 }' "$WORK/big.sizes")
+check "headers: they take more than --rotate ($h bytes)" \
+    test "${h:-0}" -gt 1048576
+check "headers: at least three pieces ($n)" test "$n" -ge 3
+check "headers: each piece but the first and last holds its headers' worth" \
+    awk -v n="$n" 'NR > 1 && NR < n && $2 < 0.9 * $3 { print; bad = 1 }
+    END { exit bad }' "$WORK/big.sizes"
+"$TDCOUNT" "$WORK/big.local.dat" | awk '$1 == "events" || $1 ~ /^cpu[0-9]+$/' |
+    sort > "$WORK/big.l"
+count_pieces "$OUT" big > "$WORK/big.r"
+l=$(field events < "$WORK/big.l")
+check "headers: the workload was recorded ($l events)" \
+    test "${l:-0}" -gt 240000 -a "${l:-0}" -lt 255000
+check "headers: the pieces hold exactly the local file's events, CPU by CPU" \
+    cmp -s "$WORK/big.l" "$WORK/big.r"
 finish

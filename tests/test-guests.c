@@ -10,7 +10,9 @@
  * written into a real trace.dat and read back with tdread, byte for
  * byte, and with trace-cmd 3.1.6 when it is installed.  A checkpoint of
  * both sides, loaded into fresh recordings (tdlisten restarted), pairs
- * them again.
+ * them again.  Pairing is authorised by the configuration (tdlisten
+ * --guest HOST:GUEST, guests_allow()): an identity that claims another as
+ * its guest, first or not, pairs nothing (issue 31, row 2).
  *
  * The exact KVM clock, against numbers worked out by hand: the guest's
  * samples are the host's moved by the TSC offset (and scaled by the TSC
@@ -494,10 +496,49 @@ test_checkpoint(void **state)
 	guests_free(h);
 }
 
+/*
+ * Issue 31, row 2: identity "evil" says it runs "vm1" (and its own
+ * "vm2"), first: nothing of it pairs; vm1's real host, allowed, pairs.
+ */
+static void
+test_claim_refused(void **state)
+{
+	struct guests *e = guests_new("evil", 0x6666, "x86-tsc", "evil");
+	struct guests *g = guests_new("vm1", 0x2222, "x86-tsc", "guest");
+	struct guests *v = guests_new("vm2", 0x7777, "x86-tsc", "vm2");
+	struct guests *h = guests_new("hv1", 0x1111, "x86-tsc", "host");
+	const struct want_guest w[] = { { "vm1", 0x2222, 1, { 500 } } };
+
+	guests_start(e);
+	declare(e, "vm1", 66, 1, 900, TD_GUEST_KVM, 3600000000000LL, 1, 0);
+	declare(e, "vm2", 67, 1, 901, 0, 0, 1, 0);
+	guests_start(g);
+	guests_start(v);
+	unpaired(g);
+	unpaired(v);
+	check_options(e, NULL, 0);
+	guests_start(h);
+	declare(h, "vm1", 42, 1, 500, 0, 0, 1, 0);
+	paired(g, 0x1111);
+	check_options(h, w, 1);
+	check_options(e, NULL, 0);
+	guests_free(h);
+	guests_free(v);
+	guests_free(g);
+	guests_free(e);
+	/* what --guest takes */
+	assert_int_equal(guests_allow("hv1"), -1);
+	assert_int_equal(guests_allow(":vm1"), -1);
+	assert_int_equal(guests_allow("hv1:"), -1);
+	assert_int_equal(guests_allow("hv1:vm1:x"), -1);
+	assert_int_equal(errno, EINVAL);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_claim_refused),
 		cmocka_unit_test(test_guest_after_host),
 		cmocka_unit_test(test_guest_before_host),
 		cmocka_unit_test(test_no_host),
@@ -507,5 +548,9 @@ main(void)
 		cmocka_unit_test(test_checkpoint),
 	};
 
+	/* tdlisten --guest hv1:vm1 --guest hv2:vm1 --guest hv1:vm3 */
+	if (guests_allow("hv1:vm1") == -1 || guests_allow("hv2:vm1") == -1 ||
+	    guests_allow("hv1:vm3") == -1)
+		return 1;
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

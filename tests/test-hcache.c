@@ -217,12 +217,62 @@ test_hcache_evict(void **state)
 	free(p);
 }
 
+/*
+ * Issue 31, row 10: one identity's sections, offered with a hash they do
+ * not have (never kept), are still written: past TD_HCACHE_WRITE_MAX
+ * within the window no put starts for it; another identity's does, and
+ * its own entries count in hcache_usage() (its --quota).
+ */
+static void
+test_hcache_write_budget(void **state)
+{
+	size_t n = 30 * 1024 * 1024;
+	struct td_section_ref r, good;
+	struct hcache_put *hp;
+	struct hcache *hc;
+	char err[256], *p;
+	uint64_t written = 0;
+	int i;
+
+	p = calloc(1, n);
+	assert_non_null(p);
+	hc = hcache_new(dir);
+	ref_of(&r, 19, p, n);
+	r.sha[0] ^= 1;				/* a lie */
+	for (i = 0; i < 10; i++) {
+		hp = hcache_put_begin(hc, "evil", &r, err, sizeof err);
+		if (hp == NULL)
+			break;
+		assert_int_equal(hcache_put_write(hp, p, n), 0);
+		assert_int_equal(hcache_put_end(hp, err, sizeof err), 0);
+		written += n;
+	}
+	assert_true(written <= TD_HCACHE_WRITE_MAX);
+	assert_int_equal(written, (TD_HCACHE_WRITE_MAX / n) * n);
+	assert_non_null(strstr(err, "'evil' had"));
+	/* more bytes than declared are refused */
+	ref_of(&good, 19, p, 1024);
+	hp = hcache_put_begin(hc, "web6", &good, err, sizeof err);
+	assert_non_null(hp);
+	assert_int_equal(hcache_put_write(hp, p, 2048), -1);
+	hcache_put_abort(hp);
+	/* another identity is not held back */
+	assert_int_equal(hcache_usage(hc, "web5"), 0);
+	assert_int_equal(put(hc, "web5", &good, p, 1024), 1);
+	assert_int_equal(hcache_usage(hc, "web5"), 1024);
+	assert_int_equal(hcache_usage(hc, "evil"), 0);
+	assert_int_equal(hcache_usage(NULL, "web5"), 0);
+	hcache_free(hc);
+	free(p);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hcache),
 		cmocka_unit_test(test_hcache_evict),
+		cmocka_unit_test(test_hcache_write_budget),
 	};
 	char cmd[256];
 	int ret;

@@ -4,7 +4,8 @@
  * reaches the command as one argument that no shell reads, with the
  * environment; a failing command is run again with the waits doubling
  * and counted; one that outlives the timeout is killed and given up; the
- * queue stops at TD_ONFINISH_QUEUE (counted, the sidecar still written);
+ * queue stops at TD_ONFINISH_QUEUE (counted, the sidecar still written),
+ * one identity at TD_ONFINISH_QUEUE_ID, the rest queued again later;
  * at start the sidecars left are queued again, one whose file is gone is
  * removed and one that is not ours is left alone.
  */
@@ -79,11 +80,18 @@ start(struct fixture *f, const char *cmd, int jobs, int timeout, int retry,
 }
 
 static void
-done(struct fixture *f, const char *path, bool complete, const char *name)
+done_of(struct fixture *f, const char *identity, const char *path,
+    bool complete, const char *name)
 {
-	struct output_done d = { path, complete, "tdproto", "web1", name };
+	struct output_done d = { path, complete, "tdproto", identity, name };
 
 	onfinish_done_cb(&d, f->of);
+}
+
+static void
+done(struct fixture *f, const char *path, bool complete, const char *name)
+{
+	done_of(f, "web1", path, complete, name);
 }
 
 static void
@@ -143,6 +151,7 @@ test_path_and_env(void **state)
 	    "\"$TD_FILE_KIND\" \"$TD_PRODUCER\" \"$TD_IDENTITY\" "
 	    "\"$TD_RECORDING\" \"$TD_ATTEMPT\" > %s' inner", out);
 	start(f, cmd, 2, 60, 1, 3);
+	/* the name as a file's name has it (issue 31, row 5) */
 	done(f, path, false, "night run");
 	drain(f);
 	fp = fopen(out, "r");
@@ -151,7 +160,7 @@ test_path_and_env(void **state)
 	fclose(fp);
 	got[n] = '\0';
 	snprintf(want, sizeof want, "1\n%s\nincomplete\ntdproto\nweb1\n"
-	    "night run\n1\n", path);
+	    "night_run\n1\n", path);
 	assert_string_equal(got, want);
 	assert_false(exists(pwned));
 	onfinish_stats(f->of, &st);
@@ -161,6 +170,37 @@ test_path_and_env(void **state)
 	/* the sidecar went with the success */
 	snprintf(cmd, sizeof cmd, "%s.onfinish", path);
 	assert_false(exists(cmd));
+}
+
+/*
+ * TD_JSON: one JSON object, every string escaped (a quote, a backslash,
+ * a control character in the path), the name sanitized (issue 31, row 5).
+ */
+static void
+test_json(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[512], path[256], out[256], got[1024], want[1024];
+	FILE *fp;
+	size_t n;
+
+	snprintf(out, sizeof out, "%s/out", f->dir);
+	snprintf(path, sizeof path, "%s/a\"b\\c\td.dat", f->dir);
+	touch(path, "x");
+	snprintf(cmd, sizeof cmd, "printf '%%s' \"$TD_JSON\" > %s; :", out);
+	start(f, cmd, 1, 60, 1, 1);
+	done(f, path, true, "x\",\"identity\":\"web9");
+	drain(f);
+	fp = fopen(out, "r");
+	assert_non_null(fp);
+	n = fread(got, 1, sizeof got - 1, fp);
+	fclose(fp);
+	got[n] = '\0';
+	snprintf(want, sizeof want, "{\"path\":\"%s/a\\\"b\\\\c\\u0009d.dat\","
+	    "\"kind\":\"complete\",\"producer\":\"tdproto\",\"identity\":"
+	    "\"web1\",\"recording\":\"x___identity___web9\",\"attempt\":1}",
+	    f->dir);
+	assert_string_equal(got, want);
 }
 
 /* Two failures then a success: three attempts, counted. */
@@ -209,23 +249,27 @@ test_timeout_given_up(void **state)
 	assert_true(exists(sidecar));
 }
 
-/* Past TD_ONFINISH_QUEUE files: dropped and counted, sidecars written. */
+/*
+ * Past TD_ONFINISH_QUEUE files (of as many identities): dropped and
+ * counted, sidecars written.
+ */
 static void
 test_queue_cap(void **state)
 {
 	struct fixture *f = *state;
 	struct onfinish_stats st;
-	char path[128];
+	char path[128], id[32];
 	int i;
 
 	start(f, "sleep 600; :", 1, 600, 1, 1);
 	for (i = 0; i <= TD_ONFINISH_QUEUE; i++) {
 		snprintf(path, sizeof path, "%s/%d.dat", f->dir, i);
-		done(f, path, true, "");
+		snprintf(id, sizeof id, "web%d", i);
+		done_of(f, id, path, true, "");
 	}
 	/* the same file again is not queued twice, nor counted */
 	snprintf(path, sizeof path, "%s/0.dat", f->dir);
-	done(f, path, true, "");
+	done_of(f, "web0", path, true, "");
 	onfinish_stats(f->of, &st);
 	assert_int_equal(st.queued, TD_ONFINISH_QUEUE);
 	assert_int_equal(st.dropped, 1);
@@ -235,6 +279,62 @@ test_queue_cap(void **state)
 	    TD_ONFINISH_QUEUE);
 	assert_true(exists(path));
 	/* teardown's onfinish_free() stops the running one */
+}
+
+/*
+ * Issue 31, row 6: one identity finishes 1,100 files while the command is
+ * slow; it holds TD_ONFINISH_QUEUE_ID items, the rest wait in their
+ * sidecars; another identity's file is queued all the same.  Once the
+ * command is fast again every file's command runs, exactly once.
+ */
+static void
+test_queue_per_identity(void **state)
+{
+	struct fixture *f = *state;
+	struct onfinish_stats st;
+	char cmd[512], path[128], out[128], line[256];
+	FILE *fp;
+	int i, n = 0, honest = 0;
+
+	snprintf(out, sizeof out, "%s/out", f->dir);
+	snprintf(cmd, sizeof cmd, "while [ ! -e %s/release ]; do sleep "
+	    "0.02; done; printf '%%s %%s\\n' \"$TD_IDENTITY\" \"$1\" >> %s; :",
+	    f->dir, out);
+	start(f, cmd, 2, 600, 1, 1);
+	for (i = 0; i < 1100; i++) {
+		snprintf(path, sizeof path, "%s/evil-%04d.dat", f->dir, i);
+		touch(path, "x");
+		done_of(f, "evil", path, true, "");
+	}
+	onfinish_stats(f->of, &st);
+	assert_int_equal(st.queued, TD_ONFINISH_QUEUE_ID);
+	assert_int_equal(st.dropped, 1100 - TD_ONFINISH_QUEUE_ID);
+	snprintf(path, sizeof path, "%s/honest.dat", f->dir);
+	touch(path, "x");
+	done_of(f, "web1", path, true, "");
+	onfinish_stats(f->of, &st);
+	assert_int_equal(st.queued, TD_ONFINISH_QUEUE_ID + 1);
+	assert_int_equal(st.dropped, 1100 - TD_ONFINISH_QUEUE_ID);
+	snprintf(path, sizeof path, "%s/release", f->dir);
+	touch(path, "x");
+	drain(f);
+	onfinish_stats(f->of, &st);
+	assert_int_equal(st.succeeded, 1101);
+	assert_int_equal(st.started, 1101);
+	fp = fopen(out, "r");
+	assert_non_null(fp);
+	while (fgets(line, sizeof line, fp) != NULL) {
+		n++;
+		if (strncmp(line, "web1 ", 5) == 0)
+			honest++;
+	}
+	fclose(fp);
+	assert_int_equal(n, 1101);
+	assert_int_equal(honest, 1);
+	/* every sidecar gone: each file's command ran to its end */
+	snprintf(cmd, sizeof cmd, "test -z \"$(find %s -name '*.onfinish')\"",
+	    f->dir);
+	assert_int_equal(system(cmd), 0);
 }
 
 /* At start: a sidecar queued again, one whose file is gone removed, one
@@ -300,6 +400,9 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_recover, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_queue_per_identity,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_json, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
