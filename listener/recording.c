@@ -680,6 +680,7 @@ recording_checkpoint(struct recording *r, uint64_t *acked)
 		return recording_fail(r, REC_FAIL, "%s", msg);
 	}
 	r->acked = r->position;
+	r->paused_why[0] = '\0';	/* going on: no longer paused */
 	*acked = r->acked;
 	return 0;
 }
@@ -690,10 +691,13 @@ recording_rewind(struct recording *r, const char *what, int errnum)
 	/* "over the --quota ...", "over the memory budget ...": no strerror */
 	bool over = what != NULL && strncmp(what, "over ", 5) == 0;
 
-	if (what != NULL)
+	if (what != NULL) {
 		log_warnx("%s: %s%s%s; the recording pauses, the agent keeps "
 		    "its data and resumes when there is room", r->label, what,
 		    over ? "" : ": ", over ? "" : strerror(errnum));
+		snprintf(r->paused_why, sizeof r->paused_why, "%s%s%s", what,
+		    over ? "" : ": ", over ? "" : strerror(errnum));
+	}
 	td_file_release(r->file);
 	r->file = NULL;
 	r->rewound = true;

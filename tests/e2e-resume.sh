@@ -200,12 +200,26 @@ mkdir -p "$OUT"
 if ! part 4; then
 	:
 elif mount -t tmpfs -o size=6m tdfull "$OUT"; then
-	start_listener "$WORK/l4.log" -d "$OUT" $TLS --compression none ||
-	    exit 99
+	start_listener "$WORK/l4.log" -d "$OUT" $TLS --compression none \
+	    --http 127.0.0.1:0 || exit 99
+	wait_until $((100 * SLOW)) grep -q "status page and metrics at" \
+	    "$WORK/l4.log"
+	HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+	    "$WORK/l4.log")
 	agent_bg full 127.0.0.1
 	wait_until $((1200 * SLOW)) grep -q "the recording pauses" "$WORK/l4.log"
 	check "disk full: the listener paused the recording" \
 	    grep -q "the recording pauses" "$WORK/l4.log"
+	# /status says why (issue 28): the page said "paused" only
+	why_full() {
+		curl -sS --max-time $((10 * SLOW)) \
+		    "http://127.0.0.1:$HPORT/status" > "$WORK/status4" &&
+		    grep -q '"why":"[^"]*: No space left on device"' \
+		    "$WORK/status4"
+	}
+	wait_until $((200 * SLOW)) why_full
+	check "disk full: /status says why ($(grep -o '"why":"[^"]*"' \
+	    "$WORK/status4" | head -1))" why_full
 	sleep 2
 	mount -o remount,size=400m "$OUT"
 	wait_agent full
