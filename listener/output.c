@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -198,6 +199,28 @@ output_usage(const char *dir, const char *identity)
 	}
 	free(hostdir);
 	return n;
+}
+
+/*
+ * Whether DIR has room for need more bytes of identity: free space on its
+ * file system, and under its --quota.  false with errno ENOSPC or EDQUOT.
+ */
+bool
+output_room(const struct listener_config *c, const char *identity,
+    uint64_t need)
+{
+	struct statvfs sv;
+
+	if (c->quota > 0 && output_usage(c->dir, identity) + need > c->quota) {
+		errno = EDQUOT;
+		return false;
+	}
+	if (statvfs(c->dir, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize < need) {
+		errno = ENOSPC;
+		return false;
+	}
+	return true;
 }
 
 /*

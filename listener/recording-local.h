@@ -47,6 +47,7 @@ struct recording {
 						   checkpoint */
 	char			 paused_why[128]; /* why it paused last, until
 						   a checkpoint goes through */
+	int			 paused_errno;	/* and its errno */
 	bool			 finished;
 	bool			 no_tsync;	/* the producer has none */
 	const char		*producer;	/* a static string */
