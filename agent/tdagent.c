@@ -25,6 +25,7 @@
 #include "record.h"
 #include "standby.h"
 #include "size.h"
+#include "tclocal.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "banned.h"
@@ -140,6 +141,8 @@ usage(FILE *fp)
 "                     be UID or UID:GID (no user database needed)\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default for v7), zlib or none; v6 is never compressed\n"
+"                     (zlib files: Debian 12's trace-cmd, libtracecmd and\n"
+"                     KernelShark, built without zlib, cannot open them)\n"
 "  --import-plan9 F   no recording: make the Plan 9 kernel trace in F (what\n"
 "                     /dev/trace gave; - for standard input) a trace.dat,\n"
 "                     written (-o) or streamed (-h); needs no root\n"
@@ -645,7 +648,7 @@ main(int argc, char **argv)
 	struct agent_opts o;
 	struct instance *in;
 	sigset_t set;
-	char err[1024];
+	char err[1024], have[128];
 	int ret;
 
 	if (argc > 1 && strcmp(argv[1], "check-events") == 0)
@@ -677,6 +680,12 @@ main(int argc, char **argv)
 	if (o.insecure)
 		log_warnx("--insecure: the recording travels unencrypted to an "
 		    "unauthenticated listener");
+	if (o.codec == TD_CODEC_ZLIB &&
+	    td_tclocal_codec("zlib", have, sizeof have) == 0)
+		log_warnx("--compression zlib: the trace-cmd here cannot read "
+		    "zlib files (it reads %s), nor can Debian 12's trace-cmd, "
+		    "libtracecmd and KernelShark (built without zlib); zstd, "
+		    "the default, is read by all of them", have);
 	if (o.import_plan9 != NULL)
 		return plan9_import(&o);
 	if (geteuid() != 0)

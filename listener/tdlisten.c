@@ -33,6 +33,7 @@
 #include "recording.h"
 #include "rotate.h"
 #include "server.h"
+#include "tclocal.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "size.h"
@@ -172,6 +173,8 @@ usage(FILE *fp)
 "                     this host (tdagent -h vsock:2 -p PORT in a guest)\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
+"                     (zlib files: Debian 12's trace-cmd, libtracecmd and\n"
+"                     KernelShark, built without zlib, cannot open them)\n"
 "  --max-sessions N   refuse connections past their TLS handshake beyond N\n"
 "                     (default 1024)\n"
 "  --tsync-interval MS  time-sync round every MS ms (default 1000; 0: at\n"
@@ -751,7 +754,7 @@ main(int argc, char **argv)
 	struct event_base *base;
 	struct event *sigs[3];
 	SSL_CTX *ctx = NULL;
-	char err[1024];
+	char err[1024], have[128];
 	int i, signos[3] = { SIGINT, SIGTERM, SIGHUP };
 
 	tdlisten_parse(argc, argv, &cfg);
@@ -779,6 +782,12 @@ main(int argc, char **argv)
 	/* one compression context for all sessions: the loop is one thread */
 	if (cfg.codec != TD_CODEC_NONE)
 		cfg.codec_ctx = td_codec_new(cfg.codec, 0);
+	if (cfg.codec == TD_CODEC_ZLIB &&
+	    td_tclocal_codec("zlib", have, sizeof have) == 0)
+		log_warnx("--compression zlib: the trace-cmd here cannot read "
+		    "zlib files (it reads %s), nor can Debian 12's trace-cmd, "
+		    "libtracecmd and KernelShark (built without zlib); zstd, "
+		    "the default, is read by all of them", have);
 	if ((base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	log_info("tracedock %s, libevent %s (%s), %s", PACKAGE_VERSION,

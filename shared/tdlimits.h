@@ -29,6 +29,9 @@
  * same megabytes over and over, the listener taking a little each time).
  */
 #define TD_RESUME_ROOM		(4ull * 1024 * 1024)
+/* Most output read from "trace-cmd list -c", and how long it may take. */
+#define TD_TCLOCAL_OUT		4096
+#define TD_TCLOCAL_MS		3000
 /* Most CPUs a recording may declare. */
 #define TD_MAX_CPUS		4096
 /* Largest metadata section (kallsyms is the big one, ~6 MiB uncompressed). */
