@@ -71,12 +71,24 @@ conn_err(char *err, size_t errlen, const char *what)
 	return -1;
 }
 
-/* The client context of every connection (shared/tls.c). */
+/*
+ * The client context of every connection (shared/tls.c), with this
+ * agent's certificate valid now: one that expired is said here, with its
+ * date, not by the listener's alert at every connection.
+ */
 SSL_CTX *
 conn_ctx_new(const char *cert, const char *key, const char *ca, char *err,
     size_t errlen)
 {
-	return td_tls_client_ctx(cert, key, ca, err, errlen);
+	SSL_CTX *ctx;
+
+	if ((ctx = td_tls_client_ctx(cert, key, ca, err, errlen)) == NULL)
+		return NULL;
+	if (td_tls_check_dates(ctx, cert, err, errlen) == -1) {
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
 }
 
 /* Free a context of conn_ctx_new(); NULL is fine. */
