@@ -573,8 +573,13 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 	    meta_write_options(r->in, &r->sink, r->trace_id, r->err,
 	    sizeof r->err) == -1 ||
 	    meta_write_cpustats(r->in, r->ncpus, &r->sink, st, r->err,
-	    sizeof r->err) == -1)
+	    sizeof r->err) == -1) {
+		/* the command lines may be what filled the disk */
+		if ((errno == ENOSPC || errno == EDQUOT) && r->file != NULL &&
+		    meta_tee_failed_arg(r->sinks) == r->file)
+			r->disk_full = true;
 		return -1;
+	}
 	/* the room for a finish on a full disk: this one may need it */
 	record_unreserve(r);
 	if (r->file != NULL && td_file_finish(r->file) == -1) {
