@@ -100,6 +100,19 @@ sed 's/^/# /' "$WORK/a3.err"
 check "it says the peer does not speak TLS, and the fix" grep -q \
     "wrong version number (the listener does not speak TLS: --insecure (on both sides), or is that the HTTP port?)" \
     "$WORK/a3.err"
+
+# an agent without TLS (--insecure) at a TLS listener
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --insecure -e sched:sched_switch \
+    -s 0.2 2> "$WORK/a5.err"
+eq "--insecure at a TLS listener: exit 1" $? 1
+sed 's/^/# /' "$WORK/a5.err"
+check "the agent asks whether the listener wants TLS" grep -q \
+    "(does it want TLS? give --cert, --key and --ca, not --insecure)" \
+    "$WORK/a5.err"
+wait_until $((100 * SLOW)) grep -q "the agent does not speak TLS" "$WORK/l.log"
+check "the listener says the agent does not speak TLS" grep -q \
+    "wrong version number (the agent does not speak TLS: --insecure (on both sides), or is that the HTTP port?)" \
+    "$WORK/l.log"
 stop_listener
 
 # the listener's certificate expired: the agent names it and its date,
