@@ -14,8 +14,10 @@
 
 /* One -e argument, with the -f filter that follows it. */
 struct agent_event {
-	const char	*spec;		/* "SYSTEM", "SYSTEM:EVENT" or "all" */
+	const char	*spec;		/* "SYSTEM", "SYSTEM:EVENT", "EVENT" or
+					   "all"; names may be globs */
 	const char	*filter;	/* -f after it, or NULL */
+	bool		 exclude;	/* after -v -e: left out (trace-cmd) */
 };
 
 /* Everything the command line says. */

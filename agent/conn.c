@@ -61,6 +61,7 @@ struct conn {
 	bool		 resynced;	/* a preamble was answered */
 	uint64_t	 stale;		/* bytes discarded before the answer */
 	unsigned	 preambles;	/* preambles written */
+	bool		 heard;		/* a frame came */
 };
 
 /* "what: strerror(errno)" into err. */
@@ -71,12 +72,24 @@ conn_err(char *err, size_t errlen, const char *what)
 	return -1;
 }
 
-/* The client context of every connection (shared/tls.c). */
+/*
+ * The client context of every connection (shared/tls.c), with this
+ * agent's certificate valid now: one that expired is said here, with its
+ * date, not by the listener's alert at every connection.
+ */
 SSL_CTX *
 conn_ctx_new(const char *cert, const char *key, const char *ca, char *err,
     size_t errlen)
 {
-	return td_tls_client_ctx(cert, key, ca, err, errlen);
+	SSL_CTX *ctx;
+
+	if ((ctx = td_tls_client_ctx(cert, key, ca, err, errlen)) == NULL)
+		return NULL;
+	if (td_tls_check_dates(ctx, cert, err, errlen) == -1) {
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
 }
 
 /* Free a context of conn_ctx_new(); NULL is fine. */
@@ -640,6 +653,25 @@ conn_frame(struct conn *c, struct td_frame *f)
 	return td_frame_parse(c->in.data ? c->in.data : none, c->in.len, f);
 }
 
+
+/*
+ * Words for a connection without TLS (--insecure) that a listener ended
+ * before its first frame: a TLS listener resets such a connection (or
+ * answers with a TLS record, 0x15 or 0x16 then 0x03).
+ */
+static const char *
+conn_tls_hint(const struct conn *c)
+{
+	const uint8_t *d = c->in.data;
+
+	if (c->ssl != NULL || c->heard)
+		return "";
+	if (c->in.len >= 2 && (d[0] == 0x15 || d[0] == 0x16) && d[1] == 0x03)
+		return " (it speaks TLS: give --cert, --key and --ca, not "
+		    "--insecure)";
+	return " (does it want TLS? give --cert, --key and --ca, not "
+	    "--insecure)";
+}
 /* Read one whole frame into the input, blocking. */
 int
 conn_read_frame(struct conn *c, struct td_frame *f, char *err,
@@ -649,16 +681,19 @@ conn_read_frame(struct conn *c, struct td_frame *f, char *err,
 	int pr;
 
 	for (;;) {
-		if ((pr = conn_frame(c, f)) == 1)
+		if ((pr = conn_frame(c, f)) == 1) {
+			c->heard = true;
 			return 0;
+		}
 		if (pr == -1) {
-			snprintf(err, errlen, "the listener sent a bad frame");
+			snprintf(err, errlen, "the listener sent a bad frame%s",
+			    conn_tls_hint(c));
 			return -1;
 		}
 		r = conn_fill(c);
 		if (r == 0) {
 			snprintf(err, errlen, "the listener closed the "
-			    "connection");
+			    "connection%s", conn_tls_hint(c));
 			return -1;
 		}
 		if (r > 0)
@@ -682,6 +717,11 @@ conn_read_frame(struct conn *c, struct td_frame *f, char *err,
 			snprintf(err, errlen, "no answer from the listener "
 			    "in time");
 			errno = ETIMEDOUT;
+			return -1;
+		}
+		if (errno == ECONNRESET && conn_tls_hint(c)[0] != '\0') {
+			snprintf(err, errlen, "cannot read from the listener: "
+			    "%s%s", strerror(errno), conn_tls_hint(c));
 			return -1;
 		}
 		return conn_err(err, errlen, "cannot read from the listener");

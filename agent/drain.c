@@ -43,6 +43,9 @@ drain_page(struct recorder *r, struct record_cpu *c, const void *page,
 		info->data_len = 0;
 	c->pages++;
 	if (r->sink.page(r->sink.arg, ring_cpu(c->ring), page, n) == -1) {
+		if ((errno == ENOSPC || errno == EDQUOT) && r->file != NULL &&
+		    meta_tee_failed_arg(r->sinks) == r->file)
+			r->disk_full = true;
 		snprintf(r->err, sizeof r->err, "%s: %s",
 		    meta_tee_what(r->sinks), strerror(errno));
 		r->failed = true;

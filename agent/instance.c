@@ -161,19 +161,93 @@ instance_split(const char *spec, char **sys, char **ev)
 	return 0;
 }
 
+/* Whether s has a glob character (trace-cmd's -e takes globs). */
+static bool
+instance_is_glob(const char *s)
+{
+	return s != NULL && strpbrk(s, "*?[") != NULL;
+}
+
 /*
- * libtracefs takes regular expressions; anchor the names the user typed so
- * that "sched:sched_switch" never also matches a longer event name.
+ * libtracefs takes regular expressions: turn the name or glob the user
+ * typed into an anchored one, so that "sched:sched_switch" never also
+ * matches a longer event name and "sched_w*" means what it says.
  */
 static char *
 instance_anchor(const char *s)
 {
-	char *r;
+	char *r, *o;
 
 	if (s == NULL)
 		return NULL;
-	xasprintf(&r, "^%s$", s);
+	o = r = xmalloc(2 * strlen(s) + 3);
+	*o++ = '^';
+	for (; *s != '\0'; s++) {
+		if (*s == '*') {
+			*o++ = '.';
+			*o++ = '*';
+		} else if (*s == '?')
+			*o++ = '.';
+		else if (*s == '[' || *s == ']' || *s == '-' || *s == '_' ||
+		    (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9'))
+			*o++ = *s;
+		else {
+			*o++ = '\\';
+			*o++ = *s;
+		}
+	}
+	*o++ = '$';
+	*o = '\0';
 	return r;
+}
+
+/*
+ * Enable (on) or disable the events of spec: "all", SYSTEM, SYSTEM:EVENT,
+ * or a bare EVENT of any system as trace-cmd takes it, each part a name or
+ * a glob.  0, or -1 when nothing matched.
+ */
+static int
+instance_switch(struct instance *in, const char *sys, const char *ev,
+    bool on)
+{
+	char *asys, *aev;
+	int ret;
+
+	asys = instance_anchor(sys);
+	aev = instance_anchor(ev);
+	ret = on ? tracefs_event_enable(in->ti, asys, aev) :
+	    tracefs_event_disable(in->ti, asys, aev);
+	/* no system of that name: an event of that name in any system */
+	if (ret == -1 && sys != NULL && ev == NULL)
+		ret = on ? tracefs_event_enable(in->ti, NULL, asys) :
+		    tracefs_event_disable(in->ti, NULL, asys);
+	free(asys);
+	free(aev);
+	return ret;
+}
+
+/* Enable (or with on false, disable) the events named by spec. */
+static int
+instance_set_events(struct instance *in, const char *spec, bool on,
+    char *err, size_t errlen)
+{
+	char *sys, *ev;
+	int ret;
+
+	if (instance_split(spec, &sys, &ev) == -1) {
+		snprintf(err, errlen, "invalid event '%s'", spec);
+		return -1;
+	}
+	ret = instance_switch(in, sys, ev, on);
+	if (ret == -1)
+		snprintf(err, errlen, "unknown event '%s'%s", spec,
+		    sys != NULL && ev == NULL ? " (no such event system), nor "
+		    "an event of that name" : " (see "
+		    "/sys/kernel/tracing/available_events)");
+	free(sys);
+	free(ev);
+	return ret == -1 ? -1 : 0;
 }
 
 /* Enable the events named by spec. */
@@ -181,25 +255,54 @@ int
 instance_enable(struct instance *in, const char *spec, char *err,
     size_t errlen)
 {
-	char *sys, *ev, *asys, *aev;
-	int ret;
+	return instance_set_events(in, spec, true, err, errlen);
+}
 
-	if (instance_split(spec, &sys, &ev) == -1) {
-		snprintf(err, errlen, "invalid event '%s'", spec);
-		return -1;
+/* Disable the events named by spec (-v -e: left out). */
+int
+instance_disable(struct instance *in, const char *spec, char *err,
+    size_t errlen)
+{
+	return instance_set_events(in, spec, false, err, errlen);
+}
+
+/* Whether name is an event system. */
+static bool
+instance_is_system(const char *name)
+{
+	char **sys;
+	bool found = false;
+	int i;
+
+	sys = tracefs_event_systems(NULL);
+	for (i = 0; sys != NULL && sys[i] != NULL && !found; i++)
+		found = strcmp(sys[i], name) == 0;
+	tracefs_list_free(sys);
+	return found;
+}
+
+/*
+ * The system of a bare event name (-e sched_switch): the one system that
+ * has it, or NULL (none, or several: the user names one).
+ */
+static char *
+instance_event_system(const char *name)
+{
+	char **sys, *found = NULL;
+	int i, n = 0;
+
+	sys = tracefs_event_systems(NULL);
+	for (i = 0; sys != NULL && sys[i] != NULL; i++)
+		if (tracefs_event_file_exists(NULL, sys[i], name, "filter")) {
+			if (n++ == 0)
+				found = xstrdup(sys[i]);
+		}
+	tracefs_list_free(sys);
+	if (n != 1) {
+		free(found);
+		return NULL;
 	}
-	asys = instance_anchor(sys);
-	aev = instance_anchor(ev);
-	ret = tracefs_event_enable(in->ti, asys, aev);
-	if (ret == -1)
-		snprintf(err, errlen, "unknown event '%s'%s", spec,
-		    sys != NULL && ev == NULL ? " (no such event system)" :
-		    " (see /sys/kernel/tracing/available_events)");
-	free(sys);
-	free(ev);
-	free(asys);
-	free(aev);
-	return ret == -1 ? -1 : 0;
+	return found;
 }
 
 /*
@@ -242,10 +345,21 @@ instance_filter(struct instance *in, const char *spec, const char *filter,
 	char *sys, *ev, *file, *klog;
 	int ret;
 
-	if (instance_split(spec, &sys, &ev) == -1 || sys == NULL) {
+	if (instance_split(spec, &sys, &ev) == -1 || sys == NULL ||
+	    instance_is_glob(sys) || instance_is_glob(ev)) {
 		snprintf(err, errlen, "a filter needs a system or event "
 		    "before it (-e SYSTEM[:EVENT] -f FILTER), not '%s'", spec);
+		if (sys != NULL) {
+			free(sys);
+			free(ev);
+		}
 		return -1;
+	}
+	/* a bare event name: the system that has it */
+	if (ev == NULL && !instance_is_system(sys) &&
+	    (file = instance_event_system(sys)) != NULL) {
+		ev = sys;
+		sys = file;
 	}
 	if (ev != NULL)
 		xasprintf(&file, "events/%s/%s/filter", sys, ev);

@@ -22,8 +22,14 @@ struct tracefs_instance;
 int		 instance_check_tracefs(char *err, size_t errlen);
 /* tracedock-<pid>, or tracedock-<pid>-<suffix> for helper instances. */
 struct instance	*instance_create(const char *suffix, char *err, size_t errlen);
-/* Enable "SYSTEM", "SYSTEM:EVENT" or "all"; -1 if nothing matched. */
+/*
+ * Enable "SYSTEM", "SYSTEM:EVENT", a bare "EVENT" of any system or "all",
+ * each name possibly a glob (sched:sched_w*); -1 if nothing matched.
+ */
 int		 instance_enable(struct instance *in, const char *spec,
+		    char *err, size_t errlen);
+/* Disable the events named by spec (tdagent -v -e: left out). */
+int		 instance_disable(struct instance *in, const char *spec,
 		    char *err, size_t errlen);
 /* Set a filter on the events of spec (as given to instance_enable). */
 int		 instance_filter(struct instance *in, const char *spec,

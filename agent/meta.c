@@ -142,6 +142,13 @@ meta_tee_what(const struct meta_tee *t)
 	return t->failed == -1 ? "" : t->what[t->failed];
 }
 
+/* The arg of the sink that failed last, or NULL. */
+void *
+meta_tee_failed_arg(const struct meta_tee *t)
+{
+	return t->failed == -1 ? NULL : t->to[t->failed].arg;
+}
+
 /* Free a tee (not its sinks); NULL is fine. */
 void
 meta_tee_free(struct meta_tee *t)

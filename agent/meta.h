@@ -70,6 +70,8 @@ void	meta_tee_add(struct meta_tee *t, const struct meta_sink *s,
 void	meta_tee_drop(struct meta_tee *t, void *arg);
 /* The name of the sink that failed last, "" if none did. */
 const char *meta_tee_what(const struct meta_tee *t);
+/* The arg of the sink that failed last, or NULL. */
+void	*meta_tee_failed_arg(const struct meta_tee *t);
 /* A sink that feeds every sink of t. */
 void	meta_sink_tee(struct meta_sink *s, struct meta_tee *t);
 void	meta_tee_free(struct meta_tee *t);

@@ -288,12 +288,25 @@ priv_ready(struct priv_state *s)
 		log_debug("cannot talk to the recorder: %s", strerror(errno));
 }
 
+/* Where -o PATH goes when kept incomplete: NAME.incomplete.dat. */
+char *
+priv_incomplete_path(const char *output)
+{
+	size_t n = strlen(output);
+	char *p;
+
+	if (n > 4 && strcmp(output + n - 4, ".dat") == 0)
+		n -= 4;
+	xasprintf(&p, "%.*s.incomplete.dat", (int)n, output);
+	return p;
+}
+
 /* One message from R. */
 static void
 priv_message(struct priv_state *s, const struct priv_msg *m)
 {
 	const struct priv_params *pp = s->pp;
-	char *part;
+	char *part, *final;
 
 	switch (m->type) {
 	case PRIV_GO:
@@ -308,12 +321,14 @@ priv_message(struct priv_state *s, const struct priv_msg *m)
 		if (pp->output == NULL || s->file_done)
 			break;
 		xasprintf(&part, "%s.part", pp->output);
-		if (rename(part, pp->output) == -1) {
-			log_warn("cannot rename '%s' to '%s'", part,
-			    pp->output);
+		final = m->value == 1 ? priv_incomplete_path(pp->output) :
+		    xstrdup(pp->output);
+		if (rename(part, final) == -1) {
+			log_warn("cannot rename '%s' to '%s'", part, final);
 			s->failed = true;
 		} else
 			s->file_done = true;
+		free(final);
 		free(part);
 		break;
 	default:

@@ -16,7 +16,8 @@
  * and the command waits; value: its pid, 0 for none, -1 if set-up
  * failed) and EXIT (the command exited; value: its wait status); R says
  * GO (tracing is on: let the command exec) and FILE (the -o file is
- * complete in PATH.part).
+ * complete in PATH.part; value 1: what was recorded before the disk
+ * filled up, to go to priv_incomplete_path()).
  *
  * With -u root there is no R: one process does everything as before, and
  * uses priv_spawn(), priv_go() and priv_reap() for the command itself.
@@ -78,6 +79,8 @@ int	priv_send(int fd, enum priv_type type, int32_t value);
 /* 1 with a message, 0 at end of file, -1 on error (EAGAIN: none now). */
 int	priv_recv(int fd, struct priv_msg *m, bool block);
 
+/* Where -o PATH goes when kept incomplete: NAME.incomplete.dat. */
+char	*priv_incomplete_path(const char *output);
 /* Fork the command; it execs when priv_go() writes to *go_fd. */
 pid_t	priv_spawn(char **argv, int *go_fd);
 int	priv_go(int go_fd);

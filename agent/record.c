@@ -42,6 +42,7 @@
 #include "recorder.h"
 #include "ring.h"
 #include "tdfile.h"
+#include "tdlimits.h"
 #include "tsync.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -57,6 +58,15 @@
 #define RECORD_PRIV_ID		(UINT32_MAX - 4)
 /* Seconds between two looks at the guests' vCPU threads (--guest). */
 #define RECORD_GUESTS_S		1.0
+/*
+ * -o: room held beside the file (an unnamed file of this much, plus a
+ * chunk and a stage per CPU) and given back when the disk fills up, to
+ * write the command lines, options and strings and copy the spools (a
+ * step at a time, TD_SPOOL_COPY_STEP) of what was recorded until then.
+ */
+#define RECORD_RESERVE		(512 * 1024)
+#define RECORD_RESERVE_CPU(ps)	((TD_CHUNK_PAGES + 1) * (size_t)(ps) + \
+				    16 * 1024)
 /* Handle one signal from the signalfd. */
 static void
 record_signal(struct recorder *r)
@@ -169,6 +179,114 @@ record_guests_tick(struct recorder *r)
 		r->failed = true;
 }
 
+
+/*
+ * An unnamed file of n bytes in the directory of path, whose blocks
+ * record_keep_partial() gives back: its descriptor, or -1 (no room or no
+ * way to hold it: the file is then dropped as before when the disk fills).
+ */
+static int
+record_reserve(const char *path, size_t n)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir, *tmpl;
+	int fd;
+
+	if (slash == NULL)
+		dir = xstrdup(".");
+	else if (slash == path)
+		dir = xstrdup("/");
+	else
+		xasprintf(&dir, "%.*s", (int)(slash - path), path);
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd == -1 && (errno == EOPNOTSUPP || errno == EISDIR ||
+	    errno == EINVAL)) {
+		xasprintf(&tmpl, "%s.reserve.XXXXXX", path);
+		if ((fd = mkostemp(tmpl, O_CLOEXEC)) != -1)
+			unlink(tmpl);
+		free(tmpl);
+	}
+	free(dir);
+	if (fd != -1 && fallocate(fd, 0, 0, (off_t)n) == -1) {
+		log_debug("cannot hold %zu bytes beside '%s': %s", n, path,
+		    strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Give the reserve's room back (to the file system). */
+static void
+record_unreserve(struct recorder *r)
+{
+	if (r->reserve_fd != -1)
+		close(r->reserve_fd);
+	r->reserve_fd = -1;
+}
+
+/*
+ * The disk filled up under -o: give the reserve back and finish what the
+ * file holds, when every header section is there, as NAME.incomplete.dat
+ * (as tdlisten keeps a broken recording), and say so.  0, or -1 (nothing
+ * kept: the caller drops the file).
+ */
+static int
+record_keep_partial(struct recorder *r)
+{
+	static const enum td_opt need[] = { TD_OPT_HEADER_INFO,
+	    TD_OPT_FTRACE_EVENTS, TD_OPT_EVENT_FORMATS, TD_OPT_KALLSYMS,
+	    TD_OPT_PRINTK };
+	struct meta_sink fs;
+	uint64_t events = 0, zero = 0;
+	char err[512], *inc;
+	size_t i;
+	int k;
+
+	record_unreserve(r);
+	td_file_section_cancel(r->file);	/* fails if none is open */
+	for (i = 0; i < sizeof need / sizeof *need; i++)
+		if (!td_file_has_section(r->file, need[i])) {
+			log_warnx("the disk filled up before the header "
+			    "sections were written: nothing to keep");
+			return -1;
+		}
+	meta_sink_file(&fs, r->file);
+	if (!td_file_has_section(r->file, TD_OPT_CMDLINES) &&
+	    meta_write_cmdlines(r->in, &fs, err, sizeof err) == -1) {
+		td_file_section_cancel(r->file);
+		if (td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
+		    sizeof zero) == -1)
+			goto out_fail;
+	}
+	if (meta_write_options(r->in, &fs, r->trace_id, err,
+	    sizeof err) == -1 || td_file_finish(r->file) == -1)
+		goto out_fail;
+	inc = priv_incomplete_path(r->o->output);
+	if (r->o->privsep) {
+		/* the parent moves PATH.part there */
+		if (priv_send(r->priv_fd, PRIV_FILE, 1) == -1) {
+			log_warnx("cannot keep '%s': the privileged parent is "
+			    "gone", inc);
+			free(inc);
+			return -1;
+		}
+	} else if (rename(r->o->output, inc) == -1) {
+		log_warn("cannot rename '%s' to '%s'", r->o->output, inc);
+		free(inc);
+		return 0;
+	}
+	for (k = 0; k < r->ncpus; k++)
+		events += r->cpu[k].events;
+	log_warnx("kept the %llu events recorded until the disk filled up "
+	    "as '%s'", (unsigned long long)events, inc);
+	free(inc);
+	return 0;
+out_fail:
+	log_warnx("cannot keep what was recorded in '%s': %s", r->o->output,
+	    strerror(errno));
+	return -1;
+}
 /*
  * Everything that needs root, before the recorder drops it (privsep): the
  * instance's settings, the output file, the stream with its TLS context
@@ -233,6 +351,8 @@ record_setup(struct recorder *r)
 			    "%s", r->o->output, strerror(errno));
 			return -1;
 		}
+		r->reserve_fd = record_reserve(r->o->output, RECORD_RESERVE +
+		    (size_t)r->ncpus * RECORD_RESERVE_CPU(r->page_size));
 		meta_sink_file(&fs, r->file);
 		snprintf(what, sizeof what, "cannot write '%s'", r->o->output);
 		meta_tee_add(r->sinks, &fs, what);
@@ -453,8 +573,15 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 	    meta_write_options(r->in, &r->sink, r->trace_id, r->err,
 	    sizeof r->err) == -1 ||
 	    meta_write_cpustats(r->in, r->ncpus, &r->sink, st, r->err,
-	    sizeof r->err) == -1)
+	    sizeof r->err) == -1) {
+		/* the command lines may be what filled the disk */
+		if ((errno == ENOSPC || errno == EDQUOT) && r->file != NULL &&
+		    meta_tee_failed_arg(r->sinks) == r->file)
+			r->disk_full = true;
 		return -1;
+	}
+	/* the room for a finish on a full disk: this one may need it */
+	record_unreserve(r);
 	if (r->file != NULL && td_file_finish(r->file) == -1) {
 		snprintf(r->err, sizeof r->err, "cannot write '%s': %s",
 		    r->o->output, strerror(errno));
@@ -494,6 +621,7 @@ record_free(struct recorder *r)
 		close(r->go_fd);
 	if (r->priv_fd > 0)
 		close(r->priv_fd);
+	record_unreserve(r);
 	free(r->cpu);
 	free(r->page);
 }
@@ -510,6 +638,7 @@ record_release(void *arg)
 	struct recorder *r = arg;
 
 	uplink_free(r);
+	record_unreserve(r);	/* the recorder's copy holds the room */
 	guest_watch_free(r->guests);
 	r->guests = NULL;
 	metadefer_free(r->defer);
@@ -592,6 +721,7 @@ record_run(struct instance *in, const struct agent_opts *o)
 	r.o = o;
 	r.in = in;
 	r.epfd = r.sigfd = r.timerfd = r.go_fd = r.priv_fd = -1;
+	r.reserve_fd = -1;
 	if (record_setup(&r) == -1)
 		goto fail;
 	if (o->privsep) {
@@ -666,7 +796,7 @@ record_run(struct instance *in, const struct agent_opts *o)
 fail:
 	log_warnx("%s", r.err);
 	instance_set_tracing(in, 0);
-	if (r.file != NULL)
+	if (r.file != NULL && !(r.disk_full && record_keep_partial(&r) == 0))
 		td_file_abort(r.file);
 	if (r.child > 0 && r.priv_fd == -1)
 		priv_reap(r.child, &status);

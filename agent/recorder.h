@@ -85,6 +85,9 @@ struct recorder {
 	int			 child_status;
 	int			 go_fd;
 	int			 priv_fd;	/* to the privileged parent */
+	int			 reserve_fd;	/* -o: room for finishing a
+						   file the disk filled */
+	bool			 disk_full;	/* -o's file system is */
 	struct guest_watch	*guests;	/* --guest, or NULL */
 	double			 next_guests;	/* elapsed time of the next
 						   look at them */

@@ -25,6 +25,7 @@
 #include "record.h"
 #include "standby.h"
 #include "size.h"
+#include "tclocal.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "banned.h"
@@ -120,7 +121,11 @@ usage(FILE *fp)
 "                     its files use the same codec\n"
 "  -e SYSTEM[:EVENT]  enable an event, a whole system, or \"all\" (repeatable;\n"
 "                     default: sched_switch, sched_wakeup, sched_process_exec,\n"
-"                     sched_process_exit and irq)\n"
+"                     sched_process_exit and irq); a bare EVENT of any system\n"
+"                     and globs work too (-e sched_switch -e 'sched:sched_w*')\n"
+"  -v -e EVENT        as in trace-cmd: leave EVENT, and the events of every -e\n"
+"                     after it, out of what the other -e (or the default)\n"
+"                     enable\n"
 "  -f FILTER          filter for the -e just before it (kernel filter syntax)\n"
 "  -F                 record only COMMAND and the tasks it starts\n"
 "  -b KB              ring-buffer size per CPU in KiB (default: 8192, at most\n"
@@ -136,6 +141,8 @@ usage(FILE *fp)
 "                     be UID or UID:GID (no user database needed)\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default for v7), zlib or none; v6 is never compressed\n"
+"                     (zlib files: Debian 12's trace-cmd, libtracecmd and\n"
+"                     KernelShark, built without zlib, cannot open them)\n"
 "  --import-plan9 F   no recording: make the Plan 9 kernel trace in F (what\n"
 "                     /dev/trace gave; - for standard input) a trace.dat,\n"
 "                     written (-o) or streamed (-h); needs no root\n"
@@ -144,7 +151,7 @@ usage(FILE *fp)
 "  --symbols FILE     Plan 9's nm -n of the kernel: function names for pcs\n"
 "  --ktzero ADDR      the kernel's KTZERO (hex): a pc below it is an offset\n"
 "  -q                 print nothing but errors\n"
-"  -v                 say more\n"
+"  -v                 say more (unless right before -e: see above)\n"
 "  --help             show this help\n"
 "  --version          show the version\n");
 }
@@ -244,7 +251,8 @@ static void
 tdagent_parse(int argc, char **argv, struct agent_opts *o)
 {
 	bool codec_set = false, port_set = false, net_opt = false;
-	bool rec_opt = false;
+	bool rec_opt = false, exclude = false, v_before_e = false;
+	int prev = 0, verbosity_before_v = 0;
 	char *end;
 	double v;
 	int ch;
@@ -347,6 +355,17 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			if (o->nevents == TD_MAX_EVENT_ARGS)
 				tdagent_usage_error("too many -e (at most "
 				    "%d)", TD_MAX_EVENT_ARGS);
+			/*
+			 * trace-cmd's -v -e EVENT: EVENT and every -e after
+			 * it are left out; that -v does not say more
+			 */
+			if (prev == 'v' && !exclude) {
+				exclude = true;
+				o->verbosity = verbosity_before_v;
+			}
+			if (o->verbosity == 1 && !exclude)
+				v_before_e = true;
+			o->events[o->nevents].exclude = exclude;
 			o->events[o->nevents++].spec = optarg;
 			break;
 		case 'f':
@@ -354,6 +373,10 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			if (o->nevents == 0)
 				tdagent_usage_error("-f '%s' needs an -e "
 				    "before it", optarg);
+			if (o->events[o->nevents - 1].exclude)
+				tdagent_usage_error("-f '%s' after -v -e '%s': "
+				    "a filter for events left out", optarg,
+				    o->events[o->nevents - 1].spec);
 			if (strlen(optarg) > TD_MAX_FILTER_LEN)
 				tdagent_usage_error("filter too long: '%.40s'",
 				    optarg);
@@ -390,6 +413,7 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			o->verbosity = -1;
 			break;
 		case 'v':
+			verbosity_before_v = o->verbosity;
 			o->verbosity = 1;
 			break;
 		case OPT_FILE_VERSION:
@@ -447,7 +471,12 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			fprintf(stderr, "Try 'tdagent --help'.\n");
 			exit(2);
 		}
+		prev = ch;
 	}
+	if (v_before_e)
+		fprintf(stderr, "tdagent: -v says more: the -e after it are "
+		    "recorded (to leave events out as trace-cmd does, put -v "
+		    "right before their -e)\n");
 	if (optind < argc) {
 		if (strcmp(argv[optind - 1], "--") != 0)
 			tdagent_usage_error("unexpected argument '%s' (put a "
@@ -541,9 +570,18 @@ static int
 tdagent_configure(struct instance *in, struct agent_opts *o)
 {
 	char err[4096];
-	int i;
+	int i, n;
 
-	if (o->nevents == 0) {
+	for (i = 0, n = 0; i < o->nevents; i++)
+		n += !o->events[i].exclude;
+	/* the defaults (less what -v -e leaves out), within the -e cap */
+	if (n == 0 && o->nevents + (int)(sizeof tdagent_default_events /
+	    sizeof *tdagent_default_events + sizeof tdagent_guest_events /
+	    sizeof *tdagent_guest_events) > TD_MAX_EVENT_ARGS) {
+		log_warnx("too many -e (at most %d)", TD_MAX_EVENT_ARGS);
+		return 2;
+	}
+	if (n == 0) {
 		for (i = 0; i < (int)(sizeof tdagent_default_events /
 		    sizeof *tdagent_default_events); i++)
 			o->events[o->nevents++].spec =
@@ -563,6 +601,8 @@ tdagent_configure(struct instance *in, struct agent_opts *o)
 		}
 	}
 	for (i = 0; i < o->nevents; i++) {
+		if (o->events[i].exclude)
+			continue;
 		if (instance_enable(in, o->events[i].spec, err,
 		    sizeof err) == -1) {
 			log_warnx("%s", err);
@@ -574,6 +614,17 @@ tdagent_configure(struct instance *in, struct agent_opts *o)
 			log_warnx("%s", err);
 			return 2;
 		}
+	}
+	/* -v -e: left out after everything else is on, as trace-cmd does */
+	for (i = 0; i < o->nevents; i++) {
+		if (!o->events[i].exclude)
+			continue;
+		if (instance_disable(in, o->events[i].spec, err,
+		    sizeof err) == -1) {
+			log_warnx("%s (after -v: to leave out)", err);
+			return 2;
+		}
+		log_info("leaving out '%s' (-v -e)", o->events[i].spec);
 	}
 	if (o->clock != NULL &&
 	    instance_set_clock(in, o->clock, err, sizeof err) == -1) {
@@ -597,7 +648,7 @@ main(int argc, char **argv)
 	struct agent_opts o;
 	struct instance *in;
 	sigset_t set;
-	char err[1024];
+	char err[1024], have[128];
 	int ret;
 
 	if (argc > 1 && strcmp(argv[1], "check-events") == 0)
@@ -629,6 +680,12 @@ main(int argc, char **argv)
 	if (o.insecure)
 		log_warnx("--insecure: the recording travels unencrypted to an "
 		    "unauthenticated listener");
+	if (o.codec == TD_CODEC_ZLIB &&
+	    td_tclocal_codec("zlib", have, sizeof have) == 0)
+		log_warnx("--compression zlib: the trace-cmd here cannot read "
+		    "zlib files (it reads %s), nor can Debian 12's trace-cmd, "
+		    "libtracecmd and KernelShark (built without zlib); zstd, "
+		    "the default, is read by all of them", have);
 	if (o.import_plan9 != NULL)
 		return plan9_import(&o);
 	if (geteuid() != 0)

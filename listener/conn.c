@@ -602,7 +602,7 @@ conn_error_words(struct conn *c, char *msg, size_t len)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
 	unsigned long e = bufferevent_get_openssl_error(c->bev);
-	char reason[256];
+	char reason[256], why[400];
 
 	if (c->required && preamble_seen(ssl))
 		snprintf(msg, len, "a new session's resynchronisation preamble "
@@ -615,6 +615,13 @@ conn_error_words(struct conn *c, char *msg, size_t len)
 		ERR_error_string_n(e, reason, sizeof reason);
 		snprintf(msg, len, "%s: %s", c->state == C_HANDSHAKE ?
 		    "TLS handshake refused" : "TLS error", reason);
+		/* what the agent's alert or its bytes mean, and the fix */
+		if (c->state == C_HANDSHAKE && ssl != NULL) {
+			td_tls_explain(ssl, e, why, sizeof why);
+			if (why[0] != '\0' && strlen(msg) < len)
+				snprintf(msg + strlen(msg), len - strlen(msg),
+				    " (%s)", why);
+		}
 	} else
 		snprintf(msg, len, "connection error: %s",
 		    strerror(EVUTIL_SOCKET_ERROR()));

@@ -166,6 +166,9 @@ int	output_path(const struct listener_config *c, const char *identity,
 int	output_hostdir(const struct listener_config *c, const char *hostdir);
 /* Bytes on disk under DIR/identity. */
 uint64_t output_usage(const char *dir, const char *identity);
+/* Room for need more bytes of identity (disk, --quota); errno if not. */
+bool	output_room(const struct listener_config *c, const char *identity,
+	    uint64_t need);
 /* Keep characters safe in a path component, map the rest to '_'. */
 void	output_sanitize(char *s);
 struct td_file;

@@ -516,7 +516,9 @@ metrics_json_rec(struct evbuffer *out, const struct tally_rec *t)
 		evbuffer_add_printf(out, "%" PRIu64, t->sync_bound_ns);
 	else
 		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, ",\"seconds\":%.3f}", t->elapsed);
+	evbuffer_add_printf(out, ",\"seconds\":%.3f,\"why\":", t->elapsed);
+	metrics_jstr(out, t->why);
+	evbuffer_add_printf(out, "}");
 }
 
 void

@@ -1,7 +1,11 @@
 /*
  * output.c: where tdlisten writes a recording:
- * DIR/<identity>/<UTC timestamp>[-<name>].dat, or with --rotate its
+ * DIR/<identity>/<host>-<UTC timestamp>[-<name>].dat, or with --rotate its
  * pieces [-<name>]-0001.dat, -0002.dat ... (rotate.c names the next ones).
+ *
+ * <host> is the identity again, sanitized like the name: trace-cmd report
+ * -i a -i b prefixes each line with the file's base name only, so two
+ * hosts recording in the same second must not get the same one.
  *
  * The identity comes from the verified client certificate, escaped one
  * to one (td_tls_escape(); or the peer address with --insecure), never from
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,7 +89,7 @@ int
 output_path(const struct listener_config *c, const char *identity,
     const char *name, bool pieces, char **path, char **err)
 {
-	char *suffix = NULL, *hostdir, *p;
+	char *suffix = NULL, *host, *hostdir, *p;
 	char stamp[32];
 	struct stat st;
 	struct timespec ts;
@@ -100,6 +105,8 @@ output_path(const struct listener_config *c, const char *identity,
 		suffix = xstrdup(name);
 		output_sanitize(suffix);
 	}
+	host = xstrdup(identity);
+	output_sanitize(host);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
@@ -108,6 +115,7 @@ output_path(const struct listener_config *c, const char *identity,
 		e = errno;
 		xasprintf(err, "cannot create '%s': %s", hostdir, strerror(e));
 		free(hostdir);
+		free(host);
 		free(suffix);
 		errno = e;
 		return -1;
@@ -119,7 +127,7 @@ output_path(const struct listener_config *c, const char *identity,
 		if (i > 0)
 			snprintf(n, sizeof n, ".%d", i);
 		/* --rotate: the first piece (rotate.h) */
-		xasprintf(&p, "%s/%s%s%s%s%s.dat", hostdir, stamp, n,
+		xasprintf(&p, "%s/%s-%s%s%s%s%s.dat", hostdir, host, stamp, n,
 		    suffix ? "-" : "", suffix ? suffix : "",
 		    pieces && (c->rotate_bytes > 0 || c->rotate_secs > 0) ?
 		    "-0001" : "");
@@ -135,6 +143,7 @@ output_path(const struct listener_config *c, const char *identity,
 			free(part);
 			free(p);
 			free(hostdir);
+			free(host);
 			free(suffix);
 			errno = e;
 			return -1;
@@ -154,6 +163,7 @@ output_path(const struct listener_config *c, const char *identity,
 		p = NULL;
 	}
 	free(hostdir);
+	free(host);
 	free(suffix);
 	if (p == NULL) {
 		xasprintf(err, "no free file name in '%s/%s'", c->dir,
@@ -189,6 +199,28 @@ output_usage(const char *dir, const char *identity)
 	}
 	free(hostdir);
 	return n;
+}
+
+/*
+ * Whether DIR has room for need more bytes of identity: free space on its
+ * file system, and under its --quota.  false with errno ENOSPC or EDQUOT.
+ */
+bool
+output_room(const struct listener_config *c, const char *identity,
+    uint64_t need)
+{
+	struct statvfs sv;
+
+	if (c->quota > 0 && output_usage(c->dir, identity) + need > c->quota) {
+		errno = EDQUOT;
+		return false;
+	}
+	if (statvfs(c->dir, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize < need) {
+		errno = ENOSPC;
+		return false;
+	}
+	return true;
 }
 
 /*

@@ -135,6 +135,7 @@ recording_info(const struct recording *r, struct tally_rec *t)
 			t->sync_bound_ns = s[i].bound;
 	t->sync_samples = n;
 	t->elapsed = recording_elapsed(r);
+	snprintf(t->why, sizeof t->why, "%s", r->paused_why);
 }
 
 /* What a chunk of count pages makes the recording hold (recording.h). */

@@ -45,6 +45,9 @@ struct recording {
 	size_t			 ck_len;	/* bytes of the last state */
 	bool			 rewound;	/* take the writer back from the
 						   checkpoint */
+	char			 paused_why[128]; /* why it paused last, until
+						   a checkpoint goes through */
+	int			 paused_errno;	/* and its errno */
 	bool			 finished;
 	bool			 no_tsync;	/* the producer has none */
 	const char		*producer;	/* a static string */

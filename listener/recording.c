@@ -327,6 +327,14 @@ recording_attach(struct recording *r, const char *label,
 	if (r->owner != NULL && r->taken != NULL)
 		r->taken(r->owner);	/* it lets go; it may rewind r */
 	r->owner = NULL;
+	/* paused by a full disk or the quota: not back before there is room */
+	if (r->rewound && (r->paused_errno == ENOSPC ||
+	    r->paused_errno == EDQUOT || r->paused_errno == EFBIG) &&
+	    !output_room(r->cfg, r->p.identity, TD_RESUME_ROOM)) {
+		registry_set_deadline(r->reg, recording_now_ms() +
+		    (uint64_t)r->cfg->resume_wait * 1000);
+		return 1;
+	}
 	if (r->rewound) {
 		if (recording_read_state(r, r->state_path, err,
 		    errlen) == -1) {
@@ -682,6 +690,8 @@ recording_checkpoint(struct recording *r, uint64_t *acked)
 		return recording_fail(r, REC_FAIL, "%s", msg);
 	}
 	r->acked = r->position;
+	r->paused_why[0] = '\0';	/* going on: no longer paused */
+	r->paused_errno = 0;
 	*acked = r->acked;
 	return 0;
 }
@@ -692,10 +702,14 @@ recording_rewind(struct recording *r, const char *what, int errnum)
 	/* "over the --quota ...", "over the memory budget ...": no strerror */
 	bool over = what != NULL && strncmp(what, "over ", 5) == 0;
 
-	if (what != NULL)
+	if (what != NULL) {
 		log_warnx("%s: %s%s%s; the recording pauses, the agent keeps "
 		    "its data and resumes when there is room", r->label, what,
 		    over ? "" : ": ", over ? "" : strerror(errnum));
+		snprintf(r->paused_why, sizeof r->paused_why, "%s%s%s", what,
+		    over ? "" : ": ", over ? "" : strerror(errnum));
+		r->paused_errno = errnum;
+	}
 	td_file_release(r->file);
 	r->file = NULL;
 	r->rewound = true;

@@ -1,8 +1,9 @@
 /*
  * recording.h: one recording on the collection box, whoever produces it.
  *
- * A recording owns its trace.dat writer (DIR/<identity>/<time>[-name].dat,
- * written as .part with spools beside it), its per-CPU page sequences and
+ * A recording owns its trace.dat writer
+ * (DIR/<identity>/<identity>-<time>[-name].dat, written as .part with
+ * spools beside it), its per-CPU page sequences and
  * event counts, its loss ledger, its time-sync samples, its checkpoint
  * (PATH.state), its memory account and its place in the registry.  A
  * producer (session.c speaks tdproto for tdagent; others may speak other

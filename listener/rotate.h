@@ -1,7 +1,7 @@
 /*
  * rotate.h: tdlisten --rotate SIZE|DURATION and --keep N|SIZE: a long
  * recording written as a series of complete trace.dat files,
- * DIR/<identity>/<time>[-name]-0001.dat, -0002.dat ...
+ * DIR/<identity>/<host>-<time>[-name]-0001.dat, -0002.dat ...
  *
  * A recording rotates when its file's name ends in -NNNN.dat (output.c
  * names the first piece so under --rotate; a recovered recording goes on

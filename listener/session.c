@@ -207,6 +207,9 @@ session_tell(int errnum)
 		    "later";
 	if (errnum == ENOMEM)
 		return "the listener's memory budget is spent: come back later";
+	if (errnum == EDQUOT)
+		return "this identity is over the listener's quota: come back "
+		    "later";
 	return "the listener's disk is full: come back later";
 }
 

@@ -45,6 +45,8 @@ struct tally_rec {
 					   0: no sample yet */
 	uint32_t	 sync_samples;
 	double		 elapsed;	/* s since it started */
+	char		 why[128];	/* why it paused last (no room), until
+					   it goes on; "" */
 };
 
 /* Totals since tdlisten started. */

@@ -34,6 +34,7 @@
 #include "recording.h"
 #include "rotate.h"
 #include "server.h"
+#include "tclocal.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "size.h"
@@ -158,8 +159,8 @@ usage(FILE *fp)
 "       tdlisten --help | --version\n"
 "\n"
 "Receive recordings from tdagent -h over TLS and write one trace.dat per\n"
-"recording as DIR/<host>/<UTC time>[-<name>].dat, <host> being the name in\n"
-"the agent's verified certificate.\n"
+"recording as DIR/<host>/<host>-<UTC time>[-<name>].dat, <host> being the\n"
+"name in the agent's verified certificate.\n"
 "\n"
 "  -p PORT            TCP port to listen on (default 4000)\n"
 "  -d DIR             output directory (default: .)\n"
@@ -178,6 +179,8 @@ usage(FILE *fp)
 "                     agent's --guest alone pairs nothing)\n"
 "  --file-version N   7 (default) or 6\n"
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
+"                     (zlib files: Debian 12's trace-cmd, libtracecmd and\n"
+"                     KernelShark, built without zlib, cannot open them)\n"
 "  --max-sessions N   refuse connections past their TLS handshake beyond N\n"
 "                     (default 1024)\n"
 "  --tsync-interval MS  time-sync round every MS ms (default 1000; 0: at\n"
@@ -212,7 +215,8 @@ usage(FILE *fp)
 "  --uftrace-bind ADDR  listen for uftrace on ADDR only (default 127.0.0.1)\n"
 "  --tracecmd-port PORT  also take stock trace-cmd record -N HOST:PORT\n"
 "                     clients (plain TCP and UDP, unauthenticated) into\n"
-"                     DIR/tracecmd-<address>/<UTC time>.dat (default: off)\n"
+"                     DIR/tracecmd-<address>/tracecmd-<address>-<UTC\n"
+"                     time>.dat (default: off)\n"
 "  --tracecmd-bind ADDR  the address for them (default 127.0.0.1)\n"
 "  --tracecmd-data-ports A-B  their per-CPU data ports (default 1500-6000,\n"
 "                     trace-cmd listen's range)\n"
@@ -764,7 +768,7 @@ main(int argc, char **argv)
 	struct event_base *base;
 	struct event *sigs[3];
 	SSL_CTX *ctx = NULL;
-	char err[1024];
+	char err[1024], have[128];
 	int i, signos[3] = { SIGINT, SIGTERM, SIGHUP };
 
 	tdlisten_parse(argc, argv, &cfg);
@@ -792,6 +796,12 @@ main(int argc, char **argv)
 	/* one compression context for all sessions: the loop is one thread */
 	if (cfg.codec != TD_CODEC_NONE)
 		cfg.codec_ctx = td_codec_new(cfg.codec, 0);
+	if (cfg.codec == TD_CODEC_ZLIB &&
+	    td_tclocal_codec("zlib", have, sizeof have) == 0)
+		log_warnx("--compression zlib: the trace-cmd here cannot read "
+		    "zlib files (it reads %s), nor can Debian 12's trace-cmd, "
+		    "libtracecmd and KernelShark (built without zlib); zstd, "
+		    "the default, is read by all of them", have);
 	if ((base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	log_info("tracedock %s, libevent %s (%s), %s", PACKAGE_VERSION,

@@ -99,7 +99,9 @@ struct td_file_params {
 	 * For a writer whose process loses the right to write in the
 	 * directory after td_file_create() (tdagent's unprivileged
 	 * recorder).  unnamed_spools: every CPU's spool is opened by
-	 * td_file_create(), unnamed, so nothing is created or removed later.
+	 * td_file_create(), unnamed, so nothing is created or removed later;
+	 * td_file_finish() frees their blocks as it copies them, so that it
+	 * needs little room beyond the data (and a failed finish loses it).
 	 * keep_part: td_file_finish() leaves the complete file as "PATH.part"
 	 * for the caller to rename to PATH (td_file_abort() still tries to
 	 * remove it: the caller removes it if that was not allowed).

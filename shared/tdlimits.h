@@ -22,6 +22,16 @@
 #define TD_AGENT_RING_KB	8192
 #define TD_AGENT_RING_TOTAL_KB	(64 * 1024)
 #define TD_AGENT_RING_RAM_DIV	128
+/*
+ * Room a recording paused by a full disk or its identity's --quota needs
+ * before its agent may resume it: less, and the agent is told to come
+ * back later at its HELLO, before it sends anything again (it sent the
+ * same megabytes over and over, the listener taking a little each time).
+ */
+#define TD_RESUME_ROOM		(4ull * 1024 * 1024)
+/* Most output read from "trace-cmd list -c", and how long it may take. */
+#define TD_TCLOCAL_OUT		4096
+#define TD_TCLOCAL_MS		3000
 /* Most CPUs a recording may declare. */
 #define TD_MAX_CPUS		4096
 /* Largest metadata section (kallsyms is the big one, ~6 MiB uncompressed). */

@@ -28,6 +28,13 @@
  * and a pwritev() for each was 4.5% of tdlisten's CPU (bench/README.md).
  */
 #define TD_SPOOL_STAGE	(16 * 1024)
+/*
+ * Unnamed spools are copied into the file this much at a time, each piece's
+ * blocks freed once copied: a finish on a nearly full disk needs this much
+ * room beyond the data, not the data twice (tdagent -o keeps what it
+ * recorded when the disk fills up; see TD_AGENT_DISK_RESERVE).
+ */
+#define TD_SPOOL_COPY_STEP	(256 * 1024)
 
 /*
  * One CPU's spool: pages waiting in a chunk, then chunks in a file.  The
@@ -60,6 +67,7 @@ struct td_spools {
 	size_t		 held;		/* chunk buffers and stages */
 	int		 nopen;		/* spool descriptors open */
 	int		 evict;		/* next spool to close */
+	bool		 unnamed;	/* read once: copied blocks are freed */
 };
 
 /* A new spool set: nothing opened, nothing held. */
@@ -150,6 +158,7 @@ td_spool_open_unnamed(struct td_spools *sp)
 		sp->nopen++;
 	}
 	free(dir);
+	sp->unnamed = true;
 	return 0;
 }
 
@@ -398,48 +407,74 @@ td_spool_sync_all(struct td_spools *sp)
 	return 0;
 }
 
-/* Copy a spool into fd at its file position. */
+/* Copy n bytes of a spool from *in into fd at its file position. */
+static int
+td_spool_copy_range(int sfd, loff_t *in, uint64_t n, int fd, uint64_t *off)
+{
+	ssize_t r;
+	char buf[65536];
+	bool plain = false;
+
+	while (n != 0) {
+		if (!plain) {
+			r = copy_file_range(sfd, in, fd, NULL, n, 0);
+			if (r == -1 && errno == EINTR)
+				continue;
+			if (r == -1 && (errno == EXDEV || errno == ENOSYS ||
+			    errno == EINVAL || errno == EOPNOTSUPP)) {
+				plain = true;
+				continue;
+			}
+			if (r == -1)
+				return -1;
+			if (r == 0) {
+				errno = EIO;
+				return -1;
+			}
+			n -= r;
+			*off += r;
+			continue;
+		}
+		r = pread(sfd, buf, n > sizeof buf ? sizeof buf : n, *in);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = EIO;
+			return -1;
+		}
+		if (td_fileio_write(fd, buf, r, off) == -1)
+			return -1;
+		*in += r;
+		n -= r;
+	}
+	return 0;
+}
+
+/*
+ * Copy a spool into fd at its file position; an unnamed spool a step at
+ * a time, each step's blocks freed behind it (nothing reads it again).
+ */
 int
 td_spool_copy(struct td_spools *sp, int cpu, int fd, uint64_t *off)
 {
 	struct td_spool *s = &sp->cpu[cpu];
-	loff_t in = 0;
-	uint64_t left = s->bytes;
-	ssize_t n;
-	char buf[65536];
+	loff_t in = 0, from;
+	uint64_t left = s->bytes, n;
 
 	if (td_spool_fd(sp, cpu) == -1)
 		return -1;
 	while (left != 0) {
-		n = copy_file_range(s->fd, &in, fd, NULL, left, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EXDEV || errno == ENOSYS ||
-		    errno == EINVAL || errno == EOPNOTSUPP))
-			break;
-		if (n == -1)
+		n = sp->unnamed && left > TD_SPOOL_COPY_STEP ?
+		    TD_SPOOL_COPY_STEP : left;
+		from = in;
+		if (td_spool_copy_range(s->fd, &in, n, fd, off) == -1)
 			return -1;
-		if (n == 0) {
-			errno = EIO;
-			return -1;
-		}
 		left -= n;
-		*off += n;
-	}
-	while (left != 0) {
-		n = pread(s->fd, buf, left > sizeof buf ? sizeof buf : left,
-		    in);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			return -1;
-		}
-		if (td_fileio_write(fd, buf, n, off) == -1)
-			return -1;
-		in += n;
-		left -= n;
+		/* a file system without holes keeps the blocks: no matter */
+		if (sp->unnamed)
+			(void)fallocate(s->fd, FALLOC_FL_PUNCH_HOLE |
+			    FALLOC_FL_KEEP_SIZE, from, (off_t)n);
 	}
 	return 0;
 }

@@ -19,8 +19,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -37,6 +39,8 @@
 #define TLS_CIPHERSUITES \
 	"TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:" \
 	"TLS_CHACHA20_POLY1305_SHA256"
+
+static void	tls_set_verify(SSL_CTX *ctx, int mode);
 
 /* Longest message prefix built before the OpenSSL reason is appended. */
 #define TLS_PREFIX_LEN	512
@@ -122,6 +126,18 @@ tls_read_key(const char *path, char *err, size_t errlen)
 	else if (pkey == NULL)
 		tls_fail(err, errlen, "cannot read key '%s'", path);
 	return pkey;
+}
+
+/* "YYYY-MM-DD HH:MM:SS UTC" of t, or "?". */
+static void
+tls_date(const ASN1_TIME *t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	memset(&tm, 0, sizeof tm);
+	if (t == NULL || ASN1_TIME_to_tm(t, &tm) != 1 ||
+	    strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+		snprintf(buf, len, "?");
 }
 
 /* Load our certificate chain and matching key into ctx. */
@@ -319,8 +335,7 @@ tls_server_setup(SSL_CTX *ctx, const char *ca, const char *crl, char *err,
 	SSL_CTX_set_client_CA_list(ctx, names);
 	if (crl != NULL && tls_load_crl(ctx, crl, ca, err, errlen) == -1)
 		return -1;
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER |
-	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	tls_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET |
 	    SSL_OP_CIPHER_SERVER_PREFERENCE);
@@ -415,6 +430,31 @@ out_ctx:
 	return NULL;
 }
 
+/* Whether our certificate is valid now (tls.h). */
+int
+td_tls_check_dates(SSL_CTX *ctx, const char *cert, char *err, size_t errlen)
+{
+	X509 *leaf = SSL_CTX_get0_certificate(ctx);
+	char date[40];
+
+	if (leaf == NULL)
+		return 0;
+	if (X509_cmp_current_time(X509_get0_notAfter(leaf)) < 0) {
+		tls_date(X509_get0_notAfter(leaf), date, sizeof date);
+		tls_failx(err, errlen, "certificate '%s' expired on %s: the "
+		    "listener will refuse it; make a new one (tdcert issue)",
+		    cert, date);
+		return -1;
+	}
+	if (X509_cmp_current_time(X509_get0_notBefore(leaf)) > 0) {
+		tls_date(X509_get0_notBefore(leaf), date, sizeof date);
+		tls_failx(err, errlen, "certificate '%s' is valid from %s "
+		    "only: is this machine's clock right?", cert, date);
+		return -1;
+	}
+	return 0;
+}
+
 /* Client context: TLS 1.3, our chain and key, the server verified by ca. */
 SSL_CTX *
 td_tls_client_ctx(const char *cert, const char *key, const char *ca,
@@ -425,7 +465,7 @@ td_tls_client_ctx(const char *cert, const char *key, const char *ca,
 	ctx = tls_ctx_new(TLS_client_method(), cert, key, ca, err, errlen);
 	if (ctx == NULL)
 		return NULL;
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	tls_set_verify(ctx, SSL_VERIFY_PEER);
 	return ctx;
 }
 
@@ -601,20 +641,197 @@ td_tls_error(char *err, size_t errlen, const char *what)
 		snprintf(err, errlen, "%s: %s", what, reason);
 }
 
-/* Describe a failed handshake, naming the failed certificate check. */
+/*
+ * The date that made the peer's certificate fail (its notAfter when it had
+ * expired, its notBefore when not valid yet), kept on the SSL by
+ * tls_verify_cb(): OpenSSL keeps no peer certificate after a failed check.
+ */
+static int tls_date_idx = -1;
+
+static void
+tls_date_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+    long argl, void *argp)
+{
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	ASN1_TIME_free(ptr);
+}
+
+/* The verify callback of both sides: OpenSSL's verdict, the date kept. */
+static int
+tls_verify_cb(int ok, X509_STORE_CTX *x)
+{
+	X509 *cur = X509_STORE_CTX_get_current_cert(x);
+	SSL *ssl = X509_STORE_CTX_get_ex_data(x,
+	    SSL_get_ex_data_X509_STORE_CTX_idx());
+	int e = X509_STORE_CTX_get_error(x);
+	const ASN1_TIME *t = NULL;
+
+	if (ok || ssl == NULL || cur == NULL || tls_date_idx == -1 ||
+	    SSL_get_ex_data(ssl, tls_date_idx) != NULL)
+		return ok;
+	if (e == X509_V_ERR_CERT_HAS_EXPIRED)
+		t = X509_get0_notAfter(cur);
+	else if (e == X509_V_ERR_CERT_NOT_YET_VALID)
+		t = X509_get0_notBefore(cur);
+	if (t != NULL)
+		SSL_set_ex_data(ssl, tls_date_idx, ASN1_STRING_dup(t));
+	return ok;
+}
+
+/* Install tls_verify_cb() on ctx with mode. */
+static void
+tls_set_verify(SSL_CTX *ctx, int mode)
+{
+	if (tls_date_idx == -1)
+		tls_date_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL,
+		    tls_date_free);
+	SSL_CTX_set_verify(ctx, mode, tls_verify_cb);
+}
+
+/*
+ * What the certificate check v (of the peer) that failed means, and what
+ * fixes it, into out ("" when there is nothing to add).
+ */
+static void
+tls_explain_verify(SSL *ssl, long v, const char *peer, const char *self,
+    char *out, size_t len)
+{
+	const ASN1_TIME *t = tls_date_idx == -1 ? NULL :
+	    SSL_get_ex_data(ssl, tls_date_idx);
+	char date[40];
+
+	switch (v) {
+	case X509_V_ERR_CERT_HAS_EXPIRED:
+		tls_date(t, date, sizeof date);
+		snprintf(out, len, "%s's certificate expired on %s: %s needs a "
+		    "new one (tdcert issue)", peer, date, peer);
+		break;
+	case X509_V_ERR_CERT_NOT_YET_VALID:
+		tls_date(t, date, sizeof date);
+		snprintf(out, len, "%s's certificate is valid from %s only: is "
+		    "the clock of %s or of this machine wrong?", peer, date,
+		    peer);
+		break;
+	case X509_V_ERR_HOSTNAME_MISMATCH:
+	case X509_V_ERR_IP_ADDRESS_MISMATCH:
+		snprintf(out, len, "%s's certificate is for another name: "
+		    "connect by the name in it, or give it with --server-name",
+		    peer);
+		break;
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+	case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+	case X509_V_ERR_CERT_SIGNATURE_FAILURE:
+		snprintf(out, len, "%s's certificate is not signed by the CA "
+		    "of %s's --ca: issue it from that CA (tdcert), or give %s "
+		    "the CA that signed it", peer, self, self);
+		break;
+	case X509_V_ERR_CERT_REVOKED:
+		snprintf(out, len, "%s's certificate is in %s's --crl: %s needs "
+		    "a new one", peer, self, peer);
+		break;
+	default:
+		out[0] = '\0';
+		break;
+	}
+}
+
+/*
+ * What the OpenSSL error e of a failed handshake (an alert of the peer,
+ * bytes that are no TLS) means, and what fixes it, into out ("" when
+ * there is nothing to add).
+ */
+static void
+tls_explain_error(SSL *ssl, unsigned long e, const char *peer,
+    const char *self, char *out, size_t len)
+{
+	X509 *own = SSL_get_certificate(ssl);
+	char date[40];
+
+	out[0] = '\0';
+	if (e == 0 || ERR_GET_LIB(e) != ERR_LIB_SSL)
+		return;
+	switch (ERR_GET_REASON(e)) {
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+		tls_date(own ? X509_get0_notAfter(own) : NULL, date,
+		    sizeof date);
+		if (own != NULL && X509_cmp_current_time(
+		    X509_get0_notAfter(own)) < 0)
+			snprintf(out, len, "%s's certificate expired on %s: it "
+			    "needs a new one (tdcert issue)", self, date);
+		else
+			snprintf(out, len, "%s says %s's certificate has "
+			    "expired, which is valid until %s here: is the "
+			    "clock of %s wrong?", peer, self, date, peer);
+		break;
+	case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+		snprintf(out, len, "%s does not know the CA that signed %s's "
+		    "certificate: issue it from the CA of %s's --ca "
+		    "(tdcert), or give %s this CA", peer, self, peer, peer);
+		break;
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+		snprintf(out, len, "%s revoked %s's certificate (its --crl): "
+		    "%s needs a new one", peer, self, self);
+		break;
+	case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+		snprintf(out, len, "%s wants a certificate: give %s --cert "
+		    "and --key", peer, self);
+		break;
+	case SSL_R_WRONG_VERSION_NUMBER:
+	case SSL_R_PACKET_LENGTH_TOO_LONG:
+	case SSL_R_HTTP_REQUEST:
+	case SSL_R_HTTPS_PROXY_REQUEST:
+		snprintf(out, len, "%s does not speak TLS: --insecure (on both "
+		    "sides), or is that the HTTP port?", peer);
+		break;
+	}
+}
+
+/* What a failed handshake's cause means and what fixes it (tls.h). */
+void
+td_tls_explain(SSL *ssl, unsigned long e, char *out, size_t len)
+{
+	long v = SSL_get_verify_result(ssl);
+	bool server = SSL_is_server(ssl);
+	const char *peer = server ? "the agent" : "the listener";
+	const char *self = server ? "this listener" : "this agent";
+
+	if (len == 0)
+		return;
+	if (v != X509_V_OK)
+		tls_explain_verify(ssl, v, peer, self, out, len);
+	else
+		tls_explain_error(ssl, e, peer, self, out, len);
+}
+
+/*
+ * Describe a failed handshake, naming the failed certificate check, then
+ * in brackets what it means and what fixes it, when that is known.
+ */
 void
 td_tls_handshake_error(SSL *ssl, char *err, size_t errlen, const char *what)
 {
 	long v = SSL_get_verify_result(ssl);
+	char why[600];
+	size_t n;
 
-	if (v == X509_V_OK) {
+	td_tls_explain(ssl, ERR_peek_error(), why, sizeof why);
+	if (v == X509_V_OK)
 		td_tls_error(err, errlen, what);
-		return;
+	else {
+		ERR_clear_error();
+		if (errlen > 0)
+			snprintf(err, errlen, "%s: certificate verify failed: "
+			    "%s", what, X509_verify_cert_error_string(v));
 	}
-	ERR_clear_error();
-	if (errlen > 0)
-		snprintf(err, errlen, "%s: certificate verify failed: %s",
-		    what, X509_verify_cert_error_string(v));
+	if (why[0] != '\0' && errlen > 0 && (n = strlen(err)) < errlen)
+		snprintf(err + n, errlen - n, " (%s)", why);
 }
 
 /* Version of the OpenSSL library, for the start-up log line. */

@@ -79,6 +79,23 @@ void		 td_tls_error(char *err, size_t errlen, const char *what);
  */
 void		 td_tls_handshake_error(SSL *ssl, char *err, size_t errlen,
 		    const char *what);
+/*
+ * Whether ctx's own certificate (read from cert, named in err) is valid
+ * now: 0, or -1 with err saying when it expired or from when it is valid.
+ * A peer refuses such a certificate with an alert that says little; the
+ * agent checks before it connects (a test program may want to send one).
+ */
+int		 td_tls_check_dates(SSL_CTX *ctx, const char *cert, char *err,
+		    size_t errlen);
+/*
+ * What a failed handshake's cause means and what fixes it, from this
+ * side's view of ssl (whose certificate, which date; "the listener does
+ * not speak TLS: --insecure (on both sides), or is that the HTTP port?"):
+ * the failed certificate check of the peer, else OpenSSL error e (an
+ * alert of the peer, bytes that are no TLS); "" when nothing is known.
+ */
+void		 td_tls_explain(SSL *ssl, unsigned long e, char *out,
+		    size_t len);
 /* Version string of the OpenSSL library in use. */
 const char	*td_tls_version(void);
 

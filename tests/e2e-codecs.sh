@@ -4,6 +4,7 @@
 # as zstd (tests/tdrecode: shared/tdread -> shared/tdfile), the zstd copy
 # must give trace-cmd the exact event count, and the decompressed sections
 # and pages of every rewrite must be byte-identical to the original's.
+# tdagent and tdlisten warn that the local trace-cmd cannot read zlib.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 TDRECODE=$B/tests/tdrecode
@@ -11,6 +12,26 @@ TDRECODE=$B/tests/tdrecode
 # (storm's own count fails on zlib: libtracecmd cannot read it either)
 storm "$WORK/z1.dat" 2000 --compression zlib
 p1=$STORM_PID
+# ... and tdagent says so at start (issue 28), as tdlisten does, and
+# --help says so too
+check "tdagent --compression zlib warns that the trace-cmd here cannot read it" \
+    grep -q -- "--compression zlib: the trace-cmd here cannot read zlib files (it reads zstd), nor can Debian 12's trace-cmd, libtracecmd and KernelShark" \
+    "$WORK/storm.err"
+"$TDAGENT" -o "$WORK/zs.dat" -e sched:sched_switch -s 0.05 2> "$WORK/zs.err"
+check "zstd: no such warning" sh -c "! grep -q 'cannot read' '$WORK/zs.err'"
+for p in tdagent tdlisten; do
+	"$B/$p" --help | tr -s ' \n' '  ' > "$WORK/help.$p"
+	check "$p --help: zlib files cannot be opened by Debian 12's tools" \
+	    grep -q "zlib files: Debian 12's trace-cmd, libtracecmd and KernelShark, built without zlib, cannot open them" \
+	    "$WORK/help.$p"
+done
+mkdir -p "$WORK/lz"
+start_listener "$WORK/lz.log" -d "$WORK/lz" --insecure --compression zlib ||
+    exit 99
+stop_listener
+check "tdlisten --compression zlib warns at start" \
+    grep -q -- "--compression zlib: the trace-cmd here cannot read zlib files" \
+    "$WORK/lz.log"
 storm "$WORK/z2.dat" 7000 --compression zlib
 p2=$STORM_PID
 check "trace-cmd 3.1.6 cannot read zlib v7 itself (so this test is needed)" \

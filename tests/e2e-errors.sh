@@ -1,6 +1,7 @@
 #!/bin/sh
 # End-to-end: bad input gives a clear error, the right exit status, and
-# leaves nothing behind in tracefs or beside the output.
+# leaves nothing behind in tracefs or beside the output; a disk that fills
+# up during the recording leaves what was recorded, readable (issue 28).
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 
@@ -59,6 +60,45 @@ if mount -t tmpfs -o size=2m tmpfs "$WORK/full" 2>/dev/null; then
 	check "disk full: instance removed" no_instances $pid
 	eq "disk full: nothing left in the full directory" \
 	    "$(ls -A "$WORK/full" | wc -l)" 0
+	umount "$WORK/full"
+else
+	fail "cannot mount a tmpfs for the disk-full test"
+fi
+
+# Disk full after the header sections (issue 28): what was recorded until
+# then is kept as a readable NAME.incomplete.dat, and stderr says so with
+# the number of events it holds.  The tmpfs holds the header sections
+# (--compression none: kallsyms whole) and 6 MiB of pages of a storm that
+# makes some 20 MB.
+"$TDAGENT" -q -o "$WORK/hdr.dat" --compression none -e raw_syscalls -s 0.01
+hdr=$(stat -c %s "$WORK/hdr.dat" 2>/dev/null || echo 0)
+if mount -t tmpfs -o size=$((hdr / 1048576 + 6))m tmpfs "$WORK/full" \
+    2>/dev/null; then
+	"$TDAGENT" -o "$WORK/full/out.dat" --compression none -e raw_syscalls \
+	    -- dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none \
+	    2> "$WORK/err" &
+	pid=$!
+	wait $pid
+	rc=$?
+	sed 's/^/# /' "$WORK/err"
+	eq "disk full after the headers exits 1" "$rc" 1
+	check "it says the disk is full" \
+	    grep -q "cannot write '$WORK/full/out.dat': No space left on device" \
+	    "$WORK/err"
+	check "disk full: instance removed" no_instances $pid
+	eq "what was recorded is kept as out.incomplete.dat, alone" \
+	    "$(ls -A "$WORK/full")" out.incomplete.dat
+	kept=$(sed -n "s|.*kept the \([0-9]*\) events recorded until the disk filled up as '$WORK/full/out.incomplete.dat'\$|\1|p" \
+	    "$WORK/err")
+	check "stderr says so, with the events it holds" test -n "$kept"
+	check "trace-cmd reads it cleanly" tc_clean "$WORK/full/out.incomplete.dat"
+	eq "trace-cmd report shows exactly those events" \
+	    "$(grep -Ec ': sys_(enter|exit): ' "$WORK/report.out")" "${kept:-x}"
+	"$TDCOUNT" "$WORK/full/out.incomplete.dat" > "$WORK/count" 2>&1
+	eq "libtracecmd counts them too" "$(field events < "$WORK/count")" \
+	    "${kept:-x}"
+	check "and a good part of the file system's worth" \
+	    test "${kept:-0}" -gt 50000
 	umount "$WORK/full"
 else
 	fail "cannot mount a tmpfs for the disk-full test"

@@ -3,7 +3,9 @@
 # 0700, files 0600, or 0750/0640 for a --group), is never created through
 # a planted symbolic link, two certificate names that used to clean up to
 # one ("web/1", "web_1") are two identities, and the table of finished
-# recordings is kept per identity (issue 13, findings 6, 7, 9 and 10).
+# recordings is kept per identity (issue 13, findings 6, 7, 9 and 10);
+# two hosts recording at once get files whose names say which host, as
+# trace-cmd report -i a -i b shows only the base names (issue 28).
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 P=$WORK/pki
@@ -212,6 +214,46 @@ check "--group: another user of the group reads it whole" sh -c \
 check "--group: nobody else reads it" sh -c \
     "! setpriv --reuid 65533 --regid 65533 --clear-groups -- cat '$g' 2>/dev/null"
 stop_listener
+
+# ---- 28: two hosts record at once under the same --name: trace-cmd
+# report -i a -i b starts each line with the file's base name only, which
+# must say which host the event came from
+OUT4=$WORK/out4
+start_listener "$WORK/l5.log" -d "$OUT4" \
+    --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" ||
+    exit 99
+for a in web1 other; do
+	"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/$a.pem" \
+	    --key "$P/$a.key" --ca "$P/ca.pem" --name two \
+	    -e sched:sched_switch -s 0.5 2> "$WORK/two.$a.err" &
+	eval "pid_$a=\$!"
+done
+wait $pid_web1
+eq "web1 records 'two'" $? 0
+wait $pid_other
+eq "other records 'two' at the same time" $? 0
+stop_listener
+fa=$OUT4/$(remote_file "$WORK/two.web1.err")
+fb=$OUT4/$(remote_file "$WORK/two.other.err")
+ba=${fa##*/}
+bb=${fb##*/}
+echo "# files: $ba $bb"
+check "web1's file is named web1-TIME-two.dat" sh -c \
+    "echo '$ba' | grep -Eq '^web1-[0-9]{8}T[0-9]{6}Z(\.[0-9]+)?-two\.dat\$'"
+check "other's file is named other-TIME-two.dat" sh -c \
+    "echo '$bb' | grep -Eq '^other-[0-9]{8}T[0-9]{6}Z(\.[0-9]+)?-two\.dat\$'"
+check "trace-cmd reads both" sh -c "trace-cmd report \
+    -i '$fa' -i '$fb' > '$WORK/two.out' 2> '$WORK/two.err' &&
+    [ ! -s '$WORK/two.err' ] && trace-cmd report -i '$fa' > '$WORK/two.a' &&
+    trace-cmd report -i '$fb' > '$WORK/two.b'"
+na=$(grep -c "^ *web1-[^ ]*-two\.dat: " "$WORK/two.out")
+nb=$(grep -c "^ *other-[^ ]*-two\.dat: " "$WORK/two.out")
+echo "# report -i a -i b: $na lines of web1, $nb of other"
+eq "each of web1's lines in the merged report names web1" \
+    "$na" "$(wc -l < "$WORK/two.a")"
+eq "each of other's lines names other" "$nb" "$(wc -l < "$WORK/two.b")"
+eq "and no line is of neither" "$(wc -l < "$WORK/two.out")" $((na + nb))
+check "with events of both" test "$na" -gt 1 -a "$nb" -gt 1
 
 # ---- 7: tdagent -o never writes through a planted link
 # a directory where a local user could plant links (0755, not sticky:

@@ -51,7 +51,7 @@ check "all $N connections were open at once" \
 check "the listener is alive" kill -0 "$LPID"
 
 # the files: one per connection, named by the HELLO's name, nothing else
-eq "one file per connection" "$(ls "$OUT"/loadgen | grep -c '^[0-9TZ.]*-load-[0-9]*\.dat$')" $N
+eq "one file per connection" "$(ls "$OUT"/loadgen | grep -c '^loadgen-[0-9TZ.]*-load-[0-9]*\.dat$')" $N
 eq "nothing else in the output directory" "$(ls "$OUT"/loadgen | grep -vc '\.dat$')" 0
 eq "no incomplete file" "$(ls "$OUT"/loadgen | grep -c incomplete)" 0
 awk '$1 == "ok" { print $5 }' "$WORK/load.out" | sort -u > "$WORK/paths"

@@ -202,4 +202,63 @@ check "-u 4242:4343: file complete" tc_clean "$WORK/u.dat"
 eq "-u 4242x: not a user, exit 1" $? 1
 check "-u 4242x: and says so" grep -q "unknown user '4242x'" "$WORK/u2.err"
 
+
+# Habits of trace-cmd users (issue 28): -v right before -e leaves those
+# events out (tdagent recorded them), bare event names and globs work.
+# evcount FILE EVENT: EVENT's lines in trace-cmd's report of FILE
+evcount() {
+	trace-cmd report -i "$1" 2>/dev/null |
+	    awk -v e="$2:" '{ for (i = 4; i <= 6; i++) if ($i == e) { n++; break } }
+		END { print n + 0 }'
+}
+"$TDAGENT" -q -o "$WORK/tc0.dat" -e sched -s 0.5
+eq "-e sched: exit 0" $? 0
+check "-e sched: sched_wakeup recorded ($(evcount "$WORK/tc0.dat" \
+    sched_wakeup))" test "$(evcount "$WORK/tc0.dat" sched_wakeup)" -gt 0
+"$TDAGENT" -o "$WORK/tc1.dat" -e sched -v -e sched:sched_wakeup -s 0.5 \
+    2> "$WORK/tc1.err"
+eq "-e sched -v -e sched:sched_wakeup: exit 0" $? 0
+check "it says what it leaves out" \
+    grep -q "leaving out 'sched:sched_wakeup' (-v -e)" "$WORK/tc1.err"
+eq "-e sched -v -e sched:sched_wakeup: no sched_wakeup" \
+    "$(evcount "$WORK/tc1.dat" sched_wakeup)" 0
+check "the rest of sched is there ($(evcount "$WORK/tc1.dat" sched_switch) sched_switch, $(evcount "$WORK/tc1.dat" sched_waking) sched_waking)" \
+    test "$(evcount "$WORK/tc1.dat" sched_switch)" -gt 0 -a \
+    "$(evcount "$WORK/tc1.dat" sched_waking)" -gt 0
+"$TDAGENT" -q -o "$WORK/tc2.dat" -v -e sched:sched_wakeup -s 0.5
+eq "-v -e sched:sched_wakeup alone: exit 0" $? 0
+eq "-v -e alone: the default events but sched_wakeup" \
+    "$(evcount "$WORK/tc2.dat" sched_wakeup)" 0
+check "-v -e alone: sched_switch of the default set is there" \
+    test "$(evcount "$WORK/tc2.dat" sched_switch)" -gt 0
+"$TDAGENT" -q -o "$WORK/tc3.dat" -e sched_switch -s 0.3
+eq "-e sched_switch (a bare event name): exit 0" $? 0
+check "-e sched_switch: sched_switch recorded" \
+    test "$(evcount "$WORK/tc3.dat" sched_switch)" -gt 0
+eq "-e sched_switch: nothing else of sched" \
+    "$(evcount "$WORK/tc3.dat" sched_waking)" 0
+"$TDAGENT" -q -o "$WORK/tc4.dat" -e 'sched:sched_w*' -s 0.5
+eq "-e 'sched:sched_w*' (a glob): exit 0" $? 0
+check "-e 'sched:sched_w*': sched_wakeup and sched_waking recorded" \
+    test "$(evcount "$WORK/tc4.dat" sched_wakeup)" -gt 0 -a \
+    "$(evcount "$WORK/tc4.dat" sched_waking)" -gt 0
+eq "-e 'sched:sched_w*': no sched_switch" \
+    "$(evcount "$WORK/tc4.dat" sched_switch)" 0
+"$TDAGENT" -q -o "$WORK/tc5.dat" -e sched_switch -f 'prev_pid == 0' -s 0.3
+eq "-e sched_switch -f: a filter on a bare event name works" $? 0
+"$TDAGENT" -q -o "$WORK/tc6.dat" -e sched -v -e sched -f 'prev_pid == 0' \
+    -s 0.3 2> "$WORK/tc6.err"
+eq "-v -e EVENT -f: refused" $? 2
+check "-v -e EVENT -f: saying why" \
+    grep -q "after -v -e 'sched': a filter for events left out" "$WORK/tc6.err"
+# tdagent's own habit, -v among other options before -e, still records
+# them, and says so for a trace-cmd user
+"$TDAGENT" -v -o "$WORK/tc7.dat" -e sched:sched_switch -s 0.3 \
+    2> "$WORK/tc7.err"
+eq "-v -o FILE -e EVENT: exit 0" $? 0
+check "-v -o FILE -e EVENT: EVENT recorded" \
+    test "$(evcount "$WORK/tc7.dat" sched_switch)" -gt 0
+check "-v -o FILE -e EVENT: saying how to leave events out" \
+    grep -q "put -v right before their -e" "$WORK/tc7.err"
+
 finish

@@ -8,7 +8,8 @@
 #   2. SIGTERM of tdlisten in the middle, restarted 2 s later;
 #   3. the link cut for 10 s (agent in its own network namespace, joined
 #      by a veth pair whose host end goes down, then up);
-#   4. the listener's disk full (a small tmpfs), then grown;
+#   4. the listener's disk full (a small tmpfs) for 8 s, then grown: the
+#      agent backs off and resends little, /status says why;
 #   6. the identity's --quota reached, then an old file removed.
 #   9. the listener killed while the agent's headers are on their way
 #      (a shaped veth link), before the first page.
@@ -200,16 +201,52 @@ mkdir -p "$OUT"
 if ! part 4; then
 	:
 elif mount -t tmpfs -o size=6m tdfull "$OUT"; then
-	start_listener "$WORK/l4.log" -d "$OUT" $TLS --compression none ||
-	    exit 99
+	start_listener "$WORK/l4.log" -d "$OUT" $TLS --compression none \
+	    --http 127.0.0.1:0 || exit 99
+	wait_until $((100 * SLOW)) grep -q "status page and metrics at" \
+	    "$WORK/l4.log"
+	HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+	    "$WORK/l4.log")
 	agent_bg full 127.0.0.1
 	wait_until $((1200 * SLOW)) grep -q "the recording pauses" "$WORK/l4.log"
 	check "disk full: the listener paused the recording" \
 	    grep -q "the recording pauses" "$WORK/l4.log"
-	sleep 2
+	# /status says why (issue 28): the page said "paused" only
+	why_full() {
+		curl -sS --max-time $((10 * SLOW)) \
+		    "http://127.0.0.1:$HPORT/status" > "$WORK/status4" &&
+		    grep -q '"why":"[^"]*: No space left on device"' \
+		    "$WORK/status4"
+	}
+	wait_until $((200 * SLOW)) why_full
+	check "disk full: /status says why ($(grep -o '"why":"[^"]*"' \
+	    "$WORK/status4" | head -1))" why_full
+	# 8 s full: the agent backs off, told to come back later at its
+	# HELLO, and sends nothing again until there is room (it resent the
+	# same megabytes 26 times in 20 s, 102.6 MB for 24.4 MB)
+	sleep 8
 	mount -o remount,size=400m "$OUT"
 	wait_agent full
 	same_events full "$OUT"
+	sed -n -e 's/^tdagent: \([0-9]* reconnections\)$/# \1/p' \
+	    -e "s/^tdagent: the listener wrote .* (\(.* MB sent\).*/# \1/p" \
+	    "$WORK/agent.full.err"
+	n=$(sed -n 's/^tdagent: \([0-9]*\) reconnections$/\1/p' \
+	    "$WORK/agent.full.err")
+	check "disk full: the agent resumed at most 3 times (${n:-?})" \
+	    test "${n:-99}" -le 3
+	n=$(grep -c "the listener stopped the recording" "$WORK/agent.full.err")
+	check "disk full: it was stopped at most twice ($n log lines)" \
+	    test "$n" -le 2
+	check "disk full: it sent at most 1.3 times what it recorded" awk '
+	    /^tdagent: the listener wrote .* MB sent/ {
+		s = $0; sub(/.*\(/, "", s); sub(/ MB sent.*/, "", s); sent = s }
+	    /^tdagent: .* s: cpu0 / {
+		for (i = 1; i < NF; i++) if ($(i + 1) == "MB," || $(i + 1) == "MB;")
+			rec += $i }
+	    END { print "# sent " sent " MB, recorded " rec " MB";
+		exit !(sent > 0 && rec > 0 && sent <= 1.3 * rec) }' \
+	    "$WORK/agent.full.err"
 	stop_listener
 	umount "$OUT"
 else

@@ -409,7 +409,7 @@ test_other_messages(void **state)
 
 	memset(&d, 0, sizeof d);
 	d.file_size = 123456789;
-	strcpy(d.path, "web1/20261121T000000Z.dat");
+	strcpy(d.path, "web1/web1-20261121T000000Z.dat");
 	td_buf_reset(&b);
 	assert_int_equal(td_msg_pack_done(&b, &d), 0);
 	one_frame(&b, &f);
