@@ -19,6 +19,7 @@ struct conn;
 struct hstage;
 struct reconnect;
 struct stream;
+struct tsyncudp;
 
 /* The session: the stream, the connection of the moment, reconnecting. */
 struct net {
@@ -33,6 +34,11 @@ struct net {
 	struct conn	*c;		/* NULL: down */
 	char		 identity[TD_MAX_NAME_LEN + 1];
 	uint32_t	 tsync_interval;
+	/* the listener's probe port (WELCOME version 5), 0: none */
+	uint16_t	 udp_port;
+	uint64_t	 udp_id;
+	uint8_t		 udp_key[32];
+	struct tsyncudp	*udp;		/* made at the first round */
 	uint32_t	 idle_timeout;
 	bool		 fatal;
 	bool		 done;		/* DONE came with a resume */

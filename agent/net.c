@@ -26,6 +26,7 @@
 #include "stream.h"
 #include "tdlimits.h"
 #include "tsync.h"
+#include "tsyncudp.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -50,6 +51,7 @@ net_err(char *err, size_t errlen, const char *what)
 }
 
 static int	net_ack(struct net *, const struct td_frame *, char *, size_t);
+static void	net_udp_welcome(struct net *, const struct td_welcome *);
 
 /*
  * Wait for a frame of one type.  ACKs on the way are applied (when n is
@@ -248,6 +250,7 @@ net_start(struct net *n, int i, char *err, size_t errlen)
 	n->hs = NULL;
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
 	n->tsync_interval = w.tsync_interval;
+	net_udp_welcome(n, &w);
 	n->idle_timeout = w.idle_timeout;
 	n->up_since_ms = net_now_ms();
 	conn_set_blocking(n->c, false, n->np.timeout * 1000);
@@ -453,6 +456,39 @@ net_ack(struct net *n, const struct td_frame *f, char *err, size_t errlen)
 }
 
 /* ---- time-sync probes ------------------------------------------------- */
+
+/* WELCOME's probe port (version 5); its socket is made at the first round. */
+static void
+net_udp_welcome(struct net *n, const struct td_welcome *w)
+{
+	tsyncudp_free(n->udp);
+	n->udp = NULL;
+	n->udp_port = w->version >= 5 ? w->udp_port : 0;
+	n->udp_id = w->udp_id;
+	memcpy(n->udp_key, w->udp_key, sizeof n->udp_key);
+}
+
+/* The probe port's socket for this connection; NULL: probe in-band. */
+struct tsyncudp *
+net_tsync_udp(struct net *n, char *err, size_t errlen)
+{
+	if (!net_up(n) || n->udp_port == 0)
+		return NULL;
+	if (n->udp == NULL &&
+	    (n->udp = tsyncudp_new(conn_fd(n->c), n->udp_port, n->udp_id,
+	    n->udp_key, err, errlen)) == NULL)
+		n->udp_port = 0;	/* not on this connection */
+	return n->udp;
+}
+
+/* The probe port gets no answers: in-band for the rest of the connection. */
+void
+net_tsync_udp_off(struct net *n)
+{
+	tsyncudp_free(n->udp);
+	n->udp = NULL;
+	n->udp_port = 0;
+}
 
 /*
  * Before a round: everything queued goes out first, waiting up to ms (the
@@ -769,6 +805,7 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 	}
 	n->c = c;
 	n->tsync_interval = w.tsync_interval;
+	net_udp_welcome(n, &w);
 	n->idle_timeout = w.idle_timeout;
 	n->reconnects++;
 	n->retry_later = false;
@@ -905,6 +942,8 @@ net_close(struct net *n)
 	if (n == NULL)
 		return;
 	reconnect_free(n->rc);
+	tsyncudp_free(n->udp);
+	explicit_bzero(n->udp_key, sizeof n->udp_key);
 	conn_close(n->c, true);
 	collectors_free(n->cl);
 	conn_ctx_free(n->ctx);

@@ -11,6 +11,7 @@
 #include "tdproto.h"
 #include "tsync.h"
 #include "tsyncround.h"
+#include "tsyncudp.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -23,6 +24,12 @@
  * quiet round is over in a few ms anyway.
  */
 #define TSYNCROUND_IDLE_MS	5
+/* Probes of a round over the probe port (twice as many in an anchor). */
+#define TSYNCROUND_UDP_PROBES	16
+/* Longest a round over the probe port may take. */
+#define TSYNCROUND_UDP_MS	100
+/* Rounds in a row without a reply there before the rounds go in-band. */
+#define TSYNCROUND_UDP_SILENT	3
 
 static uint64_t
 tsyncround_now_ms(void)
@@ -50,8 +57,23 @@ tsyncround_run(struct net *n, struct tsync *t, uint32_t round,
 	uint32_t i, max, bad = 0;
 	uint64_t start_ms, idle_ms;
 	int ret = -1, picked;
+	struct tsyncudp *u;
 	bool last;
 
+	/*
+	 * The probe port first: no flush, no wait behind the data.  When it
+	 * does not answer (a firewall), the round probes in-band, and after
+	 * a few such rounds only in-band on this connection.
+	 */
+	if ((u = net_tsync_udp(n, err, errlen)) != NULL) {
+		if (tsyncudp_round(u, t, round, anchor ?
+		    2 * TSYNCROUND_UDP_PROBES : TSYNCROUND_UDP_PROBES,
+		    TSYNCROUND_UDP_MS, idle_cb, arg, sample, err,
+		    errlen) == 0)
+			return net_tsync_sample(n, sample, err, errlen);
+		if (tsyncudp_silent(u) >= TSYNCROUND_UDP_SILENT)
+			net_tsync_udp_off(n);
+	}
 	if (net_tsync_begin(n, TSYNCROUND_MAX_MS, err, errlen) == -1)
 		return -1;
 	start_ms = idle_ms = tsyncround_now_ms();

@@ -541,6 +541,7 @@ conn_handshake_done(struct conn *c)
 	    SSL_get_version(ssl));
 	c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb, c);
 	session_set_kick(c->s, conn_kick_cb, c);
+	session_set_socket(c->s, bufferevent_getfd(c->bev));
 	c->state = C_OPEN;
 }
 
@@ -687,6 +688,7 @@ conn_begin(struct conn *c)
 		c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb,
 		    c);
 		session_set_kick(c->s, conn_kick_cb, c);
+		session_set_socket(c->s, bufferevent_getfd(c->bev));
 	}
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
 	    c);

@@ -31,6 +31,7 @@
 #include "hcache.h"
 #include "listener.h"
 #include "log.h"
+#include "probeport.h"
 #include "recording.h"
 #include "registry.h"
 #include "session.h"
@@ -74,6 +75,14 @@ session_new(const struct listener_config *cfg, const char *identity,
 	return s;
 }
 
+/* The session's TCP socket: an entry for its time-sync datagrams. */
+void
+session_set_socket(struct session *s, int fd)
+{
+	if (s->pp == NULL && !s->cfg->no_udp_probes)
+		s->pp = probeport_register(fd);
+}
+
 void
 session_free(struct session *s)
 {
@@ -81,6 +90,7 @@ session_free(struct session *s)
 
 	if (s == NULL)
 		return;
+	probeport_unregister(s->pp);
 	if (s->rec != NULL) {
 		if (s->phase == SESSION_DONE)
 			recording_close(s->rec);
@@ -290,7 +300,10 @@ session_welcome(struct session *s, bool resumed, uint64_t trace_id,
 	w.resume_offset = offset;
 	w.idle_timeout = (uint32_t)s->cfg->idle_timeout;
 	snprintf(w.identity, sizeof w.identity, "%s", s->identity);
+	if (s->pp != NULL && s->cfg->tsync_interval != TD_TSYNC_OFF)
+		probeport_offer(s->pp, &w.udp_port, &w.udp_id, w.udp_key);
 	td_msg_pack_welcome(&s->out, &w);
+	explicit_bzero(w.udp_key, sizeof w.udp_key);
 }
 
 /*
