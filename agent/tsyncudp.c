@@ -246,7 +246,7 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
 		if (!p[i].ok || ts_s[i] == 0)
 			continue;
 		got++;
-		lb = (p[i].m1 - p[i].m0 + 1) / 2 + 1;
+		tsync_moment(t, p[i].m0, p[i].m1, &lb);
 		b = lb + p[i].nbound + (p[i].t4 - p[i].m0) / TSYNCUDP_DRIFT_DIV +
 		    1;
 		if (b < best) {
@@ -262,7 +262,7 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
 	}
 	u->silent = 0;
 	u->answered = true;
-	ref = p[bi].m0 + (p[bi].m1 - p[bi].m0) / 2 + (uint64_t)p[bi].off;
+	ref = tsync_moment(t, p[bi].m0, p[bi].m1, &lb) + (uint64_t)p[bi].off;
 	memset(sample, 0, sizeof *sample);
 	sample->round = round;
 	sample->probes = got;
