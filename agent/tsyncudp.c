@@ -20,8 +20,8 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-/* How long one probe waits for its reply. */
-#define TSYNCUDP_WAIT_MS	50
+/* How long a probe waits for its reply before the next one goes. */
+#define TSYNCUDP_SPACING_MS	2
 /* The rings are read between probes at most this often. */
 #define TSYNCUDP_IDLE_MS	5
 /*
@@ -43,11 +43,13 @@ struct tsyncudp {
 /* One probe: its local part, its network part. */
 struct tsyncudp_probe {
 	uint64_t	 m0, m1;	/* CLOCK_MONOTONIC around the marker */
+	uint64_t	 t1;		/* the probe's sending */
 	uint64_t	 t4;		/* the reply's receipt */
 	int64_t		 off;		/* listener - agent CLOCK_MONOTONIC */
 	uint64_t	 nbound;
 	int64_t		 delay;
-	bool		 ok;
+	bool		 answered;
+	bool		 ok;		/* answered, in causal order */
 };
 
 static uint64_t
@@ -109,13 +111,13 @@ tsyncudp_to_mono(uint64_t real_stamp, uint64_t *err)
 }
 
 /*
- * Read replies until the one for (round, seq) sent at t1 came (1), the
- * socket has nothing more (0), or it failed (-1).  Replies of earlier
- * probes, late, are dropped; so is anything the key did not sign.
+ * Take the replies waiting, to probes 0 .. n-1 of round: how many were
+ * new.  Replies of earlier rounds, repeated ones and anything the key did
+ * not sign are dropped.
  */
-static int
-tsyncudp_recv(struct tsyncudp *u, uint32_t round, uint32_t seq, uint64_t t1,
-    struct tsyncudp_probe *p)
+static uint32_t
+tsyncudp_take(struct tsyncudp *u, uint32_t round, struct tsyncudp_probe *p,
+    uint32_t n)
 {
 	union {
 		char		buf[CMSG_SPACE(sizeof(struct timespec))];
@@ -123,12 +125,14 @@ tsyncudp_recv(struct tsyncudp *u, uint32_t round, uint32_t seq, uint64_t t1,
 	} ctl;
 	const struct timespec *stamp;
 	uint8_t buf[TD_TSUDP_LEN + 1];
+	struct tsyncudp_probe *q;
 	struct cmsghdr *cm;
 	struct td_tsudp m;
 	struct msghdr msg;
 	struct iovec iov;
 	uint64_t t4_err;
-	ssize_t got;
+	uint32_t got = 0;
+	ssize_t len;
 
 	for (;;) {
 		memset(&msg, 0, sizeof msg);
@@ -138,40 +142,49 @@ tsyncudp_recv(struct tsyncudp *u, uint32_t round, uint32_t seq, uint64_t t1,
 		msg.msg_iovlen = 1;
 		msg.msg_control = ctl.buf;
 		msg.msg_controllen = sizeof ctl.buf;
-		got = recvmsg(u->fd, &msg, MSG_DONTWAIT);
-		if (got < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		len = recvmsg(u->fd, &msg, MSG_DONTWAIT);
+		if (len < 0)
+			return got;
 		stamp = NULL;
 		for (cm = CMSG_FIRSTHDR(&msg); cm != NULL;
 		    cm = CMSG_NXTHDR(&msg, cm))
 			if (cm->cmsg_level == SOL_SOCKET &&
 			    cm->cmsg_type == SCM_TIMESTAMPNS)
 				stamp = (const struct timespec *)CMSG_DATA(cm);
-		if (stamp == NULL || td_tsudp_peek(buf, (size_t)got, &m) == -1 ||
+		if (stamp == NULL || td_tsudp_peek(buf, (size_t)len, &m) == -1 ||
 		    m.type != TD_TSUDP_REPLY || m.id != u->id ||
-		    m.round != round || m.seq != seq || m.t1 != t1 ||
-		    !td_tsudp_check(buf, (size_t)got, u->key))
+		    m.round != round || m.seq >= n ||
+		    (q = &p[m.seq])->answered || m.t1 != q->t1 ||
+		    !td_tsudp_check(buf, (size_t)len, u->key))
 			continue;
-		p->t4 = tsyncudp_to_mono((uint64_t)stamp->tv_sec *
+		q->answered = true;
+		got++;
+		q->t4 = tsyncudp_to_mono((uint64_t)stamp->tv_sec *
 		    1000000000ULL + (uint64_t)stamp->tv_nsec, &t4_err);
-		if (td_tsudp_offset(&m, p->t4, t4_err, &p->off, &p->nbound,
-		    &p->delay) == -1)
-			return 1;	/* answered, but not usable */
-		p->ok = true;
-		return 1;
+		/* answered, but not usable when not causal */
+		q->ok = td_tsudp_offset(&m, q->t4, t4_err, &q->off,
+		    &q->nbound, &q->delay) == 0;
 	}
 }
 
-/* One probe: the marker between two clock readings, then the exchange. */
+/* Wait up to ms for a datagram. */
+static void
+tsyncudp_wait(struct tsyncudp *u, uint64_t ns)
+{
+	struct pollfd pfd;
+
+	pfd.fd = u->fd;
+	pfd.events = POLLIN;
+	poll(&pfd, 1, (int)((ns + 999999) / 1000000));
+}
+
+/* Probe seq: its marker between two clock readings, then the datagram. */
 static int
-tsyncudp_probe(struct tsyncudp *u, struct tsync *t, uint32_t round,
+tsyncudp_send(struct tsyncudp *u, struct tsync *t, uint32_t round,
     uint32_t seq, struct tsyncudp_probe *p, char *err, size_t errlen)
 {
 	struct td_tsudp m;
 	uint8_t buf[TD_TSUDP_LEN];
-	uint64_t deadline, now;
-	struct pollfd pfd;
-	int ret;
 
 	memset(p, 0, sizeof *p);
 	p->m0 = tsyncudp_ns(CLOCK_MONOTONIC);
@@ -186,25 +199,19 @@ tsyncudp_probe(struct tsyncudp *u, struct tsync *t, uint32_t round,
 	m.id = u->id;
 	m.round = round;
 	m.seq = seq;
-	m.t1 = tsyncudp_ns(CLOCK_MONOTONIC);
+	m.t1 = p->t1 = tsyncudp_ns(CLOCK_MONOTONIC);
 	td_tsudp_pack(buf, &m, u->key);
-	if (send(u->fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf)
-		return 0;	/* ICMP refused, full buffer: a lost probe */
-	deadline = m.t1 + TSYNCUDP_WAIT_MS * 1000000ULL;
-	pfd.fd = u->fd;
-	pfd.events = POLLIN;
-	while ((now = tsyncudp_ns(CLOCK_MONOTONIC)) < deadline) {
-		if (poll(&pfd, 1, (int)((deadline - now) / 1000000) + 1) <= 0)
-			continue;
-		if ((ret = tsyncudp_recv(u, round, seq, m.t1, p)) != 0)
-			return 0;
-	}
+	/* ICMP refused, a full buffer: a lost probe */
+	send(u->fd, buf, sizeof buf, 0);
 	return 0;
 }
 
 /*
  * The probes of a round, then their markers; the probe with the smallest
- * bound (local + network + drift between the two) makes the sample.
+ * bound (local + network + drift between the two) makes the sample.  A
+ * probe waits for its reply up to TSYNCUDP_SPACING_MS, then the next one
+ * goes: late replies are taken as they come, their times are the
+ * kernels' stamps, so a reply that waited costs nothing but the drift.
  */
 int
 tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
@@ -212,8 +219,9 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
     struct td_tsync_sample *sample, char *err, size_t errlen)
 {
 	struct tsyncudp_probe *p;
-	uint64_t *ts_s, *ts_r, start, idle, b, best = UINT64_MAX, ref, lb;
-	uint32_t i, n, bi = 0, got = 0;
+	uint64_t *ts_s, *ts_r, start, idle, now, end, b, best = UINT64_MAX;
+	uint64_t ref, lb, until;
+	uint32_t i, n, bi = 0, got = 0, answered = 0;
 	uint8_t junk[TD_TSUDP_LEN + 1];
 	int ret = -1;
 
@@ -224,18 +232,36 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
 	ts_s = xcalloc(nprobes, sizeof *ts_s);
 	ts_r = xcalloc(nprobes, sizeof *ts_r);
 	start = idle = tsyncudp_ns(CLOCK_MONOTONIC);
-	for (n = 0; n < nprobes; n++) {
-		if (tsyncudp_probe(u, t, round, n, &p[n], err, errlen) == -1)
+	end = start + (uint64_t)max_ms * 1000000ULL;
+	for (n = 0; n < nprobes; ) {
+		if (tsyncudp_send(u, t, round, n, &p[n], err, errlen) == -1)
 			goto out_free;
-		if (idle_cb != NULL && tsyncudp_ns(CLOCK_MONOTONIC) - idle >=
-		    TSYNCUDP_IDLE_MS * 1000000ULL) {
+		n++;
+		until = tsyncudp_ns(CLOCK_MONOTONIC) +
+		    TSYNCUDP_SPACING_MS * 1000000ULL;
+		while (!p[n - 1].answered &&
+		    (now = tsyncudp_ns(CLOCK_MONOTONIC)) < until) {
+			tsyncudp_wait(u, until - now);
+			answered += tsyncudp_take(u, round, p, n);
+		}
+		now = tsyncudp_ns(CLOCK_MONOTONIC);
+		if (idle_cb != NULL &&
+		    now - idle >= TSYNCUDP_IDLE_MS * 1000000ULL) {
 			idle_cb(arg);
 			idle = tsyncudp_ns(CLOCK_MONOTONIC);
 		}
-		if (tsyncudp_ns(CLOCK_MONOTONIC) - start >=
-		    (uint64_t)max_ms * 1000000ULL) {
-			n++;
+		if (now >= end)
 			break;
+	}
+	/* the replies still out, until the round's time is over */
+	while (answered < n && (now = tsyncudp_ns(CLOCK_MONOTONIC)) < end) {
+		tsyncudp_wait(u, end - now < 5000000 ? end - now : 5000000);
+		answered += tsyncudp_take(u, round, p, n);
+		if (idle_cb != NULL &&
+		    tsyncudp_ns(CLOCK_MONOTONIC) - idle >=
+		    TSYNCUDP_IDLE_MS * 1000000ULL) {
+			idle_cb(arg);
+			idle = tsyncudp_ns(CLOCK_MONOTONIC);
 		}
 	}
 	if (tsync_collect(t, round, ts_s, ts_r, n) == -1) {

@@ -2,7 +2,11 @@
  * probeport.c: the listener's time-sync datagrams (see probeport.h).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/event.h>
 #include <event2/listener.h>
 
 #include "log.h"
@@ -31,7 +34,6 @@
 /* One UDP socket, beside one TCP listener. */
 struct probeport_sock {
 	int			 fd;
-	struct event		*ev;
 	struct sockaddr_storage	 addr;	/* bound, port included */
 	uint16_t		 port;
 };
@@ -49,9 +51,21 @@ struct probeport_entry {
 	struct probeport_entry	*next;
 };
 
+/*
+ * The sockets are served by a thread of their own, started with the first
+ * session (after daemon()), so that a probe waits for no callback of the
+ * event loop, which a storm of pages keeps busy for milliseconds: the
+ * listener's residence drops out of a sample, but the drift of the two
+ * clocks over it does not.  pp_lock guards the entries, which the loop
+ * adds and removes and the thread reads and counts in.
+ */
 static struct probeport_sock	 pp_socks[PROBEPORT_MAX_SOCKS];
 static int			 pp_nsocks;
 static struct probeport_entry	*pp_bucket[PROBEPORT_BUCKETS];
+static pthread_mutex_t		 pp_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t		 pp_thread;
+static bool			 pp_running;
+static int			 pp_stop[2] = { -1, -1 };	/* a pipe */
 
 static uint64_t
 probeport_ns(clockid_t id)
@@ -149,7 +163,7 @@ probeport_to_mono(uint64_t real_stamp, uint64_t *err)
 	return real_stamp - r + m0 + (m1 - m0) / 2;
 }
 
-/* One datagram: answered if it is a valid probe of a session. */
+/* One datagram: answered if it is a valid probe of a session (locked). */
 static void
 probeport_handle(struct probeport_sock *ps, const uint8_t *buf, size_t len,
     const struct sockaddr_storage *from, socklen_t fromlen,
@@ -186,9 +200,9 @@ probeport_handle(struct probeport_sock *ps, const uint8_t *buf, size_t len,
 
 /* The socket is readable: up to PROBEPORT_BATCH datagrams. */
 static void
-probeport_read_cb(evutil_socket_t fd, short what, void *arg)
+probeport_read(struct probeport_sock *ps)
 {
-	struct probeport_sock *ps = arg;
+	int fd = ps->fd;
 	union {
 		char		buf[CMSG_SPACE(sizeof(struct timespec))];
 		struct cmsghdr	align;
@@ -202,7 +216,6 @@ probeport_read_cb(evutil_socket_t fd, short what, void *arg)
 	ssize_t got;
 	int i;
 
-	(void)what;
 	for (i = 0; i < PROBEPORT_BATCH; i++) {
 		memset(&msg, 0, sizeof msg);
 		iov.iov_base = buf;
@@ -224,14 +237,70 @@ probeport_read_cb(evutil_socket_t fd, short what, void *arg)
 				stamp = (const struct timespec *)CMSG_DATA(cm);
 		if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0)
 			continue;
+		pthread_mutex_lock(&pp_lock);
 		probeport_handle(ps, buf, (size_t)got, &from,
 		    msg.msg_namelen, stamp);
+		pthread_mutex_unlock(&pp_lock);
 	}
+}
+
+/* The thread: wait for datagrams on every socket until told to stop. */
+static void *
+probeport_main(void *arg)
+{
+	struct pollfd pfd[PROBEPORT_MAX_SOCKS + 1];
+	int i;
+
+	(void)arg;
+	for (i = 0; i < pp_nsocks; i++) {
+		pfd[i].fd = pp_socks[i].fd;
+		pfd[i].events = POLLIN;
+	}
+	pfd[pp_nsocks].fd = pp_stop[0];
+	pfd[pp_nsocks].events = POLLIN;
+	for (;;) {
+		if (poll(pfd, (nfds_t)pp_nsocks + 1, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			return NULL;
+		}
+		if (pfd[pp_nsocks].revents != 0)
+			return NULL;
+		for (i = 0; i < pp_nsocks; i++)
+			if (pfd[i].revents != 0)
+				probeport_read(&pp_socks[i]);
+	}
+}
+
+/* The thread, at the first session. */
+static int
+probeport_run(void)
+{
+	sigset_t all, old;
+	int e;
+
+	if (pp_running)
+		return 0;
+	if (pipe2(pp_stop, O_CLOEXEC) == -1)
+		return -1;
+	/* signals stay the loop's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	e = pthread_create(&pp_thread, NULL, probeport_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e != 0) {
+		close(pp_stop[0]);
+		close(pp_stop[1]);
+		pp_stop[0] = pp_stop[1] = -1;
+		return -1;
+	}
+	pp_running = true;
+	return 0;
 }
 
 /* A UDP socket bound to addr (its port, else any port). */
 static int
-probeport_open(struct event_base *base, struct probeport_sock *ps,
+probeport_open(struct probeport_sock *ps,
     const struct sockaddr_storage *addr, socklen_t len)
 {
 	int one = 1;
@@ -257,15 +326,8 @@ probeport_open(struct event_base *base, struct probeport_sock *ps,
 	    getsockname(ps->fd, (struct sockaddr *)&ps->addr, &len) == -1)
 		goto fail;
 	ps->port = probeport_port_of(&ps->addr);
-	ps->ev = event_new(base, ps->fd, EV_READ | EV_PERSIST,
-	    probeport_read_cb, ps);
-	if (ps->ev == NULL || event_add(ps->ev, NULL) == -1)
-		goto fail;
 	return 0;
 fail:
-	if (ps->ev != NULL)
-		event_free(ps->ev);
-	ps->ev = NULL;
 	close(ps->fd);
 	ps->fd = -1;
 	return -1;
@@ -281,14 +343,14 @@ probeport_start(struct event_base *base, struct evconnlistener **levs,
 	socklen_t len;
 	int i, fd;
 
+	(void)base;
 	for (i = 0; i < n && pp_nsocks < PROBEPORT_MAX_SOCKS; i++) {
 		fd = evconnlistener_get_fd(levs[i]);
 		len = sizeof ss;
 		if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1 ||
 		    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
 			continue;
-		if (probeport_open(base, &pp_socks[pp_nsocks], &ss,
-		    len) == -1) {
+		if (probeport_open(&pp_socks[pp_nsocks], &ss, len) == -1) {
 			log_warn("time-sync probes: no UDP socket beside TCP "
 			    "port %u", probeport_port_of(&ss));
 			continue;
@@ -320,12 +382,14 @@ probeport_register(int fd)
 	for (i = 0; i < pp_nsocks; i++)
 		if (probeport_covers(&pp_socks[i].addr, &local))
 			break;
-	if (i == pp_nsocks)
+	if (i == pp_nsocks || probeport_run() == -1)
 		return NULL;
 	e = xcalloc(1, sizeof *e);
+	pthread_mutex_lock(&pp_lock);
 	do {
 		if (getrandom(&e->id, sizeof e->id, 0) != sizeof e->id ||
 		    getrandom(e->key, sizeof e->key, 0) != sizeof e->key) {
+			pthread_mutex_unlock(&pp_lock);
 			free(e);
 			return NULL;
 		}
@@ -336,6 +400,7 @@ probeport_register(int fd)
 	e->refill_ns = probeport_ns(CLOCK_MONOTONIC);
 	e->next = pp_bucket[e->id % PROBEPORT_BUCKETS];
 	pp_bucket[e->id % PROBEPORT_BUCKETS] = e;
+	pthread_mutex_unlock(&pp_lock);
 	return e;
 }
 
@@ -354,8 +419,10 @@ void
 probeport_counts(const struct probeport_entry *e, uint64_t *answered,
     uint64_t *dropped)
 {
+	pthread_mutex_lock(&pp_lock);
 	*answered = e->answered;
 	*dropped = e->dropped;
+	pthread_mutex_unlock(&pp_lock);
 }
 
 /* The session is over. */
@@ -366,12 +433,14 @@ probeport_unregister(struct probeport_entry *e)
 
 	if (e == NULL)
 		return;
+	pthread_mutex_lock(&pp_lock);
 	for (pe = &pp_bucket[e->id % PROBEPORT_BUCKETS]; *pe != NULL;
 	    pe = &(*pe)->next)
 		if (*pe == e) {
 			*pe = e->next;
 			break;
 		}
+	pthread_mutex_unlock(&pp_lock);
 	explicit_bzero(e->key, sizeof e->key);
 	free(e);
 }
@@ -382,9 +451,14 @@ probeport_shutdown(void)
 {
 	int i;
 
-	for (i = 0; i < pp_nsocks; i++) {
-		event_free(pp_socks[i].ev);
-		close(pp_socks[i].fd);
+	if (pp_running) {
+		if (write(pp_stop[1], "x", 1) == 1)
+			pthread_join(pp_thread, NULL);
+		close(pp_stop[0]);
+		close(pp_stop[1]);
+		pp_running = false;
 	}
+	for (i = 0; i < pp_nsocks; i++)
+		close(pp_socks[i].fd);
 	pp_nsocks = 0;
 }

@@ -3,15 +3,15 @@
  * probe port").
  *
  * Beside each TCP listening socket a UDP socket on the same address (the
- * same port number when free, else any), whose probes are answered from
- * the event loop with the kernel's receive stamp (t2) and the time just
- * before the reply is sent (t3), so that neither the loop's delay nor the
+ * same port number when free, else any), whose probes a thread of its own
+ * answers with the kernel's receive stamp (t2) and the time just before
+ * the reply is sent (t3), so that neither the event loop's delay nor the
  * sessions' bulk data enters a sample.  Each TCP session gets an entry: a
  * random id and key, given to the agent in WELCOME over TLS; a probe is
  * answered only when its id names an entry, it comes from the session's IP
  * address, its MAC is right under the entry's key, and the entry's rate
- * limit allows; anything else is dropped and touches no other entry.  One
- * event loop, the listener's; logs only at start.
+ * limit allows; anything else is dropped and touches no other entry.  The
+ * functions are for the event loop's thread; probeport_start() logs.
  */
 #ifndef TD_PROBEPORT_H
 #define TD_PROBEPORT_H
