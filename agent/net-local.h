@@ -39,6 +39,11 @@ struct net {
 	uint64_t	 udp_id;
 	uint8_t		 udp_key[32];
 	struct tsyncudp	*udp;		/* made at the first round */
+	/* the best known network part (net_tsync_estimate()) */
+	bool		 est;
+	int64_t		 est_theta;	/* listener - agent CLOCK_MONOTONIC */
+	uint64_t	 est_bound;	/* ns, when it was measured */
+	uint64_t	 est_at;	/* agent CLOCK_MONOTONIC, ns */
 	uint32_t	 idle_timeout;
 	bool		 fatal;
 	bool		 done;		/* DONE came with a resume */

@@ -30,6 +30,8 @@
 #include "xmalloc.h"
 #include "banned.h"
 
+/* Two clocks drift apart by at most 1 / this (NTP slews each 500 ppm). */
+#define NET_DRIFT_DIV		1000
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
 
@@ -43,6 +45,15 @@ net_now_ms(void)
 }
 
 /* "what: strerror(errno)" into err. */
+static uint64_t
+net_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 static int
 net_err(char *err, size_t errlen, const char *what)
 {
@@ -104,6 +115,7 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	struct td_frame f;
 	struct td_buf b;
 	struct conn *c;
+	uint64_t t1, t4;
 
 	*cp = NULL;
 	t = collectors_target(n->cl, n->cur);
@@ -119,6 +131,7 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	}
 	if (resume)
 		h.flags |= TD_HELLO_RESUME;
+	t1 = net_now_ns();
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
 	if (td_msg_pack_hello(&b, &h) == -1 ||
 	    conn_write_all(c, b.data, b.len, NULL) == -1) {
@@ -147,6 +160,15 @@ net_open(struct net *n, bool resume, struct conn **cp,
 		goto fail;
 	}
 	conn_consume(c, &f);
+	/*
+	 * A coarse network part (the first connection only: the reconnection
+	 * thread must not touch n): the listener read its clock for WELCOME
+	 * after HELLO left and before WELCOME came, so within half that.
+	 */
+	t4 = net_now_ns();
+	if (!resume && w->version >= 5 && w->ref_ns != 0)
+		net_tsync_estimate(n, (int64_t)(w->ref_ns - (t1 + (t4 - t1) / 2)),
+		    (t4 - t1 + 1) / 2 + 1, t1 + (t4 - t1) / 2);
 	if (resume != ((w->flags & TD_WELCOME_RESUMED) != 0)) {
 		snprintf(err, errlen, "the listener %s the recording",
 		    resume ? "did not resume" : "claims to resume");
@@ -479,6 +501,43 @@ net_tsync_udp(struct net *n, char *err, size_t errlen)
 	    n->udp_key, err, errlen)) == NULL)
 		n->udp_port = 0;	/* not on this connection */
 	return n->udp;
+}
+
+/*
+ * The network part measured at (agent CLOCK_MONOTONIC) at: theta =
+ * listener - agent within bound.  Kept when, aged to now, it beats the one
+ * held.
+ */
+void
+net_tsync_estimate(struct net *n, int64_t theta, uint64_t bound, uint64_t at)
+{
+	uint64_t now = net_now_ns(), b0, b1;
+
+	b1 = bound + (now > at ? now - at : 0) / NET_DRIFT_DIV;
+	b0 = n->est_bound + (now > n->est_at ? now - n->est_at : 0) /
+	    NET_DRIFT_DIV;
+	if (n->est && b0 < b1)
+		return;
+	n->est = true;
+	n->est_theta = theta;
+	n->est_bound = bound;
+	n->est_at = at;
+}
+
+/*
+ * The best known network part, aged to at (its bound grows by the
+ * largest drift of two clocks, 1000 ppm); -1 if none is known.
+ */
+int
+net_tsync_estimated(const struct net *n, uint64_t at, int64_t *theta,
+    uint64_t *bound)
+{
+	if (!n->est)
+		return -1;
+	*theta = n->est_theta;
+	*bound = n->est_bound + (at > n->est_at ? at - n->est_at :
+	    n->est_at - at) / NET_DRIFT_DIV + 1;
+	return 0;
 }
 
 /* The probe port gets no answers: in-band for the rest of the connection. */

@@ -27,6 +27,8 @@
 #define TSYNC_MAX_SKIPS		2
 /* Markers on each side of the x86-tsc calibration; the tightest is used. */
 #define TSYNC_CAL_MARKS		5
+/* Markers of the local part alone (tsync_local()). */
+#define TSYNC_LOCAL_MARKS	4
 /* Markers that measure where in its write() a marker is stamped. */
 #define TSYNC_LAT_MARKS		32
 
@@ -199,6 +201,39 @@ tsync_moment(const struct tsync *t, uint64_t m0, uint64_t m1, uint64_t *half)
 	}
 	*half = (hi - lo + 1) / 2 + 1;
 	return lo + (hi - lo) / 2;
+}
+
+/* The local part alone: the tightest of TSYNC_LOCAL_MARKS markers. */
+int
+tsync_local(struct tsync *t, uint32_t round, uint64_t *ts, uint64_t *mono,
+    uint64_t *half)
+{
+	uint64_t s[TSYNC_LOCAL_MARKS], r[TSYNC_LOCAL_MARKS];
+	uint64_t a[TSYNC_LOCAL_MARKS], b[TSYNC_LOCAL_MARKS], h, m;
+	uint32_t i;
+
+	memset(s, 0, sizeof s);
+	memset(r, 0, sizeof r);
+	for (i = 0; i < TSYNC_LOCAL_MARKS; i++) {
+		a[i] = tsync_mono_ns();
+		if (tsync_mark(t, round, i, 's') == -1)
+			return -1;
+		b[i] = tsync_mono_ns();
+	}
+	if (tsync_collect(t, round, s, r, TSYNC_LOCAL_MARKS) == -1)
+		return -1;
+	*half = UINT64_MAX;
+	for (i = 0; i < TSYNC_LOCAL_MARKS; i++) {
+		if (s[i] == 0)
+			continue;
+		m = tsync_moment(t, a[i], b[i], &h);
+		if (h < *half) {
+			*half = h;
+			*mono = m;
+			*ts = s[i];
+		}
+	}
+	return *half == UINT64_MAX ? -1 : 0;
 }
 
 /*

@@ -38,6 +38,9 @@ struct tsyncudp {
 	uint8_t		 key[TD_TSUDP_KEY_LEN];
 	unsigned int	 silent;
 	bool		 answered;	/* ever, on this connection */
+	int64_t		 theta;		/* the last round's network part */
+	uint64_t	 theta_bound;
+	uint64_t	 theta_at;	/* CLOCK_MONOTONIC */
 };
 
 /* One probe: its local part, its network part. */
@@ -288,6 +291,9 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
 	}
 	u->silent = 0;
 	u->answered = true;
+	u->theta = p[bi].off;
+	u->theta_bound = p[bi].nbound;
+	u->theta_at = p[bi].m0;
 	ref = tsync_moment(t, p[bi].m0, p[bi].m1, &lb) + (uint64_t)p[bi].off;
 	memset(sample, 0, sizeof *sample);
 	sample->round = round;
@@ -311,6 +317,16 @@ unsigned int
 tsyncudp_silent(const struct tsyncudp *u)
 {
 	return u->answered ? 0 : u->silent;
+}
+
+/* The last round's network part: listener - agent CLOCK_MONOTONIC. */
+void
+tsyncudp_last(const struct tsyncudp *u, int64_t *theta, uint64_t *bound,
+    uint64_t *at)
+{
+	*theta = u->theta;
+	*bound = u->theta_bound;
+	*at = u->theta_at;
 }
 
 /* Close the socket. */

@@ -42,6 +42,9 @@ int		 tsyncudp_round(struct tsyncudp *u, struct tsync *t,
  * listener is not a firewall).
  */
 unsigned int	 tsyncudp_silent(const struct tsyncudp *u);
+/* The last round's network part (after a round that returned 0). */
+void		 tsyncudp_last(const struct tsyncudp *u, int64_t *theta,
+		    uint64_t *bound, uint64_t *at);
 void		 tsyncudp_free(struct tsyncudp *u);
 
 #endif

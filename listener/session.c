@@ -38,6 +38,7 @@
 #include "session-local.h"
 #include "standby.h"
 #include "tdproto.h"
+#include "timesync.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -302,6 +303,7 @@ session_welcome(struct session *s, bool resumed, uint64_t trace_id,
 	snprintf(w.identity, sizeof w.identity, "%s", s->identity);
 	if (s->pp != NULL && s->cfg->tsync_interval != TD_TSYNC_OFF)
 		probeport_offer(s->pp, &w.udp_port, &w.udp_id, w.udp_key);
+	w.ref_ns = timesync_now(CLOCK_MONOTONIC);
 	td_msg_pack_welcome(&s->out, &w);
 	explicit_bzero(w.udp_key, sizeof w.udp_key);
 }

@@ -295,7 +295,8 @@ td_msg_pack_welcome(struct td_buf *b, const struct td_welcome *w)
 	if (ok == 0 && w->version >= 5 &&
 	    (td_msg_put_u16(b, w->udp_port) == -1 ||
 	    put_u64(b, w->udp_id) == -1 ||
-	    td_buf_add(b, w->udp_key, sizeof w->udp_key) == -1))
+	    td_buf_add(b, w->udp_key, sizeof w->udp_key) == -1 ||
+	    put_u64(b, w->ref_ns) == -1))
 		ok = -1;
 	return td_msg_end(b, at, TD_MSG_WELCOME, ok);
 }
@@ -322,6 +323,7 @@ td_msg_unpack_welcome(const struct td_frame *f, struct td_welcome *w)
 		w->udp_id = td_cur_be64(&c);
 		if ((k = td_cur_take(&c, sizeof w->udp_key)) != NULL)
 			memcpy(w->udp_key, k, sizeof w->udp_key);
+		w->ref_ns = td_cur_be64(&c);
 	}
 	if (td_msg_cur_end(&c) == -1)
 		return -1;

@@ -196,6 +196,8 @@ struct td_welcome {
 	uint16_t	 udp_port;		/* 0: none, probe in-band */
 	uint64_t	 udp_id;
 	uint8_t		 udp_key[32];		/* TD_TSUDP_KEY_LEN */
+	uint64_t	 ref_ns;		/* the listener's CLOCK_MONOTONIC
+						   as it wrote WELCOME, 0: none */
 };
 
 /* PAGES: count whole pages of one CPU, numbered from first_seq. */

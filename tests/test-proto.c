@@ -298,12 +298,14 @@ test_other_messages(void **state)
 	memset(w.udp_key, 0xa5, sizeof w.udp_key);
 	w.udp_key[31] = 1;
 	assert_int_equal(td_msg_pack_welcome(&b, &w), 0);
-	assert_int_equal(b.len, TD_FRAME_HEADER + 30 + 4 + 42);
+	w.ref_ns = 123456789012345ULL;
+	assert_int_equal(b.len, TD_FRAME_HEADER + 30 + 4 + 50);
 	one_frame(&b, &f);
 	assert_int_equal(td_msg_unpack_welcome(&f, &w2), 0);
 	assert_int_equal(w2.udp_port, 4001);
 	assert_true(w2.udp_id == w.udp_id);
 	assert_memory_equal(w2.udp_key, w.udp_key, sizeof w.udp_key);
+	assert_true(w2.ref_ns == 123456789012345ULL);
 	/* one byte short of the key */
 	f.len--;
 	assert_int_equal(td_msg_unpack_welcome(&f, &w2), -1);
