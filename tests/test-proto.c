@@ -297,8 +297,8 @@ test_other_messages(void **state)
 	w.udp_id = 0x0102030405060708ULL;
 	memset(w.udp_key, 0xa5, sizeof w.udp_key);
 	w.udp_key[31] = 1;
-	assert_int_equal(td_msg_pack_welcome(&b, &w), 0);
 	w.ref_ns = 123456789012345ULL;
+	assert_int_equal(td_msg_pack_welcome(&b, &w), 0);
 	assert_int_equal(b.len, TD_FRAME_HEADER + 30 + 4 + 50);
 	one_frame(&b, &f);
 	assert_int_equal(td_msg_unpack_welcome(&f, &w2), 0);
