@@ -264,6 +264,27 @@ timesync_set_aside(const struct timesync *t, bool tsc, bool *out,
 	free(mark);
 }
 
+/* The widest bound of the samples not set aside. */
+uint64_t
+timesync_bound_now(const struct timesync *t, const char *clock)
+{
+	struct timesync_report rep;
+	uint64_t b = 0;
+	uint32_t i;
+	bool *out;
+
+	if (t == NULL || t->n == 0)
+		return 0;
+	memset(&rep, 0, sizeof rep);
+	out = xcalloc(t->n, sizeof *out);
+	timesync_set_aside(t, strcmp(clock, "x86-tsc") == 0, out, &rep);
+	for (i = 0; i < t->n; i++)
+		if (!out[i] && t->samples[i].bound > b)
+			b = t->samples[i].bound;
+	free(out);
+	return b;
+}
+
 /* What the listener's two options of k samples take of the options. */
 static uint64_t
 timesync_options_size(uint32_t ncpus, uint64_t k)
