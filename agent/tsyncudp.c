@@ -34,6 +34,12 @@
 /* The socket and the session's id and key. */
 struct tsyncudp {
 	int		 fd;
+	/*
+	 * Not connect()ed: a listener bound to a wildcard address may answer
+	 * from another of its addresses; the MAC tells its replies.
+	 */
+	struct sockaddr_storage to;
+	socklen_t	 tolen;
 	uint64_t	 id;
 	uint8_t		 key[TD_TSUDP_KEY_LEN];
 	unsigned int	 silent;
@@ -85,14 +91,15 @@ tsyncudp_new(int tcp_fd, uint16_t port, uint64_t id, const uint8_t *key,
 	else
 		((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
 	u = xcalloc(1, sizeof *u);
+	u->to = ss;
+	u->tolen = len;
 	u->id = id;
 	memcpy(u->key, key, sizeof u->key);
 	u->fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK |
 	    SOCK_CLOEXEC, 0);
 	if (u->fd == -1 ||
 	    setsockopt(u->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one,
-	    sizeof one) == -1 ||
-	    connect(u->fd, (struct sockaddr *)&ss, len) == -1) {
+	    sizeof one) == -1) {
 		snprintf(err, errlen, "no probe port: %s", strerror(errno));
 		tsyncudp_free(u);
 		return NULL;
@@ -205,7 +212,8 @@ tsyncudp_send(struct tsyncudp *u, struct tsync *t, uint32_t round,
 	m.t1 = p->t1 = tsyncudp_ns(CLOCK_MONOTONIC);
 	td_tsudp_pack(buf, &m, u->key);
 	/* ICMP refused, a full buffer: a lost probe */
-	send(u->fd, buf, sizeof buf, 0);
+	sendto(u->fd, buf, sizeof buf, 0, (struct sockaddr *)&u->to,
+	    u->tolen);
 	return 0;
 }
 
