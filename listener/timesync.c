@@ -45,6 +45,9 @@ struct timesync {
 	bool			 latest_off_grid; /* samples[n - 1] */
 	uint32_t		 tsc_mult;	/* TSC2NSEC, when the agent sent */
 	uint32_t		 tsc_shift;	/* it (x86-tsc) */
+	/* the tightest of those dropped for a bound past the cap */
+	struct td_tsync_sample	 wide;
+	bool			 has_wide;
 };
 
 static uint64_t timesync_date_us;	/* CLOCK_REALTIME - MONOTONIC, us */
@@ -133,6 +136,11 @@ timesync_keep(struct timesync *t, const struct td_tsync_sample *s)
 bool
 timesync_add(struct timesync *t, const struct td_tsync_sample *s)
 {
+	if (s->bound > TD_MAX_TSYNC_BOUND && s->scaling == 1 &&
+	    s->frac == 0 && (!t->has_wide || s->bound < t->wide.bound)) {
+		t->wide = *s;
+		t->has_wide = true;
+	}
 	if (s->bound > TD_MAX_TSYNC_BOUND || s->scaling != 1 ||
 	    s->frac != 0 || (t->n > 0 && s->ts <= t->samples[t->n - 1].ts)) {
 		t->dropped++;
@@ -312,6 +320,16 @@ timesync_options(struct timesync *t, struct td_file *f, uint64_t peer_id,
 	int ret = -1;
 
 	memset(rep, 0, sizeof *rep);
+	/*
+	 * Never without a time shift when a sample came: with only samples
+	 * past the cap, the tightest of them, its bound as wide as it is.
+	 */
+	if (t->n == 0 && t->has_wide) {
+		timesync_keep(t, &t->wide);
+		t->dropped--;
+		rep->wide_only = true;
+	}
+	n = t->n;
 	rep->dropped = t->dropped;
 	rep->thinned = t->thinned;
 	if (n == 0)

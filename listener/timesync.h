@@ -32,6 +32,8 @@ struct timesync_report {
 	uint32_t	 imprecise;	/* set aside: wide and wrong */
 	uint32_t	 off_line;	/* set aside: off their neighbours' line */
 	uint32_t	 in_option;	/* of kept, in TIME_SHIFT (its size cap) */
+	bool		 wide_only;	/* only samples past the cap came:
+					   the tightest is the time shift */
 	bool		 unchecked;	/* x86-tsc without TSC2NSEC: none set
 					   aside */
 	int64_t		 offset;	/* the last sample's */
