@@ -26,8 +26,9 @@
 #   stress      10 more tdagents stream every system call to the same
 #               listener while two dd loops make one-byte system calls, so
 #               both CPUs are busy and the link is full;
-#   netem       the listener in a network namespace of its own, joined to
-#               this one by a veth pair with netem on both ends (delay
+#   veth        the listener in a network namespace of its own, joined to
+#               this one by a veth pair (a real device, not loopback);
+#   netem       the same with netem on both ends (delay
 #               100us 50us: symmetric jitter); the namespaces share the
 #               kernel's clocks, so the truth is known as before;
 #   netem-asym  the same with netem on the way out only (delay 200us): a
@@ -128,7 +129,7 @@ host=127.0.0.1
 run=""
 case $MODE in
 quiet|stress) ;;
-netem|netem-asym)
+veth|netem|netem-asym)
 	ns=tdb$$
 	ip netns add $ns || exit 1
 	ip link add $ns-h type veth peer name $ns-l || exit 1
@@ -138,17 +139,20 @@ netem|netem-asym)
 	ip netns exec $ns ip addr add 10.77.0.2/24 dev $ns-l
 	ip netns exec $ns ip link set $ns-l up
 	ip netns exec $ns ip link set lo up
+	nofq="netem is not in this kernel (CONFIG_NET_SCH_NETEM)"
 	if [ $MODE = netem ]; then
-		tc qdisc add dev $ns-h root netem delay 100us 50us
-		ip netns exec $ns tc qdisc add dev $ns-l root netem delay 100us 50us
-	else
-		tc qdisc add dev $ns-h root netem delay 200us
+		tc qdisc add dev $ns-h root netem delay 100us 50us &&
+		ip netns exec $ns tc qdisc add dev $ns-l root netem \
+		    delay 100us 50us || { echo "$nofq" >&2; exit 1; }
+	elif [ $MODE = netem-asym ]; then
+		tc qdisc add dev $ns-h root netem delay 200us ||
+		    { echo "$nofq" >&2; exit 1; }
 	fi
 	host=10.77.0.2
 	run="ip netns exec $ns"
 	;;
 *)
-	echo "TD_TSYNC_MODE: quiet, stress, netem or netem-asym" >&2
+	echo "TD_TSYNC_MODE: quiet, stress, veth, netem or netem-asym" >&2
 	exit 1
 	;;
 esac
