@@ -281,19 +281,15 @@ probeport_run(void)
 
 	if (pp_running)
 		return 0;
-	if (pipe2(pp_stop, O_CLOEXEC) == -1)
+	if (pp_stop[0] == -1)
 		return -1;
 	/* signals stay the loop's */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	e = pthread_create(&pp_thread, NULL, probeport_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e != 0) {
-		close(pp_stop[0]);
-		close(pp_stop[1]);
-		pp_stop[0] = pp_stop[1] = -1;
+	if (e != 0)
 		return -1;
-	}
 	pp_running = true;
 	return 0;
 }
@@ -360,6 +356,12 @@ probeport_start(struct event_base *base, struct evconnlistener **levs,
 		log_info("time-sync probes on %s udp port %u", host,
 		    pp_socks[pp_nsocks].port);
 		pp_nsocks++;
+	}
+	/* the thread's stop pipe now: a session must not cost descriptors */
+	if (pp_nsocks > 0 && pipe2(pp_stop, O_CLOEXEC) == -1) {
+		log_warn("time-sync probes: no pipe");
+		while (pp_nsocks > 0)
+			close(pp_socks[--pp_nsocks].fd);
 	}
 	return pp_nsocks > 0 ? 0 : -1;
 }
@@ -451,12 +453,13 @@ probeport_shutdown(void)
 {
 	int i;
 
-	if (pp_running) {
-		if (write(pp_stop[1], "x", 1) == 1)
-			pthread_join(pp_thread, NULL);
+	if (pp_running && write(pp_stop[1], "x", 1) == 1)
+		pthread_join(pp_thread, NULL);
+	pp_running = false;
+	if (pp_stop[0] != -1) {
 		close(pp_stop[0]);
 		close(pp_stop[1]);
-		pp_running = false;
+		pp_stop[0] = pp_stop[1] = -1;
 	}
 	for (i = 0; i < pp_nsocks; i++)
 		close(pp_socks[i].fd);
