@@ -65,4 +65,7 @@ struct net {
 	unsigned int	 reconnects;
 };
 
+/* A WELCOME came: its probe port, id and key (net-tsync.c). */
+void	net_tsync_welcome(struct net *n, const struct td_welcome *w);
+
 #endif

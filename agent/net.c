@@ -30,8 +30,6 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-/* Two clocks drift apart by at most 1 / this (NTP slews each 500 ppm). */
-#define NET_DRIFT_DIV		1000
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
 
@@ -62,7 +60,6 @@ net_err(char *err, size_t errlen, const char *what)
 }
 
 static int	net_ack(struct net *, const struct td_frame *, char *, size_t);
-static void	net_udp_welcome(struct net *, const struct td_welcome *);
 
 /*
  * Wait for a frame of one type.  ACKs on the way are applied (when n is
@@ -167,7 +164,8 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	 */
 	t4 = net_now_ns();
 	if (!resume && w->version >= 5 && w->ref_ns != 0)
-		net_tsync_estimate(n, (int64_t)(w->ref_ns - (t1 + (t4 - t1) / 2)),
+		net_tsync_estimate(n,
+		    (int64_t)(w->ref_ns - (t1 + (t4 - t1) / 2)),
 		    (t4 - t1 + 1) / 2 + 1, t1 + (t4 - t1) / 2);
 	if (resume != ((w->flags & TD_WELCOME_RESUMED) != 0)) {
 		snprintf(err, errlen, "the listener %s the recording",
@@ -272,7 +270,7 @@ net_start(struct net *n, int i, char *err, size_t errlen)
 	n->hs = NULL;
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
 	n->tsync_interval = w.tsync_interval;
-	net_udp_welcome(n, &w);
+	net_tsync_welcome(n, &w);
 	n->idle_timeout = w.idle_timeout;
 	n->up_since_ms = net_now_ms();
 	conn_set_blocking(n->c, false, n->np.timeout * 1000);
@@ -478,76 +476,6 @@ net_ack(struct net *n, const struct td_frame *f, char *err, size_t errlen)
 }
 
 /* ---- time-sync probes ------------------------------------------------- */
-
-/* WELCOME's probe port (version 5); its socket is made at the first round. */
-static void
-net_udp_welcome(struct net *n, const struct td_welcome *w)
-{
-	tsyncudp_free(n->udp);
-	n->udp = NULL;
-	n->udp_port = w->version >= 5 ? w->udp_port : 0;
-	n->udp_id = w->udp_id;
-	memcpy(n->udp_key, w->udp_key, sizeof n->udp_key);
-}
-
-/* The probe port's socket for this connection; NULL: probe in-band. */
-struct tsyncudp *
-net_tsync_udp(struct net *n, char *err, size_t errlen)
-{
-	if (!net_up(n) || n->udp_port == 0)
-		return NULL;
-	if (n->udp == NULL &&
-	    (n->udp = tsyncudp_new(conn_fd(n->c), n->udp_port, n->udp_id,
-	    n->udp_key, err, errlen)) == NULL)
-		n->udp_port = 0;	/* not on this connection */
-	return n->udp;
-}
-
-/*
- * The network part measured at (agent CLOCK_MONOTONIC) at: theta =
- * listener - agent within bound.  Kept when, aged to now, it beats the one
- * held.
- */
-void
-net_tsync_estimate(struct net *n, int64_t theta, uint64_t bound, uint64_t at)
-{
-	uint64_t now = net_now_ns(), b0, b1;
-
-	b1 = bound + (now > at ? now - at : 0) / NET_DRIFT_DIV;
-	b0 = n->est_bound + (now > n->est_at ? now - n->est_at : 0) /
-	    NET_DRIFT_DIV;
-	if (n->est && b0 < b1)
-		return;
-	n->est = true;
-	n->est_theta = theta;
-	n->est_bound = bound;
-	n->est_at = at;
-}
-
-/*
- * The best known network part, aged to at (its bound grows by the
- * largest drift of two clocks, 1000 ppm); -1 if none is known.
- */
-int
-net_tsync_estimated(const struct net *n, uint64_t at, int64_t *theta,
-    uint64_t *bound)
-{
-	if (!n->est)
-		return -1;
-	*theta = n->est_theta;
-	*bound = n->est_bound + (at > n->est_at ? at - n->est_at :
-	    n->est_at - at) / NET_DRIFT_DIV + 1;
-	return 0;
-}
-
-/* The probe port gets no answers: in-band for the rest of the connection. */
-void
-net_tsync_udp_off(struct net *n)
-{
-	tsyncudp_free(n->udp);
-	n->udp = NULL;
-	n->udp_port = 0;
-}
 
 /*
  * Before a round: everything queued goes out first, waiting up to ms (the
@@ -864,7 +792,7 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 	}
 	n->c = c;
 	n->tsync_interval = w.tsync_interval;
-	net_udp_welcome(n, &w);
+	net_tsync_welcome(n, &w);
 	n->idle_timeout = w.idle_timeout;
 	n->reconnects++;
 	n->retry_later = false;

@@ -46,10 +46,10 @@ struct tsync {
 	uint32_t		 shift;
 	uint32_t		 samples;	/* samples made */
 	uint32_t		 skipped;	/* rounds without, in a row */
-	uint64_t		 pre_ns;	/* a marker's stamp comes at least
-					   this long after a clock read
-					   before its write() */
-	uint64_t		 post_ns;	/* ... and before one after it */
+	/* a marker is stamped at least pre_ns after a clock read before
+	   its write(), post_ns before one after it (tsync_latency()) */
+	uint64_t		 pre_ns;
+	uint64_t		 post_ns;
 };
 
 /* The factors the kernel publishes for user-space TSC conversion. */

@@ -44,7 +44,7 @@ struct tsyncudp {
 	uint8_t		 key[TD_TSUDP_KEY_LEN];
 	unsigned int	 silent;
 	bool		 answered;	/* ever, on this connection */
-	int64_t		 theta;		/* the last round's network part */
+	int64_t		 theta;		/* the last round's network */
 	uint64_t	 theta_bound;
 	uint64_t	 theta_at;	/* CLOCK_MONOTONIC */
 };
@@ -54,7 +54,7 @@ struct tsyncudp_probe {
 	uint64_t	 m0, m1;	/* CLOCK_MONOTONIC around the marker */
 	uint64_t	 t1;		/* the probe's sending */
 	uint64_t	 t4;		/* the reply's receipt */
-	int64_t		 off;		/* listener - agent CLOCK_MONOTONIC */
+	int64_t		 off;		/* listener - agent MONOTONIC */
 	uint64_t	 nbound;
 	int64_t		 delay;
 	bool		 answered;
@@ -161,7 +161,8 @@ tsyncudp_take(struct tsyncudp *u, uint32_t round, struct tsyncudp_probe *p,
 			if (cm->cmsg_level == SOL_SOCKET &&
 			    cm->cmsg_type == SCM_TIMESTAMPNS)
 				stamp = (const struct timespec *)CMSG_DATA(cm);
-		if (stamp == NULL || td_tsudp_peek(buf, (size_t)len, &m) == -1 ||
+		if (stamp == NULL ||
+		    td_tsudp_peek(buf, (size_t)len, &m) == -1 ||
 		    m.type != TD_TSUDP_REPLY || m.id != u->id ||
 		    m.round != round || m.seq >= n ||
 		    (q = &p[m.seq])->answered || m.t1 != q->t1 ||
@@ -284,8 +285,8 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
 			continue;
 		got++;
 		tsync_moment(t, p[i].m0, p[i].m1, &lb);
-		b = lb + p[i].nbound + (p[i].t4 - p[i].m0) / TSYNCUDP_DRIFT_DIV +
-		    1;
+		b = lb + p[i].nbound +
+		    (p[i].t4 - p[i].m0) / TSYNCUDP_DRIFT_DIV + 1;
 		if (b < best) {
 			best = b;
 			bi = i;

@@ -42,7 +42,7 @@ struct probeport_sock {
 struct probeport_entry {
 	uint64_t		 id;
 	uint8_t			 key[TD_TSUDP_KEY_LEN];
-	struct sockaddr_storage	 peer;	/* the session's; its port unused */
+	struct sockaddr_storage	 peer;	/* the session's (IP only) */
 	uint16_t		 port;	/* the UDP port offered */
 	double			 tokens;
 	uint64_t		 refill_ns;

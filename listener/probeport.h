@@ -23,8 +23,8 @@ struct evconnlistener;
 struct probeport_entry;
 
 /* Open a UDP socket beside each of the n listeners; 0, or -1 if none. */
-int	probeport_start(struct event_base *base, struct evconnlistener **levs,
-	    int n);
+int	probeport_start(struct event_base *base,
+	    struct evconnlistener **levs, int n);
 /* An entry for the session on TCP socket fd, NULL if it cannot have one
    (not TCP, no UDP socket on its address). */
 struct probeport_entry *probeport_register(int fd);
@@ -32,8 +32,8 @@ struct probeport_entry *probeport_register(int fd);
 void	probeport_offer(const struct probeport_entry *e, uint16_t *port,
 	    uint64_t *id, uint8_t *key);
 /* Probes answered and dropped (bad MAC, address, rate) for e. */
-void	probeport_counts(const struct probeport_entry *e, uint64_t *answered,
-	    uint64_t *dropped);
+void	probeport_counts(const struct probeport_entry *e,
+	    uint64_t *answered, uint64_t *dropped);
 void	probeport_unregister(struct probeport_entry *e);
 void	probeport_shutdown(void);
 

@@ -28,15 +28,15 @@
 
 /* One datagram: a probe carries t1, its reply t1 echoed, t2, t3, err. */
 struct td_tsudp {
-	uint8_t		 type;		/* TD_TSUDP_PROBE or _REPLY */
+	uint8_t		 type;		/* TD_TSUDP_PROBE, _REPLY */
 	uint64_t	 id;		/* WELCOME's udp_id */
 	uint32_t	 round;
 	uint32_t	 seq;
 	uint64_t	 t1;		/* agent: CLOCK_MONOTONIC at send */
-	uint64_t	 t2;		/* listener: its kernel's receive stamp */
-	uint64_t	 t3;		/* listener: CLOCK_MONOTONIC at send */
-	uint64_t	 err;		/* listener: ns t2's conversion may be
-					   off (its realtime to monotonic) */
+	uint64_t	 t2;		/* listener: kernel's receipt */
+	uint64_t	 t3;		/* listener: just before sending */
+	uint64_t	 err;		/* listener: how far t2 may be off
+					   (realtime made monotonic), ns */
 };
 
 /* Encode m into buf[TD_TSUDP_LEN] with its MAC under key. */
@@ -55,7 +55,7 @@ bool	td_tsudp_check(const uint8_t *buf, size_t len, const uint8_t *key);
  * (docs/timesync.md, "The network part").  -1 when the four times
  * cannot be in causal order, even within their errors.
  */
-int	td_tsudp_offset(const struct td_tsudp *r, uint64_t t4, uint64_t t4_err,
-	    int64_t *offset, uint64_t *bound, int64_t *delay);
+int	td_tsudp_offset(const struct td_tsudp *r, uint64_t t4,
+	    uint64_t t4_err, int64_t *offset, uint64_t *bound, int64_t *delay);
 
 #endif
