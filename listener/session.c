@@ -91,6 +91,14 @@ session_free(struct session *s)
 
 	if (s == NULL)
 		return;
+	if (s->pp != NULL) {
+		uint64_t a, d;
+
+		probeport_counts(s->pp, &a, &d);
+		if (a + d > 0)
+			log_debug("%s: time-sync probes: %" PRIu64 " answered, "
+			    "%" PRIu64 " dropped", s->label, a, d);
+	}
 	probeport_unregister(s->pp);
 	if (s->rec != NULL) {
 		if (s->phase == SESSION_DONE)
