@@ -19,6 +19,7 @@ struct conn;
 struct hstage;
 struct reconnect;
 struct stream;
+struct tsyncudp;
 
 /* The session: the stream, the connection of the moment, reconnecting. */
 struct net {
@@ -33,6 +34,16 @@ struct net {
 	struct conn	*c;		/* NULL: down */
 	char		 identity[TD_MAX_NAME_LEN + 1];
 	uint32_t	 tsync_interval;
+	/* the listener's probe port (WELCOME version 5), 0: none */
+	uint16_t	 udp_port;
+	uint64_t	 udp_id;
+	uint8_t		 udp_key[32];
+	struct tsyncudp	*udp;		/* made at the first round */
+	/* the best known network part (net_tsync_estimate()) */
+	bool		 est;
+	int64_t		 est_theta;	/* listener - agent CLOCK_MONOTONIC */
+	uint64_t	 est_bound;	/* ns, when it was measured */
+	uint64_t	 est_at;	/* agent CLOCK_MONOTONIC, ns */
 	uint32_t	 idle_timeout;
 	bool		 fatal;
 	bool		 done;		/* DONE came with a resume */
@@ -53,5 +64,8 @@ struct net {
 	char		 nerr[512];	/* why no attempt could start */
 	unsigned int	 reconnects;
 };
+
+/* A WELCOME came: its probe port, id and key (net-tsync.c). */
+void	net_tsync_welcome(struct net *n, const struct td_welcome *w);
 
 #endif

@@ -26,6 +26,7 @@
 #include "stream.h"
 #include "tdlimits.h"
 #include "tsync.h"
+#include "tsyncudp.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -42,6 +43,15 @@ net_now_ms(void)
 }
 
 /* "what: strerror(errno)" into err. */
+static uint64_t
+net_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 static int
 net_err(char *err, size_t errlen, const char *what)
 {
@@ -102,6 +112,7 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	struct td_frame f;
 	struct td_buf b;
 	struct conn *c;
+	uint64_t t1, t4;
 
 	*cp = NULL;
 	t = collectors_target(n->cl, n->cur);
@@ -117,6 +128,7 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	}
 	if (resume)
 		h.flags |= TD_HELLO_RESUME;
+	t1 = net_now_ns();
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
 	if (td_msg_pack_hello(&b, &h) == -1 ||
 	    conn_write_all(c, b.data, b.len, NULL) == -1) {
@@ -145,6 +157,16 @@ net_open(struct net *n, bool resume, struct conn **cp,
 		goto fail;
 	}
 	conn_consume(c, &f);
+	/*
+	 * A coarse network part (the first connection only: the reconnection
+	 * thread must not touch n): the listener read its clock for WELCOME
+	 * after HELLO left and before WELCOME came, so within half that.
+	 */
+	t4 = net_now_ns();
+	if (!resume && w->version >= 5 && w->ref_ns != 0)
+		net_tsync_estimate(n,
+		    (int64_t)(w->ref_ns - (t1 + (t4 - t1) / 2)),
+		    (t4 - t1 + 1) / 2 + 1, t1 + (t4 - t1) / 2);
 	if (resume != ((w->flags & TD_WELCOME_RESUMED) != 0)) {
 		snprintf(err, errlen, "the listener %s the recording",
 		    resume ? "did not resume" : "claims to resume");
@@ -248,6 +270,7 @@ net_start(struct net *n, int i, char *err, size_t errlen)
 	n->hs = NULL;
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
 	n->tsync_interval = w.tsync_interval;
+	net_tsync_welcome(n, &w);
 	n->idle_timeout = w.idle_timeout;
 	n->up_since_ms = net_now_ms();
 	conn_set_blocking(n->c, false, n->np.timeout * 1000);
@@ -769,6 +792,7 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 	}
 	n->c = c;
 	n->tsync_interval = w.tsync_interval;
+	net_tsync_welcome(n, &w);
 	n->idle_timeout = w.idle_timeout;
 	n->reconnects++;
 	n->retry_later = false;
@@ -905,6 +929,8 @@ net_close(struct net *n)
 	if (n == NULL)
 		return;
 	reconnect_free(n->rc);
+	tsyncudp_free(n->udp);
+	explicit_bzero(n->udp_key, sizeof n->udp_key);
 	conn_close(n->c, true);
 	collectors_free(n->cl);
 	conn_ctx_free(n->ctx);

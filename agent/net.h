@@ -103,6 +103,23 @@ int		 net_tsync_sample(struct net *n,
 		    const struct td_tsync_sample *sample, char *err,
 		    size_t errlen);
 void		 net_tsync_end(struct net *n);
+/*
+ * The listener's probe port for this connection (tsyncudp.h), made at the
+ * first call; NULL (err set when it could not be made) when the rounds
+ * probe in-band.  net_tsync_udp_off(): in-band from now on.
+ */
+struct tsyncudp;
+struct tsyncudp	*net_tsync_udp(struct net *n, char *err, size_t errlen);
+void		 net_tsync_udp_off(struct net *n);
+/*
+ * The network part of time sync (listener - agent CLOCK_MONOTONIC): keep
+ * one measured at at within bound, if better than the one held;
+ * net_tsync_estimated(): the best, its bound aged to at (-1: none).
+ */
+void		 net_tsync_estimate(struct net *n, int64_t theta,
+		    uint64_t bound, uint64_t at);
+int		 net_tsync_estimated(const struct net *n, uint64_t at,
+		    int64_t *theta, uint64_t *bound);
 /* The identity the listener gave this agent. */
 const char	*net_identity(const struct net *n);
 /*

@@ -48,6 +48,19 @@ int		 tsync_pick(struct tsync *t, uint32_t round,
 		    const uint64_t *ref, const uint64_t *ts_s,
 		    const uint64_t *ts_r, uint32_t n, bool last, bool anchor,
 		    struct td_tsync_sample *sample);
+/*
+ * The moment (CLOCK_MONOTONIC) of a marker written between the readings m0
+ * and m1, within +-*half ns: the bracket narrowed by where in its write()
+ * a marker is stamped, as measured at tsync_new().
+ */
+uint64_t	 tsync_moment(const struct tsync *t, uint64_t m0, uint64_t m1,
+		    uint64_t *half);
+/*
+ * The local part alone: a marker's trace-clock time *ts and its moment
+ * *mono (CLOCK_MONOTONIC) within +-*half ns, the tightest of a few.
+ */
+int		 tsync_local(struct tsync *t, uint32_t round, uint64_t *ts,
+		    uint64_t *mono, uint64_t *half);
 /* Whether the clock counts TSC cycles; then mult/shift convert to ns. */
 bool		 tsync_tsc2nsec(const struct tsync *t, uint32_t *mult,
 		    uint32_t *shift);

@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -11,6 +12,7 @@
 #include "tdproto.h"
 #include "tsync.h"
 #include "tsyncround.h"
+#include "tsyncudp.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -23,6 +25,14 @@
  * quiet round is over in a few ms anyway.
  */
 #define TSYNCROUND_IDLE_MS	5
+/* Probes of a round over the probe port (twice as many in an anchor). */
+#define TSYNCROUND_UDP_PROBES	16
+/* Longest a round over the probe port may take. */
+#define TSYNCROUND_UDP_MS	100
+/* Rounds in a row without a reply there before the rounds go in-band. */
+#define TSYNCROUND_UDP_SILENT	3
+/* The round number of tsyncround_coarse()'s markers (none of a round's). */
+#define TSYNCROUND_COARSE_MARKS	(UINT32_MAX - 2)
 
 static uint64_t
 tsyncround_now_ms(void)
@@ -41,6 +51,35 @@ tsyncround_now_ms(void)
  * first, as other agents that stopped at the same time may be in their
  * last rounds too.
  */
+/*
+ * When a round's probes all failed: a sample all the same, from the local
+ * part and the best network part known (an earlier round's, or the
+ * handshake's), its bound grown by the clocks' largest drift since; wide,
+ * but honest, and the recording is never left without a time shift.
+ */
+static int
+tsyncround_coarse(struct net *n, struct tsync *t, uint32_t round,
+    struct td_tsync_sample *sample)
+{
+	uint64_t ts, mono, half, nb;
+	int64_t theta;
+
+	if (!net_up(n) || net_fatal(n) ||
+	    tsync_local(t, TSYNCROUND_COARSE_MARKS, &ts, &mono, &half) == -1 ||
+	    net_tsync_estimated(n, mono, &theta, &nb) == -1)
+		return -1;
+	memset(sample, 0, sizeof *sample);
+	sample->round = round;
+	sample->probes = 1;
+	sample->ts = ts;
+	sample->offset = (int64_t)(tsync_from_ns(t, mono + (uint64_t)theta) -
+	    ts);
+	sample->scaling = 1;
+	sample->bound = half + nb;
+	sample->rtt = 2 * nb;
+	return 0;
+}
+
 int
 tsyncround_run(struct net *n, struct tsync *t, uint32_t round,
     uint32_t nprobes, bool anchor, void (*idle_cb)(void *), void *arg,
@@ -50,10 +89,35 @@ tsyncround_run(struct net *n, struct tsync *t, uint32_t round,
 	uint32_t i, max, bad = 0;
 	uint64_t start_ms, idle_ms;
 	int ret = -1, picked;
+	struct tsyncudp *u;
 	bool last;
 
-	if (net_tsync_begin(n, TSYNCROUND_MAX_MS, err, errlen) == -1)
+	/*
+	 * The probe port first: no flush, no wait behind the data.  When it
+	 * does not answer (a firewall), the round probes in-band, and after
+	 * a few such rounds only in-band on this connection.
+	 */
+	if ((u = net_tsync_udp(n, err, errlen)) != NULL) {
+		if (tsyncudp_round(u, t, round, anchor ?
+		    2 * TSYNCROUND_UDP_PROBES : TSYNCROUND_UDP_PROBES,
+		    TSYNCROUND_UDP_MS, idle_cb, arg, sample, err,
+		    errlen) == 0) {
+			int64_t theta;
+			uint64_t b, at;
+
+			tsyncudp_last(u, &theta, &b, &at);
+			net_tsync_estimate(n, theta, b, at);
+			return net_tsync_sample(n, sample, err, errlen);
+		}
+		if (tsyncudp_silent(u) >= TSYNCROUND_UDP_SILENT)
+			net_tsync_udp_off(n);
+	}
+	if (net_tsync_begin(n, TSYNCROUND_MAX_MS, err, errlen) == -1) {
+		if (tsyncround_coarse(n, t, round, sample) == 0 &&
+		    net_tsync_sample(n, sample, err, errlen) == 0)
+			return 2;
 		return -1;
+	}
 	start_ms = idle_ms = tsyncround_now_ms();
 	max = nprobes * (anchor ? TSYNC_ANCHOR_BATCHES : TSYNC_BATCHES);
 	ref = xcalloc(max, sizeof *ref);
@@ -113,5 +177,8 @@ out_free:
 	free(ref);
 	free(ts_s);
 	free(ts_r);
+	if (ret == -1 && tsyncround_coarse(n, t, round, sample) == 0 &&
+	    net_tsync_sample(n, sample, err, errlen) == 0)
+		ret = 2;
 	return ret;
 }

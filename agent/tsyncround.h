@@ -25,7 +25,9 @@ struct td_tsync_sample;
  * Round number round of nprobes probes a batch (an anchor round, the first
  * or the last of a recording, makes more batches): fills sample and queues
  * it.  Returns 0; 1 with err when the round made no sample (not a
- * failure); or -1 with err (the connection may then be down: see
+ * failure); 2 with err saying why when its probes failed but a coarse
+ * sample went all the same (the local part and an earlier network part,
+ * with a wide bound); or -1 with err (the connection may then be down: see
  * net_up()).  idle_cb(arg), if not NULL, is called every few ms between
  * replies: the recorder's rings go on into the queue (pages only, which
  * the round sends after its sample), so many probes do not stop the

@@ -63,7 +63,16 @@ tsyncsched_round(struct recorder *r, bool anchor)
 		uplink_lost(r);
 		return;
 	}
-	if (ret == 1)
+	if (ret == 2) {
+		/* the probes failed, a coarse sample went */
+		if (r->tsync_failed++ == 0)
+			log_warnx("time sync: %s; a coarse sample instead, "
+			    "+-%" PRIu64 " ns", err, s.bound);
+		else
+			log_debug("time sync: %s; a coarse sample instead, "
+			    "+-%" PRIu64 " ns", err, s.bound);
+		r->tsync_samples++;
+	} else if (ret == 1)
 		log_debug("time sync: %s", err);
 	else if (ret == -1 && r->tsync_failed++ == 0)
 		log_warnx("time sync: %s", err);

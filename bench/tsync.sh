@@ -20,6 +20,20 @@
 # tests/tdpoke), or with TD_BUILDDIR; hold /tmp/td-bench.lock.
 # TD_KEEP=1 keeps the files; bench/tsync.sh --report DIR prints the tables
 # of a kept run again.
+#
+# TD_TSYNC_MODE (issue 27):
+#   quiet       (default) as above;
+#   stress      10 more tdagents stream every system call to the same
+#               listener while two dd loops make one-byte system calls, so
+#               both CPUs are busy and the link is full;
+#   veth        the listener in a network namespace of its own, joined to
+#               this one by a veth pair (a real device, not loopback);
+#   netem       the same with netem on both ends (delay
+#               100us 50us: symmetric jitter); the namespaces share the
+#               kernel's clocks, so the truth is known as before;
+#   netem-asym  the same with netem on the way out only (delay 200us): a
+#               path 200 us longer one way, whose error must stay within
+#               the bound (half of it shows as a constant offset).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -81,6 +95,7 @@ if [ "${1:-}" = --report ]; then
 fi
 
 B=${TD_BUILDDIR:-$top}
+MODE=${TD_TSYNC_MODE:-quiet}
 T=${1:-60}
 IV=${2:-}
 ivarg=""
@@ -89,11 +104,15 @@ TR=/sys/kernel/tracing
 W=$(mktemp -d /tmp/td-tsync-bench.XXXXXX)
 all=""
 lpid=""
+busy=""
+ns=""
 # every child must go with the script, whatever ends it: they hold the lock
 cleanup() {
 	trap - EXIT INT TERM HUP PIPE
-	kill $all $lpid 2>/dev/null
+	kill $all $lpid $busy 2>/dev/null
 	wait 2>/dev/null
+	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
+	[ -n "$ns" ] && ip link del "$ns-h" 2>/dev/null
 	[ -n "${TD_KEEP:-}" ] || rm -rf "$W"
 	exit "$1"
 }
@@ -106,8 +125,39 @@ flt='id == 110'		# getppid on x86-64
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 port=$((30000 + $$ % 20000))
+host=127.0.0.1
+run=""
+case $MODE in
+quiet|stress) ;;
+veth|netem|netem-asym)
+	ns=tdb$$
+	ip netns add $ns || exit 1
+	ip link add $ns-h type veth peer name $ns-l || exit 1
+	ip link set $ns-l netns $ns
+	ip addr add 10.77.0.1/24 dev $ns-h
+	ip link set $ns-h up
+	ip netns exec $ns ip addr add 10.77.0.2/24 dev $ns-l
+	ip netns exec $ns ip link set $ns-l up
+	ip netns exec $ns ip link set lo up
+	nofq="netem is not in this kernel (CONFIG_NET_SCH_NETEM)"
+	if [ $MODE = netem ]; then
+		tc qdisc add dev $ns-h root netem delay 100us 50us &&
+		ip netns exec $ns tc qdisc add dev $ns-l root netem \
+		    delay 100us 50us || { echo "$nofq" >&2; exit 1; }
+	elif [ $MODE = netem-asym ]; then
+		tc qdisc add dev $ns-h root netem delay 200us ||
+		    { echo "$nofq" >&2; exit 1; }
+	fi
+	host=10.77.0.2
+	run="ip netns exec $ns"
+	;;
+*)
+	echo "TD_TSYNC_MODE: quiet, stress, veth, netem or netem-asym" >&2
+	exit 1
+	;;
+esac
 # shellcheck disable=SC2086
-"$B/tdlisten" -p $port --insecure -v -d "$W/out" $ivarg > "$W/l.log" 2>&1 &
+$run "$B/tdlisten" -p $port --insecure -v -d "$W/out" $ivarg > "$W/l.log" 2>&1 &
 lpid=$!
 until grep -q "listening on" "$W/l.log"; do
 	kill -0 $lpid 2>/dev/null || { cat "$W/l.log"; exit 1; }
@@ -131,11 +181,23 @@ ruler() {
 	started "$B/tdagent" -q -o "$W/r$1.dat" -C mono -b 64 -e $ev -f "$flt" \
 	    2> "$W/r$1.err"
 }
+if [ $MODE = stress ]; then
+	for _ in 1 2; do
+		dd if=/dev/zero of=/dev/null bs=1 count=2000000000 status=none &
+		busy="$busy $!"
+	done
+	for k in 1 2 3 4 5 6 7 8 9 10; do
+		"$B/tdagent" -q -h $host -p $port --insecure --name storm$k \
+		    -e raw_syscalls -b 1024 -s $((T + 5)) 2> "$W/storm$k.err" &
+		busy="$busy $!"
+	done
+	sleep 1
+fi
 i=0
 ruler 0
 for c in $clocks; do
 	i=$((i + 1))
-	started "$B/tdagent" -q -h 127.0.0.1 -p $port --insecure --name "$c" \
+	started "$B/tdagent" -q -h $host -p $port --insecure --name "$c" \
 	    -C "$c" -b 64 -e $ev -f "$flt" 2> "$W/$c.err"
 	ruler $i
 done
@@ -148,6 +210,9 @@ sleep 0.2
 kill -TERM $all
 wait $all
 all=""
+# shellcheck disable=SC2086
+[ -n "$busy" ] && kill $busy 2>/dev/null && wait $busy 2>/dev/null
+busy=""
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # stamps FILE: the times in ns, after trace-cmd's corrections, of the
@@ -163,7 +228,7 @@ stamps "$W/r0.dat" > "$W/r0.ts"
 cols="$W/r0.ts"
 for c in $clocks; do
 	i=$((i + 1))
-	stamps "$(ls "$W"/out/127.0.0.1/*-"$c".dat)" > "$W/$c.ts"
+	stamps "$(ls "$W"/out/*/*-"$c".dat)" > "$W/$c.ts"
 	stamps "$W/r$i.dat" > "$W/r$i.ts"
 	cols="$cols $W/$c.ts $W/r$i.ts"
 done
@@ -175,14 +240,14 @@ for f in $cols; do
 done
 paste $cols | awk -v names="$clocks" -f "$top/tests/tsync-err.awk" > "$W/err"
 {
-	echo "tracedock time sync, $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r)," \
+	echo "tracedock time sync ($MODE), $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r)," \
 	    "$(nproc) CPUs, load $load0 (start) $load1 (end)"
 	echo "$T s, $n events per file, a sync round every" \
 	    "${IV:-default ($("$B/tdlisten" --help 2>&1 |
 	    sed -n 's/.*--tsync-interval MS.*(default \([0-9]*\).*/\1/p'))}" \
 	    "ms, tree $(git -C "$top" describe --always --dirty 2>/dev/null)"
-	grep "time sync: [0-9]* samples" "$W/l.log" |
-	    sed 's/^.* \(.[a-z0-9_-]*.\) (127.0.0.1:[0-9]*): /  \1 /'
+	grep "time sync: [0-9]* samples" "$W/l.log" | grep -v "'storm" |
+	    sed 's/^.* \(.[a-z0-9_-]*.\) ([0-9.]*:[0-9]*): /  \1 /'
 } > "$W/head"
 [ -n "${TD_KEEP:-}" ] && echo "files kept in $W"
 report "$W"

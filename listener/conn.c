@@ -593,6 +593,7 @@ conn_handshake_done(struct conn *c)
 		    "resume of its recordings", c->label, conn_nsessions - 1);
 		session_set_resume_only(c->s);
 	}
+	session_set_socket(c->s, bufferevent_getfd(c->bev));
 	c->state = C_OPEN;
 }
 
@@ -744,6 +745,7 @@ conn_begin(struct conn *c)
 		session_set_kick(c->s, conn_kick_cb, c);
 		if (c->reserve)
 			session_set_resume_only(c->s);
+		session_set_socket(c->s, bufferevent_getfd(c->bev));
 	}
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
 	    c);

@@ -58,6 +58,7 @@ struct listener_config {
 	struct td_codec		*codec_ctx;	/* shared by every session */
 	struct hcache		*hcache;	/* NULL: --no-header-cache */
 	bool			 no_hcache;	/* --no-header-cache */
+	bool			 no_udp_probes;	/* --no-udp-probes */
 	const char		*tracecmd_port;	/* NULL: no trace-cmd clients */
 	const char		*tracecmd_bind;	/* default 127.0.0.1 */
 	uint16_t		 tracecmd_lo;	/* their data ports */

@@ -27,6 +27,7 @@
 #include "recording.h"
 #include "registry.h"
 #include "tally.h"
+#include "timesync.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -323,8 +324,8 @@ metrics_prom_recs(struct evbuffer *out, const struct metrics_snap *m)
 		}
 	}
 	metrics_head(out, "recording_sync_error_bound_seconds", "gauge",
-	    "The widest error bound of a recording's time-sync samples (none "
-	    "before its first).");
+	    "The error bound in force for a recording's time shift: the "
+	    "widest of its samples not set aside (none before its first).");
 	for (i = 0; i < m->nrecs; i++) {
 		if (m->recs[i].sync_samples == 0)
 			continue;
@@ -332,6 +333,16 @@ metrics_prom_recs(struct evbuffer *out, const struct metrics_snap *m)
 		    &m->recs[i]);
 		evbuffer_add_printf(out, "%.9f\n",
 		    m->recs[i].sync_bound_ns / 1e9);
+	}
+	metrics_head(out, "recording_sync_error_bound_wide", "gauge",
+	    "1 when a recording's time-sync bound is wide (over 100 us).");
+	for (i = 0; i < m->nrecs; i++) {
+		if (m->recs[i].sync_samples == 0)
+			continue;
+		metrics_rec_labels(out, "recording_sync_error_bound_wide",
+		    &m->recs[i]);
+		evbuffer_add_printf(out, "%d\n",
+		    m->recs[i].sync_bound_ns > TIMESYNC_WIDE_NS);
 	}
 	metrics_head(out, "recording_duration_seconds", "gauge", "How long "
 	    "a recording has run (or ran).");
@@ -513,9 +524,11 @@ metrics_json_rec(struct evbuffer *out, const struct tally_rec *t)
 	    t->ncpus, t->bytes, t->events, t->lost, t->missed_pages,
 	    t->sync_samples);
 	if (t->sync_samples > 0)
-		evbuffer_add_printf(out, "%" PRIu64, t->sync_bound_ns);
+		evbuffer_add_printf(out, "%" PRIu64 ",\"sync_wide\":%s",
+		    t->sync_bound_ns, t->sync_bound_ns > TIMESYNC_WIDE_NS ?
+		    "true" : "false");
 	else
-		evbuffer_add_printf(out, "null");
+		evbuffer_add_printf(out, "null,\"sync_wide\":false");
 	evbuffer_add_printf(out, ",\"seconds\":%.3f,\"why\":", t->elapsed);
 	metrics_jstr(out, t->why);
 	evbuffer_add_printf(out, "}");

@@ -112,9 +112,8 @@ recording_events(const struct recording *r, uint64_t *marked)
 void
 recording_info(const struct recording *r, struct tally_rec *t)
 {
-	const struct td_tsync_sample *s;
 	size_t dl = strlen(r->cfg->dir);
-	uint32_t i, n;
+	uint32_t n;
 
 	memset(t, 0, sizeof *t);
 	snprintf(t->identity, sizeof t->identity, "%s", r->p.identity);
@@ -130,9 +129,9 @@ recording_info(const struct recording *r, struct tally_rec *t)
 	t->bytes = r->bytes;
 	t->events = recording_events(r, &t->missed_pages);
 	t->lost = r->lost;
-	for (s = timesync_samples(r->ts, &n), i = 0; i < n; i++)
-		if (s[i].bound > t->sync_bound_ns)
-			t->sync_bound_ns = s[i].bound;
+	/* the bound in force: none a sample set aside at END would widen */
+	timesync_samples(r->ts, &n);
+	t->sync_bound_ns = timesync_bound_now(r->ts, r->p.clock);
 	t->sync_samples = n;
 	t->elapsed = recording_elapsed(r);
 	snprintf(t->why, sizeof t->why, "%s", r->paused_why);

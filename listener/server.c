@@ -26,6 +26,7 @@
 #include "acceptpause.h"
 #include "listener.h"
 #include "log.h"
+#include "probeport.h"
 #include "server.h"
 #include "tdlimits.h"
 #include "banned.h"
@@ -289,6 +290,9 @@ server_start(struct event_base *base, const struct listener_config *cfg,
 	if (n == -1)
 		return -1;
 	server_nlev = n;
+	/* time-sync probes beside the TCP ports (probeport.h) */
+	if (!cfg->no_udp_probes)
+		probeport_start(base, server_lev, n);
 	if (server_nlev > 0 && cfg->unix_path != NULL &&
 	    server_listen_unix(base, cfg->unix_path) == -1)
 		return -1;
@@ -307,6 +311,7 @@ server_shutdown(void)
 	for (i = 0; i < server_nlev; i++)
 		evconnlistener_free(server_lev[i]);
 	server_nlev = 0;
+	probeport_shutdown();
 	/* ours alone (after -u it may stay: the next tdlisten replaces it) */
 	if (server_unix_path != NULL)
 		unlink(server_unix_path);

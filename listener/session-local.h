@@ -14,6 +14,7 @@
 #include "tdproto.h"
 
 struct hcache_put;
+struct probeport_entry;
 struct listener_config;
 struct recording;
 struct standby;
@@ -47,6 +48,7 @@ struct session {
 					   cache's copies, until used; -1 */
 	struct hcache_put	*put;		/* the section being kept */
 	struct standby		*sb;		/* SESSION_STANDBY: its entry */
+	struct probeport_entry	*pp;		/* time-sync datagrams, or NULL */
 	void			(*kick)(void *);
 	void			*kick_arg;
 	bool			 resume_only;	/* over --max-sessions */

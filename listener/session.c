@@ -31,12 +31,14 @@
 #include "hcache.h"
 #include "listener.h"
 #include "log.h"
+#include "probeport.h"
 #include "recording.h"
 #include "registry.h"
 #include "session.h"
 #include "session-local.h"
 #include "standby.h"
 #include "tdproto.h"
+#include "timesync.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -74,6 +76,14 @@ session_new(const struct listener_config *cfg, const char *identity,
 	return s;
 }
 
+/* The session's TCP socket: an entry for its time-sync datagrams. */
+void
+session_set_socket(struct session *s, int fd)
+{
+	if (s->pp == NULL && !s->cfg->no_udp_probes)
+		s->pp = probeport_register(fd);
+}
+
 void
 session_free(struct session *s)
 {
@@ -81,6 +91,15 @@ session_free(struct session *s)
 
 	if (s == NULL)
 		return;
+	if (s->pp != NULL) {
+		uint64_t a, d;
+
+		probeport_counts(s->pp, &a, &d);
+		if (a + d > 0)
+			log_debug("%s: time-sync probes: %" PRIu64 " answered, "
+			    "%" PRIu64 " dropped", s->label, a, d);
+	}
+	probeport_unregister(s->pp);
 	if (s->rec != NULL) {
 		if (s->phase == SESSION_DONE)
 			recording_close(s->rec);
@@ -293,7 +312,11 @@ session_welcome(struct session *s, bool resumed, uint64_t trace_id,
 	w.resume_offset = offset;
 	w.idle_timeout = (uint32_t)s->cfg->idle_timeout;
 	snprintf(w.identity, sizeof w.identity, "%s", s->identity);
+	if (s->pp != NULL && s->cfg->tsync_interval != TD_TSYNC_OFF)
+		probeport_offer(s->pp, &w.udp_port, &w.udp_id, w.udp_key);
+	w.ref_ns = timesync_now(CLOCK_MONOTONIC);
 	td_msg_pack_welcome(&s->out, &w);
+	explicit_bzero(w.udp_key, sizeof w.udp_key);
 }
 
 /*

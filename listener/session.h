@@ -57,6 +57,8 @@ struct session	*session_new(const struct listener_config *cfg,
 /* Free s; a recording it still owns waits for a resume (or closes). */
 void		 session_free(struct session *s);
 enum session_phase session_phase(const struct session *s);
+/* The session's TCP socket, for its time-sync datagrams (probeport.h). */
+void		 session_set_socket(struct session *s, int fd);
 /*
  * kick(arg) sends what the session wrote when that was not an answer to
  * input (a standby agent's START or STOP, from standby.c).

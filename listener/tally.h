@@ -41,7 +41,8 @@ struct tally_rec {
 	uint64_t	 events;	/* in the pages taken in */
 	uint64_t	 lost;		/* overrun + dropped (CPUSTAT) */
 	uint64_t	 missed_pages;	/* pages marked as after a loss */
-	uint64_t	 sync_bound_ns;	/* widest time-sync error bound kept,
+	uint64_t	 sync_bound_ns;	/* widest time-sync error bound of the
+					   samples in force (none set aside),
 					   0: no sample yet */
 	uint32_t	 sync_samples;
 	double		 elapsed;	/* s since it started */

@@ -80,6 +80,7 @@ enum {
 	OPT_ON_FINISH_ATTEMPTS,
 	OPT_NO_HEADER_CACHE,
 	OPT_GUEST,
+	OPT_NO_UDP_PROBES,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -132,6 +133,7 @@ static const struct option tdlisten_longopts[] = {
 	    OPT_ON_FINISH_ATTEMPTS },
 	{ "no-header-cache", no_argument, NULL, OPT_NO_HEADER_CACHE },
 	{ "guest", required_argument, NULL, OPT_GUEST },
+	{ "no-udp-probes", no_argument, NULL, OPT_NO_UDP_PROBES },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -145,7 +147,8 @@ usage(FILE *fp)
 "                [--insecure] [--bind ADDR] [--unix PATH] [--vsock PORT]\n"
 "                [--guest HOST:GUEST] [--file-version 6|7]\n"
 "                [--compression zstd|zlib|none] [--max-sessions N]\n"
-"                [--tsync-interval MS] [--resume-wait S] [--idle-timeout S]\n"
+"                [--tsync-interval MS] [--no-udp-probes]\n"
+"                [--resume-wait S] [--idle-timeout S]\n"
 "                [--handshake-timeout S] [--max-handshakes N]\n"
 "                [--max-handshakes-per-address N] [--max-per-identity N]\n"
 "                [--quota SIZE] [--rotate SIZE|DURATION [--keep N|SIZE]]\n"
@@ -185,6 +188,8 @@ usage(FILE *fp)
 "                     (default 1024)\n"
 "  --tsync-interval MS  time-sync round every MS ms (default 1000; 0: at\n"
 "                     start and end only; -1: no time sync)\n"
+"  --no-udp-probes    no UDP port for time-sync probes beside the TCP port:\n"
+"                     agents probe over their stream (less precise)\n"
 "  --resume-wait S    keep a recording whose agent went away S seconds for\n"
 "                     it to come back and resume (default 600; 0: close it)\n"
 "  --handshake-timeout S  a connection must be through TLS and its HELLO\n"
@@ -478,6 +483,9 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			break;
 		case OPT_NO_HEADER_CACHE:
 			c->no_hcache = true;
+			break;
+		case OPT_NO_UDP_PROBES:
+			c->no_udp_probes = true;
 			break;
 		case OPT_ROTATE:
 			if (rotate_parse(optarg, &c->rotate_bytes,

@@ -55,6 +55,10 @@ timeline_write(struct timesync *ts, struct guests *g, struct td_file *f,
 		    label, rep.dropped);
 		return 0;
 	}
+	if (rep.wide_only)
+		log_warnx("%s: time sync: every sample's bound was past %u ms; "
+		    "the tightest is the time shift, +-%" PRIu64 " ns: wide",
+		    label, TD_MAX_TSYNC_BOUND / 1000000, rep.bound);
 	if (rep.thinned > 0)
 		log_info("%s: time sync: %u samples thinned out while "
 		    "recording (more than %u)", label, rep.thinned,

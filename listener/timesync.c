@@ -30,13 +30,9 @@
 #define TIMESYNC_CK_FRAME	(TD_FRAME_HEADER + 52)
 /*
  * The listener's options share the recording's TD_MAX_OPTIONS_TOTAL with
- * the agent's: TIME_SHIFT, DATE and our text together keep within half of
- * it.  A line of the text takes at most TIMESYNC_LINE_MAX bytes (u32, u64,
- * i64, u64, u64, u32, spaces, newline), its head TIMESYNC_TEXT_HEAD.
+ * the agent's: TIME_SHIFT and DATE together keep within half of it.
  */
 #define TIMESYNC_OPTIONS_MAX	(TD_MAX_OPTIONS_TOTAL / 2)
-#define TIMESYNC_LINE_MAX	106
-#define TIMESYNC_TEXT_HEAD	128
 
 /* One recording's samples, in the order they came. */
 struct timesync {
@@ -49,6 +45,9 @@ struct timesync {
 	bool			 latest_off_grid; /* samples[n - 1] */
 	uint32_t		 tsc_mult;	/* TSC2NSEC, when the agent sent */
 	uint32_t		 tsc_shift;	/* it (x86-tsc) */
+	/* the tightest of those dropped for a bound past the cap */
+	struct td_tsync_sample	 wide;
+	bool			 has_wide;
 };
 
 static uint64_t timesync_date_us;	/* CLOCK_REALTIME - MONOTONIC, us */
@@ -137,6 +136,11 @@ timesync_keep(struct timesync *t, const struct td_tsync_sample *s)
 bool
 timesync_add(struct timesync *t, const struct td_tsync_sample *s)
 {
+	if (s->bound > TD_MAX_TSYNC_BOUND && s->scaling == 1 &&
+	    s->frac == 0 && (!t->has_wide || s->bound < t->wide.bound)) {
+		t->wide = *s;
+		t->has_wide = true;
+	}
 	if (s->bound > TD_MAX_TSYNC_BOUND || s->scaling != 1 ||
 	    s->frac != 0 || (t->n > 0 && s->ts <= t->samples[t->n - 1].ts)) {
 		t->dropped++;
@@ -268,28 +272,47 @@ timesync_set_aside(const struct timesync *t, bool tsc, bool *out,
 	free(mark);
 }
 
-/* What the listener's three options of k samples take of the options. */
+/* The widest bound of the samples not set aside. */
+uint64_t
+timesync_bound_now(const struct timesync *t, const char *clock)
+{
+	struct timesync_report rep;
+	uint64_t b = 0;
+	uint32_t i;
+	bool *out;
+
+	if (t == NULL || t->n == 0)
+		return 0;
+	memset(&rep, 0, sizeof rep);
+	out = xcalloc(t->n, sizeof *out);
+	timesync_set_aside(t, strcmp(clock, "x86-tsc") == 0, out, &rep);
+	for (i = 0; i < t->n; i++)
+		if (!out[i] && t->samples[i].bound > b)
+			b = t->samples[i].bound;
+	free(out);
+	return b;
+}
+
+/* What the listener's two options of k samples take of the options. */
 static uint64_t
 timesync_options_size(uint32_t ncpus, uint64_t k)
 {
-	/* a record header each; TIME_SHIFT; DATE; our text */
-	return 3 * 6 + 16 + (uint64_t)ncpus * (4 + 32 * k) + 32 +
-	    TIMESYNC_TEXT_HEAD + k * TIMESYNC_LINE_MAX;
+	/* a record header each; TIME_SHIFT; DATE */
+	return 2 * 6 + 16 + (uint64_t)ncpus * (4 + 32 * k) + 32;
 }
 
 /*
  * TIME_SHIFT as trace-cmd 3.1.6 reads it: peer id, flags (1: interpolate),
  * CPU count, per CPU {count, ts[], offset[], scaling[]}, then per CPU
  * frac[] (each CPU's own count).  Every CPU gets the same samples: the
- * trace clock is one clock.  DATE turns the reference into wall time, and
- * our own option keeps the error bound of each sample of TIME_SHIFT.
+ * trace clock is one clock.  DATE turns the reference into wall time.
  */
 int
 timesync_options(struct timesync *t, struct td_file *f, uint64_t peer_id,
     uint32_t ncpus, const char *clock, struct timesync_report *rep)
 {
 	struct td_buf b;
-	const struct td_tsync_sample *s, *first, *last;
+	const struct td_tsync_sample *first, *last;
 	uint32_t i, j, cpu, n = t->n, step, kept, m;
 	uint32_t *use;
 	bool *out;
@@ -297,6 +320,16 @@ timesync_options(struct timesync *t, struct td_file *f, uint64_t peer_id,
 	int ret = -1;
 
 	memset(rep, 0, sizeof *rep);
+	/*
+	 * Never without a time shift when a sample came: with only samples
+	 * past the cap, the tightest of them, its bound as wide as it is.
+	 */
+	if (t->n == 0 && t->has_wide) {
+		timesync_keep(t, &t->wide);
+		t->dropped--;
+		rep->wide_only = true;
+	}
+	n = t->n;
 	rep->dropped = t->dropped;
 	rep->thinned = t->thinned;
 	if (n == 0)
@@ -306,11 +339,11 @@ timesync_options(struct timesync *t, struct td_file *f, uint64_t peer_id,
 	m = n - rep->imprecise - rep->off_line;
 	/*
 	 * TIME_SHIFT holds every sample once per CPU: 16 + ncpus * (4 + 32 m)
-	 * bytes, our text a line each.  When they would pass their share of
-	 * the recording's options (the writer refuses an option past
-	 * TD_MAX_OPTIONS_TOTAL, and the file could not be finished), keep
-	 * every k-th sample (and always the last) in both: interpolation
-	 * needs fewer points than a long recording makes.
+	 * bytes.  When that would pass its share of the recording's options
+	 * (the writer refuses an option past TD_MAX_OPTIONS_TOTAL, and the
+	 * file could not be finished), keep every k-th sample (and always the
+	 * last): interpolation needs fewer points than a long recording
+	 * makes.
 	 */
 	step = 1;
 	while (timesync_options_size(ncpus, (m + step - 1) / step + 1) >
@@ -361,21 +394,16 @@ timesync_options(struct timesync *t, struct td_file *f, uint64_t peer_id,
 	td_buf_add(&b, "", 1);
 	if (td_file_add_option(f, TD_OPT_DATE, b.data, b.len) == -1)
 		goto out;
-	td_buf_reset(&b);
-	td_buf_printf(&b, "tracedock tsync 1\nreference CLOCK_MONOTONIC\n"
-	    "round ts offset bound_ns rtt_ns probes\n");
-	for (i = 0; i < kept; i++) {
-		s = &t->samples[use[i]];
-		td_buf_printf(&b, "%u %" PRIu64 " %" PRId64 " %" PRIu64 " %"
-		    PRIu64 " %u\n", s->round, s->ts, s->offset, s->bound,
-		    s->rtt, s->probes);
-	}
+	/*
+	 * The bounds are not written into the file: an option of our own
+	 * (0x7464, until issue 28) made libtracecmd warn "unknown option
+	 * 29796" in trace-cmd split, report --verbose and KernelShark for
+	 * every time-synced file.  The log has each sample's (-v) and the
+	 * largest of those kept; /status and /metrics the same.
+	 */
 	for (i = 0; i < n; i++)
 		if (!out[i] && t->samples[i].bound > rep->bound)
 			rep->bound = t->samples[i].bound;
-	td_buf_add(&b, "", 1);
-	if (td_file_add_option(f, TD_OPT_TD_TSYNC, b.data, b.len) == -1)
-		goto out;
 	first = &t->samples[use[0]];
 	last = &t->samples[use[kept - 1]];
 	if (kept > 1 && last->ts > first->ts)

@@ -32,6 +32,8 @@ struct timesync_report {
 	uint32_t	 imprecise;	/* set aside: wide and wrong */
 	uint32_t	 off_line;	/* set aside: off their neighbours' line */
 	uint32_t	 in_option;	/* of kept, in TIME_SHIFT (its size cap) */
+	bool		 wide_only;	/* only samples past the cap came:
+					   the tightest is the time shift */
 	bool		 unchecked;	/* x86-tsc without TSC2NSEC: none set
 					   aside */
 	int64_t		 offset;	/* the last sample's */
@@ -68,11 +70,19 @@ const struct td_tsync_sample *timesync_samples(const struct timesync *t,
 		    uint32_t *n);
 /* Samples kept so far. */
 uint32_t	 timesync_count(const struct timesync *t);
+/*
+ * The bound the file would get now: the widest of the samples that
+ * TIME_SHIFT would hold (those set aside at END left out, as they are
+ * then), 0 with none.  For /status and /metrics.
+ */
+uint64_t	 timesync_bound_now(const struct timesync *t, const char *clock);
+/* A bound past this is flagged as wide (the targets are 1 and 10 us). */
+#define TIMESYNC_WIDE_NS	100000
 /* Bytes it holds, for the memory budget. */
 uint64_t	 timesync_mem(const struct timesync *t);
 /*
- * TIME_SHIFT (peer_id: the recording's trace id; ncpus copies), DATE and
- * the error-bound option into f.  clock names the agent's trace clock
+ * TIME_SHIFT (peer_id: the recording's trace id; ncpus copies) and DATE
+ * into f.  clock names the agent's trace clock
  * (x86-tsc's offsets are cycles).  Returns 0 and fills rep, 1 when no
  * sample was kept (nothing written; rep->dropped says how many came), or
  * -1 (the writer refused, errno set).

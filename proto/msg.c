@@ -292,6 +292,12 @@ td_msg_pack_welcome(struct td_buf *b, const struct td_welcome *w)
 	    td_msg_put_u32(b, w->idle_timeout) == -1 ||
 	    td_msg_put_str(b, w->identity, sizeof w->identity) == -1)
 		ok = -1;
+	if (ok == 0 && w->version >= 5 &&
+	    (td_msg_put_u16(b, w->udp_port) == -1 ||
+	    put_u64(b, w->udp_id) == -1 ||
+	    td_buf_add(b, w->udp_key, sizeof w->udp_key) == -1 ||
+	    put_u64(b, w->ref_ns) == -1))
+		ok = -1;
 	return td_msg_end(b, at, TD_MSG_WELCOME, ok);
 }
 
@@ -310,6 +316,15 @@ td_msg_unpack_welcome(const struct td_frame *f, struct td_welcome *w)
 	w->resume_offset = td_cur_be64(&c);
 	w->idle_timeout = td_cur_be32(&c);
 	td_msg_cur_str(&c, w->identity, sizeof w->identity);
+	if (w->version >= 5) {
+		const void *k;
+
+		w->udp_port = td_cur_be16(&c);
+		w->udp_id = td_cur_be64(&c);
+		if ((k = td_cur_take(&c, sizeof w->udp_key)) != NULL)
+			memcpy(w->udp_key, k, sizeof w->udp_key);
+		w->ref_ns = td_cur_be64(&c);
+	}
 	if (td_msg_cur_end(&c) == -1)
 		return -1;
 	if ((w->flags & ~TD_WELCOME_RESUMED) != 0) {

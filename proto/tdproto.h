@@ -26,7 +26,7 @@
 
 struct td_buf;
 
-#define TD_PROTO_VERSION	4	/* the highest spoken */
+#define TD_PROTO_VERSION	5	/* the highest spoken */
 #define TD_PROTO_VERSION_MIN	3	/* the lowest spoken */
 #define TD_FRAME_HEADER		8
 
@@ -192,6 +192,12 @@ struct td_welcome {
 	uint32_t	 idle_timeout;		/* s of silence the listener
 						   takes, 0: no limit */
 	char		 identity[TD_MAX_NAME_LEN + 1];	/* from the cert */
+	/* version 5: the time-sync datagrams (proto/tsudp.h) */
+	uint16_t	 udp_port;		/* 0: none, probe in-band */
+	uint64_t	 udp_id;
+	uint8_t		 udp_key[32];		/* TD_TSUDP_KEY_LEN */
+	uint64_t	 ref_ns;		/* the listener's CLOCK_MONOTONIC
+						   as it wrote WELCOME, 0: none */
 };
 
 /* PAGES: count whole pages of one CPU, numbered from first_seq. */

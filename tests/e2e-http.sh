@@ -149,6 +149,19 @@ if [ "$(jq '.recordings[0].sync_samples' "$WORK/s1.json")" -gt 0 ]; then
 	    "$(jq '.recordings[0].sync_bound_ns / 1e9' "$WORK/s1.json" |
 	    awk '{ printf "%.9f", $1 }')" \
 	    "$(metric "$WORK/m1.prom" "tdlisten_recording_sync_error_bound_seconds$L")"
+	# the bound in force for the file: the one its log line gives (no
+	# sample set aside at END widens it), flagged when wide
+	b=$(sed -n "s/^.*'dd' .*time sync: .*error bound +-\([0-9]*\) ns.*$/\1/p" \
+	    "$WORK/l.log")
+	eq "/status: the bound the file got" \
+	    "$(jq '.recordings[0].sync_bound_ns' "$WORK/s1.json")" "${b:-none}"
+	w=false
+	[ "${b:-0}" -gt 100000 ] && w=true
+	eq "/status: wide or not, as the bound says" \
+	    "$(jq '.recordings[0].sync_wide' "$WORK/s1.json")" "$w"
+	eq "/metrics: wide or not, as the bound says" \
+	    "$(metric "$WORK/m1.prom" "tdlisten_recording_sync_error_bound_wide$L")" \
+	    "$([ $w = true ] && echo 1 || echo 0)"
 else
 	eq "no sample: no bound in /status or /metrics" \
 	    "$(jq '.recordings[0].sync_bound_ns' "$WORK/s1.json") $(metric \

@@ -97,6 +97,18 @@ for c in $clocks; do
 	check "$c: TIME_SHIFT and DATE in the file" sh -c \
 	    "trace-cmd dump --options -i '$f' 2>/dev/null | grep -q 'Option TimeShift' &&
 	     trace-cmd dump --options -i '$f' 2>/dev/null | grep -q 'Option DATE'"
+	# no option of tracedock's own (issue 28: 0x7464 made libtracecmd
+	# warn "unknown option 29796" in split, report --verbose, KernelShark)
+	check "$c: trace-cmd report --verbose warns of nothing" sh -c \
+	    "! trace-cmd report --verbose -i '$f' 2>&1 >/dev/null |
+	     grep -q 'unknown option'"
+	if [ "$c" = mono ]; then
+		check "$c: trace-cmd split warns of nothing" sh -c \
+		    "cd '$WORK' && ! trace-cmd split -i '$f' \
+		     -o '$WORK/split.dat' 2>&1 >/dev/null |
+		     grep -q 'unknown option'"
+		rm -f "$WORK"/split.dat*
+	fi
 	stamps "$f" > "$WORK/$c.ts"
 	stamps "$f" --raw-ts > "$WORK/$c.raw"
 	stamps "$WORK/r$k.dat" > "$WORK/r$k.ts"

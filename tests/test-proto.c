@@ -290,6 +290,25 @@ test_other_messages(void **state)
 	/* an unknown flag is refused */
 	b.data[TD_FRAME_HEADER + 3] = 2;
 	assert_int_equal(td_msg_unpack_welcome(&f, &w2), -1);
+	/* version 5: the probe port, its id and key, 42 bytes more */
+	td_buf_reset(&b);
+	w.version = 5;
+	w.udp_port = 4001;
+	w.udp_id = 0x0102030405060708ULL;
+	memset(w.udp_key, 0xa5, sizeof w.udp_key);
+	w.udp_key[31] = 1;
+	w.ref_ns = 123456789012345ULL;
+	assert_int_equal(td_msg_pack_welcome(&b, &w), 0);
+	assert_int_equal(b.len, TD_FRAME_HEADER + 30 + 4 + 50);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_welcome(&f, &w2), 0);
+	assert_int_equal(w2.udp_port, 4001);
+	assert_true(w2.udp_id == w.udp_id);
+	assert_memory_equal(w2.udp_key, w.udp_key, sizeof w.udp_key);
+	assert_true(w2.ref_ns == 123456789012345ULL);
+	/* one byte short of the key */
+	f.len--;
+	assert_int_equal(td_msg_unpack_welcome(&f, &w2), -1);
 
 	td_buf_reset(&b);
 	assert_int_equal(td_msg_pack_ack(&b, 0x0102030405060708ULL), 0);
