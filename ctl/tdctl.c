@@ -46,8 +46,8 @@ usage(FILE *fp)
 "                   ctlN, tdlisten's request number)\n"
 "\n"
 "Exit status: 0 when every agent asked did it, 1 when one refused, was\n"
-"busy, went away or did not answer in time, 2 on a usage or socket\n"
-"error.\n");
+"busy, went away, did not answer in time or its recording failed (the\n"
+"line says why), 2 on a usage or socket error.\n");
 }
 
 static void die_usage(const char *, ...)
@@ -76,6 +76,53 @@ field(const char *what, const char *s, size_t max)
 	if (strlen(s) > max)
 		die_usage("%s: too long", what);
 	return s;
+}
+
+/*
+ * Whether an answer line says an agent did not do what it was asked:
+ * refused, busy, gone, not answering, or a recording that ended in
+ * failure ("finished ID NAME exit N" with N not 0, or "signal N").
+ */
+static int
+tdctl_failed(const char *line)
+{
+	static const char *const bad[] = { "refused ", "error", "busy ",
+	    "lost ", "timeout ", "none", "incomplete " };
+	const char *p;
+	size_t i;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (strncmp(line, bad[i], strlen(bad[i])) == 0)
+			return 1;
+	if (strncmp(line, "finished ", 9) != 0)
+		return 0;
+	if (strstr(line, " signal ") != NULL)
+		return 1;
+	if ((p = strstr(line, " exit ")) != NULL &&
+	    (p[6] != '0' || (p[7] != '\0' && p[7] != ' ' && p[7] != ':')))
+		return 1;
+	return 0;
+}
+
+/*
+ * Whether ev can be an event: SYSTEM or SYSTEM:EVENT (or a bare EVENT),
+ * each part letters, digits, '_', '-', '.' and glob characters.  What
+ * the agents' kernels have is for them to say.
+ */
+static int
+tdctl_event_ok(const char *ev)
+{
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.*?[]";
+	const char *colon = strchr(ev, ':');
+	size_t n = strspn(ev, ok);
+
+	if (n == 0)
+		return 0;
+	if (colon == NULL)
+		return ev[n] == '\0';
+	return ev + n == colon && colon[1] != '\0' &&
+	    colon[1 + strspn(colon + 1, ok)] == '\0';
 }
 
 /* Send req, print the answer; the exit status. */
@@ -130,12 +177,7 @@ tdctl_ask(const char *path, const char *req)
 			}
 			printf("%s\n", buf + start);
 			fflush(stdout);
-			if (strncmp(buf + start, "refused ", 8) == 0 ||
-			    strncmp(buf + start, "error", 5) == 0 ||
-			    strncmp(buf + start, "busy ", 5) == 0 ||
-			    strncmp(buf + start, "lost ", 5) == 0 ||
-			    strncmp(buf + start, "timeout ", 8) == 0 ||
-			    strncmp(buf + start, "none", 4) == 0)
+			if (tdctl_failed(buf + start))
 				ret = 1;
 			start = i + 1;
 		}
@@ -199,6 +241,9 @@ main(int argc, char **argv)
 			field("-e", optarg, TD_MAX_NAME_LEN * 2);
 			if (strchr(optarg, ',') != NULL)
 				die_usage("-e %s: one event per -e", optarg);
+			if (!tdctl_event_ok(optarg))
+				die_usage("-e '%s': not an event name (SYSTEM "
+				    "or SYSTEM:EVENT, globs allowed)", optarg);
 			nev = strlen(events);
 			if (nev + strlen(optarg) + 2 > sizeof events)
 				die_usage("%s", "too many events");

@@ -31,6 +31,8 @@ struct standby {
 	char			 clocks[TD_STANDBY_CLOCKS + 1];
 	char			 recording[TD_MAX_NAME_LEN + 1]; /* "": idle */
 	char			 refused[80];	/* the last refusal, "" */
+	char			*file;		/* its recording's file, NULL */
+	bool			 complete;	/* ... put in place whole */
 	uint32_t		 ncpus;
 	struct standby_reply	*waiter;	/* who waits for an ANSWER */
 	uint32_t		 req;		/* ... to this request */
@@ -159,6 +161,7 @@ standby_remove(struct standby *sb)
 		standby_list_head = sb->next;
 	if (sb->next != NULL)
 		sb->next->prev = sb->prev;
+	free(sb->file);
 	free(sb);
 	if (r != NULL)
 		standby_go(r, req);	/* it was the last not READY */
@@ -209,9 +212,15 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 	case TD_ANSWER_FINISHED:
 		log_info("standby %s: finished %s", sb->identity, text);
 		sb->recording[0] = '\0';
+		/* its file, put in place before the agent heard DONE */
 		if (mine)
 			standby_line(sb->waiter, "finished %s %s",
 			    sb->identity, text);
+		if (mine && sb->file != NULL)
+			standby_line(sb->waiter, "%s %s %s", sb->complete ?
+			    "file" : "incomplete", sb->identity, sb->file);
+		free(sb->file);
+		sb->file = NULL;
 		break;
 	}
 	if (mine) {
@@ -219,6 +228,24 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 		standby_release(sb, NULL);
 		/* it may have been the last of a START not READY */
 		standby_go(r, a->req);
+	}
+}
+
+void
+standby_file(const char *identity, const char *name, const char *path,
+    bool complete)
+{
+	struct standby *sb;
+
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		if (strcmp(sb->identity, identity) != 0 ||
+		    sb->recording[0] == '\0' ||
+		    strcmp(sb->recording, name) != 0)
+			continue;
+		free(sb->file);
+		sb->file = xstrdup(path);
+		sb->complete = complete;
+		return;
 	}
 }
 

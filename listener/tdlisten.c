@@ -36,6 +36,7 @@
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "size.h"
+#include "standby.h"
 #include "tls.h"
 #include "uftrace.h"
 #include "tracecmd.h"
@@ -661,6 +662,15 @@ tdlisten_raise_nofile(const struct listener_config *c)
  * tdlisten needs no privilege once its port is bound and its key read: as
  * root it becomes USER (-u), and says so loudly when it stays root.
  */
+/* A file in place: a standby agent's FINISHED names it; on-finish runs. */
+static void
+tdlisten_done_cb(const struct output_done *d, void *arg)
+{
+	standby_file(d->identity, d->name, d->path, d->complete);
+	if (arg != NULL)
+		onfinish_done_cb(d, arg);
+}
+
 static void
 tdlisten_drop_privileges(struct listener_config *c)
 {
@@ -829,7 +839,6 @@ main(int argc, char **argv)
 		    sizeof err);
 		if (cfg.onfinish == NULL)
 			fatalx("--on-finish: %s", err);
-		recording_set_done(onfinish_done_cb, cfg.onfinish);
 		uftrace_set_done(onfinish_done_cb, cfg.onfinish);
 		log_info("on-finish: %d at once, timeout %d s, %d attempts, "
 		    "the first again after %d s", tdlisten_of.jobs,
@@ -837,6 +846,7 @@ main(int argc, char **argv)
 		    tdlisten_of.retry);
 		onfinish_recover(cfg.onfinish, cfg.dir);
 	}
+	recording_set_done(tdlisten_done_cb, cfg.onfinish);
 	finished_load(cfg.dir);
 	if (!cfg.no_hcache)
 		cfg.hcache = hcache_new(cfg.dir);

@@ -1,0 +1,81 @@
+#!/bin/sh
+# End-to-end: what tdctl and tdlisten tell the operator (issue 28, "tdctl
+# and the listener tell the truth"; issue 31 row 4).  Two standby agents
+# (web1, web2) on one tdlisten --control:
+#   - a recording that fails in its set-up (an event the kernel does not
+#     have, a filter it refuses): tdctl exits 1 and prints the agent's
+#     reason, the kernel's filter error too;
+#   - an event name that cannot be one is refused by tdctl before it asks;
+#   - a recording that ends well: tdctl stop prints its file's path.
+. "$(dirname "$0")/e2e-lib.sh"
+need_tracefs
+TDCTL=$B/tdctl
+P=$WORK/pki
+pki "$P" web1 web2 || { echo "FAIL: cannot make certificates"; exit 99; }
+OUT=$WORK/out
+CTL=$WORK/control
+LTLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
+# shellcheck disable=SC2086
+start_listener "$WORK/listen.log" -d "$OUT" $LTLS --control "$CTL" ||
+    exit 99
+cat > "$WORK/agent.conf" <<CONF
+allow-events = sched
+max-buffer 1024
+max-duration 60
+CONF
+SPIDS=""
+for a in web1 web2; do
+	"$TDAGENT" --standby -c "$WORK/agent.conf" -h 127.0.0.1 -p "$LPORT" \
+	    --cert "$P/$a.pem" --key "$P/$a.key" --ca "$P/ca.pem" \
+	    2> "$WORK/agent.$a.err" &
+	SPIDS="$SPIDS $!"
+done
+cleanup() {
+	# shellcheck disable=SC2086
+	kill $SPIDS 2>/dev/null
+	# shellcheck disable=SC2086
+	wait $SPIDS 2>/dev/null
+	stop_listener
+}
+both_standby() {
+	[ "$("$TDCTL" -S "$CTL" list 2>/dev/null | grep -c standby)" -eq 2 ]
+}
+wait_until $((400 * SLOW)) both_standby
+check "both agents on standby" both_standby
+
+# ---- item 1: failures say why ------------------------------------------
+"$TDCTL" -S "$CTL" start --hosts web1 -e sched:no_such_event --name noev \
+    > "$WORK/noev.out" 2>&1
+eq "an event the kernel does not have: tdctl exits 1" $? 1
+check "... and prints the agent's reason" grep -q \
+    "^finished web1 noev exit 2: unknown event 'sched:no_such_event'" \
+    "$WORK/noev.out" || sed 's/^/# noev: /' "$WORK/noev.out"
+"$TDCTL" -S "$CTL" start --hosts web2 -e sched:sched_switch \
+    -f 'no_such_field == 1' --name badf > "$WORK/badf.out" 2>&1
+eq "a filter the kernel refuses: tdctl exits 1" $? 1
+check "... and prints the kernel's filter error" grep -q \
+    "^finished web2 badf exit 2: invalid filter.*Field not found" \
+    "$WORK/badf.out" || sed 's/^/# badf: /' "$WORK/badf.out"
+starts0=$(grep -c "control: START" "$WORK/listen.log")
+"$TDCTL" -S "$CTL" start -e 'sched:bad event!' > "$WORK/syn.out" 2>&1
+eq "an event name that cannot be one: tdctl exits 2" $? 2
+check "... says so" grep -q "not an event name" "$WORK/syn.out"
+eq "... and asks nobody" "$(grep -c "control: START" "$WORK/listen.log")" \
+    "$starts0"
+
+# a recording that ends well: its file's path
+wait_until $((400 * SLOW)) both_standby
+"$TDCTL" -S "$CTL" start --hosts web1 -e sched:sched_switch --name good \
+    > "$WORK/good.out" 2>&1
+eq "a good recording: tdctl start exits 0" $? 0
+"$TDCTL" -S "$CTL" stop --hosts web1 good > "$WORK/stop.out" 2>&1
+eq "tdctl stop exits 0" $? 0
+check "tdctl stop says it finished well" \
+    grep -qx "finished web1 good exit 0" "$WORK/stop.out"
+f=$(sed -n 's/^file web1 //p' "$WORK/stop.out")
+check "tdctl stop prints the file's path" test -n "$f" ||
+    sed 's/^/# stop: /' "$WORK/stop.out"
+check "... and the file is there, readable" tc_clean "$f"
+
+cleanup
+finish
