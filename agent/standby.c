@@ -702,6 +702,10 @@ standby_main(int argc, char **argv)
 		snprintf(sb->me.kernel, sizeof sb->me.kernel, "%s",
 		    u.release);
 	standby_clocks(sb->me.clocks, sizeof sb->me.clocks);
+	/* the collector shows what it may ask (tdctl list) */
+	snprintf(sb->me.allow, sizeof sb->me.allow, "%s", sb->o.allow_events);
+	sb->me.max_buffer = sb->o.max_buffer;
+	sb->me.max_duration = sb->o.max_duration;
 	log_info("standby: events %s, buffer up to %u KB, up to %u s",
 	    sb->o.allow_events, sb->o.max_buffer, sb->o.max_duration);
 	td_buf_init(&ka, TD_FRAME_HEADER);

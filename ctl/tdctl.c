@@ -25,7 +25,7 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp,
-"usage: tdctl [-S PATH] list\n"
+"usage: tdctl [-S PATH] list [--json]\n"
 "       tdctl [-S PATH] start [--hosts PATTERN] -e EVENT... [-f FILTER] [-b KB]\n"
 "             [-C CLOCK] [-s SECONDS] [--name NAME]\n"
 "       tdctl [-S PATH] stop [--hosts PATTERN] [RECORDING]\n"
@@ -36,6 +36,7 @@ usage(FILE *fp)
 "matches PATTERN (a shell glob, default *), stop their recordings.\n"
 "\n"
 "  -S PATH          the control socket (default " TDCTL_SOCKET ")\n"
+"  --json           list: JSON, not a table\n"
 "  --hosts PATTERN  the agents to ask (identity or host name)\n"
 "  -e EVENT         SYSTEM or SYSTEM:EVENT to record (repeat it)\n"
 "  -f FILTER        an ftrace filter, for every event\n"
@@ -125,9 +126,168 @@ tdctl_event_ok(const char *ev)
 	    colon[1 + strspn(colon + 1, ok)] == '\0';
 }
 
-/* Send req, print the answer; the exit status. */
+/* The columns of tdctl list: the protocol's key, the table's header. */
+static const struct {
+	const char	*key;		/* "": the identity */
+	const char	*head;
+	const char	*json;
+	int		 kind;		/* 0 string, 1 number, 2 list */
+} tdctl_cols[] = {
+	{ "", "AGENT", "identity", 0 },
+	{ "host", "HOST", "host", 0 },
+	{ "state", "STATE", "state", 0 },
+	{ "recording", "RECORDING", "recording", 0 },
+	{ "allow", "ALLOWED EVENTS", "allow_events", 2 },
+	{ "max-buffer", "MAX KB", "max_buffer_kb", 1 },
+	{ "max-duration", "MAX S", "max_duration_s", 1 },
+	{ "cpus", "CPUS", "cpus", 1 },
+	{ "kernel", "KERNEL", "kernel", 0 },
+	{ "clocks", "CLOCKS", "clocks", 2 },
+	{ "peer", "PEER", "peer", 0 },
+	{ "refused", "LAST REFUSAL", "refused", 0 },
+};
+#define TDCTL_NCOLS	(sizeof tdctl_cols / sizeof tdctl_cols[0])
+
+/* One agent of tdctl list: its fields, "-" when unknown. */
+struct tdctl_row {
+	char	*line;			/* owns the strings */
+	char	*v[TDCTL_NCOLS];
+};
+
+/* The agents listed so far. */
+static struct tdctl_row	*tdctl_rows;
+static size_t		 tdctl_nrows;
+
+/* An "agent ID key=value ... [refused=WHY]" line into a row. */
+static void
+tdctl_row_add(const char *line)
+{
+	struct tdctl_row *r;
+	char *p, *w, *eq;
+	size_t i;
+
+	r = realloc(tdctl_rows, (tdctl_nrows + 1) * sizeof *r);
+	if (r == NULL || (p = strdup(line + 6)) == NULL) {
+		fprintf(stderr, "tdctl: out of memory\n");
+		exit(2);
+	}
+	tdctl_rows = r;
+	r = &tdctl_rows[tdctl_nrows++];
+	r->line = p;
+	for (i = 0; i < TDCTL_NCOLS; i++)
+		r->v[i] = "-";
+	r->v[0] = strsep(&p, " ");
+	while (p != NULL && *p != '\0') {
+		/* refused= is last: its value has spaces */
+		if (strncmp(p, "refused=", 8) == 0) {
+			w = p;
+			p = NULL;
+		} else
+			w = strsep(&p, " ");
+		if ((eq = strchr(w, '=')) == NULL)
+			continue;
+		*eq = '\0';
+		for (i = 1; i < TDCTL_NCOLS; i++)
+			if (strcmp(w, tdctl_cols[i].key) == 0)
+				r->v[i] = eq + 1;
+	}
+	/* 0: an agent older than the allowance in STANDBY */
+	for (i = 5; i <= 6; i++)
+		if (strcmp(r->v[i], "0") == 0)
+			r->v[i] = "-";
+}
+
 static int
-tdctl_ask(const char *path, const char *req)
+tdctl_row_cmp(const void *a, const void *b)
+{
+	const struct tdctl_row *x = a, *y = b;
+	int c = strcmp(x->v[0], y->v[0]);
+
+	return c != 0 ? c : strcmp(x->v[1], y->v[1]);
+}
+
+/* A JSON string (the listener's fields are printable already). */
+static void
+tdctl_json_str(const char *s, size_t n)
+{
+	size_t i;
+
+	putchar('"');
+	for (i = 0; i < n && s[i] != '\0'; i++) {
+		if (s[i] == '"' || s[i] == '\\')
+			putchar('\\');
+		if ((unsigned char)s[i] < 0x20)
+			printf("\\u%04x", (unsigned char)s[i]);
+		else
+			putchar(s[i]);
+	}
+	putchar('"');
+}
+
+/* The rows, sorted by identity: a table with a header, or JSON. */
+static void
+tdctl_rows_print(int json)
+{
+	size_t w[TDCTL_NCOLS], i, k, n;
+	const char *v, *comma;
+
+	qsort(tdctl_rows, tdctl_nrows, sizeof *tdctl_rows, tdctl_row_cmp);
+	if (json) {
+		printf("[");
+		for (k = 0; k < tdctl_nrows; k++) {
+			printf("%s\n  {", k > 0 ? "," : "");
+			for (i = 0; i < TDCTL_NCOLS; i++) {
+				v = tdctl_rows[k].v[i];
+				printf("%s\"%s\": ", i > 0 ? ", " : "",
+				    tdctl_cols[i].json);
+				if (strcmp(v, "-") == 0 && i > 0)
+					printf(tdctl_cols[i].kind == 2 ? "[]" :
+					    "null");
+				else if (tdctl_cols[i].kind == 1)
+					printf("%s", v);
+				else if (tdctl_cols[i].kind == 0)
+					tdctl_json_str(v, strlen(v));
+				else {
+					printf("[");
+					for (n = 0; *v != '\0'; n++) {
+						comma = v + strcspn(v, ",");
+						printf("%s", n > 0 ? ", " : "");
+						tdctl_json_str(v, (size_t)(comma - v));
+						v = *comma != '\0' ? comma + 1 :
+						    comma;
+					}
+					printf("]");
+				}
+			}
+			printf("}");
+		}
+		printf("%s]\n", tdctl_nrows > 0 ? "\n" : "");
+		return;
+	}
+	if (tdctl_nrows == 0)
+		return;
+	for (i = 0; i < TDCTL_NCOLS; i++) {
+		w[i] = strlen(tdctl_cols[i].head);
+		for (k = 0; k < tdctl_nrows; k++)
+			if (strlen(tdctl_rows[k].v[i]) > w[i])
+				w[i] = strlen(tdctl_rows[k].v[i]);
+	}
+	for (i = 0; i + 1 < TDCTL_NCOLS; i++)
+		printf("%-*s  ", (int)w[i], tdctl_cols[i].head);
+	printf("%s\n", tdctl_cols[i].head);
+	for (k = 0; k < tdctl_nrows; k++) {
+		for (i = 0; i + 1 < TDCTL_NCOLS; i++)
+			printf("%-*s  ", (int)w[i], tdctl_rows[k].v[i]);
+		printf("%s\n", tdctl_rows[k].v[i]);
+	}
+}
+
+/*
+ * Send req, print the answer (list: into a table, or JSON); the exit
+ * status.
+ */
+static int
+tdctl_ask(const char *path, const char *req, int list, int json)
 {
 	struct sockaddr_un sun;
 	char buf[8192];
@@ -142,7 +302,9 @@ tdctl_ask(const char *path, const char *req)
 	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
 	    connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
-		fprintf(stderr, "tdctl: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "tdctl: %s: %s%s\n", path, strerror(errno),
+		    errno == ENOENT || errno == ECONNREFUSED ? ": is "
+		    "tdlisten running with --control?" : "");
 		return 2;
 	}
 	for (i = 0; i < strlen(req); i += (size_t)n)
@@ -173,10 +335,16 @@ tdctl_ask(const char *path, const char *req)
 			buf[i] = '\0';
 			if (strcmp(buf + start, ".") == 0) {
 				close(fd);
+				if (list)
+					tdctl_rows_print(json);
 				return ret;
 			}
-			printf("%s\n", buf + start);
-			fflush(stdout);
+			if (list && strncmp(buf + start, "agent ", 6) == 0)
+				tdctl_row_add(buf + start);
+			else {
+				printf("%s\n", buf + start);
+				fflush(stdout);
+			}
 			if (tdctl_failed(buf + start))
 				ret = 1;
 			start = i + 1;
@@ -186,11 +354,12 @@ tdctl_ask(const char *path, const char *req)
 	}
 }
 
-enum { O_HOSTS = 1000, O_NAME, O_HELP, O_VERSION };
+enum { O_HOSTS = 1000, O_NAME, O_JSON, O_HELP, O_VERSION };
 
 static const struct option longopts[] = {
 	{ "hosts", required_argument, NULL, O_HOSTS },
 	{ "name", required_argument, NULL, O_NAME },
+	{ "json", no_argument, NULL, O_JSON },
 	{ "help", no_argument, NULL, O_HELP },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -202,8 +371,8 @@ main(int argc, char **argv)
 	const char *path = TDCTL_SOCKET, *cmd, *hosts = "", *filter = "";
 	const char *kb = "", *clock = "", *secs = "", *name = "";
 	char events[TDCTL_EVENTS + 1] = "", *req, *end;
-	size_t reqlen, nev;
-	int ch;
+	size_t reqlen, nev, k;
+	int ch, json = 0;
 
 	/* the global options, then the command's */
 	while ((ch = getopt_long(argc, argv, "+S:", longopts, NULL)) != -1) {
@@ -236,6 +405,9 @@ main(int argc, char **argv)
 			break;
 		case O_NAME:
 			name = field("--name", optarg, TD_MAX_NAME_LEN);
+			break;
+		case O_JSON:
+			json = 1;
 			break;
 		case 'e':
 			field("-e", optarg, TD_MAX_NAME_LEN * 2);
@@ -279,8 +451,8 @@ main(int argc, char **argv)
 	if (req == NULL)
 		return 2;
 	if (strcmp(cmd, "list") == 0) {
-		if (optind < argc || argc > 1)
-			die_usage("%s", "list takes no arguments");
+		if (optind < argc || argc - json > 1)
+			die_usage("%s", "list takes --json only");
 		snprintf(req, reqlen, "list\n");
 	} else if (strcmp(cmd, "start") == 0) {
 		if (optind < argc)
@@ -301,7 +473,12 @@ main(int argc, char **argv)
 		    TD_MAX_NAME_LEN) : "");
 	} else
 		die_usage("unknown command '%s'", cmd);
-	ch = tdctl_ask(path, req);
+	if (json && strcmp(cmd, "list") != 0)
+		die_usage("%s", "--json goes with list only");
+	ch = tdctl_ask(path, req, strcmp(cmd, "list") == 0, json);
+	for (k = 0; k < tdctl_nrows; k++)
+		free(tdctl_rows[k].line);
+	free(tdctl_rows);
 	free(req);
 	return ch;
 }

@@ -199,7 +199,16 @@ control_request(struct control_client *cl, char *line)
 	else
 		return false;
 	if (cl->pending == 0) {
-		control_line(cl, "none: no agent to ask");
+		/* say what was not found: "none" starts the line still */
+		if (strcmp(f[0], "stop") == 0 && f[2][0] != '\0')
+			control_line(cl, "none: no such recording '%s'%s%s",
+			    f[2], f[1][0] ? " on agents matching " : "",
+			    f[1]);
+		else if (strcmp(f[0], "stop") == 0)
+			control_line(cl, "none: no recording to stop%s%s",
+			    f[1][0] ? " on agents matching " : "", f[1]);
+		else
+			control_line(cl, "none: no agent to ask");
 		control_line(cl, ".");
 		return true;
 	}

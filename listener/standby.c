@@ -30,6 +30,8 @@ struct standby {
 	char			 kernel[TD_MAX_NAME_LEN + 1];
 	char			 clocks[TD_STANDBY_CLOCKS + 1];
 	char			 recording[TD_MAX_NAME_LEN + 1]; /* "": idle */
+	char			 allow[TD_STANDBY_EVENTS + 1];	/* "": unknown */
+	uint32_t		 max_buffer, max_duration;	/* 0: unknown */
 	char			 refused[80];	/* the last refusal, "" */
 	char			*file;		/* its recording's file, NULL */
 	bool			 complete;	/* ... put in place whole */
@@ -64,6 +66,7 @@ standby_add(const char *identity, const char *peer,
     void *arg)
 {
 	struct standby *sb = xcalloc(1, sizeof *sb);
+	size_t i, n;
 
 	sb->send = send;
 	sb->send_arg = arg;
@@ -73,9 +76,19 @@ standby_add(const char *identity, const char *peer,
 	snprintf(sb->kernel, sizeof sb->kernel, "%s", st->kernel);
 	snprintf(sb->clocks, sizeof sb->clocks, "%s", st->clocks);
 	snprintf(sb->recording, sizeof sb->recording, "%s", st->recording);
-	/* what the agent says is printed and logged: keep it plain */
+	/* what the agent says is printed and logged: keep it plain, one
+	   field each (the allowance: event globs, commas, no spaces) */
 	output_sanitize(sb->host);
+	output_sanitize(sb->kernel);
 	output_sanitize(sb->recording);
+	for (i = 0, n = 0; st->allow[i] != '\0'; i++)
+		if (st->allow[i] != ' ')
+			sb->allow[n++] = strchr("abcdefghijklmnopqrstuvwxyz"
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:,*?[]",
+			    st->allow[i]) != NULL ? st->allow[i] : '_';
+	sb->allow[n] = '\0';
+	sb->max_buffer = st->max_buffer;
+	sb->max_duration = st->max_duration;
 	sb->ncpus = st->ncpus;
 	sb->next = standby_list_head;
 	if (sb->next != NULL)
@@ -271,12 +284,16 @@ standby_list(struct td_buf *out)
 		for (i = 0; clocks[i] != '\0'; i++)
 			if (clocks[i] == ' ')
 				clocks[i] = ',';
+		/* refused= last: its value has spaces */
 		td_buf_printf(out, "agent %s host=%s state=%s cpus=%u "
-		    "kernel=%s clocks=%s recording=%s peer=%s%s%s\n",
+		    "kernel=%s clocks=%s recording=%s peer=%s allow=%s "
+		    "max-buffer=%" PRIu32 " max-duration=%" PRIu32 "%s%s\n",
 		    sb->identity, sb->host, standby_state(sb), sb->ncpus,
 		    sb->kernel, clocks[0] ? clocks : "-",
 		    sb->recording[0] ? sb->recording : "-", sb->peer,
-		    sb->refused[0] ? " refused=" : "", sb->refused);
+		    sb->allow[0] ? sb->allow : "-", sb->max_buffer,
+		    sb->max_duration, sb->refused[0] ? " refused=" : "",
+		    sb->refused);
 	}
 }
 

@@ -38,7 +38,8 @@ cleanup() {
 	stop_listener
 }
 both_standby() {
-	[ "$("$TDCTL" -S "$CTL" list 2>/dev/null | grep -c standby)" -eq 2 ]
+	[ "$("$TDCTL" -S "$CTL" list --json 2>/dev/null |
+	    jq '[.[] | select(.state == "standby")] | length')" = 2 ]
 }
 wait_until $((400 * SLOW)) both_standby
 check "both agents on standby" both_standby
@@ -76,6 +77,32 @@ f=$(sed -n 's/^file web1 //p' "$WORK/stop.out")
 check "tdctl stop prints the file's path" test -n "$f" ||
     sed 's/^/# stop: /' "$WORK/stop.out"
 check "... and the file is there, readable" tc_clean "$f"
+
+# ---- item 2: list, stop, a missing socket ----------------------------
+wait_until $((400 * SLOW)) both_standby
+"$TDCTL" -S "$CTL" list > "$WORK/list" 2>&1
+eq "tdctl list exits 0" $? 0
+eq "tdctl list: a header, then the agents sorted" \
+    "$(awk '{ print $1 }' "$WORK/list" | tr '\n' ' ')" "AGENT web1 web2 "
+check "tdctl list: each agent's allowance" sh -c "
+    grep -q '^web1  *[^ ]*  *standby  *-  *sched  *1024  *60 ' '$WORK/list' &&
+    grep -q '^web2  *[^ ]*  *standby  *-  *sched  *1024  *60 ' '$WORK/list'" ||
+    sed 's/^/# list: /' "$WORK/list"
+"$TDCTL" -S "$CTL" list --json > "$WORK/list.json"
+check "tdctl list --json: the agents, their allowance" sh -c "
+    jq -e '[.[].identity] == [\"web1\", \"web2\"] and
+	.[0].allow_events == [\"sched\"] and .[0].max_buffer_kb == 1024 and
+	.[0].max_duration_s == 60 and .[1].cpus == $(nproc) and
+	.[0].recording == null and (.[0].clocks | index(\"local\")) != null' \
+	'$WORK/list.json' > /dev/null" || sed 's/^/# json: /' "$WORK/list.json"
+"$TDCTL" -S "$CTL" stop nosuch > "$WORK/nosuch.out" 2>&1
+eq "tdctl stop nosuch exits 1" $? 1
+check "... and says there is no such recording" \
+    grep -q "no such recording 'nosuch'" "$WORK/nosuch.out"
+"$TDCTL" -S "$WORK/nothere" list > "$WORK/nosock.out" 2>&1
+eq "no socket: tdctl exits 2" $? 2
+check "... and asks whether tdlisten runs with --control" \
+    grep -q "is tdlisten running with --control?" "$WORK/nosock.out"
 
 cleanup
 finish
