@@ -324,13 +324,36 @@ control_start(struct event_base *base, const char *path, uid_t uid,
 		}
 	}
 	free(dir);
-	/* a socket left by an earlier tdlisten, never another file */
+	/*
+	 * A socket left by an earlier tdlisten, never another file, and
+	 * never one a live tdlisten listens on: taking it over would leave
+	 * that one unreachable (as a port in use, it is refused).  Only a
+	 * socket nobody accepts on (ECONNREFUSED) is stale.
+	 */
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			snprintf(err, errlen, "'%s' exists and is not a socket",
 			    path);
 			return -1;
 		}
+		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) ==
+		    -1) {
+			snprintf(err, errlen, "socket: %s", strerror(errno));
+			return -1;
+		}
+		if (connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0) {
+			snprintf(err, errlen, "'%s' is in use: another "
+			    "tdlisten listens on it", path);
+			close(fd);
+			return -1;
+		}
+		if (errno != ECONNREFUSED) {
+			snprintf(err, errlen, "cannot tell whether '%s' is in "
+			    "use: %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		close(fd);
 		unlink(path);
 	}
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC |

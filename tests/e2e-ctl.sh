@@ -104,5 +104,14 @@ eq "no socket: tdctl exits 2" $? 2
 check "... and asks whether tdlisten runs with --control" \
     grep -q "is tdlisten running with --control?" "$WORK/nosock.out"
 
+# ---- item 3: a second tdlisten on the same --control -------------------
+# shellcheck disable=SC2086
+timeout 20 "$TDLISTEN" -p $((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000)) \
+    -d "$WORK/out2" $LTLS --control "$CTL" > "$WORK/second.log" 2>&1
+eq "a second tdlisten on the same --control exits 1" $? 1
+check "... and says the socket is in use" \
+    grep -q "is in use: another tdlisten listens on it" "$WORK/second.log"
+check "the first is still reachable" both_standby
+
 cleanup
 finish
