@@ -32,6 +32,7 @@
 #include "control.h"
 #include "log.h"
 #include "standby.h"
+#include "tdlimits.h"
 #include "tdproto.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -50,6 +51,8 @@ struct control_client {
 	struct event		*timer;		/* CONTROL_WAIT */
 	int			 pending;	/* agents yet to answer */
 	bool			 waiting;
+	bool			 paused;	/* its answers unread: reads
+						   wait for them to drain */
 	struct control_client	*prev, *next;
 };
 
@@ -90,7 +93,15 @@ control_line(struct control_client *cl, const char *fmt, ...)
 	evbuffer_add(out, "\n", 1);
 }
 
-/* The answer is complete: "." and the next request. */
+/* Whether cl's unread answers reached TD_MAX_CONTROL_OUT. */
+static bool
+control_full(struct control_client *cl)
+{
+	return evbuffer_get_length(bufferevent_get_output(cl->bev)) >=
+	    TD_MAX_CONTROL_OUT;
+}
+
+/* The answer is complete: "." and the next request (once cl reads). */
 static void
 control_done(struct control_client *cl)
 {
@@ -98,7 +109,10 @@ control_done(struct control_client *cl)
 	cl->pending = 0;
 	event_del(cl->timer);
 	control_line(cl, ".");
-	bufferevent_enable(cl->bev, EV_READ);
+	if (control_full(cl))
+		cl->paused = true;
+	else
+		bufferevent_enable(cl->bev, EV_READ);
 }
 
 /* An agent's answer, a line. */
@@ -228,6 +242,17 @@ control_read_cb(struct bufferevent *bev, void *arg)
 	char *line;
 
 	while (!cl->waiting) {
+		/*
+		 * A client that asks and does not read: its requests wait
+		 * (nothing more is read) until its answers drain below half
+		 * the cap, so they hold at most TD_MAX_CONTROL_OUT and one
+		 * answer (issue 31: 100 KB of "list" made 396 MB).
+		 */
+		if (control_full(cl)) {
+			cl->paused = true;
+			bufferevent_disable(bev, EV_READ);
+			return;
+		}
 		line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF);
 		if (line == NULL) {
 			if (evbuffer_get_length(in) > CONTROL_LINE_MAX) {
@@ -247,6 +272,19 @@ control_read_cb(struct bufferevent *bev, void *arg)
 		}
 		free(line);
 	}
+}
+
+/* cl's answers drained below the low watermark: its requests go on. */
+static void
+control_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct control_client *cl = arg;
+
+	if (!cl->paused || cl->waiting || control_full(cl))
+		return;
+	cl->paused = false;
+	bufferevent_enable(bev, EV_READ);
+	control_read_cb(bev, cl);	/* the requests read already */
 }
 
 static void
@@ -289,8 +327,9 @@ control_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		cl->next->prev = cl;
 	control_clients = cl;
 	control_nclients++;
-	bufferevent_setcb(cl->bev, control_read_cb, NULL, control_event_cb,
-	    cl);
+	bufferevent_setcb(cl->bev, control_read_cb, control_write_cb,
+	    control_event_cb, cl);
+	bufferevent_setwatermark(cl->bev, EV_WRITE, TD_MAX_CONTROL_OUT / 2, 0);
 	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
 }
 

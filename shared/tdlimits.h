@@ -67,6 +67,12 @@
 #define TD_MAX_HELLO		1024
 /* A standby frame (STANDBY, START: a filter and the events fit). */
 #define TD_MAX_STANDBY_MSG	(TD_MAX_FILTER_LEN + 2048)
+/*
+ * A control client's (tdctl's) answers not read yet: above this tdlisten
+ * reads none of its requests until they drain to half (one answer may go
+ * past it: a list of every standby agent).
+ */
+#define TD_MAX_CONTROL_OUT	(1024 * 1024)
 /* Longest agent name, clock name or identity on the wire. */
 #define TD_MAX_NAME_LEN		64
 /* Longest text of an ERROR message. */

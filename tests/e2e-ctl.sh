@@ -113,5 +113,37 @@ check "... and says the socket is in use" \
     grep -q "is in use: another tdlisten listens on it" "$WORK/second.log"
 check "the first is still reachable" both_standby
 
+# ---- item 4: a control client that asks and never reads ---------------
+# (issue 31 row 4: 100 KB of "list" made tdlisten 396 MB with 200 agents;
+# here 2 agents, 20,000 lists: 14 MB of answers unbounded)
+rss() {
+	awk '/^VmRSS:/ { print $2 }' "/proc/$LPID/status"
+}
+rss0=$(rss)
+perl -MIO::Socket::UNIX -e '
+    my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or exit 3;
+    print $s "list\n" x 20000;
+    $s->flush;
+    sleep 4;
+    exit 0;' "$CTL" &
+NOREAD=$!
+sleep 3
+rss1=$(rss)
+echo "# tdlisten VmRSS $rss0 kB, $rss1 kB with a client that does not read"
+check "a client that never reads: tdlisten stays bounded (+$((rss1 - rss0)) kB < 4096)" \
+    test $((rss1 - rss0)) -lt 4096
+check "... and still answers the others" both_standby
+wait $NOREAD
+# one that reads, late: every answer, in order (the reads paused, resumed)
+perl -MIO::Socket::UNIX -e '
+    my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or exit 3;
+    print $s "list\n" x 3000;
+    $s->flush;
+    sleep 1;
+    my $n = 0;
+    while (my $l = <$s>) { $n++ if $l eq ".\n"; last if $n == 3000; }
+    print "$n\n";' "$CTL" > "$WORK/slow.out"
+eq "a client that reads late gets all its answers" "$(cat "$WORK/slow.out")" 3000
+
 cleanup
 finish
