@@ -29,11 +29,13 @@ usage(FILE *fp)
 "       tdctl [-S PATH] start [--hosts PATTERN] -e EVENT... [-f FILTER] [-b KB]\n"
 "             [-C CLOCK] [-s SECONDS] [--name NAME]\n"
 "       tdctl [-S PATH] stop [--hosts PATTERN] [RECORDING]\n"
+"       tdctl [-S PATH] reload\n"
 "       tdctl --help | --version\n"
 "\n"
 "Talk to tdlisten's control socket: list the standby agents (tdagent\n"
 "--standby), start one recording on every one whose identity or host name\n"
-"matches PATTERN (a shell glob, default *), stop their recordings.\n"
+"matches PATTERN (a shell glob, default *), stop their recordings; reload\n"
+"tdlisten's CA, CRL and certificates (as SIGHUP, but told the outcome).\n"
 "\n"
 "  -S PATH          the control socket (default " TDCTL_SOCKET ")\n"
 "  --json           list: JSON, not a table\n"
@@ -392,7 +394,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		die_usage("%s", "no command: list, start or stop");
+		die_usage("%s", "no command: list, start, stop or reload");
 	cmd = argv[optind];
 	argc -= optind;
 	argv += optind;
@@ -471,6 +473,10 @@ main(int argc, char **argv)
 		snprintf(req, reqlen, "stop\t%s\t%s\n", hosts,
 		    optind < argc ? field("RECORDING", argv[optind],
 		    TD_MAX_NAME_LEN) : "");
+	} else if (strcmp(cmd, "reload") == 0) {
+		if (argc > 1)
+			die_usage("%s", "reload takes no arguments");
+		snprintf(req, reqlen, "reload\n");
 	} else
 		die_usage("unknown command '%s'", cmd);
 	if (json && strcmp(cmd, "list") != 0)

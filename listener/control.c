@@ -7,6 +7,7 @@
  *	list
  *	start PATTERN EVENTS FILTER KB CLOCK SECONDS NAME
  *	stop PATTERN NAME
+ *	reload
  * The answer is lines (standby.c writes one per agent as it answers),
  * then "." alone once every agent asked has answered, gone, or
  * CONTROL_WAIT seconds passed.  A client reads nothing more while it
@@ -60,6 +61,13 @@ static struct evconnlistener	*control_lev;
 static char			*control_path;
 static struct control_client	*control_clients;
 static int			 control_nclients;
+static int			(*control_reload)(char *, size_t);
+
+void
+control_set_reload(int (*fn)(char *, size_t))
+{
+	control_reload = fn;
+}
 
 static void
 control_client_free(struct control_client *cl)
@@ -189,6 +197,18 @@ control_request(struct control_client *cl, char *line)
 		if (out.len > 0)
 			bufferevent_write(cl->bev, out.data, out.len);
 		td_buf_free(&out);
+		control_line(cl, ".");
+		return true;
+	}
+	if (n == 1 && strcmp(f[0], "reload") == 0) {
+		char msg[1200];
+
+		if (control_reload == NULL)
+			control_line(cl, "error reload is not supported here");
+		else if (control_reload(msg, sizeof msg) == -1)
+			control_line(cl, "error %s", msg);
+		else
+			control_line(cl, "reloaded: %s", msg);
 		control_line(cl, ".");
 		return true;
 	}

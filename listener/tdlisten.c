@@ -31,6 +31,7 @@
 #include "memtrim.h"
 #include "onfinish.h"
 #include "recording.h"
+#include "reload.h"
 #include "rotate.h"
 #include "server.h"
 #include "tdlimits.h"
@@ -560,34 +561,9 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 	struct event_base *base = arg;
 
 	if (sig == SIGHUP) {
-		struct listener_config *c = tdlisten_cfg;
-		SSL_CTX *ctx;
-		char err[1024];
-		bool kept;
+		char msg[1200];
 
-		if (c->insecure) {
-			log_info("SIGHUP: no certificates to reload");
-			return;
-		}
-		/*
-		 * After -u the key (root's, 0600) is out of reach: the CA and
-		 * the CRL, which are public, are what a revocation needs.
-		 */
-		ctx = td_tls_server_reload(conn_get_ctx(), c->cert, c->key,
-		    c->ca, c->crl, &kept, err, sizeof err);
-		if (ctx == NULL) {
-			log_warnx("SIGHUP: keeping the old certificates: %s",
-			    err);
-			return;
-		}
-		conn_set_ctx(ctx);
-		if (kept)
-			log_info("SIGHUP: CA%s reloaded for new sessions; "
-			    "certificate and key kept in memory (%s)",
-			    c->crl ? " and CRL" : "", err);
-		else
-			log_info("SIGHUP: certificates%s reloaded for new "
-			    "sessions", c->crl ? " and CRL" : "");
+		reload_run(tdlisten_cfg, "SIGHUP", msg, sizeof msg);
 		return;
 	}
 	log_info("signal %d: shutting down (%d sessions open, %d trace-cmd "
@@ -662,6 +638,13 @@ tdlisten_raise_nofile(const struct listener_config *c)
  * tdlisten needs no privilege once its port is bound and its key read: as
  * root it becomes USER (-u), and says so loudly when it stays root.
  */
+/* tdctl reload: as SIGHUP. */
+static int
+tdlisten_reload_cb(char *msg, size_t len)
+{
+	return reload_run(tdlisten_cfg, "tdctl reload", msg, len);
+}
+
 /* A file in place: a standby agent's FINISHED names it; on-finish runs. */
 static void
 tdlisten_done_cb(const struct output_done *d, void *arg)
@@ -828,6 +811,7 @@ main(int argc, char **argv)
 		if (control_start(base, cfg.control, uid, gid, err,
 		    sizeof err) == -1)
 			fatalx("--control: %s", err);
+		control_set_reload(tdlisten_reload_cb);
 	}
 	tdlisten_cfg = &cfg;
 	tdlisten_drop_privileges(&cfg);

@@ -108,6 +108,17 @@ log_warnx(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Log an error the process lives on with. */
+void
+log_errx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vwrite(LOG_ERR, fmt, ap, NULL);
+	va_end(ap);
+}
+
 /* Log an informational message unless quiet. */
 void
 log_info(const char *fmt, ...)

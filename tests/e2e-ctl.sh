@@ -16,8 +16,12 @@ OUT=$WORK/out
 CTL=$WORK/control
 LTLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
 # shellcheck disable=SC2086
-start_listener "$WORK/listen.log" -d "$OUT" $LTLS --control "$CTL" ||
-    exit 99
+start_listener "$WORK/listen.log" -d "$OUT" $LTLS --control "$CTL" \
+    --crl "$P/crl.pem" --http 127.0.0.1:0 || exit 99
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" \
+    "$WORK/listen.log"
+U=$(sed -n 's|.*status page and metrics at \(http://127.0.0.1:[0-9]*\)/.*|\1|p' \
+    "$WORK/listen.log")
 cat > "$WORK/agent.conf" <<CONF
 allow-events = sched
 max-buffer 1024
@@ -144,6 +148,36 @@ perl -MIO::Socket::UNIX -e '
     while (my $l = <$s>) { $n++ if $l eq ".\n"; last if $n == 3000; }
     print "$n\n";' "$CTL" > "$WORK/slow.out"
 eq "a client that reads late gets all its answers" "$(cat "$WORK/slow.out")" 3000
+
+# ---- item 5: a reload that fails is loud --------------------------------
+"$TDCTL" -S "$CTL" reload > "$WORK/reload1.out" 2>&1
+eq "tdctl reload: exit 0" $? 0
+check "... says what it reloaded" \
+    grep -q "^reloaded: certificates and CRL reloaded" "$WORK/reload1.out"
+mv "$P/crl.pem" "$P/crl.pem.away"
+"$TDCTL" -S "$CTL" reload > "$WORK/reload2.out" 2>&1
+eq "tdctl reload with the CRL missing: exit 1" $? 1
+check "... and says why, and that the old CRL is in force" \
+    grep -q "^error reload failed, the old CA and CRL are still in force.*crl.pem" \
+    "$WORK/reload2.out" || sed 's/^/# reload: /' "$WORK/reload2.out"
+kill -HUP "$LPID"
+wait_until $((100 * SLOW)) grep -q "SIGHUP: reload failed" "$WORK/listen.log"
+check "SIGHUP with the CRL missing: an error line in the log" \
+    grep -q "SIGHUP: reload failed, the old CA and CRL are still in force" \
+    "$WORK/listen.log"
+curl -sS --max-time 10 "$U/metrics" > "$WORK/metrics" 2>&1
+eq "/metrics counts the failed reloads" \
+    "$(awk '$1 == "tdlisten_reload_failures_total" { print $2 }' "$WORK/metrics")" 2
+curl -sS --max-time 10 "$U/status" > "$WORK/status" 2>&1
+check "/status says why the last reload failed" \
+    jq -e '.reload.failures == 2 and (.reload.last_error | test("crl.pem"))' \
+    "$WORK/status" > /dev/null
+mv "$P/crl.pem.away" "$P/crl.pem"
+"$TDCTL" -S "$CTL" reload > "$WORK/reload3.out" 2>&1
+eq "the CRL back: tdctl reload exits 0" $? 0
+curl -sS --max-time 10 "$U/status" > "$WORK/status" 2>&1
+check "/status: no reload error now" \
+    jq -e '.reload.last_error == null' "$WORK/status" > /dev/null
 
 cleanup
 finish

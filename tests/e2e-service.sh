@@ -113,5 +113,19 @@ eq "exactly the $N getppid calls" "$(field events < "$WORK/c")" $N
 eq "none lost" "$(field missed < "$WORK/c")" 0
 eq "no file below STATE_DIRECTORY is open to group or others" \
     "$(find "$STATE_DIRECTORY" -perm /077 -type f | wc -l)" 0
+# ExecReload: tdctl reload, which tells the outcome (a failed reload
+# fails systemctl reload)
+reload_line=$(sed -n 's/^ExecReload=//p' "$UNIT" |
+    sed "s|\${RUNTIME_DIRECTORY}|$RUNTIME_DIRECTORY|")
+check "ExecReload runs the built tdctl reload" sh -c \
+    "test '$reload_line' = '$B/tdctl -S $RUNTIME_DIRECTORY/control reload'"
+# shellcheck disable=SC2086
+$reload_line > "$WORK/reload" 2>&1
+eq "ExecReload: exit 0, reloaded" "$?:$(cut -c1-9 "$WORK/reload")" "0:reloaded:"
+rm "$CREDENTIALS_DIRECTORY/ca.pem"
+# shellcheck disable=SC2086
+$reload_line > "$WORK/reload" 2>&1
+eq "ExecReload with the CA gone: exit 1" $? 1
+check "... saying why" grep -q "reload failed.*ca.pem" "$WORK/reload"
 stop_listener
 finish
