@@ -750,7 +750,9 @@ main(int argc, char **argv)
 	/* what tdlisten makes, the log included, is private or the group's */
 	umask(cfg.group != NULL ? 027 : 077);
 	signal(SIGPIPE, SIG_IGN);
-	log_init("tdlisten", cfg.verbosity, cfg.daemonize && !cfg.logfile);
+	/* syslog once detached (-D): a start-up error goes to stderr,
+	   where whoever started it sees it (there may be no /dev/log) */
+	log_init("tdlisten", cfg.verbosity, 0);
 	crash_install("tdlisten");
 	if (cfg.logfile != NULL) {
 		if (freopen(cfg.logfile, "a", stderr) == NULL)
@@ -817,6 +819,8 @@ main(int argc, char **argv)
 	tdlisten_drop_privileges(&cfg);
 	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
 		fatal("cannot daemonize");
+	if (cfg.daemonize && cfg.logfile == NULL)
+		log_init("tdlisten", cfg.verbosity, 1);
 	/* after -u and daemon(): the commands are this process's children */
 	if (tdlisten_of.cmd != NULL) {
 		cfg.onfinish = onfinish_new(base, &tdlisten_of, err,

@@ -179,5 +179,12 @@ curl -sS --max-time 10 "$U/status" > "$WORK/status" 2>&1
 check "/status: no reload error now" \
     jq -e '.reload.last_error == null' "$WORK/status" > /dev/null
 
+# ---- item 6: tdlisten -D says why it cannot start ----------------------
+"$TDLISTEN" -D -p "$LPORT" --insecure -d "$WORK/out6" > "$WORK/d.out" 2>&1
+eq "tdlisten -D on a port in use: exit 1" $? 1
+check "... and says why on stderr, before detaching" \
+    grep -q "cannot listen on port $LPORT" "$WORK/d.out" ||
+    sed 's/^/# -D: /' "$WORK/d.out"
+
 cleanup
 finish
