@@ -8,6 +8,7 @@
 #include "conn.h"
 #include "listener.h"
 #include "log.h"
+#include "notify.h"
 #include "reload.h"
 #include "tls.h"
 #include "banned.h"
@@ -33,8 +34,11 @@ reload_run(const struct listener_config *c, const char *who, char *msg,
 	 * After -u the key (root's, 0600) is out of reach: the CA and the
 	 * CRL, which are public, are what a revocation needs.
 	 */
+	notify_reloading();
 	ctx = td_tls_server_reload(conn_get_ctx(), c->cert, c->key, c->ca,
 	    c->crl, &kept, err, sizeof err);
+	/* systemd waits for READY=1 after RELOADING=1, done or not */
+	notify_send("READY=1");
 	if (ctx == NULL) {
 		reload_nfailed++;
 		snprintf(reload_why, sizeof reload_why, "%.500s", err);

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "memtrim.h"
 #include "onfinish.h"
+#include "notify.h"
 #include "recording.h"
 #include "reload.h"
 #include "rotate.h"
@@ -566,6 +567,7 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 		reload_run(tdlisten_cfg, "SIGHUP", msg, sizeof msg);
 		return;
 	}
+	notify_send("STOPPING=1");
 	log_info("signal %d: shutting down (%d sessions open, %d trace-cmd "
 	    "clients)", (int)sig, conn_sessions(), tracecmd_clients());
 	/* no command starts now: files done from here on wait on disk */
@@ -846,6 +848,8 @@ main(int argc, char **argv)
 		    tdlisten_tick_cb, NULL);
 		event_add(tdlisten_tick_ev, &tv);
 	}
+	/* systemd (Type=notify): up, listening, recordings recovered */
+	notify_send("READY=1\nSTATUS=listening");
 	event_base_dispatch(base);
 	tracecmd_shutdown();
 	control_free();
