@@ -212,5 +212,20 @@ check "... and says why on stderr, before detaching" \
     grep -q "cannot listen on port $LPORT" "$WORK/d.out" ||
     sed 's/^/# -D: /' "$WORK/d.out"
 
+# ---- item 8: the docs say what the code does ---------------------------
+check "README: no top-level make install" sh -c \
+    "! grep -q '\`make install\`' '$S/README.md' && grep -q 'make -C build install' '$S/README.md'"
+check "README: -h localhost on one box" grep -q -- '-h localhost' "$S/README.md"
+check "tdagent(8) BUGS: no claim that tdlisten lacks vsock and Unix listeners" \
+    sh -c "! grep -q 'no vsock or Unix-socket listener' '$S/docs/tdagent.8'"
+check "tdlisten(8): the protocol versions it speaks" sh -c \
+    "! grep -q 'protocol version other than 2' '$S/docs/tdlisten.8'"
+timeout 20 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --insecure \
+    --spool "$WORK/no/such/dir" -e sched -s 0.1 > "$WORK/spool.err" 2>&1
+eq "tdagent --spool DIR that is missing: exit 1" $? 1
+check "... saying so, as tdagent(8) says" sh -c \
+    "grep -q \"cannot spool in '$WORK/no/such/dir'\" '$WORK/spool.err' &&
+     grep -q 'that cannot be written is an error' '$S/docs/tdagent.8'"
+
 cleanup
 finish
