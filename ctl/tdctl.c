@@ -233,7 +233,9 @@ tdctl_rows_print(int json)
 	size_t w[TDCTL_NCOLS], i, k, n;
 	const char *v, *comma;
 
-	qsort(tdctl_rows, tdctl_nrows, sizeof *tdctl_rows, tdctl_row_cmp);
+	if (tdctl_nrows > 0)
+		qsort(tdctl_rows, tdctl_nrows, sizeof *tdctl_rows,
+		    tdctl_row_cmp);
 	if (json) {
 		printf("[");
 		for (k = 0; k < tdctl_nrows; k++) {
