@@ -51,6 +51,10 @@ struct standby {
 	uint32_t		 start_req;	/* its START */
 	uint32_t		 stop_req;	/* a STOP for it, 0: none */
 	int			 ready_fd;	/* its --ready-fd's other end */
+	int			 err_fd;	/* its stderr's other end */
+	char			 errline[512];	/* a line of it, in part */
+	size_t			 errlen;
+	char			 why[TD_MAX_ERROR_LEN];	/* its last message */
 	bool			 before_go;	/* it has not been let trace */
 	bool			 quit;
 };
@@ -190,6 +194,80 @@ standby_arg(const char **argv, int *n, const char *arg)
 	argv[*n] = NULL;
 }
 
+/*
+ * One line of the recording's stderr: copied to ours, and kept in why when
+ * it is a message of its own ("tdagent: ...", after a time stamp or a
+ * priority prefix), or added to the message before it when it goes on it
+ * (a kernel filter error's lines; the caret under it is left out).
+ */
+static void
+standby_errline(struct standby *sb, char *line)
+{
+	const char *p = line;
+	size_t n;
+
+	fprintf(stderr, "%s\n", line);
+	if (p[0] == '<' && p[1] >= '0' && p[1] <= '7' && p[2] == '>')
+		p += 3;
+	if (p[0] >= '0' && p[0] <= '9' && (n = strcspn(p, " ")) > 10 &&
+	    p[n - 1] == 'Z' && p[n] == ' ')
+		p += n + 1;
+	if (strncmp(p, "tdagent: ", 9) == 0) {
+		snprintf(sb->why, sizeof sb->why, "%s", p + 9);
+		return;
+	}
+	if (sb->why[0] == '\0')
+		return;
+	p += strspn(p, " \t");
+	if (p[0] == '[' && (n = strcspn(p, "]")) < 20 && p[n] == ']')
+		p += n + 1 + strspn(p + n + 1, " ");
+	if (p[strspn(p, " ^")] == '\0')
+		return;
+	n = strlen(sb->why);
+	snprintf(sb->why + n, sizeof sb->why - n, "%s%s",
+	    sb->why[n - 1] == ':' ? " " : "; ", p);
+}
+
+/* What the recording wrote on stderr; at its end, the pipe closed. */
+static void
+standby_stderr(struct standby *sb)
+{
+	char buf[4096];
+	ssize_t r;
+	size_t i;
+
+	while (sb->err_fd != -1) {
+		r = read(sb->err_fd, buf, sizeof buf);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1 && errno == EAGAIN)
+			return;
+		if (r <= 0) {
+			if (sb->errlen > 0) {
+				sb->errline[sb->errlen] = '\0';
+				standby_errline(sb, sb->errline);
+				sb->errlen = 0;
+			}
+			close(sb->err_fd);
+			sb->err_fd = -1;
+			return;
+		}
+		for (i = 0; i < (size_t)r; i++) {
+			if (buf[i] != '\n' &&
+			    sb->errlen < sizeof sb->errline - 1) {
+				sb->errline[sb->errlen++] = buf[i];
+				continue;
+			}
+			/* a line too long goes in pieces */
+			sb->errline[sb->errlen] = '\0';
+			standby_errline(sb, sb->errline);
+			sb->errlen = 0;
+			if (buf[i] != '\n')
+				sb->errline[sb->errlen++] = buf[i];
+		}
+	}
+}
+
 /* Run the recording r as a child: 0, or -1 and err. */
 static int
 standby_record(struct standby *sb, const struct td_start *r, char *err,
@@ -201,7 +279,7 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 	char kb[16], secs[16];
 	sigset_t all;
 	pid_t pid;
-	int n = 0, sv[2];
+	int n = 0, sv[2], ep[2];
 
 	standby_arg(argv, &n, sb->self);
 	standby_arg(argv, &n, "-h");
@@ -262,15 +340,27 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
 		return -1;
 	}
+	/* its stderr comes through us: copied to ours, and its last
+	   message is the reason a failed recording gives the collector */
+	if (pipe2(ep, O_CLOEXEC) == -1) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
 	if ((pid = fork()) == -1) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		close(sv[0]);
 		close(sv[1]);
+		close(ep[0]);
+		close(ep[1]);
 		return -1;
 	}
 	if (pid == 0) {
 		/* its own process group: a terminal's ^C reaches us first */
 		setpgid(0, 0);
+		if (dup2(ep[1], 2) == -1)
+			_exit(127);
 		if (sv[1] == 3 ? fcntl(3, F_SETFD, 0) == -1 :
 		    dup2(sv[1], 3) == -1)
 			_exit(127);
@@ -283,6 +373,13 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 		_exit(127);
 	}
 	close(sv[1]);
+	close(ep[1]);
+	fcntl(ep[0], F_SETFL, O_NONBLOCK);
+	if (sb->err_fd != -1)
+		close(sb->err_fd);	/* held by a child of the last one */
+	sb->err_fd = ep[0];
+	sb->errlen = 0;
+	sb->why[0] = '\0';
 	sb->ready_fd = sv[0];
 	sb->before_go = true;
 	sb->child = pid;
@@ -381,12 +478,22 @@ standby_reap(struct standby *sb)
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		if (pid != sb->child)
 			continue;
+		/* all it wrote is in the pipe now (but what a child of its
+		   own still holds: that is read later, and not waited for) */
+		standby_stderr(sb);
 		if (WIFEXITED(status))
 			snprintf(text, sizeof text, "%s exit %d",
 			    sb->me.recording, WEXITSTATUS(status));
 		else
 			snprintf(text, sizeof text, "%s signal %d",
 			    sb->me.recording, WTERMSIG(status));
+		/* a failure says why, as the recording said it */
+		if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) &&
+		    sb->why[0] != '\0')
+			snprintf(text + strlen(text), sizeof text -
+			    strlen(text), ": %.*s", (int)(sizeof text -
+			    strlen(text) - 3), sb->why);
+		sb->why[0] = '\0';
 		log_info("recording %s", text);
 		/* ended in its set-up: the START's request hears of it (the
 		   others of that start need not wait for it) */
@@ -517,26 +624,31 @@ standby_signal(struct standby *sb)
 static void
 standby_wait(struct standby *sb, int ms)
 {
-	struct pollfd pfd[3];
-	int n = 2;
+	struct pollfd pfd[4];
+	int n = 3;
 
 	pfd[0].fd = sb->sigfd;
 	pfd[0].events = POLLIN;
 	pfd[1].fd = sb->ready_fd;	/* -1: not looked at */
 	pfd[1].events = POLLIN;
 	pfd[1].revents = 0;
+	pfd[2].fd = sb->err_fd;		/* -1: not looked at */
+	pfd[2].events = POLLIN;
+	pfd[2].revents = 0;
 	if (sb->c != NULL) {
-		pfd[2].fd = conn_fd(sb->c);
-		pfd[2].events = POLLIN;
-		n = 3;
+		pfd[3].fd = conn_fd(sb->c);
+		pfd[3].events = POLLIN;
+		n = 4;
 	}
 	if (poll(pfd, n, ms) <= 0)
 		return;
+	if (pfd[2].revents != 0 && sb->err_fd != -1)
+		standby_stderr(sb);
 	if (pfd[0].revents != 0)
 		standby_signal(sb);
 	if (pfd[1].revents != 0 && sb->ready_fd != -1)
 		standby_ready(sb);
-	if (n == 3 && sb->c != NULL && pfd[2].revents != 0)
+	if (n == 4 && sb->c != NULL && pfd[3].revents != 0)
 		standby_input(sb);
 	/* a recording waiting for GO does not wait for a lost collector */
 	if (sb->c == NULL)
@@ -590,6 +702,7 @@ standby_main(int argc, char **argv)
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	sb->ready_fd = -1;
+	sb->err_fd = -1;
 	if ((sb->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
 		fatal("signalfd");
 	sb->me.version = TD_STANDBY_VERSION;
@@ -600,6 +713,10 @@ standby_main(int argc, char **argv)
 		snprintf(sb->me.kernel, sizeof sb->me.kernel, "%s",
 		    u.release);
 	standby_clocks(sb->me.clocks, sizeof sb->me.clocks);
+	/* the collector shows what it may ask (tdctl list) */
+	snprintf(sb->me.allow, sizeof sb->me.allow, "%s", sb->o.allow_events);
+	sb->me.max_buffer = sb->o.max_buffer;
+	sb->me.max_duration = sb->o.max_duration;
 	log_info("standby: events %s, buffer up to %u KB, up to %u s",
 	    sb->o.allow_events, sb->o.max_buffer, sb->o.max_duration);
 	td_buf_init(&ka, TD_FRAME_HEADER);
@@ -637,6 +754,8 @@ standby_main(int argc, char **argv)
 	for (i = 0; i < sb->o.nheld; i++)
 		free(sb->o.held[i]);
 	close(sb->sigfd);
+	if (sb->err_fd != -1)
+		close(sb->err_fd);
 	free(sb);
 	log_info("stopped");
 	return 0;

@@ -7,6 +7,7 @@
  *	list
  *	start PATTERN EVENTS FILTER KB CLOCK SECONDS NAME
  *	stop PATTERN NAME
+ *	reload
  * The answer is lines (standby.c writes one per agent as it answers),
  * then "." alone once every agent asked has answered, gone, or
  * CONTROL_WAIT seconds passed.  A client reads nothing more while it
@@ -32,6 +33,7 @@
 #include "control.h"
 #include "log.h"
 #include "standby.h"
+#include "tdlimits.h"
 #include "tdproto.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -50,6 +52,8 @@ struct control_client {
 	struct event		*timer;		/* CONTROL_WAIT */
 	int			 pending;	/* agents yet to answer */
 	bool			 waiting;
+	bool			 paused;	/* its answers unread: reads
+						   wait for them to drain */
 	struct control_client	*prev, *next;
 };
 
@@ -57,6 +61,13 @@ static struct evconnlistener	*control_lev;
 static char			*control_path;
 static struct control_client	*control_clients;
 static int			 control_nclients;
+static int			(*control_reload)(char *, size_t);
+
+void
+control_set_reload(int (*fn)(char *, size_t))
+{
+	control_reload = fn;
+}
 
 static void
 control_client_free(struct control_client *cl)
@@ -90,7 +101,15 @@ control_line(struct control_client *cl, const char *fmt, ...)
 	evbuffer_add(out, "\n", 1);
 }
 
-/* The answer is complete: "." and the next request. */
+/* Whether cl's unread answers reached TD_MAX_CONTROL_OUT. */
+static bool
+control_full(struct control_client *cl)
+{
+	return evbuffer_get_length(bufferevent_get_output(cl->bev)) >=
+	    TD_MAX_CONTROL_OUT;
+}
+
+/* The answer is complete: "." and the next request (once cl reads). */
 static void
 control_done(struct control_client *cl)
 {
@@ -98,7 +117,10 @@ control_done(struct control_client *cl)
 	cl->pending = 0;
 	event_del(cl->timer);
 	control_line(cl, ".");
-	bufferevent_enable(cl->bev, EV_READ);
+	if (control_full(cl))
+		cl->paused = true;
+	else
+		bufferevent_enable(cl->bev, EV_READ);
 }
 
 /* An agent's answer, a line. */
@@ -178,6 +200,18 @@ control_request(struct control_client *cl, char *line)
 		control_line(cl, ".");
 		return true;
 	}
+	if (n == 1 && strcmp(f[0], "reload") == 0) {
+		char msg[1200];
+
+		if (control_reload == NULL)
+			control_line(cl, "error reload is not supported here");
+		else if (control_reload(msg, sizeof msg) == -1)
+			control_line(cl, "error %s", msg);
+		else
+			control_line(cl, "reloaded: %s", msg);
+		control_line(cl, ".");
+		return true;
+	}
 	memset(&st, 0, sizeof st);
 	if (n == 8 && strcmp(f[0], "start") == 0) {
 		if ((kb = control_number(f[4], UINT32_MAX / 2)) == -1 ||
@@ -199,7 +233,16 @@ control_request(struct control_client *cl, char *line)
 	else
 		return false;
 	if (cl->pending == 0) {
-		control_line(cl, "none: no agent to ask");
+		/* say what was not found: "none" starts the line still */
+		if (strcmp(f[0], "stop") == 0 && f[2][0] != '\0')
+			control_line(cl, "none: no such recording '%s'%s%s",
+			    f[2], f[1][0] ? " on agents matching " : "",
+			    f[1]);
+		else if (strcmp(f[0], "stop") == 0)
+			control_line(cl, "none: no recording to stop%s%s",
+			    f[1][0] ? " on agents matching " : "", f[1]);
+		else
+			control_line(cl, "none: no agent to ask");
 		control_line(cl, ".");
 		return true;
 	}
@@ -219,6 +262,17 @@ control_read_cb(struct bufferevent *bev, void *arg)
 	char *line;
 
 	while (!cl->waiting) {
+		/*
+		 * A client that asks and does not read: its requests wait
+		 * (nothing more is read) until its answers drain below half
+		 * the cap, so they hold at most TD_MAX_CONTROL_OUT and one
+		 * answer (issue 31: 100 KB of "list" made 396 MB).
+		 */
+		if (control_full(cl)) {
+			cl->paused = true;
+			bufferevent_disable(bev, EV_READ);
+			return;
+		}
 		line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF);
 		if (line == NULL) {
 			if (evbuffer_get_length(in) > CONTROL_LINE_MAX) {
@@ -238,6 +292,19 @@ control_read_cb(struct bufferevent *bev, void *arg)
 		}
 		free(line);
 	}
+}
+
+/* cl's answers drained below the low watermark: its requests go on. */
+static void
+control_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct control_client *cl = arg;
+
+	if (!cl->paused || cl->waiting || control_full(cl))
+		return;
+	cl->paused = false;
+	bufferevent_enable(bev, EV_READ);
+	control_read_cb(bev, cl);	/* the requests read already */
 }
 
 static void
@@ -280,8 +347,9 @@ control_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		cl->next->prev = cl;
 	control_clients = cl;
 	control_nclients++;
-	bufferevent_setcb(cl->bev, control_read_cb, NULL, control_event_cb,
-	    cl);
+	bufferevent_setcb(cl->bev, control_read_cb, control_write_cb,
+	    control_event_cb, cl);
+	bufferevent_setwatermark(cl->bev, EV_WRITE, TD_MAX_CONTROL_OUT / 2, 0);
 	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
 }
 
@@ -315,13 +383,36 @@ control_start(struct event_base *base, const char *path, uid_t uid,
 		}
 	}
 	free(dir);
-	/* a socket left by an earlier tdlisten, never another file */
+	/*
+	 * A socket left by an earlier tdlisten, never another file, and
+	 * never one a live tdlisten listens on: taking it over would leave
+	 * that one unreachable (as a port in use, it is refused).  Only a
+	 * socket nobody accepts on (ECONNREFUSED) is stale.
+	 */
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			snprintf(err, errlen, "'%s' exists and is not a socket",
 			    path);
 			return -1;
 		}
+		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) ==
+		    -1) {
+			snprintf(err, errlen, "socket: %s", strerror(errno));
+			return -1;
+		}
+		if (connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0) {
+			snprintf(err, errlen, "'%s' is in use: another "
+			    "tdlisten listens on it", path);
+			close(fd);
+			return -1;
+		}
+		if (errno != ECONNREFUSED) {
+			snprintf(err, errlen, "cannot tell whether '%s' is in "
+			    "use: %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		close(fd);
 		unlink(path);
 	}
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC |

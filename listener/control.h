@@ -19,6 +19,11 @@ struct event_base;
  */
 int	control_start(struct event_base *base, const char *path, uid_t uid,
 	    gid_t gid, char *err, size_t errlen);
+/*
+ * What "reload" runs (tdctl reload): 0 and what was done in msg, or -1
+ * and why in msg.  Unset: reload is answered as not supported.
+ */
+void	control_set_reload(int (*fn)(char *msg, size_t len));
 /* Close the socket (and remove it) and every client. */
 void	control_free(void);
 

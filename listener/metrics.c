@@ -23,6 +23,7 @@
 #include "conn.h"
 #include "listener.h"
 #include "metrics.h"
+#include "reload.h"
 #include "onfinish.h"
 #include "recording.h"
 #include "registry.h"
@@ -481,6 +482,11 @@ metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 	metrics_prom_recs(out, &m);
 	if (cfg->onfinish != NULL)
 		metrics_prom_onfinish(out, cfg->onfinish);
+	metrics_head(out, "reload_failures_total", "counter", "Reloads of the "
+	    "CA, CRL and certificates (SIGHUP, tdctl reload) that failed: the "
+	    "old ones stayed in force.");
+	evbuffer_add_printf(out, "tdlisten_reload_failures_total %" PRIu64
+	    "\n", reload_failures());
 	metrics_head(out, "status_truncated", "gauge", "1 when recordings or "
 	    "identities past the reply's caps are left out.");
 	evbuffer_add_printf(out, "tdlisten_status_truncated %d\n",
@@ -598,7 +604,14 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 		    st.running);
 	} else
 		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, ",\"truncated\":%s}\n", m.truncated ? "true" :
+	/* a failed reload: the old trust store is in force (reload.h) */
+	evbuffer_add_printf(out, ",\"reload\":{\"failures\":%" PRIu64
+	    ",\"last_error\":", reload_failures());
+	if (reload_error()[0] != '\0')
+		metrics_jstr(out, reload_error());
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, "},\"truncated\":%s}\n", m.truncated ? "true" :
 	    "false");
 	metrics_snap_free(&m);
 }

@@ -30,7 +30,11 @@ struct standby {
 	char			 kernel[TD_MAX_NAME_LEN + 1];
 	char			 clocks[TD_STANDBY_CLOCKS + 1];
 	char			 recording[TD_MAX_NAME_LEN + 1]; /* "": idle */
+	char			 allow[TD_STANDBY_EVENTS + 1];	/* "": unknown */
+	uint32_t		 max_buffer, max_duration;	/* 0: unknown */
 	char			 refused[80];	/* the last refusal, "" */
+	char			*file;		/* its recording's file, NULL */
+	bool			 complete;	/* ... put in place whole */
 	uint32_t		 ncpus;
 	struct standby_reply	*waiter;	/* who waits for an ANSWER */
 	uint32_t		 req;		/* ... to this request */
@@ -78,6 +82,7 @@ standby_add(const char *identity, const char *peer,
     void *arg)
 {
 	struct standby *sb = xcalloc(1, sizeof *sb);
+	size_t i, n;
 
 	sb->send = send;
 	sb->send_arg = arg;
@@ -87,11 +92,20 @@ standby_add(const char *identity, const char *peer,
 	snprintf(sb->kernel, sizeof sb->kernel, "%s", st->kernel);
 	snprintf(sb->clocks, sizeof sb->clocks, "%s", st->clocks);
 	snprintf(sb->recording, sizeof sb->recording, "%s", st->recording);
-	/* what the agent says is printed and logged: keep it plain */
+	/* what the agent says is printed and logged: keep it plain, one
+	   field each (the allowance: event globs, commas, no spaces) */
 	output_sanitize(sb->host);
 	output_sanitize(sb->recording);
 	standby_plain(sb->kernel, '\0');
 	standby_plain(sb->clocks, ' ');
+	for (i = 0, n = 0; st->allow[i] != '\0'; i++)
+		if (st->allow[i] != ' ')
+			sb->allow[n++] = strchr("abcdefghijklmnopqrstuvwxyz"
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:,*?[]",
+			    st->allow[i]) != NULL ? st->allow[i] : '_';
+	sb->allow[n] = '\0';
+	sb->max_buffer = st->max_buffer;
+	sb->max_duration = st->max_duration;
 	sb->ncpus = st->ncpus;
 	sb->next = standby_list_head;
 	if (sb->next != NULL)
@@ -189,6 +203,7 @@ standby_remove(struct standby *sb)
 		standby_list_head = sb->next;
 	if (sb->next != NULL)
 		sb->next->prev = sb->prev;
+	free(sb->file);
 	free(sb);
 	if (r != NULL)
 		standby_go(r, req);	/* it was the last not READY */
@@ -239,9 +254,15 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 	case TD_ANSWER_FINISHED:
 		log_info("standby %s: finished %s", sb->identity, text);
 		sb->recording[0] = '\0';
+		/* its file, put in place before the agent heard DONE */
 		if (mine)
 			standby_line(sb->waiter, "finished %s %s",
 			    sb->identity, text);
+		if (mine && sb->file != NULL)
+			standby_line(sb->waiter, "%s %s %s", sb->complete ?
+			    "file" : "incomplete", sb->identity, sb->file);
+		free(sb->file);
+		sb->file = NULL;
 		break;
 	}
 	if (mine) {
@@ -249,6 +270,24 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 		standby_release(sb, NULL);
 		/* it may have been the last of a START not READY */
 		standby_go(r, a->req);
+	}
+}
+
+void
+standby_file(const char *identity, const char *name, const char *path,
+    bool complete)
+{
+	struct standby *sb;
+
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		if (strcmp(sb->identity, identity) != 0 ||
+		    sb->recording[0] == '\0' ||
+		    strcmp(sb->recording, name) != 0)
+			continue;
+		free(sb->file);
+		sb->file = xstrdup(path);
+		sb->complete = complete;
+		return;
 	}
 }
 
@@ -274,12 +313,16 @@ standby_list(struct td_buf *out)
 		for (i = 0; clocks[i] != '\0'; i++)
 			if (clocks[i] == ' ')
 				clocks[i] = ',';
+		/* refused= last: its value has spaces */
 		td_buf_printf(out, "agent %s host=%s state=%s cpus=%u "
-		    "kernel=%s clocks=%s recording=%s peer=%s%s%s\n",
+		    "kernel=%s clocks=%s recording=%s peer=%s allow=%s "
+		    "max-buffer=%" PRIu32 " max-duration=%" PRIu32 "%s%s\n",
 		    sb->identity, sb->host, standby_state(sb), sb->ncpus,
 		    sb->kernel, clocks[0] ? clocks : "-",
 		    sb->recording[0] ? sb->recording : "-", sb->peer,
-		    sb->refused[0] ? " refused=" : "", sb->refused);
+		    sb->allow[0] ? sb->allow : "-", sb->max_buffer,
+		    sb->max_duration, sb->refused[0] ? " refused=" : "",
+		    sb->refused);
 	}
 }
 

@@ -46,6 +46,12 @@ void		 standby_remove(struct standby *sb);
 /* The agent's ANSWER: logged, and to the control client waiting. */
 void		 standby_answer(struct standby *sb, const struct td_answer *a);
 
+/*
+ * A file of identity's recording name was put in place (complete, or kept
+ * incomplete): the FINISHED of the standby agent recording it names it.
+ */
+void		 standby_file(const char *identity, const char *name,
+		    const char *path, bool complete);
 /* One line per standby agent into out (the control socket's "list"). */
 void		 standby_list(struct td_buf *out);
 /*

@@ -31,13 +31,16 @@
 #include "log.h"
 #include "memtrim.h"
 #include "onfinish.h"
+#include "notify.h"
 #include "recording.h"
+#include "reload.h"
 #include "rotate.h"
 #include "server.h"
 #include "tclocal.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "size.h"
+#include "standby.h"
 #include "tls.h"
 #include "uftrace.h"
 #include "tracecmd.h"
@@ -585,36 +588,12 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 	struct event_base *base = arg;
 
 	if (sig == SIGHUP) {
-		struct listener_config *c = tdlisten_cfg;
-		SSL_CTX *ctx;
-		char err[1024];
-		bool kept;
+		char msg[1200];
 
-		if (c->insecure) {
-			log_info("SIGHUP: no certificates to reload");
-			return;
-		}
-		/*
-		 * After -u the key (root's, 0600) is out of reach: the CA and
-		 * the CRL, which are public, are what a revocation needs.
-		 */
-		ctx = td_tls_server_reload(conn_get_ctx(), c->cert, c->key,
-		    c->ca, c->crl, &kept, err, sizeof err);
-		if (ctx == NULL) {
-			log_warnx("SIGHUP: keeping the old certificates: %s",
-			    err);
-			return;
-		}
-		conn_set_ctx(ctx);
-		if (kept)
-			log_info("SIGHUP: CA%s reloaded for new sessions; "
-			    "certificate and key kept in memory (%s)",
-			    c->crl ? " and CRL" : "", err);
-		else
-			log_info("SIGHUP: certificates%s reloaded for new "
-			    "sessions", c->crl ? " and CRL" : "");
+		reload_run(tdlisten_cfg, "SIGHUP", msg, sizeof msg);
 		return;
 	}
+	notify_send("STOPPING=1");
 	log_info("signal %d: shutting down (%d sessions open, %d trace-cmd "
 	    "clients)", (int)sig, conn_sessions(), tracecmd_clients());
 	/* no command starts now: files done from here on wait on disk */
@@ -687,6 +666,22 @@ tdlisten_raise_nofile(const struct listener_config *c)
  * tdlisten needs no privilege once its port is bound and its key read: as
  * root it becomes USER (-u), and says so loudly when it stays root.
  */
+/* tdctl reload: as SIGHUP. */
+static int
+tdlisten_reload_cb(char *msg, size_t len)
+{
+	return reload_run(tdlisten_cfg, "tdctl reload", msg, len);
+}
+
+/* A file in place: a standby agent's FINISHED names it; on-finish runs. */
+static void
+tdlisten_done_cb(const struct output_done *d, void *arg)
+{
+	standby_file(d->identity, d->name, d->path, d->complete);
+	if (arg != NULL)
+		onfinish_done_cb(d, arg);
+}
+
 static void
 tdlisten_drop_privileges(struct listener_config *c)
 {
@@ -783,7 +778,9 @@ main(int argc, char **argv)
 	/* what tdlisten makes, the log included, is private or the group's */
 	umask(cfg.group != NULL ? 027 : 077);
 	signal(SIGPIPE, SIG_IGN);
-	log_init("tdlisten", cfg.verbosity, cfg.daemonize && !cfg.logfile);
+	/* syslog once detached (-D): a start-up error goes to stderr,
+	   where whoever started it sees it (there may be no /dev/log) */
+	log_init("tdlisten", cfg.verbosity, 0);
 	crash_install("tdlisten");
 	if (cfg.logfile != NULL) {
 		if (freopen(cfg.logfile, "a", stderr) == NULL)
@@ -850,18 +847,20 @@ main(int argc, char **argv)
 		if (control_start(base, cfg.control, uid, gid, err,
 		    sizeof err) == -1)
 			fatalx("--control: %s", err);
+		control_set_reload(tdlisten_reload_cb);
 	}
 	tdlisten_cfg = &cfg;
 	tdlisten_drop_privileges(&cfg);
 	if (cfg.daemonize && daemon(1, cfg.logfile != NULL) == -1)
 		fatal("cannot daemonize");
+	if (cfg.daemonize && cfg.logfile == NULL)
+		log_init("tdlisten", cfg.verbosity, 1);
 	/* after -u and daemon(): the commands are this process's children */
 	if (tdlisten_of.cmd != NULL) {
 		cfg.onfinish = onfinish_new(base, &tdlisten_of, err,
 		    sizeof err);
 		if (cfg.onfinish == NULL)
 			fatalx("--on-finish: %s", err);
-		recording_set_done(onfinish_done_cb, cfg.onfinish);
 		uftrace_set_done(onfinish_done_cb, cfg.onfinish);
 		log_info("on-finish: %d at once, timeout %d s, %d attempts, "
 		    "the first again after %d s", tdlisten_of.jobs,
@@ -869,6 +868,7 @@ main(int argc, char **argv)
 		    tdlisten_of.retry);
 		onfinish_recover(cfg.onfinish, cfg.dir);
 	}
+	recording_set_done(tdlisten_done_cb, cfg.onfinish);
 	finished_load(cfg.dir);
 	if (!cfg.no_hcache)
 		cfg.hcache = hcache_new(cfg.dir);
@@ -880,6 +880,8 @@ main(int argc, char **argv)
 		    tdlisten_tick_cb, NULL);
 		event_add(tdlisten_tick_ev, &tv);
 	}
+	/* systemd (Type=notify): up, listening, recordings recovered */
+	notify_send("READY=1\nSTATUS=listening");
 	event_base_dispatch(base);
 	tracecmd_shutdown();
 	control_free();

@@ -12,7 +12,8 @@
 #include "tdproto.h"
 #include "banned.h"
 
-/* STANDBY: version, CPUs, host, kernel, clocks, recording. */
+/* STANDBY: version, CPUs, host, kernel, clocks, recording; from version
+   2 the allowance: events, buffer, duration. */
 int
 td_msg_pack_standby(struct td_buf *b, const struct td_standby *s)
 {
@@ -25,6 +26,11 @@ td_msg_pack_standby(struct td_buf *b, const struct td_standby *s)
 	    td_msg_put_str(b, s->kernel, sizeof s->kernel) == -1 ||
 	    td_msg_put_str(b, s->clocks, sizeof s->clocks) == -1 ||
 	    td_msg_put_str(b, s->recording, sizeof s->recording) == -1)
+		ok = -1;
+	if (ok == 0 && s->version >= 2 &&
+	    (td_msg_put_str(b, s->allow, sizeof s->allow) == -1 ||
+	    td_msg_put_u32(b, s->max_buffer) == -1 ||
+	    td_msg_put_u32(b, s->max_duration) == -1))
 		ok = -1;
 	return td_msg_end(b, at, TD_MSG_STANDBY, ok);
 }
@@ -44,6 +50,11 @@ td_msg_unpack_standby(const struct td_frame *f, struct td_standby *s)
 	td_msg_cur_str(&c, s->kernel, sizeof s->kernel);
 	td_msg_cur_str(&c, s->clocks, sizeof s->clocks);
 	td_msg_cur_str(&c, s->recording, sizeof s->recording);
+	if (s->version >= 2) {
+		td_msg_cur_str(&c, s->allow, sizeof s->allow);
+		s->max_buffer = td_cur_be32(&c);
+		s->max_duration = td_cur_be32(&c);
+	}
 	if (!td_cur_bad(&c) && (s->version == 0 || s->ncpus == 0 ||
 	    s->ncpus > TD_MAX_CPUS))
 		td_cur_fail(&c);

@@ -127,7 +127,7 @@ int		 td_frame_header(struct td_buf *b, uint16_t type,
  * types close a connection whose first frame is STANDBY (an unknown type),
  * and agents that predate them never send it.
  */
-#define TD_STANDBY_VERSION	1
+#define TD_STANDBY_VERSION	2	/* 2: the allowance added */
 #define TD_STANDBY_CLOCKS	256	/* the clocks, space-separated */
 #define TD_STANDBY_EVENTS	1024	/* START's events, comma-separated */
 
@@ -139,6 +139,10 @@ struct td_standby {
 	char		 kernel[TD_MAX_NAME_LEN + 1];	/* uname -r */
 	char		 clocks[TD_STANDBY_CLOCKS + 1];	/* trace clocks */
 	char		 recording[TD_MAX_NAME_LEN + 1]; /* "" when idle */
+	/* version 2: what a collector may ask of it ("", 0 from version 1) */
+	char		 allow[TD_STANDBY_EVENTS + 1];	/* --allow-events */
+	uint32_t	 max_buffer;	/* --max-buffer KB */
+	uint32_t	 max_duration;	/* --max-duration s */
 };
 
 /* START, listener -> agent: make a recording (0: the agent's limit). */

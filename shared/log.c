@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -15,6 +17,8 @@ static int log_verbosity;	/* -1 quiet, 0 normal, 1 verbose, 2 debug */
 static int log_syslog;
 static void (*log_fatal_hook)(void);
 static int log_timestamps;
+static int log_journal;	/* stderr is the journal: "<N>" prefixes */
+static unsigned long long log_journal_dev, log_journal_ino;
 
 /* Turn timestamps on stderr lines on or off. */
 void
@@ -27,9 +31,27 @@ log_set_timestamps(int on)
 void
 log_init(const char *progname, int verbosity, int to_syslog)
 {
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
 	log_progname = progname;
 	log_verbosity = verbosity;
 	log_syslog = to_syslog;
+	/*
+	 * systemd's stream to the journal on stderr (JOURNAL_STREAM names
+	 * its device and inode; a stderr redirected since is not it): each
+	 * line says its priority, sd-daemon(3)'s "<N>", so journalctl -p
+	 * works.
+	 */
+	log_journal_dev = log_journal_ino = 0;
+	log_journal = js != NULL && sscanf(js, "%llu:%llu", &dev, &ino) == 2 &&
+	    fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev ==
+	    dev && (unsigned long long)st.st_ino == ino;
+	if (log_journal) {
+		log_journal_dev = dev;
+		log_journal_ino = ino;
+	}
 	if (to_syslog)
 		openlog(progname, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
@@ -68,6 +90,17 @@ log_vwrite(int prio, const char *fmt, va_list ap, const char *err)
 			syslog(prio, "%s", msg);
 		return;
 	}
+	if (log_journal) {
+		struct stat st;
+
+		/* stderr reopened since (tdlisten -l): not the journal */
+		if (fstat(STDERR_FILENO, &st) == -1 ||
+		    (unsigned long long)st.st_dev != log_journal_dev ||
+		    (unsigned long long)st.st_ino != log_journal_ino)
+			log_journal = 0;
+		else
+			fprintf(stderr, "<%d>", prio);
+	}
 	if (log_timestamps) {
 		struct timespec ts;
 		struct tm tm;
@@ -105,6 +138,17 @@ log_warnx(const char *fmt, ...)
 
 	va_start(ap, fmt);
 	log_vwrite(LOG_WARNING, fmt, ap, NULL);
+	va_end(ap);
+}
+
+/* Log an error the process lives on with. */
+void
+log_errx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vwrite(LOG_ERR, fmt, ap, NULL);
 	va_end(ap);
 }
 

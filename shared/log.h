@@ -23,6 +23,8 @@ void	log_set_fatal_hook(void (*hook)(void));
 void	log_set_timestamps(int on);
 void	log_warn(const char *fmt, ...) TD_PRINTF(1, 2);
 void	log_warnx(const char *fmt, ...) TD_PRINTF(1, 2);
+/* An error the process lives on with, which must be seen (LOG_ERR). */
+void	log_errx(const char *fmt, ...) TD_PRINTF(1, 2);
 void	log_info(const char *fmt, ...) TD_PRINTF(1, 2);
 void	log_debug(const char *fmt, ...) TD_PRINTF(1, 2);
 void	fatal(const char *fmt, ...) TD_PRINTF(1, 2) __attribute__((noreturn));

@@ -83,6 +83,12 @@
  * back at once (issue 31 row 1: one certificate had filled --max-sessions).
  */
 #define TD_MAX_STANDBY_PER_IDENTITY	2
+/*
+ * A control client's (tdctl's) answers not read yet: above this tdlisten
+ * reads none of its requests until they drain to half (one answer may go
+ * past it: a list of every standby agent).
+ */
+#define TD_MAX_CONTROL_OUT	(1024 * 1024)
 /* Longest agent name, clock name or identity on the wire. */
 #define TD_MAX_NAME_LEN		64
 /* Longest text of an ERROR message. */

@@ -84,11 +84,13 @@ standing() {
 wait_until $((600 * SLOW)) standing
 check "tdload: all $SB standby agents welcomed" \
     grep -q "^tdload: $SB standby agents welcomed" "$WORK/sb.err"
-"$TDCTL" -S "$WORK/control" list > "$WORK/sb.list"
+"$TDCTL" -S "$WORK/control" list --json |
+    jq -r '.[] | "\(.identity) host=\(.host) state=\(.state) cpus=\(.cpus)"' \
+    > "$WORK/sb.list"
 eq "tdctl lists the $SB standby agents" \
-    "$(grep -c '^agent loadgen host=sb-[0-9]* state=standby cpus=[0-9]' \
+    "$(grep -c '^loadgen host=sb-[0-9]* state=standby cpus=[0-9]' \
     "$WORK/sb.list")" $SB
-eq "each its own host" "$(awk '{ print $3 }' "$WORK/sb.list" | sort -u |
+eq "each its own host" "$(awk '{ print $2 }' "$WORK/sb.list" | sort -u |
     wc -l)" $SB
 kill $SBPID
 wait $SBPID 2>/dev/null

@@ -64,8 +64,12 @@ for a in $agents; do
 done
 
 # in_state N STATE: tdctl list shows N agents in STATE
+# (WORK/list: one line per agent, "ID STATE CPUS KERNEL CLOCKS RECORDING
+# REFUSED" from --json)
 in_state() {
-	"$TDCTL" -S "$CTL" list > "$WORK/list" 2>&1 &&
+	"$TDCTL" -S "$CTL" list --json > "$WORK/list.json" 2>&1 &&
+	    jq -r '.[] | "\(.identity) state=\(.state) cpus=\(.cpus) kernel=\(.kernel) clocks=\(.clocks | join(",")) recording=\(.recording // "-") refused=\(.refused // "")"' \
+	    "$WORK/list.json" > "$WORK/list" &&
 	    [ "$(grep -c " state=$2 " "$WORK/list")" -eq "$1" ]
 }
 wait_until $((1200 * SLOW)) in_state $NAGENTS standby
@@ -73,7 +77,7 @@ eq "tdctl list: all $NAGENTS agents on standby" \
     "$(grep -c ' state=standby ' "$WORK/list")" $NAGENTS
 check "tdctl list: each agent's identity, CPUs and clocks" sh -c "
     for a in $agents; do
-	grep -q \"^agent \$a host=[^ ]* state=standby cpus=$(nproc) kernel=$(uname -r) clocks=[^ ]*local[^ ]* recording=- \" '$WORK/list' || exit 1
+	grep -q \"^\$a state=standby cpus=$(nproc) kernel=$(uname -r) clocks=[^ ]*local[^ ]* recording=- \" '$WORK/list' || exit 1
     done"
 eq "the socket is mode 0660" "$(stat -c %a "$CTL")" 660
 
@@ -96,10 +100,10 @@ check "refusals: the listener logged both" sh -c "
 check "refusals: each agent logged its own" sh -c "
     grep -q \"refused: event 'irq' not allowed\" '$WORK/agent.host01.err' &&
     grep -q 'refused: buffer of 4096 KB over --max-buffer 2048 KB' '$WORK/agent.host02.err'"
-"$TDCTL" -S "$CTL" list > "$WORK/list" 2>&1
+in_state 2 refused
 check "refusals: tdctl list shows them refused, not recording" sh -c "
-    grep -q '^agent host01 .* state=refused .*recording=- .*refused=event' '$WORK/list' &&
-    grep -q '^agent host02 .* state=refused .*recording=- .*refused=buffer' '$WORK/list'"
+    grep -q '^host01 state=refused .*recording=- .*refused=event' '$WORK/list' &&
+    grep -q '^host02 state=refused .*recording=- .*refused=buffer' '$WORK/list'"
 eq "refusals: no recording started" \
     "$(grep -c ': recording [0-9]* CPUs' "$WORK/listen.log")" "$sessions0"
 

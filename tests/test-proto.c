@@ -778,6 +778,27 @@ test_standby_messages(void **state)
 	assert_int_equal(f.type, TD_MSG_STANDBY);
 	assert_int_equal(td_msg_unpack_standby(&f, &st2), 0);
 	assert_memory_equal(&st, &st2, sizeof st);
+	/* version 2: the allowance too */
+	strcpy(st.allow, "sched,irq");
+	st.max_buffer = 2048;
+	st.max_duration = 300;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_standby(&b, &st), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_standby(&f, &st2), 0);
+	assert_memory_equal(&st, &st2, sizeof st);
+	/* version 1 (an older agent): none, and read whole */
+	st.version = 1;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_standby(&b, &st), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_standby(&f, &st2), 0);
+	assert_int_equal(st2.version, 1);
+	assert_string_equal(st2.allow, "");
+	assert_int_equal(st2.max_buffer, 0);
+	st.version = TD_STANDBY_VERSION;
+	st.allow[0] = '\0';
+	st.max_buffer = st.max_duration = 0;
 	/* no CPU, too many: refused */
 	td_buf_reset(&b);
 	st.ncpus = 0;
