@@ -177,7 +177,8 @@ run_one() {
 		hs=$((N > 4096 ? 4096 : N))
 		"$TMP/tdlisten" -p "$port" -d "$dir" --cert "$PKI/listener.pem" \
 		    --key "$PKI/listener.key" --ca "$PKI/ca.pem" \
-		    --max-per-identity "$N" --max-handshakes "$hs" \
+		    --max-per-identity "$N" --max-standby-per-identity "$N" \
+		    --max-handshakes "$hs" \
 		    --max-handshakes-per-address "$hs" --max-sessions "$N" \
 		    --handshake-timeout 600 --control "$TMP/control" \
 		    >"$OUT/load-$mix.listener.log" 2>&1 &

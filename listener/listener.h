@@ -54,6 +54,8 @@ struct listener_config {
 						   resume, 0: no resuming */
 	int			 idle_timeout;	/* s of silence, 0: none */
 	int			 max_per_identity;
+	int			 max_standby_per_identity;	/* standby
+						   connections */
 	uint64_t		 quota;		/* bytes per identity, 0: none */
 	struct td_codec		*codec_ctx;	/* shared by every session */
 	struct hcache		*hcache;	/* NULL: --no-header-cache */

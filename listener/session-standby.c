@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "buf.h"
+#include "listener.h"
 #include "session.h"
 #include "session-local.h"
 #include "standby.h"
@@ -55,10 +56,10 @@ session_standby(struct session *s, const struct td_frame *f)
 	if (s->resume_only)
 		return session_end_with(s, TD_ERR_RETRY, SESSION_FULL);
 	/* one certificate must not fill --max-sessions with standbys */
-	if (standby_count(s->identity) >= TD_MAX_STANDBY_PER_IDENTITY) {
+	if (standby_count(s->identity) >= s->cfg->max_standby_per_identity) {
 		snprintf(why, sizeof why, "'%s' has %d standby connections "
-		    "already: come back later", s->identity,
-		    TD_MAX_STANDBY_PER_IDENTITY);
+		    "already (--max-standby-per-identity): come back later",
+		    s->identity, s->cfg->max_standby_per_identity);
 		return session_end_with(s, TD_ERR_RETRY, why);
 	}
 	s->version = TD_PROTO_VERSION;

@@ -65,6 +65,7 @@ enum {
 	OPT_MAX_HANDSHAKES,
 	OPT_MAX_HANDSHAKES_ADDR,
 	OPT_MAX_PER_IDENTITY,
+	OPT_MAX_STANDBY_PER_IDENTITY,
 	OPT_QUOTA,
 	OPT_ROTATE,
 	OPT_KEEP,
@@ -116,6 +117,8 @@ static const struct option tdlisten_longopts[] = {
 	{ "max-handshakes-per-address", required_argument, NULL,
 	    OPT_MAX_HANDSHAKES_ADDR },
 	{ "max-per-identity", required_argument, NULL, OPT_MAX_PER_IDENTITY },
+	{ "max-standby-per-identity", required_argument, NULL,
+	    OPT_MAX_STANDBY_PER_IDENTITY },
 	{ "quota", required_argument, NULL, OPT_QUOTA },
 	{ "rotate", required_argument, NULL, OPT_ROTATE },
 	{ "keep", required_argument, NULL, OPT_KEEP },
@@ -154,6 +157,7 @@ usage(FILE *fp)
 "                [--resume-wait S] [--idle-timeout S]\n"
 "                [--handshake-timeout S] [--max-handshakes N]\n"
 "                [--max-handshakes-per-address N] [--max-per-identity N]\n"
+"                [--max-standby-per-identity N]\n"
 "                [--quota SIZE] [--rotate SIZE|DURATION [--keep N|SIZE]]\n"
 "                [--uftrace-port PORT [--uftrace-bind ADDR]]\n"
 "                [--tracecmd-port PORT [--tracecmd-bind ADDR]\n"
@@ -207,6 +211,9 @@ usage(FILE *fp)
 "                     (default 60; 0: never)\n"
 "  --max-per-identity N  recordings open at once per identity, and its\n"
 "                     connections waiting for their HELLO (default 64)\n"
+"  --max-standby-per-identity N  standby connections per identity\n"
+"                     (default 2; a load generator playing many agents\n"
+"                     with one certificate needs more)\n"
 "  --quota SIZE       disk space per identity (K, M, G suffixes); a recording\n"
 "                     over it pauses (its agent keeps the data) until there\n"
 "                     is room again (default: no quota)\n"
@@ -306,6 +313,7 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 	c->resume_wait = 600;
 	c->idle_timeout = 60;
 	c->max_per_identity = 64;
+	c->max_standby_per_identity = TD_MAX_STANDBY_PER_IDENTITY;
 	while ((ch = getopt_long(argc, argv, "p:d:Dl:qu:v", tdlisten_longopts,
 	    NULL)) != -1) {
 		switch (ch) {
@@ -406,6 +414,12 @@ tdlisten_parse(int argc, char **argv, struct listener_config *c)
 			if (*end != '\0' || n < 1 || n > 1000000)
 				usage_error("invalid count '%s'", optarg);
 			c->max_per_identity = (int)n;
+			break;
+		case OPT_MAX_STANDBY_PER_IDENTITY:
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || n < 1 || n > 1000000)
+				usage_error("invalid count '%s'", optarg);
+			c->max_standby_per_identity = (int)n;
 			break;
 		case OPT_GROUP:
 			c->group = optarg;

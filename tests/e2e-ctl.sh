@@ -17,6 +17,7 @@ CTL=$WORK/control
 LTLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
 # shellcheck disable=SC2086
 start_listener "$WORK/listen.log" -d "$OUT" $LTLS --control "$CTL" \
+    --max-standby-per-identity 16 \
     --crl "$P/crl.pem" --http 127.0.0.1:0 || exit 99
 wait_until $((100 * SLOW)) grep -q "status page and metrics at" \
     "$WORK/listen.log"

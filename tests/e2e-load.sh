@@ -25,6 +25,7 @@ pki "$P" loadgen || { echo "FAIL: cannot make certificates"; exit 99; }
 # address, as a fleet behind one NAT, needs more than the default 16
 start_listener "$WORK/l.log" -d "$OUT" --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" --max-per-identity 1000 \
+    --max-standby-per-identity 50 \
     --handshake-timeout $((10 * SLOW)) --max-handshakes-per-address 64 \
     --control "$WORK/control" || exit 99
 

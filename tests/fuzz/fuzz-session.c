@@ -755,7 +755,8 @@ pick_config(const uint8_t *data, size_t size)
 	cfg = (struct listener_config){ .dir = topdir, .insecure = true,
 	    .file_version = 7, .codec = TD_CODEC_ZSTD, .max_sessions = MAX_CONNS,
 	    .handshake_timeout = 10, .tsync_interval = 1000, .resume_wait = 600,
-	    .idle_timeout = 60, .max_per_identity = 64, .dir_mode = 0700,
+	    .idle_timeout = 60, .max_per_identity = 64,
+	    .max_standby_per_identity = 2, .dir_mode = 0700,
 	    .file_mode = 0600, .gid = (gid_t)-1 };
 	if (first_hello(data, size, &h)) {
 		cfg.file_version = h.file_version == 6 ? 6 : 7;
