@@ -170,6 +170,7 @@ tc_clean() {
 TDLISTEN=$B/tdlisten
 TDCERT=$S/scripts/tdcert
 TDFEED=$B/tests/tdfeed
+TDPORT=$B/tests/tdport
 
 case ${TD_VALGRIND:-0} in
 0) ;;
@@ -205,7 +206,7 @@ pki() {
 # it.  Never a fixed port or a range other software may hold: a
 # collection box runs tdlisten on 4000
 free_port() {
-	"$B/tests/tdport" "$@"
+	"$TDPORT" "$@"
 }
 
 # start_listener LOG ARGS...: run tdlisten on a free port (or on
