@@ -17,6 +17,7 @@
 # Each stage's output follows in order, then its time; the last line is
 # "tests: N passed, N failed, N skipped" (CI reads it).  As root the
 # end-to-end tests must run: a missing tracefs is a failure, not a skip.
+# shellcheck disable=SC2016 # make expands the $(LISTS) of Makefile.am
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/deps.sh" || exit 1
