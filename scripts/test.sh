@@ -3,14 +3,14 @@
 # lanes at once (the e2e tests wait on the kernel and the network more
 # than they compute: on 2 cores the lanes overlap):
 #   asan   the ASan+UBSan build: every unit test and every end-to-end test
-#          (each e2e script runs under the sanitizers once);
+#          (each e2e script runs under the sanitizers once); then "make
+#          distcheck" (the tarball builds out of tree and runs the unit
+#          tests and two e2e scripts, DISTCHECK_TESTS), then a short
+#          libFuzzer run of every decoder;
 #   plain  the plain build: the unit tests (two at a time), PLAIN_TESTS
 #          (the e2e scripts that start no listener) and tdlisten under
 #          valgrind memcheck in VALGRIND_TESTS, the e2e scripts where it
-#          finds what ASan cannot (reads of uninitialised memory); then
-#          "make distcheck" (the tarball builds out of tree and runs the
-#          unit tests and two e2e scripts, DISTCHECK_TESTS), then a short
-#          libFuzzer run of every decoder.
+#          finds what ASan cannot (reads of uninitialised memory).
 # The e2e scripts of ALONE_TESTS run alone (scripts/test-alone.sh); the
 # lists are Makefile.am's.  The plain build comes first, alone: it
 # bootstraps autotools for the others.
@@ -43,9 +43,11 @@ failed_logs() {
 	done
 }
 
-# result NAME PASS FAIL SKIP START: write NAME.res
+# result NAME PASS FAIL SKIP START: write NAME.res, and say so as it
+# happens (fd 3: the lanes' own output is shown at the end, in order)
 result() {
 	echo "$2 $3 $4 $(($(date +%s) - $5))" > "$R/$1.res"
+	echo "-- $1 done: $2 passed, $3 failed after $(($(date +%s) - $5)) s" >&3
 }
 
 # check NAME BUILDDIR [MAKE ARGS...]: make check there, its counts as NAME
@@ -91,6 +93,29 @@ build() {
 lane_asan() {
 	build "build-asan" build-asan --enable-sanitizers &&
 	    check "asan" build-asan
+	# the tarball's build is plain (distcheck does not pass on
+	# configure's arguments): the plain lane's build/ is busy
+	s=$(date +%s)
+	echo "== distcheck"
+	if make -C "$top/build-asan" -s -j2 distcheck TESTS='$(DISTCHECK_TESTS)' \
+	    > "$R/distcheck.check" 2>&1; then
+		grep "archives ready" -A2 "$R/distcheck.check" | head -3
+		result distcheck 1 0 0 "$s"
+	else
+		tail -30 "$R/distcheck.check"
+		# a failed distcheck leaves its tree: the tests that failed
+		for d in "$top"/build-asan/tracedock-*/_build/sub/tests; do
+			[ -d "$d" ] && failed_logs "$d"
+		done
+		result distcheck 0 1 0 "$s"
+	fi
+	s=$(date +%s)
+	echo "== fuzz: every decoder, 20 s each (scripts/fuzz.sh)"
+	if sh "$top/scripts/fuzz.sh" -j 2 20; then
+		result fuzz 1 0 0 "$s"
+	else
+		result fuzz 0 1 0 "$s"
+	fi
 }
 
 lane_plain() {
@@ -108,43 +133,25 @@ lane_plain() {
 		check "valgrind" build TD_VALGRIND=1 \
 		    TD_RESUME_PARTS="1 2 4 5 6" TESTS='$(VALGRIND_TESTS)'
 	fi
-	s=$(date +%s)
-	echo "== distcheck"
-	if make -C "$top/build" -s -j2 distcheck TESTS='$(DISTCHECK_TESTS)' \
-	    > "$R/distcheck.check" 2>&1; then
-		grep "archives ready" -A2 "$R/distcheck.check" | head -3
-		result distcheck 1 0 0 "$s"
-	else
-		tail -30 "$R/distcheck.check"
-		# a failed distcheck leaves its tree: the tests that failed
-		for d in "$top"/build/tracedock-*/_build/sub/tests; do
-			[ -d "$d" ] && failed_logs "$d"
-		done
-		result distcheck 0 1 0 "$s"
-	fi
-	s=$(date +%s)
-	echo "== fuzz: every decoder, 20 s each (scripts/fuzz.sh)"
-	if sh "$top/scripts/fuzz.sh" -j 2 20; then
-		result fuzz 1 0 0 "$s"
-	else
-		result fuzz 0 1 0 "$s"
-	fi
 }
 
 # the plain build first and alone: it bootstraps autotools (configure),
 # which the other builds then share
+exec 3>&1
 plain_built=0
 build "build" build > "$R/build.out" 2>&1 && plain_built=1
 cat "$R/build.out"
 lane_asan > "$R/lane-asan.out" 2>&1 &
 asan_pid=$!
+trap 'kill $asan_pid 2>/dev/null; exit 1' INT TERM
 lane_plain > "$R/lane-plain.out" 2>&1
 wait $asan_pid
+trap - INT TERM
 cat "$R/lane-asan.out" "$R/lane-plain.out"
 
 pass=0 fail=0 skip=0
 echo "== times (s; the lanes ran at once, $(($(date +%s) - t0)) s in all)"
-for n in build-asan asan build plain-unit plain-e2e valgrind distcheck fuzz; do
+for n in build build-asan asan distcheck fuzz plain-unit plain-e2e valgrind; do
 	if [ ! -f "$R/$n.res" ]; then
 		echo "$n: did not run"
 		fail=$((fail + 1))
@@ -157,5 +164,6 @@ for n in build-asan asan build plain-unit plain-e2e valgrind distcheck fuzz; do
 	fail=$((fail + f))
 	skip=$((skip + k))
 done
+echo "each e2e script's start, end and status: $R/times"
 echo "tests: $pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]
