@@ -7,10 +7,12 @@
 #          distcheck" (the tarball builds out of tree and runs the unit
 #          tests and two e2e scripts, DISTCHECK_TESTS), then a short
 #          libFuzzer run of every decoder;
-#   plain  the plain build: the unit tests (two at a time), PLAIN_TESTS
-#          (the e2e scripts that start no listener) and tdlisten under
-#          valgrind memcheck in VALGRIND_TESTS, the e2e scripts where it
-#          finds what ASan cannot (reads of uninitialised memory).
+#   plain  the plain build: the unit tests (two at a time) and
+#          PLAIN_TESTS (the e2e scripts that start no listener).
+# Then each lane takes scripts of VALGRIND_TESTS off one queue (the e2e
+# scripts where valgrind memcheck finds what ASan cannot, reads of
+# uninitialised memory) and runs them with tdlisten under memcheck in the
+# plain build, until none is left.
 # The e2e scripts of ALONE_TESTS run alone (scripts/test-alone.sh); the
 # lists are Makefile.am's.  The plain build comes first, alone: it
 # bootstraps autotools for the others.
@@ -90,6 +92,36 @@ build() {
 	return 1
 }
 
+# vg_next: the next script of the valgrind queue ($R/vg.queue, one a
+# line), taken off it; fails when it is empty
+vg_next() {
+	(
+	flock 7
+	n=$(head -1 "$R/vg.queue")
+	[ -n "$n" ] || exit 1
+	sed -i 1d "$R/vg.queue"
+	echo "$n"
+	) 7> "$R/vg.lock"
+}
+
+# valgrind_queue: memcheck on the plain build, the queue's scripts one at
+# a time until it is empty: every tdlisten of these tests ends with no
+# error and no definite or indirect leak (TD_VALGRIND in
+# tests/e2e-lib.sh).  Both lanes take from the queue once their own work
+# is done.  e2e-resume runs parts 1 2 4 5 6: 3 (a 10 s link cut, the
+# listener mostly idle) and 7 (the listener killed for good: nothing to
+# judge) would add a minute.  The unit tests under valgrind: README.md.
+valgrind_queue() {
+	[ "$plain_built" = 1 ] || return
+	while t=$(vg_next); do
+		b=${t##*/}
+		b=${b%.sh}
+		# two make checks at once in build/: each its own summary
+		check "vg-$b" build TD_VALGRIND=1 TD_RESUME_PARTS="1 2 4 5 6" \
+		    TESTS="$t" TEST_SUITE_LOG="vg-$b-suite.log"
+	done
+}
+
 lane_asan() {
 	build "build-asan" build-asan --enable-sanitizers &&
 	    check "asan" build-asan
@@ -116,6 +148,7 @@ lane_asan() {
 	else
 		result fuzz 0 1 0 "$s"
 	fi
+	valgrind_queue
 }
 
 lane_plain() {
@@ -123,16 +156,8 @@ lane_plain() {
 		# the unit tests are independent: two at a time
 		check "plain-unit" build -j2 TESTS='$(UNIT_TESTS)'
 		check "plain-e2e" build TESTS='$(PLAIN_TESTS)'
-		# memcheck on the plain build: every tdlisten of these tests
-		# ends with no error and no definite or indirect leak
-		# (TD_VALGRIND in tests/e2e-lib.sh).  e2e-resume runs parts
-		# 1 2 4 5 6: 3 (a 10 s link cut, the listener mostly idle)
-		# and 7 (the listener killed for good: nothing to judge)
-		# would add a minute.  The unit tests under valgrind:
-		# README.md.
-		check "valgrind" build TD_VALGRIND=1 \
-		    TD_RESUME_PARTS="1 2 4 5 6" TESTS='$(VALGRIND_TESTS)'
 	fi
+	valgrind_queue
 }
 
 # the plain build first and alone: it bootstraps autotools (configure),
@@ -141,6 +166,10 @@ exec 3>&1
 plain_built=0
 build "build" build > "$R/build.out" 2>&1 && plain_built=1
 cat "$R/build.out"
+if [ $plain_built = 1 ]; then
+	make -C "$top/build" -s valgrind-tests | tr ' ' '\n' |
+	    grep . > "$R/vg.queue"
+fi
 lane_asan > "$R/lane-asan.out" 2>&1 &
 asan_pid=$!
 trap 'kill $asan_pid 2>/dev/null; exit 1' INT TERM
@@ -151,6 +180,10 @@ cat "$R/lane-asan.out" "$R/lane-plain.out"
 
 pass=0 fail=0 skip=0
 echo "== times (s; the lanes ran at once, $(($(date +%s) - t0)) s in all)"
+# valgrind: the scripts of the queue, their seconds added up
+cat "$R"/vg-*.res 2>/dev/null | awk '{ p += $1; f += $2; k += $3; s += $4 }
+    END { print p + 0, f + 0, k + 0, s + 0 }' > "$R/valgrind.res"
+[ -s "$R/vg.queue" ] && { echo "valgrind: not run: $(cat "$R/vg.queue")"; fail=$((fail + 1)); }
 for n in build build-asan asan distcheck fuzz plain-unit plain-e2e valgrind; do
 	if [ ! -f "$R/$n.res" ]; then
 		echo "$n: did not run"
