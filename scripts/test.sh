@@ -30,8 +30,8 @@ fi
 # the guest kernel of tests/e2e-guest*.sh, downloaded once for every build
 TD_GUEST_CACHE=$top/build/tests/guest-kernel
 export TD_GUEST_CACHE
-# one result file per stage: NAME.out (what it printed), NAME.res
-# ("PASS FAIL SKIP SECONDS")
+# in build-suite/: per stage NAME.check (make's output) and NAME.res
+# ("PASS FAIL SKIP SECONDS"), per lane lane-NAME.out, and times
 R=$top/build-suite
 rm -rf "$R"
 mkdir -p "$R"
