@@ -38,6 +38,9 @@ TDAGENT=$B/tdagent
 TDLISTEN=$B/tdlisten
 TDFEED=$B/tests/tdfeed
 [ -x "$TDFEED" ] || make -C "$B" tests/tdfeed >/dev/null
+# free ports, as the kernel says (tests/tdport.c)
+TDPORT=$B/tests/tdport
+[ -x "$TDPORT" ] || make -C "$B" tests/tdport >/dev/null
 OUTD=$HERE/out
 mkdir -p "$OUTD"
 W=$(mktemp -d /tmp/td-hcache.XXXXXX)
@@ -49,7 +52,7 @@ LPID=
 listener() {	# listener LOG DIR [ARGS]: sets PORT, LPID
 	local log=$1 dir=$2
 	shift 2
-	PORT=$((30000 + RANDOM % 20000))
+	PORT=$("$TDPORT") || return 1
 	"$TDLISTEN" -p "$PORT" --insecure -d "$dir" --resume-wait 0 \
 	    --max-per-identity 100 "$@" > "$log" 2>&1 &
 	LPID=$!

@@ -188,8 +188,7 @@ start_listener() {
 	fi
 	mkdir -p "$dir"
 	for _ in 1 2 3 4 5; do
-		LPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-		port_listening "$LPORT" && continue
+		LPORT=$(free_port) || continue
 		# shellcheck disable=SC2046
 		$(wrap "$mode" "$tag-listener") "$TMP/bin-$t/tdlisten" \
 		    -p "$LPORT" -d "$dir" -v --tsync-interval 0 \

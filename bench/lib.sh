@@ -11,12 +11,18 @@ port_listening() {
 	    found = 1 } END { exit !found }' /proc/net/tcp /proc/net/tcp6
 }
 
-# free_port: a TCP port nobody listens on (20000 to 59999)
-free_port() {
-	local p=$((20000 + RANDOM % 40000))
+BENCH_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-	while port_listening "$p"; do p=$((20000 + RANDOM % 40000)); done
-	echo "$p"
+# free_port [N]: the first of N free TCP and UDP ports in a row (default
+# 1), as the kernel says: tests/tdport.c (the tests' free_port), built
+# into $TMP the first time; below the ephemeral range, where no outgoing
+# connection takes one before the benchmark binds it
+free_port() {
+	if [ ! -x "$TMP/tdport" ]; then
+		gcc -O2 -o "$TMP/tdport" "$BENCH_LIB_DIR/../tests/tdport.c" ||
+		    return 1
+	fi
+	"$TMP/tdport" "$@"
 }
 
 # wait_listening PORT: until something listens on PORT, 10 s at most

@@ -161,13 +161,9 @@ run_one() {
 	esac
 	dir=$TMP/out-$mix-$rep
 	rm -rf "$dir"
-	# a random port; another one if tdlisten cannot bind it (a port not
-	# listening may still be taken: an outgoing connection, TIME_WAIT)
+	# a free port (lib.sh); another one if tdlisten cannot bind it
 	for try in 1 2 3 4 5; do
-		for _ in 1 2 3 4 5; do
-			port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-			port_listening "$port" || break
-		done
+		port=$(free_port) || die "no free port"
 		# one certificate for all: --max-per-identity lets it open N;
 		# tdload does not come back when refused, and its N handshakes
 		# at once (--ramp N) come from one address: the handshake

@@ -96,16 +96,6 @@ PKI=$TMP/pki
 	    sh scripts/tdcert issue "$PKI" web1
 } >/dev/null 2>&1 || die "scripts/tdcert failed"
 
-# A free port.
-free_port() {
-	local p
-
-	while :; do
-		p=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-		port_listening "$p" || { echo "$p"; return; }
-	done
-}
-
 # Wait until something listens on port $1 (or process $2 is gone).
 wait_port() {
 	local i

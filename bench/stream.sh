@@ -41,8 +41,7 @@ stream_listen() {
 	read -r -a extra <<<"$TDLISTEN_ARGS"
 
 	for _ in 1 2 3 4 5; do
-		LPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-		port_listening "$LPORT" && continue
+		LPORT=$(free_port) || continue
 		case $tool in
 		tdagent-tls)
 			cmd=("$TDLISTEN" -p "$LPORT" -d "$dir" -v

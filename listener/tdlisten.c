@@ -677,6 +677,21 @@ tdlisten_raise_nofile(const struct listener_config *c)
 }
 
 /*
+ * -u USER, checked before anything is bound or made: a wrong user fails
+ * at once, and says so even when the port is taken.
+ */
+static void
+tdlisten_check_user(const struct listener_config *c)
+{
+	if (c->user == NULL)
+		return;
+	if (geteuid() != 0)
+		fatalx("-u needs tdlisten to start as root");
+	if (getpwnam(c->user) == NULL)
+		fatalx("unknown user '%s'", c->user);
+}
+
+/*
  * tdlisten needs no privilege once its port is bound and its key read: as
  * root it becomes USER (-u), and says so loudly when it stays root.
  */
@@ -702,11 +717,8 @@ tdlisten_drop_privileges(struct listener_config *c)
 	struct passwd *pw;
 	gid_t groups[2];
 
-	if (geteuid() != 0) {
-		if (c->user != NULL)
-			fatalx("-u needs tdlisten to start as root");
+	if (geteuid() != 0)
 		return;
-	}
 	if (c->user == NULL) {
 		log_warnx("running as root: -u USER drops privileges after "
 		    "binding");
@@ -802,6 +814,7 @@ main(int argc, char **argv)
 		setvbuf(stderr, NULL, _IOLBF, 0);
 		log_set_timestamps(1);
 	}
+	tdlisten_check_user(&cfg);
 	tdlisten_output_dir(&cfg);
 	if (!cfg.insecure) {
 		ctx = td_tls_server_ctx(cfg.cert, cfg.key, cfg.ca, cfg.crl,

@@ -87,8 +87,15 @@ check "and kept it when its agent did not come" test -n "$inc"
 [ -n "$inc" ] && check "and trace-cmd reads it" tc_clean "$inc"
 stop_listener
 
-# -u without root, and an unknown user, fail at start
-"$TDLISTEN" -p 4000 --insecure -u no-such-user-td -d "$WORK/x" 2> "$WORK/err"
+# -u without root, and an unknown user, fail at start, before binding:
+# on a port another tdlisten holds, the user is named all the same
+start_listener "$WORK/l4.log" -d "$WORK/out4" --insecure || exit 99
+"$TDLISTEN" -p "$LPORT" --insecure -u no-such-user-td -d "$WORK/x" \
+    2> "$WORK/err"
 eq "an unknown -u user fails at start" $? 1
 check "and is named" grep -q "unknown user 'no-such-user-td'" "$WORK/err"
+check "before the port is bound" sh -c \
+    "! grep -q 'cannot listen\|Address already in use' '$WORK/err'"
+check "and before the output directory is made" test ! -e "$WORK/x"
+stop_listener
 finish

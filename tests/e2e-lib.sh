@@ -170,6 +170,7 @@ tc_clean() {
 TDLISTEN=$B/tdlisten
 TDCERT=$S/scripts/tdcert
 TDFEED=$B/tests/tdfeed
+TDPORT=$B/tests/tdport
 
 case ${TD_VALGRIND:-0} in
 0) ;;
@@ -199,6 +200,15 @@ pki() {
 	done
 }
 
+# free_port [N]: the first of N free consecutive TCP and UDP ports
+# (default 1), as the kernel says (tests/tdport: it binds them all); below
+# the ephemeral range, where no connection takes one before the test binds
+# it.  Never a fixed port or a range other software may hold: a
+# collection box runs tdlisten on 4000
+free_port() {
+	"$TDPORT" "$@"
+}
+
 # start_listener LOG ARGS...: run tdlisten on a free port (or on
 # $LPORT_FIXED); sets LPORT, LPID.
 start_listener() {
@@ -206,7 +216,7 @@ start_listener() {
 	shift
 	for try in 1 2 3 4 5; do
 		# LPORT_FIXED: the same port again (a restarted listener)
-		LPORT=${LPORT_FIXED:-$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))}
+		LPORT=${LPORT_FIXED:-$(free_port)}
 		"$TDLISTEN" -p "$LPORT" -v "$@" > "$log" 2>&1 &
 		LPID=$!
 		i=0

@@ -268,15 +268,21 @@ chmod 777 copies
 chmod 666 "$HLOG"
 UF=false
 command -v uftrace >/dev/null && command -v cc >/dev/null && UF=true
+# free ports (the kernel's word): the trace-cmd clients' and 50 data
+# ports after it, and the uftrace port; the trace-cmd line is the last
+# tdlisten logs of the three (a taken port ends tdlisten after the
+# uftrace line: waiting for that one alone let check 61 run against a
+# listener that had gone)
 for try in 1 2 3 4 5; do
-	TPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
-	UPORT=$((TPORT + 100))
+	TPORT=$(free_port 51) || exit 99
+	UPORT=$(free_port) || exit 99
 	listen "$WORK/l3.log" 600 -u daemon --tracecmd-port "$TPORT" \
 	    --tracecmd-data-ports $((TPORT + 1))-$((TPORT + 50)) \
 	    --uftrace-port "$UPORT"
-	wait_until $((100 * SLOW)) grep -q "listening for uftrace" \
+	wait_until $((100 * SLOW)) grep -q "listening for trace-cmd clients" \
 	    "$WORK/l3.log"
-	grep -q "listening for uftrace" "$WORK/l3.log" && break
+	grep -q "listening for uftrace" "$WORK/l3.log" &&
+	    grep -q "listening for trace-cmd clients" "$WORK/l3.log" && break
 	stop_listener
 done
 "$B/tests/tdtcfeed" 127.0.0.1 "$TPORT" copies/plain.dat > feed.out 2>&1

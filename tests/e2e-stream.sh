@@ -290,13 +290,13 @@ stop_listener
 
 # start-up errors are clear
 check "no certificates and no --insecure is a usage error" \
-    sh -c "'$TDLISTEN' -p 4000 2>&1 | grep -q 'TLS needs --cert'"
+    sh -c "'$TDLISTEN' -p '$(free_port)' 2>&1 | grep -q 'TLS needs --cert'"
 start_listener "$WORK/busy.log" --insecure -d "$WORK/busy" || exit 99
 "$TDLISTEN" -p "$LPORT" --insecure --bind 127.0.0.1 -d "$WORK/busy" 2> "$WORK/err"
 eq "a busy port fails at start" $? 1
 check "and says so" grep -q "Address already in use" "$WORK/err"
 stop_listener
-"$TDLISTEN" -p 4000 --cert /nonexistent.pem --key "$P/listener.key" \
+"$TDLISTEN" -p "$(free_port)" --cert /nonexistent.pem --key "$P/listener.key" \
     --ca "$P/ca.pem" 2> "$WORK/err"
 eq "an unreadable certificate fails at start" $? 1
 check "and names the file" grep -q "/nonexistent.pem" "$WORK/err"

@@ -58,8 +58,8 @@ else
 	TC="timeout $((120 * SLOW)) $WORK/tc.sh"
 fi
 
-# a port for the trace-cmd clients and 200 data ports after it
-TPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+# a port for the trace-cmd clients and 200 data ports after it, all free
+TPORT=$(free_port 201) || exit 99
 DLO=$((TPORT + 1))
 DHI=$((TPORT + 200))
 OUT=$WORK/out

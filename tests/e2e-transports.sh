@@ -112,7 +112,8 @@ check "serial, nobody answers: and says so" grep -q \
 "$TDAGENT" -h "serial:$DEV" $TLS -e sched -s 1 2> "$WORK/err"
 eq "serial without --server-name: exit 2" $? 2
 check "and is told to give it" grep -q "give --server-name" "$WORK/err"
-"$TDAGENT" -h "serial:$DEV" -p 4000 --insecure -e sched -s 1 2> "$WORK/err"
+"$TDAGENT" -h "serial:$DEV" -p "$(free_port)" --insecure -e sched -s 1 \
+    2> "$WORK/err"
 eq "serial with -p: exit 2" $? 2
 "$TDAGENT" -h vsock:nine --insecure -e sched -s 1 2> "$WORK/err"
 eq "a bad vsock context id: exit 2" $? 2
@@ -134,7 +135,7 @@ start_listener "$WORK/lv.log" --insecure -d "$WORK/outv" --vsock "$VPORT" ||
 wait_until $((100 * SLOW)) grep -q \
     "listening on vsock port\|no AF_VSOCK" "$WORK/lv.log"
 if grep -q "listening on vsock port $VPORT (INSECURE" "$WORK/lv.log"; then
-	"$TDLISTEN" -p $((LPORT + 1)) --insecure -d "$WORK/outv2" \
+	"$TDLISTEN" -p "$(free_port)" --insecure -d "$WORK/outv2" \
 	    --vsock "$VPORT" 2> "$WORK/v2.err"
 	eq "--vsock: the port is taken, a second listener exits 1" $? 1
 	check "and says why" grep -q "cannot listen on vsock port $VPORT: Address already in use" \
@@ -146,7 +147,7 @@ else
 	check "--vsock without AF_VSOCK: the log says so" \
 	    grep -q "this kernel offers no AF_VSOCK socket" "$WORK/lv.log"
 fi
-"$TDLISTEN" -p 4000 --insecure --vsock nine 2> "$WORK/err"
+"$TDLISTEN" -p "$(free_port)" --insecure --vsock nine 2> "$WORK/err"
 eq "--vsock with a bad port: exit 2" $? 2
 check "and is named" grep -q "invalid vsock port 'nine'" "$WORK/err"
 finish

@@ -69,7 +69,7 @@ start_uf() {
 	_log=$1
 	shift
 	for _t in 1 2 3 4 5; do
-		UPORT=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 40000))
+		UPORT=$(free_port) || return 1
 		start_listener "$_log" --insecure -d "$OUT" \
 		    --uftrace-port "$UPORT" "$@" || return 1
 		wait_until $((100 * SLOW)) grep -q "listening for uftrace" "$_log"

@@ -1,0 +1,32 @@
+#!/bin/sh
+# test-alone.sh LOCKDIR TEST...: scripts/test.sh's test runner (make
+# check's SH_LOG_COMPILER in both lanes).  The e2e scripts of
+# TD_ALONE_TESTS (Makefile.am's ALONE_TESTS: many agents or sessions
+# against handshake timeouts, 20 files' stamps compared) run alone, but
+# under valgrind: no test of the other lane runs beside them.  Others run
+# side by side.  Two locks, so that a waiting lone test is not passed
+# over: "gate" is taken by every test before it starts (by a lone one for
+# its whole run), "run" shared by the others and exclusively by a lone one.
+set -u
+dir=$1
+shift
+# tests/NAME, whatever directory make runs it from
+name=tests/${1##*/}
+exec 8> "$dir/gate" 9> "$dir/run"
+# under valgrind (TD_VALGRIND) the tests' waits are 10 times as long
+# (SLOW): those runs go side by side
+alone=${TD_ALONE_TESTS:-}
+[ "${TD_VALGRIND:-0}" = 0 ] || alone=
+case " $alone " in
+*" $name "*)
+	flock 8 && flock 9 ;;
+*)
+	flock 8 && flock -s 9 && flock -u 8 ;;
+esac
+# the test and what it starts do not hold the locks; LOCKDIR/times gets
+# each script's start, end and exit status (seconds since the epoch)
+s=$(date +%s)
+sh "$@" 8>&- 9>&-
+r=$?
+echo "$name $s $(date +%s) $r" >> "$dir/times"
+exit $r
