@@ -74,6 +74,13 @@ static const char *const metrics_rec_states[3] = {
 	"recording", "waiting", "paused"
 };
 
+/* httpd.c's counters, NULL without --http. */
+static const struct metrics_http	*metrics_http;
+
+static const char *const metrics_http_reasons[METRICS_HTTP_NREFUSALS] = {
+	"deadline", "address", "full", "evicted", "host"
+};
+
 /* registry_each()'s callback: count the open recordings. */
 static void
 metrics_count_cb(void *rec, void *arg)
@@ -387,6 +394,50 @@ metrics_prom_onfinish(struct evbuffer *out, const struct onfinish *of)
 }
 
 void
+metrics_set_http(const struct metrics_http *h)
+{
+	metrics_http = h;
+}
+
+/* --http: the requests answered and the clients refused. */
+static void
+metrics_prom_http(struct evbuffer *out)
+{
+	int i;
+
+	if (metrics_http == NULL)
+		return;
+	metrics_head(out, "http_requests_total", "counter", "HTTP requests "
+	    "answered (status page, /status, /metrics, errors).");
+	evbuffer_add_printf(out, "tdlisten_http_requests_total %" PRIu64 "\n",
+	    metrics_http->requests);
+	metrics_head(out, "http_refused_total", "counter", "HTTP clients "
+	    "closed (no whole request by the deadline, over their address's "
+	    "share or the cap, their slot taken by a newcomer) and requests "
+	    "refused (a Host not the listener's), by reason.");
+	for (i = 0; i < METRICS_HTTP_NREFUSALS; i++)
+		evbuffer_add_printf(out, "tdlisten_http_refused_total{reason="
+		    "\"%s\"} %" PRIu64 "\n", metrics_http_reasons[i],
+		    metrics_http->refused[i]);
+}
+
+/* --http: the same as a JSON member, with its comma; nothing without. */
+static void
+metrics_json_http(struct evbuffer *out)
+{
+	int i;
+
+	if (metrics_http == NULL)
+		return;
+	evbuffer_add_printf(out, ",\"http\":{\"requests\":%" PRIu64
+	    ",\"refused\":{", metrics_http->requests);
+	for (i = 0; i < METRICS_HTTP_NREFUSALS; i++)
+		evbuffer_add_printf(out, "%s\"%s\":%" PRIu64, i > 0 ? "," : "",
+		    metrics_http_reasons[i], metrics_http->refused[i]);
+	evbuffer_add_printf(out, "}}");
+}
+
+void
 metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 {
 	const struct tally_totals *tt = tally_totals();
@@ -470,6 +521,7 @@ metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 	metrics_prom_recs(out, &m);
 	if (cfg->onfinish != NULL)
 		metrics_prom_onfinish(out, cfg->onfinish);
+	metrics_prom_http(out);
 	metrics_head(out, "status_truncated", "gauge", "1 when recordings or "
 	    "identities past the reply's caps are left out.");
 	evbuffer_add_printf(out, "tdlisten_status_truncated %d\n",
@@ -583,6 +635,7 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 		    st.running);
 	} else
 		evbuffer_add_printf(out, "null");
+	metrics_json_http(out);
 	evbuffer_add_printf(out, ",\"truncated\":%s}\n", m.truncated ? "true" :
 	    "false");
 	metrics_snap_free(&m);

@@ -11,13 +11,33 @@
 #ifndef TD_METRICS_H
 #define TD_METRICS_H
 
+#include <stdint.h>
+
 struct evbuffer;
 struct listener_config;
+
+/* Why an HTTP client was closed or its request refused (httpd.c). */
+enum metrics_http_refusal {
+	METRICS_HTTP_DEADLINE,	/* no whole request by its deadline */
+	METRICS_HTTP_ADDRESS,	/* its address held its share, none to take */
+	METRICS_HTTP_FULL,	/* every slot taken, none old enough to take */
+	METRICS_HTTP_EVICTED,	/* its slot went to a newcomer */
+	METRICS_HTTP_HOST,	/* a Host not the listener's: 421 */
+	METRICS_HTTP_NREFUSALS
+};
+
+/* What httpd.c counts of its clients, shown in both replies. */
+struct metrics_http {
+	uint64_t	 requests;	/* answered, whatever the code */
+	uint64_t	 refused[METRICS_HTTP_NREFUSALS];
+};
 
 /* The metrics, text format 0.0.4, appended to out. */
 void	metrics_prometheus(const struct listener_config *cfg,
 	    struct evbuffer *out);
 /* The same as one JSON object, appended to out. */
 void	metrics_json(const struct listener_config *cfg, struct evbuffer *out);
+/* Show *h in both from now on (httpd.c's, read at each reply). */
+void	metrics_set_http(const struct metrics_http *h);
 
 #endif

@@ -6,7 +6,11 @@
 # (jq) says the same; a live recording shows as open; a refused handshake
 # and a resume (across a restart of the listener) are counted; the page loads in headless Chromium without a console error,
 # shows the recording's exact event count, and a screenshot is taken;
-# unknown paths are 404, other methods 405.
+# unknown paths are 404, other methods 405.  Hostile page readers: a
+# crowd trickling its requests (from one address, from many) or sending
+# nothing keeps no honest reader out and is closed by its deadline; the
+# listener's descriptors stay bounded; a Host that is not the listener's
+# (DNS rebinding) is refused with 421, over TLS too.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 for t in curl jq promtool chromium; do
@@ -246,38 +250,119 @@ curl -sv -I --max-time $((10 * SLOW)) "$U/" > "$WORK/head.out" 2>&1
 eq "HEAD: the page's length, and no body" \
     "$(sed -n 's/^< Content-Length: \([0-9]*\).*/\1/p' "$WORK/head.out") $(grep -c Excess "$WORK/head.out")" \
     "$(wc -c < "$WORK/page.html") 0"
-# idle connections count from their accept: TD_HTTP_MAX_CONNS (16) are
-# taken, the others wait in the kernel's queue, so the listener's
-# descriptors stay bounded while agents still connect and record
-MAXC=$(sed -n 's/^#define TD_HTTP_MAX_CONNS[^0-9]*\([0-9]*\).*/\1/p' \
-    "$S/shared/tdlimits.h")
-NIDLE=$((MAXC + 8))	# within the listen queue (its backlog is MAXC)
-# the listener's side of connections to the page, and its accept queue
+# the caps of tdlimits.h: connections at once, of them per address, the
+# seconds a client has for its whole request, the age past which a client
+# that owes one gives its slot to a newcomer
+lim() {
+	sed -n "s/^#define $1[[:space:]][^0-9]*\([0-9]*\).*/\1/p" \
+	    "$S/shared/tdlimits.h"
+}
+MAXC=$(lim TD_HTTP_MAX_CONNS)
+MAXA=$(lim TD_HTTP_MAX_CONNS_ADDR)
+DL=$(lim TD_HTTP_DEADLINE)
+AGE_MS=$(lim TD_HTTP_MIN_AGE_MS)
+AGE=$(awk -v m="$AGE_MS" 'BEGIN { printf "%.2f", m / 1000 + 0.2 }')
+# the listener's side of connections to the page
 http_conns() {
 	ss -Htn "( sport = :$HPORT )" | grep -vc TIME-WAIT
-}
-http_queue() {
-	ss -Hltn "( sport = :$HPORT )" | awk '{ print $2 }'
 }
 conns_are() {
 	[ "$(http_conns)" = "$1" ]
 }
-queue_is() {
-	[ "$(http_queue)" = "$1" ]
+# slow_is FILE WANT: tdslow's status file says WANT
+slow_is() {
+	[ "$(cat "$1" 2>/dev/null)" = "$2" ]
+}
+# refused REASON [FILE]: the page's count of clients closed for REASON
+refused() {
+	metric "${2:-$WORK/rf.prom}" "tdlisten_http_refused_total{reason=\"$1\"}"
 }
 wait_until $((200 * SLOW)) conns_are 0
-FDS0=$(ls /proc/$LPID/fd | wc -l)
-mkfifo "$WORK/hold"
-bash -c 'for i in $(seq '$NIDLE'); do
-	exec {f}<>/dev/tcp/127.0.0.1/'$HPORT' || exit 1
+get /metrics "$WORK/rf0.prom"
+
+# a slowloris crowd of MAXC clients from the page reader's own address,
+# each sending its request a byte a second (evhttp's timeout is per read:
+# they held every slot for 90 s): the address holds its share, the others
+# are closed at once; a reader past the age takes the oldest's slot, the
+# rest are closed at their deadline
+"$B/tests/tdslow" 127.0.0.1 "$HPORT" "$WORK/tr.status" trickle:127.0.0.1:$MAXC &
+trpid=$!
+wait_until $((200 * SLOW)) slow_is "$WORK/tr.status" \
+    "opened $MAXC closed $((MAXC - MAXA))"
+eq "$MAXC trickling clients from one address: $MAXA kept, the rest closed at once" \
+    "$(cat "$WORK/tr.status")" "opened $MAXC closed $((MAXC - MAXA))"
+sleep "$AGE"
+eq "an honest reader from the same address is answered at once" \
+    "$(code --max-time $((2 * SLOW)) "$U/metrics")" 200
+wait_until $((20 * (DL + 2) * SLOW)) slow_is "$WORK/tr.status" \
+    "opened $MAXC closed $MAXC"
+eq "the tricklers are all closed by their deadline ($DL s)" \
+    "$(cat "$WORK/tr.status")" "opened $MAXC closed $MAXC"
+kill -TERM $trpid
+wait $trpid
+get /metrics "$WORK/rf.prom"
+eq "counted: closed for their address, the slot taken, the deadline" \
+    "$(($(refused address) - $(refused address "$WORK/rf0.prom"))) $(($(refused evicted) - $(refused evicted "$WORK/rf0.prom"))) $(($(refused deadline) - $(refused deadline "$WORK/rf0.prom")))" \
+    "$((MAXC - MAXA)) 1 $((MAXA - 1))"
+cp "$WORK/rf.prom" "$WORK/rf0.prom"
+
+# the same from MAXC addresses, one each: every slot taken; the reader
+# takes the slot of the one that has owed its request longest
+set --
+i=1
+while [ $i -le "$MAXC" ]; do
+	set -- "$@" trickle:127.0.1.$i:1
+	i=$((i + 1))
 done
-read -r x < "$1"' hold "$WORK/hold" &
-hpid=$!
-wait_until $((200 * SLOW)) queue_is $((NIDLE - MAXC))
-eq "$NIDLE idle connections to the page: $MAXC taken, the rest queued" \
-    "$(http_conns) $(http_queue)" "$NIDLE $((NIDLE - MAXC))"
-eq "the listener holds $MAXC descriptors more, not $NIDLE" \
-    "$(ls /proc/$LPID/fd | wc -l)" $((FDS0 + MAXC))
+"$B/tests/tdslow" 127.0.0.1 "$HPORT" "$WORK/tr2.status" "$@" &
+trpid=$!
+wait_until $((200 * SLOW)) slow_is "$WORK/tr2.status" "opened $MAXC closed 0"
+wait_until $((200 * SLOW)) conns_are "$MAXC"
+eq "$MAXC trickling clients from $MAXC addresses hold every slot" \
+    "$(cat "$WORK/tr2.status") $(http_conns)" "opened $MAXC closed 0 $MAXC"
+sleep "$AGE"
+eq "an honest reader is answered at once" \
+    "$(code --max-time $((2 * SLOW)) "$U/status")" 200
+wait_until $((20 * (DL + 2) * SLOW)) slow_is "$WORK/tr2.status" \
+    "opened $MAXC closed $MAXC"
+eq "and the tricklers are closed by their deadline" \
+    "$(cat "$WORK/tr2.status")" "opened $MAXC closed $MAXC"
+kill -TERM $trpid
+wait $trpid
+get /metrics "$WORK/rf.prom"
+eq "counted: one slot taken, the others at the deadline" \
+    "$(($(refused evicted) - $(refused evicted "$WORK/rf0.prom"))) $(($(refused deadline) - $(refused deadline "$WORK/rf0.prom")))" \
+    "1 $((MAXC - 1))"
+cp "$WORK/rf.prom" "$WORK/rf0.prom"
+
+# idle connections count from their accept: MAXC are taken, the others
+# wait in the kernel's queue until a client has owed its request past the
+# age, then take its slot; so the listener's descriptors stay bounded
+# (one more at most, the newcomer of the moment) while agents still
+# connect and record, and every one is gone by the deadline
+NIDLE=$((MAXC + 8))
+wait_until $((200 * SLOW)) conns_are 0
+FDS0=$(ls /proc/$LPID/fd | wc -l)
+set --
+i=1
+while [ $((i * MAXA)) -le "$NIDLE" ]; do
+	set -- "$@" idle:127.0.2.$i:$MAXA
+	i=$((i + 1))
+done
+"$B/tests/tdslow" 127.0.0.1 "$HPORT" "$WORK/idle.status" "$@" &
+idpid=$!
+# the listener's descriptors, every 0.05 s for twice the age
+i=0
+while [ $i -lt $((AGE_MS / 25)) ]; do
+	ls /proc/$LPID/fd | wc -l
+	sleep 0.05
+	i=$((i + 1))
+done > "$WORK/fds"
+check "$NIDLE idle connections to the page were opened" \
+    grep -q "^opened $NIDLE " "$WORK/idle.status"
+FDSMAX=$(sort -n "$WORK/fds" | tail -1)
+check "the listener held $MAXC or $((MAXC + 1)) descriptors more, not $NIDLE ($((FDSMAX - FDS0)))" \
+    test "$FDSMAX" -ge $((FDS0 + MAXC)) -a "$FDSMAX" -le $((FDS0 + MAXC + 1))
 rm -f "$WORK/pid"
 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
     --key "$P/web1.key" --ca "$P/ca.pem" --name dd2 -e raw_syscalls -F \
@@ -295,14 +380,38 @@ eq "its events: the listener's count is the file's" \
     "$(sed -n "s/.*session web1 'dd2' .*done after .* bytes, \([0-9]*\) events.*/\1/p" "$WORK/l.log")" \
     "${EVENTS2:-none}"
 check "it has events ($EVENTS2)" test "${EVENTS2:-0}" -gt 8000
-kill "$hpid"
-wait "$hpid" 2>/dev/null
+wait_until $((20 * (DL + 2) * SLOW)) slow_is "$WORK/idle.status" \
+    "opened $NIDLE closed $NIDLE"
+eq "every idle connection is closed by the listener" \
+    "$(cat "$WORK/idle.status")" "opened $NIDLE closed $NIDLE"
+kill -TERM $idpid
+wait $idpid
 wait_until $((400 * SLOW)) conns_are 0
 get /metrics "$WORK/m2.prom"
 eq "once they close, /metrics answers" $? 0
+eq "the idle ones: slots taken and deadlines, one each" \
+    "$(($(refused evicted "$WORK/m2.prom") + $(refused deadline "$WORK/m2.prom") - $(refused evicted "$WORK/rf0.prom") - $(refused deadline "$WORK/rf0.prom")))" \
+    "$NIDLE"
 eq "and counts three recordings done (dd, live, dd2)" \
     "$(metric "$WORK/m2.prom" 'tdlisten_recordings_ended_total{how="done"}')" 3
 check "the listener is alive" kill -0 "$LPID"
+
+# DNS rebinding: a page of another site whose name points here may not
+# read the status; the listener's names and addresses may
+host_code() {
+	code -H "Host: $1" "$U/status"
+}
+eq "a Host that is not the listener's: 421" "$(host_code "evil.example:$HPORT")" 421
+eq "the same by name resolution (curl --resolve)" \
+    "$(code --resolve "evil.example:$HPORT:127.0.0.1" "http://evil.example:$HPORT/metrics")" 421
+eq "an address of another machine: 421" "$(host_code "192.0.2.1:$HPORT")" 421
+eq "Host localhost: 200" "$(host_code "localhost:$HPORT")" 200
+eq "Host 127.0.0.1: 200" "$(host_code "127.0.0.1:$HPORT")" 200
+eq "Host [::1]: 200" "$(host_code "[::1]:$HPORT")" 200
+eq "Host: this machine's name: 200" "$(host_code "$(hostname):$HPORT")" 200
+get /metrics "$WORK/rf.prom"
+eq "the refused requests are counted" \
+    "$(($(refused host) - $(refused host "$WORK/rf0.prom")))" 3
 eq "three connections closed for a reason: the rogue's and the two of the handshake part" \
     "$(grep -c 'closing:' "$WORK/l.log")" 3
 
@@ -360,6 +469,28 @@ eq "off loopback: a client of another CA is refused" \
     --key "$WORK/other/rogue.key" "$U/metrics")" 000
 eq "off loopback: plain HTTP gets nothing" \
     "$(code "http://localhost:$HPORT/metrics")" 000
+# a client stalled in its TLS handshake and one that sends nothing: each
+# closed at its deadline (evhttp's timeout, per read, took 10 s for these
+# and never came for one trickling its handshake)
+"$B/tests/tdslow" 127.0.0.1 "$HPORT" "$WORK/tls.status" hello:127.0.0.1:1 \
+    idle:127.0.0.2:1 &
+tlpid=$!
+wait_until $((200 * SLOW)) slow_is "$WORK/tls.status" "opened 2 closed 0"
+eq "off loopback: a client with a certificate reads meanwhile" \
+    "$(code --cacert "$P/ca.pem" --cert "$P/web1.pem" --key "$P/web1.key" \
+    "$U/status")" 200
+wait_until $((20 * (DL + 1) * SLOW)) slow_is "$WORK/tls.status" \
+    "opened 2 closed 2"
+eq "off loopback: a stalled handshake and a silent client are closed by the deadline" \
+    "$(cat "$WORK/tls.status")" "opened 2 closed 2"
+kill -TERM $tlpid
+wait $tlpid
+eq "off loopback: a name of the listener's certificate (localhost) is its own" \
+    "$(code --cacert "$P/ca.pem" --cert "$P/web1.pem" --key "$P/web1.key" \
+    --resolve "localhost:$HPORT:127.0.0.1" "$U/status")" 200
+eq "off loopback: another name is refused (421)" \
+    "$(code -k --cert "$P/web1.pem" --key "$P/web1.key" \
+    --resolve "evil.example:$HPORT:127.0.0.1" "https://evil.example:$HPORT/status")" 421
 stop_listener
 eq "the third listener stops cleanly" $? 0
 
