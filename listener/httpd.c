@@ -34,8 +34,14 @@
  * another site whose name an attacker points at this address (DNS
  * rebinding) cannot read it.
  *
- * Every reply is made at once from counters in memory (metrics.c): no
- * request waits on anything, none holds a recording.
+ * Replies are made from counters in memory (metrics.c), none holds a
+ * recording.  A pipelined flood of /metrics took 97% of the loop and
+ * widened honest time-sync bounds eightfold, so a reply made is reused
+ * for TD_HTTP_CACHE_MS unless a count of things changed (it is made at
+ * most once a second while only progress counters move), and one address
+ * is answered TD_HTTP_BURST requests at once, then TD_HTTP_RATE a second:
+ * a request past that is held, which stops evhttp reading the
+ * connection, until its turn.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -81,10 +87,32 @@ struct httpd_client {
 	struct event		*deadline;
 	struct httpd_key	 key;
 	uint64_t		 owes_since;	/* ms; 0: being answered */
+	struct evhttp_request	*held;		/* waiting for its address's turn */
+	struct event		*later;		/* when it may be answered */
+};
+
+/*
+ * An address's allowance of requests (a token bucket): TD_HTTP_BURST at
+ * once, then TD_HTTP_RATE a second; in thousandths of a request.
+ */
+struct httpd_bucket {
+	struct httpd_key	 key;
+	uint64_t		 at_ms;		/* last filled, 0: unused */
+	uint64_t		 milli;
+};
+
+/* A reply made lately, reused while young and no count has changed. */
+struct httpd_page {
+	struct evbuffer		*body;
+	uint64_t		 at_ms;
+	uint64_t		 generation;	/* metrics_generation() */
+	bool			 made;
 };
 
 /* Slots: TD_HTTP_MAX_CONNS, and the newcomer of the moment. */
 #define HTTPD_SLOTS	(TD_HTTP_MAX_CONNS + 1)
+/* Allowances: those of the addresses connected, and as many gone lately. */
+#define HTTPD_BUCKETS	(2 * HTTPD_SLOTS)
 
 static struct evhttp			*httpd_http;
 static struct evconnlistener		*httpd_lev;
@@ -99,6 +127,8 @@ static struct event			*httpd_full_ev;
 static struct accept_pause		*httpd_pause;
 static char				 httpd_host[NI_MAXHOST];
 static struct metrics_http		 httpd_stats;
+static struct httpd_bucket		 httpd_buckets[HTTPD_BUCKETS];
+static struct httpd_page		 httpd_pages[METRICS_HTTP_NPAGES];
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 static uint64_t
@@ -197,6 +227,8 @@ httpd_closed_cb(struct evhttp_connection *evcon, void *arg)
 	struct httpd_client *c = arg;
 
 	event_del(c->deadline);
+	event_del(c->later);
+	c->held = NULL;		/* evhttp frees it */
 	c->evcon = NULL;
 	c->used = false;
 	httpd_nused--;
@@ -322,6 +354,7 @@ httpd_bev_cb(struct event_base *base, void *arg)
 	c->bev = bev;
 	c->evcon = NULL;
 	c->owes_since = 0;
+	c->held = NULL;
 	httpd_nused++;
 	httpd_new[httpd_nnew++] = c;
 	event_active(httpd_new_ev, EV_TIMEOUT, 0);
@@ -448,25 +481,152 @@ httpd_sent_cb(struct evhttp_request *req, void *arg)
 	httpd_owe(arg, httpd_now_ms());
 }
 
-/* Every request: the three pages, 421, 404 or 405. */
+/*
+ * The allowance of key's address, filled for the time since it was last;
+ * an address not seen lately gets a full one, in the place of the one
+ * filled longest ago.
+ */
+static struct httpd_bucket *
+httpd_bucket_of(const struct httpd_key *key, uint64_t now)
+{
+	struct httpd_bucket *b, *v = NULL;
+	uint64_t add;
+
+	for (b = httpd_buckets; b < httpd_buckets + HTTPD_BUCKETS; b++) {
+		if (b->at_ms != 0 && memcmp(&b->key, key, sizeof *key) == 0)
+			break;
+		if (v == NULL || b->at_ms < v->at_ms)
+			v = b;
+	}
+	if (b == httpd_buckets + HTTPD_BUCKETS) {
+		b = v;
+		b->key = *key;
+		b->milli = TD_HTTP_BURST * 1000;
+	} else {
+		add = (now - b->at_ms) * TD_HTTP_RATE;
+		b->milli = b->milli + add > TD_HTTP_BURST * 1000 ?
+		    TD_HTTP_BURST * 1000 : b->milli + add;
+	}
+	b->at_ms = now > 0 ? now : 1;
+	return b;
+}
+
+/*
+ * 0 when key's address may have a request answered now (it is counted),
+ * else the milliseconds until it may.
+ */
+static uint64_t
+httpd_take(const struct httpd_key *key, uint64_t now)
+{
+	struct httpd_bucket *b = httpd_bucket_of(key, now);
+
+	if (b->milli >= 1000) {
+		b->milli -= 1000;
+		return 0;
+	}
+	return (1000 - b->milli + TD_HTTP_RATE - 1) / TD_HTTP_RATE;
+}
+
+/*
+ * The body of page (/metrics or /status): the one made last if it is
+ * younger than TD_HTTP_CACHE_MS and no count of things (sessions,
+ * recordings, ends, refusals, runs) has changed since, else a new one.
+ */
+static struct evbuffer *
+httpd_page(enum metrics_http_page page)
+{
+	struct httpd_page *p = &httpd_pages[page];
+	uint64_t now = httpd_now_ms(), gen = metrics_generation(httpd_cfg);
+
+	if (p->made && now - p->at_ms < TD_HTTP_CACHE_MS &&
+	    gen == p->generation)
+		return p->body;
+	evbuffer_drain(p->body, evbuffer_get_length(p->body));
+	httpd_stats.renders[page]++;
+	if (page == METRICS_HTTP_PROMETHEUS)
+		metrics_prometheus(httpd_cfg, p->body);
+	else
+		metrics_json(httpd_cfg, p->body);
+	evbuffer_pullup(p->body, -1);	/* one copy out per reply */
+	p->made = true;
+	p->at_ms = now;
+	p->generation = gen;
+	return p->body;
+}
+
+/* body gets a copy of page's. */
+static void
+httpd_page_copy(struct evbuffer *body, enum metrics_http_page page)
+{
+	struct evbuffer *b = httpd_page(page);
+	size_t len = evbuffer_get_length(b);
+
+	evbuffer_add(body, evbuffer_pullup(b, (ev_ssize_t)len), len);
+}
+
+static void	httpd_serve(struct evhttp_request *);
+
+/* A held request's turn may have come: answered, or held on. */
+static void
+httpd_later_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct httpd_client *c = arg;
+	struct evhttp_request *req = c->held;
+	struct timeval tv;
+	uint64_t ms;
+
+	if ((ms = httpd_take(&c->key, httpd_now_ms())) > 0) {
+		tv.tv_sec = (time_t)(ms / 1000);
+		tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+		event_add(c->later, &tv);
+		return;
+	}
+	c->held = NULL;
+	httpd_serve(req);
+}
+
+/*
+ * Every request, whole: the reply and the next request owe the deadline;
+ * past its address's allowance it is held (evhttp reads no more from the
+ * connection meanwhile, so pipelining gains nothing), else answered.
+ */
 static void
 httpd_request_cb(struct evhttp_request *req, void *arg)
+{
+	struct httpd_client *c;
+	struct timeval tv;
+	uint64_t now = httpd_now_ms(), ms;
+
+	if ((c = httpd_client_of(req)) == NULL) {
+		httpd_serve(req);
+		return;
+	}
+	httpd_owe(c, now);
+	c->owes_since = 0;
+	evhttp_request_set_on_complete_cb(req, httpd_sent_cb, c);
+	if ((ms = httpd_take(&c->key, now)) == 0) {
+		httpd_serve(req);
+		return;
+	}
+	httpd_stats.delayed++;
+	c->held = req;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	event_add(c->later, &tv);
+}
+
+/* Answer req: the three pages, 421, 404 or 405. */
+static void
+httpd_serve(struct evhttp_request *req)
 {
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
 	const char *host = evhttp_request_get_host(req);
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct httpd_client *c;
 	struct evbuffer *body;
 
 	httpd_stats.requests++;
-	if ((c = httpd_client_of(req)) != NULL) {
-		/* the reply, then the next request, within the deadline */
-		httpd_owe(c, httpd_now_ms());
-		c->owes_since = 0;
-		evhttp_request_set_on_complete_cb(req, httpd_sent_cb, c);
-	}
 	/* no Host: not a browser's (HTTP/1.0), nothing to rebind */
 	if (host != NULL && evcon != NULL && !httpd_host_ok(host,
 	    bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)))) {
@@ -494,11 +654,11 @@ httpd_request_cb(struct evhttp_request *req, void *arg)
 	if ((body = evbuffer_new()) == NULL)
 		fatalx("--http: out of memory");
 	if (path != NULL && strcmp(path, "/metrics") == 0) {
-		metrics_prometheus(httpd_cfg, body);
+		httpd_page_copy(body, METRICS_HTTP_PROMETHEUS);
 		httpd_reply(req, 200, "OK", "text/plain; version=0.0.4; "
 		    "charset=utf-8", body);
 	} else if (path != NULL && strcmp(path, "/status") == 0) {
-		metrics_json(httpd_cfg, body);
+		httpd_page_copy(body, METRICS_HTTP_STATUS);
 		httpd_reply(req, 200, "OK", "application/json", body);
 	} else if (path != NULL && strcmp(path, "/") == 0) {
 		evbuffer_add(body, statuspage_html, strlen(statuspage_html));
@@ -617,7 +777,12 @@ httpd_start(struct event_base *base, const struct listener_config *cfg,
 		fatalx("--http: out of memory");
 	for (i = 0; i < HTTPD_SLOTS; i++)
 		if ((httpd_clients[i].deadline = evtimer_new(base,
-		    httpd_deadline_cb, &httpd_clients[i])) == NULL)
+		    httpd_deadline_cb, &httpd_clients[i])) == NULL ||
+		    (httpd_clients[i].later = evtimer_new(base,
+		    httpd_later_cb, &httpd_clients[i])) == NULL)
+			fatalx("--http: out of memory");
+	for (i = 0; i < METRICS_HTTP_NPAGES; i++)
+		if ((httpd_pages[i].body = evbuffer_new()) == NULL)
 			fatalx("--http: out of memory");
 	metrics_set_http(&httpd_stats);
 	evhttp_set_bevcb(httpd_http, httpd_bev_cb, NULL);
@@ -665,8 +830,16 @@ httpd_free(void)
 	for (i = 0; i < HTTPD_SLOTS; i++) {
 		if (httpd_clients[i].deadline != NULL)
 			event_free(httpd_clients[i].deadline);
+		if (httpd_clients[i].later != NULL)
+			event_free(httpd_clients[i].later);
 		memset(&httpd_clients[i], 0, sizeof httpd_clients[i]);
 	}
+	for (i = 0; i < METRICS_HTTP_NPAGES; i++) {
+		if (httpd_pages[i].body != NULL)
+			evbuffer_free(httpd_pages[i].body);
+		memset(&httpd_pages[i], 0, sizeof httpd_pages[i]);
+	}
+	memset(httpd_buckets, 0, sizeof httpd_buckets);
 	httpd_nused = 0;
 	if (httpd_new_ev != NULL)
 		event_free(httpd_new_ev);

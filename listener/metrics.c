@@ -399,6 +399,49 @@ metrics_set_http(const struct metrics_http *h)
 	metrics_http = h;
 }
 
+/* One more value into a generation (FNV-1a over 64-bit words). */
+static uint64_t
+metrics_mix(uint64_t g, uint64_t v)
+{
+	return (g ^ v) * 0x100000001b3ULL;
+}
+
+uint64_t
+metrics_generation(const struct listener_config *cfg)
+{
+	const struct tally_totals *tt = tally_totals();
+	struct onfinish_stats st;
+	struct conn_counts c;
+	uint64_t g = 0xcbf29ce484222325ULL;
+	int i, n = 0;
+
+	conn_count(&c);
+	registry_each(NULL, metrics_count_cb, &n);
+	g = metrics_mix(g, (uint64_t)c.handshake);
+	g = metrics_mix(g, (uint64_t)c.open);
+	g = metrics_mix(g, (uint64_t)c.pausing);
+	g = metrics_mix(g, (uint64_t)c.closing);
+	g = metrics_mix(g, (uint64_t)n);
+	g = metrics_mix(g, tt->done);
+	g = metrics_mix(g, tt->ended_early);
+	g = metrics_mix(g, tt->resumes);
+	g = metrics_mix(g, tt->pieces);
+	g = metrics_mix(g, tt->pieces_removed);
+	for (i = 0; i < ADMIT_R_NKINDS; i++)
+		g = metrics_mix(g, admit_refused_total(i));
+	if (cfg->onfinish != NULL) {
+		onfinish_stats(cfg->onfinish, &st);
+		g = metrics_mix(g, st.started);
+		g = metrics_mix(g, st.succeeded);
+		g = metrics_mix(g, st.failed);
+		g = metrics_mix(g, st.given_up);
+		g = metrics_mix(g, st.dropped);
+		g = metrics_mix(g, (uint64_t)st.queued);
+		g = metrics_mix(g, (uint64_t)st.running);
+	}
+	return g;
+}
+
 /* --http: the requests answered and the clients refused. */
 static void
 metrics_prom_http(struct evbuffer *out)
@@ -419,6 +462,17 @@ metrics_prom_http(struct evbuffer *out)
 		evbuffer_add_printf(out, "tdlisten_http_refused_total{reason="
 		    "\"%s\"} %" PRIu64 "\n", metrics_http_reasons[i],
 		    metrics_http->refused[i]);
+	metrics_head(out, "http_renders_total", "counter", "Replies made "
+	    "anew from the counters (others reuse the last, at most a "
+	    "second old), by page.");
+	evbuffer_add_printf(out, "tdlisten_http_renders_total{page=\"metrics"
+	    "\"} %" PRIu64 "\ntdlisten_http_renders_total{page=\"status\"} %"
+	    PRIu64 "\n", metrics_http->renders[METRICS_HTTP_PROMETHEUS],
+	    metrics_http->renders[METRICS_HTTP_STATUS]);
+	metrics_head(out, "http_delayed_total", "counter", "HTTP requests "
+	    "held until their address's rate allowed them.");
+	evbuffer_add_printf(out, "tdlisten_http_delayed_total %" PRIu64 "\n",
+	    metrics_http->delayed);
 }
 
 /* --http: the same as a JSON member, with its comma; nothing without. */
@@ -434,7 +488,10 @@ metrics_json_http(struct evbuffer *out)
 	for (i = 0; i < METRICS_HTTP_NREFUSALS; i++)
 		evbuffer_add_printf(out, "%s\"%s\":%" PRIu64, i > 0 ? "," : "",
 		    metrics_http_reasons[i], metrics_http->refused[i]);
-	evbuffer_add_printf(out, "}}");
+	evbuffer_add_printf(out, "},\"renders\":{\"metrics\":%" PRIu64
+	    ",\"status\":%" PRIu64 "},\"delayed\":%" PRIu64 "}",
+	    metrics_http->renders[METRICS_HTTP_PROMETHEUS],
+	    metrics_http->renders[METRICS_HTTP_STATUS], metrics_http->delayed);
 }
 
 void

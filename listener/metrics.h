@@ -26,10 +26,19 @@ enum metrics_http_refusal {
 	METRICS_HTTP_NREFUSALS
 };
 
+/* The replies made from the counters. */
+enum metrics_http_page {
+	METRICS_HTTP_PROMETHEUS,	/* /metrics */
+	METRICS_HTTP_STATUS,		/* /status */
+	METRICS_HTTP_NPAGES
+};
+
 /* What httpd.c counts of its clients, shown in both replies. */
 struct metrics_http {
 	uint64_t	 requests;	/* answered, whatever the code */
 	uint64_t	 refused[METRICS_HTTP_NREFUSALS];
+	uint64_t	 renders[METRICS_HTTP_NPAGES];	/* made anew */
+	uint64_t	 delayed;	/* held past the address's rate */
 };
 
 /* The metrics, text format 0.0.4, appended to out. */
@@ -39,5 +48,11 @@ void	metrics_prometheus(const struct listener_config *cfg,
 void	metrics_json(const struct listener_config *cfg, struct evbuffer *out);
 /* Show *h in both from now on (httpd.c's, read at each reply). */
 void	metrics_set_http(const struct metrics_http *h);
+/*
+ * A number that changes whenever a count of things both show changes:
+ * sessions by state, open and ended recordings, resumes, pieces, refused
+ * handshakes, --on-finish runs (not the bytes and events received).
+ */
+uint64_t metrics_generation(const struct listener_config *cfg);
 
 #endif

@@ -218,6 +218,14 @@
 #define TD_HTTP_MAX_BODY	1024
 #define TD_HTTP_DEADLINE	5
 #define TD_HTTP_MIN_AGE_MS	1000
+/*
+ * Requests one address has answered at once, then per second (more wait
+ * their turn), and how long (ms) a /metrics or /status reply is reused
+ * while no count of things has changed (httpd.c).
+ */
+#define TD_HTTP_BURST		10
+#define TD_HTTP_RATE		5
+#define TD_HTTP_CACHE_MS	1000
 #define TD_HTTP_MAX_RECS	4096
 #define TD_HTTP_MAX_IDENTITIES	256
 #define TD_MAX_GUEST_PAIRS	256

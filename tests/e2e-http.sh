@@ -10,7 +10,9 @@
 # crowd trickling its requests (from one address, from many) or sending
 # nothing keeps no honest reader out and is closed by its deadline; the
 # listener's descriptors stay bounded; a Host that is not the listener's
-# (DNS rebinding) is refused with 421, over TLS too.
+# (DNS rebinding) is refused with 421, over TLS too; a pipelined flood of
+# /metrics is answered at a bounded rate from a reply made at most once a
+# second.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 for t in curl jq promtool chromium; do
@@ -273,12 +275,18 @@ conns_are() {
 slow_is() {
 	[ "$(cat "$1" 2>/dev/null)" = "$2" ]
 }
+# get_fresh PATH FILE: as get, once the reply made last is too old to be
+# reused (the HTTP counters do not make a new one by themselves)
+get_fresh() {
+	sleep "$AGE"
+	get "$@"
+}
 # refused REASON [FILE]: the page's count of clients closed for REASON
 refused() {
 	metric "${2:-$WORK/rf.prom}" "tdlisten_http_refused_total{reason=\"$1\"}"
 }
 wait_until $((200 * SLOW)) conns_are 0
-get /metrics "$WORK/rf0.prom"
+get_fresh /metrics "$WORK/rf0.prom"
 
 # a slowloris crowd of MAXC clients from the page reader's own address,
 # each sending its request a byte a second (evhttp's timeout is per read:
@@ -300,7 +308,7 @@ eq "the tricklers are all closed by their deadline ($DL s)" \
     "$(cat "$WORK/tr.status")" "opened $MAXC closed $MAXC"
 kill -TERM $trpid
 wait $trpid
-get /metrics "$WORK/rf.prom"
+get_fresh /metrics "$WORK/rf.prom"
 eq "counted: closed for their address, the slot taken, the deadline" \
     "$(($(refused address) - $(refused address "$WORK/rf0.prom"))) $(($(refused evicted) - $(refused evicted "$WORK/rf0.prom"))) $(($(refused deadline) - $(refused deadline "$WORK/rf0.prom")))" \
     "$((MAXC - MAXA)) 1 $((MAXA - 1))"
@@ -329,7 +337,7 @@ eq "and the tricklers are closed by their deadline" \
     "$(cat "$WORK/tr2.status")" "opened $MAXC closed $MAXC"
 kill -TERM $trpid
 wait $trpid
-get /metrics "$WORK/rf.prom"
+get_fresh /metrics "$WORK/rf.prom"
 eq "counted: one slot taken, the others at the deadline" \
     "$(($(refused evicted) - $(refused evicted "$WORK/rf0.prom"))) $(($(refused deadline) - $(refused deadline "$WORK/rf0.prom")))" \
     "1 $((MAXC - 1))"
@@ -387,7 +395,7 @@ eq "every idle connection is closed by the listener" \
 kill -TERM $idpid
 wait $idpid
 wait_until $((400 * SLOW)) conns_are 0
-get /metrics "$WORK/m2.prom"
+get_fresh /metrics "$WORK/m2.prom"
 eq "once they close, /metrics answers" $? 0
 eq "the idle ones: slots taken and deadlines, one each" \
     "$(($(refused evicted "$WORK/m2.prom") + $(refused deadline "$WORK/m2.prom") - $(refused evicted "$WORK/rf0.prom") - $(refused deadline "$WORK/rf0.prom")))" \
@@ -409,9 +417,60 @@ eq "Host localhost: 200" "$(host_code "localhost:$HPORT")" 200
 eq "Host 127.0.0.1: 200" "$(host_code "127.0.0.1:$HPORT")" 200
 eq "Host [::1]: 200" "$(host_code "[::1]:$HPORT")" 200
 eq "Host: this machine's name: 200" "$(host_code "$(hostname):$HPORT")" 200
-get /metrics "$WORK/rf.prom"
+get_fresh /metrics "$WORK/rf.prom"
 eq "the refused requests are counted" \
     "$(($(refused host) - $(refused host "$WORK/rf0.prom")))" 3
+
+# a pipelined flood of /metrics on one connection (it took 97% of the
+# listener's CPU): a reply is made anew at most once a second while no
+# count of things changes, and one address is answered BURST requests at
+# once, then RATE a second (its connection is not read meanwhile); a
+# reader from another address is answered at once all the while
+BURST=$(lim TD_HTTP_BURST)
+RATE=$(lim TD_HTTP_RATE)
+FL=3
+# num V: V when a number, else -1 (a metric that is not there)
+num() {
+	case $1 in
+	''|*[!0-9]*) echo -1 ;;
+	*) echo "$1" ;;
+	esac
+}
+renders() {
+	num "$(metric "$1" 'tdlisten_http_renders_total{page="metrics"}')"
+}
+sleep $((BURST / RATE + 1))	# the address's allowance is full again
+get /metrics "$WORK/fl0.prom"
+CPU0=$(awk '{ print $14 + $15 }' /proc/$LPID/stat)
+bash -c 'exec 3<>/dev/tcp/127.0.0.1/$1 || exit 1
+	( i=0; while [ $i -lt 20000 ]; do
+		printf "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+		i=$((i + 1))
+	done >&3 ) 2>/dev/null &
+	timeout "$2" cat <&3 > "$3"
+	kill $! 2>/dev/null
+	wait $! 2>/dev/null
+	exit 0' flood "$HPORT" "$FL" "$WORK/flood.out" &
+flpid=$!
+sleep 1
+eq "during the flood a reader from another address is answered at once" \
+    "$(code --interface 127.0.0.5 --max-time $((2 * SLOW)) "$U/status")" 200
+wait $flpid
+CPU1=$(awk '{ print $14 + $15 }' /proc/$LPID/stat)
+echo "# tdlisten's CPU time during the ${FL} s flood: $((CPU1 - CPU0)) ticks of $(getconf CLK_TCK) a second (noisy)"
+NREP=$(grep -c '^HTTP/1.1 200 OK' "$WORK/flood.out")
+check "the flood's replies are bounded: $BURST at once, $RATE a second ($NREP in $FL s)" \
+    test "$NREP" -ge "$BURST" -a "$NREP" -le $((BURST + RATE * (FL + 1)))
+get_fresh /metrics "$WORK/fl1.prom"
+R0=$(renders "$WORK/fl0.prom")
+R1=$(renders "$WORK/fl1.prom")
+check "renders counted ($R0, $R1)" test "$R0" -ge 0 -a "$R1" -ge 0
+check "/metrics made at most once a second during the flood ($((R1 - R0)) for $NREP replies, this one's included)" \
+    test $((R1 - R0)) -ge 1 -a $((R1 - R0)) -le $((FL + 2))
+check "the requests past the rate were held" \
+    test "$(num "$(metric "$WORK/fl1.prom" tdlisten_http_delayed_total)")" -ge $((NREP - BURST))
+check "promtool passes the metrics with the HTTP counters" \
+    promtool check metrics < "$WORK/fl1.prom"
 eq "three connections closed for a reason: the rogue's and the two of the handshake part" \
     "$(grep -c 'closing:' "$WORK/l.log")" 3
 
