@@ -17,7 +17,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <dirent.h>
+#include <unistd.h>
+#include <sys/resource.h>
+
 #include <event2/buffer.h>
+#include <event2/event.h>
+#include <openssl/crypto.h>
 
 #include "budget.h"
 #include "conn.h"
@@ -26,6 +32,7 @@
 #include "onfinish.h"
 #include "recording.h"
 #include "registry.h"
+#include "standby.h"
 #include "tally.h"
 #include "xmalloc.h"
 #include "banned.h"
@@ -162,6 +169,33 @@ metrics_identities(const struct listener_config *cfg, struct metrics_snap *m)
 	}
 }
 
+/*
+ * The id each recording is shown with (its "recording" label): its
+ * file's TRACEID, which trace-cmd dump --options shows, or the listener's
+ * own when the file has none the listener knows (a trace-cmd client's,
+ * a checkpoint of an older tdlisten) or when another recording of the
+ * identity shows the same (an agent chooses its TRACEID: two series must
+ * never have one set of labels).  The snapshot's trace_id becomes it.
+ */
+static void
+metrics_label_ids(struct metrics_snap *m)
+{
+	struct tally_rec *t;
+	int i, j;
+
+	for (i = 0; i < m->nrecs; i++) {
+		t = &m->recs[i];
+		if (t->file_trace_id == 0)
+			continue;
+		for (j = 0; j < i; j++)
+			if (m->recs[j].trace_id == t->file_trace_id &&
+			    strcmp(m->recs[j].identity, t->identity) == 0)
+				break;
+		if (j == i)
+			t->trace_id = t->file_trace_id;
+	}
+}
+
 static void
 metrics_snap(const struct listener_config *cfg, struct metrics_snap *m)
 {
@@ -178,6 +212,7 @@ metrics_snap(const struct listener_config *cfg, struct metrics_snap *m)
 		m->recs[m->nrecs++] = *t;
 	conn_count(&m->conns);
 	metrics_identities(cfg, m);
+	metrics_label_ids(m);
 }
 
 static void
@@ -399,6 +434,121 @@ metrics_set_http(const struct metrics_http *h)
 	metrics_http = h;
 }
 
+/* standby_each()'s callback: count the standby agents by state. */
+static void
+metrics_standby_count_cb(const struct standby_info *i, void *arg)
+{
+	int *n = arg;
+
+	n[strcmp(i->state, "recording") == 0 ? 1 :
+	    strcmp(i->state, "refused") == 0 ? 2 : 0]++;
+}
+
+/* The standby agents (tdagent --standby) by state. */
+static void
+metrics_prom_standby(struct evbuffer *out)
+{
+	static const char *const st[3] = { "standby", "recording", "refused" };
+	int n[3] = { 0, 0, 0 }, i;
+
+	standby_each(metrics_standby_count_cb, n);
+	metrics_head(out, "standby_agents", "gauge", "Standby agents "
+	    "connected (tdagent --standby), by state: waiting for a START, "
+	    "recording, or having refused the last one.");
+	for (i = 0; i < 3; i++)
+		evbuffer_add_printf(out, "tdlisten_standby_agents{state=\"%s\"} "
+		    "%d\n", st[i], n[i]);
+}
+
+/* The version, and the libraries', as a metric whose value is 1. */
+static void
+metrics_prom_build(struct evbuffer *out)
+{
+	metrics_head(out, "build_info", "gauge", "tdlisten's version and "
+	    "those of the libraries it runs with (value 1).");
+	evbuffer_add_printf(out, "tdlisten_build_info{version=\"");
+	metrics_label(out, PACKAGE_VERSION);
+	evbuffer_add_printf(out, "\",libevent=\"");
+	metrics_label(out, event_get_version());
+	evbuffer_add_printf(out, "\",openssl=\"");
+	metrics_label(out, OpenSSL_version(OPENSSL_VERSION));
+	evbuffer_add_printf(out, "\"} 1\n");
+}
+
+/* Descriptors open in this process (one is the directory's, not counted). */
+static int
+metrics_open_fds(void)
+{
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;
+}
+
+/*
+ * The process metrics every Prometheus client library exports (no
+ * prefix): CPU time, memory, descriptors, the start time, from /proc.
+ */
+static void
+metrics_prom_process(struct evbuffer *out)
+{
+	unsigned long long utime = 0, stime = 0, start = 0, vsize = 0;
+	long long rss = 0, btime = 0;
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	char buf[1024], *p;
+	struct rlimit rl;
+	FILE *fp;
+	int fds;
+
+	if ((fp = fopen("/proc/self/stat", "r")) != NULL) {
+		/* fields 14, 15, 22, 23, 24, after the name in parentheses */
+		if (fgets(buf, sizeof buf, fp) != NULL &&
+		    (p = strrchr(buf, ')')) != NULL)
+			sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+			    "%*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu "
+			    "%lld", &utime, &stime, &start, &vsize, &rss);
+		fclose(fp);
+	}
+	if ((fp = fopen("/proc/stat", "r")) != NULL) {
+		while (fgets(buf, sizeof buf, fp) != NULL)
+			if (sscanf(buf, "btime %lld", &btime) == 1)
+				break;
+		fclose(fp);
+	}
+	if (tck <= 0)
+		tck = 100;
+	evbuffer_add_printf(out, "# HELP process_cpu_seconds_total Total user "
+	    "and system CPU time spent in seconds.\n# TYPE "
+	    "process_cpu_seconds_total counter\nprocess_cpu_seconds_total "
+	    "%.2f\n", (double)(utime + stime) / (double)tck);
+	evbuffer_add_printf(out, "# HELP process_resident_memory_bytes "
+	    "Resident memory size in bytes.\n# TYPE "
+	    "process_resident_memory_bytes gauge\n"
+	    "process_resident_memory_bytes %lld\n", rss * (long long)page);
+	evbuffer_add_printf(out, "# HELP process_virtual_memory_bytes Virtual "
+	    "memory size in bytes.\n# TYPE process_virtual_memory_bytes "
+	    "gauge\nprocess_virtual_memory_bytes %llu\n", vsize);
+	evbuffer_add_printf(out, "# HELP process_start_time_seconds Start "
+	    "time of the process since unix epoch in seconds.\n# TYPE "
+	    "process_start_time_seconds gauge\nprocess_start_time_seconds "
+	    "%.2f\n", (double)btime + (double)start / (double)tck);
+	if ((fds = metrics_open_fds()) >= 0)
+		evbuffer_add_printf(out, "# HELP process_open_fds Number of "
+		    "open file descriptors.\n# TYPE process_open_fds gauge\n"
+		    "process_open_fds %d\n", fds);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		evbuffer_add_printf(out, "# HELP process_max_fds Maximum number "
+		    "of open file descriptors.\n# TYPE process_max_fds gauge\n"
+		    "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+}
+
 /* One more value into a generation (FNV-1a over 64-bit words). */
 static uint64_t
 metrics_mix(uint64_t g, uint64_t v)
@@ -413,7 +563,7 @@ metrics_generation(const struct listener_config *cfg)
 	struct onfinish_stats st;
 	struct conn_counts c;
 	uint64_t g = 0xcbf29ce484222325ULL;
-	int i, n = 0;
+	int i, n = 0, sb[3] = { 0, 0, 0 };
 
 	conn_count(&c);
 	registry_each(NULL, metrics_count_cb, &n);
@@ -429,6 +579,9 @@ metrics_generation(const struct listener_config *cfg)
 	g = metrics_mix(g, tt->pieces_removed);
 	for (i = 0; i < ADMIT_R_NKINDS; i++)
 		g = metrics_mix(g, admit_refused_total(i));
+	standby_each(metrics_standby_count_cb, sb);
+	for (i = 0; i < 3; i++)
+		g = metrics_mix(g, (uint64_t)sb[i]);
 	if (cfg->onfinish != NULL) {
 		onfinish_stats(cfg->onfinish, &st);
 		g = metrics_mix(g, st.started);
@@ -502,6 +655,9 @@ metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 	int i;
 
 	metrics_snap(cfg, &m);
+	metrics_prom_build(out);
+	metrics_prom_process(out);
+	metrics_prom_standby(out);
 	metrics_head(out, "sessions", "gauge", "Agent connections by state.");
 	evbuffer_add_printf(out, "tdlisten_sessions{state=\"handshake\"} %d\n"
 	    "tdlisten_sessions{state=\"open\"} %d\n"
@@ -616,6 +772,11 @@ metrics_json_rec(struct evbuffer *out, const struct tally_rec *t)
 	metrics_jstr(out, t->state);
 	evbuffer_add_printf(out, ",\"file\":");
 	metrics_jstr(out, t->path);
+	if (t->file_trace_id != 0)
+		evbuffer_add_printf(out, ",\"traceid\":\"%016" PRIx64 "\"",
+		    t->file_trace_id);
+	else
+		evbuffer_add_printf(out, ",\"traceid\":null");
 	evbuffer_add_printf(out, ",\"cpus\":%" PRIu32 ",\"bytes\":%" PRIu64
 	    ",\"events\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"missed_pages\":%"
 	    PRIu64 ",\"sync_samples\":%" PRIu32 ",\"sync_bound_ns\":",

@@ -126,6 +126,7 @@ recording_info(const struct recording *r, struct tally_rec *t)
 	t->state = r->finished ? "done" : r->rewound ? "paused" :
 	    r->owner == NULL ? "waiting" : "recording";
 	t->trace_id = r->trace_id;
+	t->file_trace_id = r->p.file_trace_id;
 	t->ncpus = r->p.ncpus;
 	t->bytes = r->bytes;
 	t->events = recording_events(r, &t->missed_pages);

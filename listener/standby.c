@@ -253,6 +253,23 @@ standby_list(struct td_buf *out)
 	}
 }
 
+void
+standby_each(void (*fn)(const struct standby_info *, void *), void *arg)
+{
+	struct standby_info i;
+	struct standby *sb;
+
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		i.identity = sb->identity;
+		i.host = sb->host;
+		i.peer = sb->peer;
+		i.state = standby_state(sb);
+		i.recording = sb->recording;
+		i.ncpus = sb->ncpus;
+		fn(&i, arg);
+	}
+}
+
 /* Whether sb is one of pattern's. */
 static bool
 standby_matches(const struct standby *sb, const char *pattern)

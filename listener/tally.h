@@ -35,7 +35,8 @@ struct tally_rec {
 	char		 path[TD_MAX_NAME_LEN * 4 + 1];	/* under DIR */
 	const char	*state;		/* "recording", "waiting", "paused",
 					   "done", "ended early" */
-	uint64_t	 trace_id;
+	uint64_t	 trace_id;	/* the listener's (WELCOME's) */
+	uint64_t	 file_trace_id;	/* the file's TRACEID, 0: unknown */
 	uint32_t	 ncpus;
 	uint64_t	 bytes;		/* received */
 	uint64_t	 events;	/* in the pages taken in */

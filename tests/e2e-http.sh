@@ -120,6 +120,30 @@ eq "lost events by cause: no overrun" \
     "$(metric "$WORK/m1.prom" 'tdlisten_lost_events_total{cause="overrun"}')" 0
 eq "lost events by cause: none dropped" \
     "$(metric "$WORK/m1.prom" 'tdlisten_lost_events_total{cause="dropped"}')" 0
+# the recording label is the file's TRACEID, as trace-cmd shows it
+FTRACEID=$(trace-cmd dump --options -i "$OUT/$RFILE" 2>/dev/null |
+    awk '/Option TRACEID/ { getline; print tolower($1) }' | sed 's/^0x//')
+eq "the recording label is the file's TRACEID (trace-cmd dump --options)" \
+    "${REC%% *}" "$(printf '%016s' "$FTRACEID" | tr ' ' 0)"
+eq "tdlisten_build_info: the version tdlisten --version says" \
+    "$(sed -n 's/^tdlisten_build_info{version="\([^"]*\)",.*} 1$/\1/p' "$WORK/m1.prom")" \
+    "$("$B/tdlisten" --version | awk '{ print $NF }')"
+# the process metrics, against /proc (one descriptor more: the request's)
+FDN=$(ls /proc/$LPID/fd | wc -l)
+PFDS=$(metric "$WORK/m1.prom" process_open_fds)
+check "process_open_fds: the listener's descriptors ($PFDS, $FDN listed now)" \
+    test "$PFDS" -ge $((FDN - 2)) -a "$PFDS" -le $((FDN + 2))
+eq "process_max_fds: its limit" "$(metric "$WORK/m1.prom" process_max_fds)" \
+    "$(awk '/^Max open files/ { print $4 }' /proc/$LPID/limits)"
+PSTART=$(awk -v tck="$(getconf CLK_TCK)" -v bt="$(awk '/^btime/ { print $2 }' /proc/stat)" \
+    '{ sub(/.*\) /, ""); printf "%d", bt + $20 / tck }' /proc/$LPID/stat)
+eq "process_start_time_seconds: its start" \
+    "$(metric "$WORK/m1.prom" process_start_time_seconds | cut -d. -f1)" "$PSTART"
+check "process_resident_memory_bytes and process_virtual_memory_bytes" \
+    test "$(metric "$WORK/m1.prom" process_resident_memory_bytes)" -gt 1000000 -a \
+    "$(metric "$WORK/m1.prom" process_virtual_memory_bytes)" -gt \
+    "$(metric "$WORK/m1.prom" process_resident_memory_bytes)"
+check "process_cpu_seconds_total" grep -q '^process_cpu_seconds_total [0-9.]*$' "$WORK/m1.prom"
 eq "one recording done" \
     "$(metric "$WORK/m1.prom" 'tdlisten_recordings_ended_total{how="done"}')" 1
 eq "none ended early" \
@@ -148,6 +172,9 @@ eq "/status: its identity, name, state, file" \
 eq "/status: its events" "$(jq '.recordings[0].events' "$WORK/s1.json")" "$EVENTS"
 eq "/status: its bytes" "$(jq '.recordings[0].bytes' "$WORK/s1.json")" "$BYTES"
 eq "/status: its CPUs" "$(jq '.recordings[0].cpus' "$WORK/s1.json")" "$NCPU"
+eq "/status: the recording's traceid is its label" \
+    "$(jq -r '.recordings[0] | "\(.recording) \(.traceid)"' "$WORK/s1.json" 2>/dev/null || true)" \
+    "${REC%% *} ${REC%% *}"
 # time-sync samples: the start and end rounds (none kept when a round
 # cannot finish, as under valgrind); a bound only with one
 if [ "$(jq '.recordings[0].sync_samples' "$WORK/s1.json")" -gt 0 ]; then
@@ -213,6 +240,25 @@ kill -TERM $apid
 wait $apid
 eq "the live agent stops cleanly" $? 0
 wait_until $((200 * SLOW)) sessions_open 0
+
+# a standby agent (tdagent --standby): counted by state
+"$TDAGENT" --standby -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" 2> "$WORK/standby.err" &
+sbpid=$!
+standby_is() {
+	get /metrics "$WORK/sb.prom" &&
+	    [ "$(metric "$WORK/sb.prom" 'tdlisten_standby_agents{state="standby"}')" = "$1" ]
+}
+wait_until $((400 * SLOW)) standby_is 1
+eq "a standby agent: tdlisten_standby_agents{state=\"standby\"}" \
+    "$(metric "$WORK/sb.prom" 'tdlisten_standby_agents{state="standby"}') $(metric "$WORK/sb.prom" 'tdlisten_standby_agents{state="recording"}')" \
+    "1 0"
+check "promtool passes the metrics with a standby agent" \
+    promtool check metrics < "$WORK/sb.prom"
+kill -TERM $sbpid
+wait $sbpid
+eq "the standby agent exits 0 on SIGTERM" $? 0
+wait_until $((400 * SLOW)) standby_is 0
 
 # the page, in headless Chromium: no console message but the page's own,
 # the recording's exact count in its row, a screenshot
@@ -472,7 +518,9 @@ check "the requests past the rate were held" \
 check "promtool passes the metrics with the HTTP counters" \
     promtool check metrics < "$WORK/fl1.prom"
 eq "three connections closed for a reason: the rogue's and the two of the handshake part" \
-    "$(grep -c 'closing:' "$WORK/l.log")" 3
+    "$(grep -v '^tdlisten: standby ' "$WORK/l.log" | grep -c 'closing:')" 3
+eq "and the standby agent's, once" \
+    "$(grep -c '^tdlisten: standby web1 .*closing:' "$WORK/l.log")" 1
 
 # a resume: the listener restarts under a recording, its agent comes back
 "$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
