@@ -44,11 +44,22 @@ struct metrics_identity {
 	uint64_t	 mem;
 };
 
-/* The connections listed in /status so far. */
+/* A standby agent listed in /status: its connections are not again. */
+struct metrics_standby {
+	char		 peer[64];
+	char		 identity[TD_MAX_NAME_LEN + 1];
+	char		 name[TD_MAX_NAME_LEN + 1];	/* its recording's */
+	uint32_t	 seconds;	/* its duration, 0: unknown */
+	bool		 recording;	/* its recording's connection: folded */
+};
+
+/* The agents listed in /status so far. */
 struct metrics_json_conns {
-	struct evbuffer	*out;
-	int		 n;
-	bool		 truncated;
+	struct evbuffer		*out;
+	int			 n;
+	bool			 truncated;
+	struct metrics_standby	*sb;
+	int			 nsb;
 };
 
 /* Everything a reply shows, taken at once. */
@@ -742,12 +753,113 @@ metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 	metrics_snap_free(&m);
 }
 
+/*
+ * standby_each()'s callback: a standby agent into the reply, once (its
+ * standby connection and the one of the recording it was asked for are
+ * its, not listed again).
+ */
+static void
+metrics_json_standby_cb(const struct standby_info *i, void *arg)
+{
+	struct metrics_json_conns *j = arg;
+	struct metrics_standby *e;
+
+	if (j->n == TD_HTTP_MAX_RECS) {
+		j->truncated = true;
+		return;
+	}
+	e = &j->sb[j->nsb++];
+	snprintf(e->peer, sizeof e->peer, "%s", i->peer);
+	snprintf(e->identity, sizeof e->identity, "%s", i->identity);
+	e->recording = strcmp(i->state, "recording") == 0;
+	snprintf(e->name, sizeof e->name, "%s", i->recording);
+	e->seconds = i->seconds;
+	evbuffer_add_printf(j->out, "%s{\"peer\":", j->n++ > 0 ? "," : "");
+	metrics_jstr(j->out, i->peer);
+	evbuffer_add_printf(j->out, ",\"identity\":");
+	metrics_jstr(j->out, i->identity);
+	evbuffer_add_printf(j->out, ",\"state\":\"%s\",\"standby\":true,"
+	    "\"host\":", i->state);
+	metrics_jstr(j->out, i->host);
+	evbuffer_add_printf(j->out, ",\"recording\":");
+	metrics_jstr(j->out, i->recording);
+	evbuffer_add_printf(j->out, ",\"cpus\":%" PRIu32 "}", i->ncpus);
+}
+
+/*
+ * The duration asked of open recording t (a standby agent's START with
+ * -s), 0 when the listener does not know one.
+ */
+static uint32_t
+metrics_json_limit(const struct metrics_json_conns *j,
+    const struct tally_rec *t)
+{
+	int k;
+
+	if (strcmp(t->state, "done") == 0 || strcmp(t->state, "ended "
+	    "early") == 0)
+		return 0;
+	for (k = 0; k < j->nsb; k++)
+		if (j->sb[k].name[0] != '\0' &&
+		    strcmp(j->sb[k].name, t->name) == 0 &&
+		    strcmp(j->sb[k].identity, t->identity) == 0)
+			return j->sb[k].seconds;
+	return 0;
+}
+
+/*
+ * Why recording t pauses, as far as the listener knows: its identity's
+ * --quota, or (no room on the disk, the memory budget) room to come.
+ */
+static void
+metrics_json_paused(struct evbuffer *out, const struct listener_config *cfg,
+    const struct metrics_snap *m, const struct tally_rec *t)
+{
+	int i;
+
+	evbuffer_add_printf(out, ",\"paused_why\":");
+	if (strcmp(t->state, "paused") != 0) {
+		evbuffer_add_printf(out, "null");
+		return;
+	}
+	for (i = 0; i < m->nids; i++)
+		if (cfg->quota > 0 && strcmp(m->ids[i].name, t->identity) == 0 &&
+		    m->ids[i].disk >= cfg->quota) {
+			evbuffer_add_printf(out, "\"its identity's --quota is "
+			    "full (%" PRIu64 " of %" PRIu64 " bytes)\"",
+			    m->ids[i].disk, cfg->quota);
+			return;
+		}
+	evbuffer_add_printf(out, "\"no room for it (disk or memory budget): "
+	    "the agent keeps its data and resumes when there is\"");
+}
+
+/* Whether connection i belongs to a standby agent listed (folded once). */
+static bool
+metrics_json_folded(struct metrics_json_conns *j, const struct conn_info *i)
+{
+	int k;
+
+	for (k = 0; k < j->nsb; k++)
+		if (strcmp(j->sb[k].peer, i->peer) == 0)
+			return true;
+	for (k = 0; k < j->nsb; k++)
+		if (j->sb[k].recording && strcmp(i->state, "open") == 0 &&
+		    strcmp(j->sb[k].identity, i->identity) == 0) {
+			j->sb[k].recording = false;
+			return true;
+		}
+	return false;
+}
+
 /* conn_each()'s callback: one agent's connection into the reply. */
 static void
 metrics_json_conn_cb(const struct conn_info *i, void *arg)
 {
 	struct metrics_json_conns *j = arg;
 
+	if (metrics_json_folded(j, i))
+		return;
 	if (j->n == TD_HTTP_MAX_RECS) {
 		j->truncated = true;
 		return;
@@ -756,12 +868,17 @@ metrics_json_conn_cb(const struct conn_info *i, void *arg)
 	metrics_jstr(j->out, i->peer);
 	evbuffer_add_printf(j->out, ",\"identity\":");
 	metrics_jstr(j->out, i->identity);
-	evbuffer_add_printf(j->out, ",\"state\":\"%s\"}", i->state);
+	evbuffer_add_printf(j->out, ",\"state\":\"%s\",\"standby\":false}",
+	    i->state);
 }
 
-/* One recording as a JSON object. */
+/*
+ * One recording as a JSON object but its closing brace (limit: its
+ * duration, 0: unknown).
+ */
 static void
-metrics_json_rec(struct evbuffer *out, const struct tally_rec *t)
+metrics_json_rec(struct evbuffer *out, const struct tally_rec *t,
+    uint32_t limit)
 {
 	evbuffer_add_printf(out, "{\"identity\":");
 	metrics_jstr(out, t->identity);
@@ -786,7 +903,13 @@ metrics_json_rec(struct evbuffer *out, const struct tally_rec *t)
 		evbuffer_add_printf(out, "%" PRIu64, t->sync_bound_ns);
 	else
 		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, ",\"seconds\":%.3f}", t->elapsed);
+	evbuffer_add_printf(out, ",\"seconds\":%.3f,\"started\":%.0f,"
+	    "\"remaining\":", t->elapsed, t->started);
+	if (limit > 0)
+		evbuffer_add_printf(out, "%.0f", t->elapsed < limit ?
+		    (double)limit - t->elapsed : 0.0);
+	else
+		evbuffer_add_printf(out, "null");
 }
 
 void
@@ -828,9 +951,10 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 			evbuffer_add_printf(out, "null}");
 	}
 	evbuffer_add_printf(out, "],\"agents\":[");
+	memset(&jc, 0, sizeof jc);
 	jc.out = out;
-	jc.n = 0;
-	jc.truncated = false;
+	jc.sb = xcalloc(TD_HTTP_MAX_RECS, sizeof *jc.sb);
+	standby_each(metrics_json_standby_cb, &jc);
 	conn_each(metrics_json_conn_cb, &jc);
 	if (jc.truncated)
 		m.truncated = true;
@@ -838,8 +962,12 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 	for (i = 0; i < m.nrecs; i++) {
 		if (i > 0)
 			evbuffer_add(out, ",", 1);
-		metrics_json_rec(out, &m.recs[i]);
+		metrics_json_rec(out, &m.recs[i], metrics_json_limit(&jc,
+		    &m.recs[i]));
+		metrics_json_paused(out, cfg, &m, &m.recs[i]);
+		evbuffer_add(out, "}", 1);
 	}
+	free(jc.sb);
 	evbuffer_add_printf(out, "],\"on_finish\":");
 	if (cfg->onfinish != NULL) {
 		struct onfinish_stats st;

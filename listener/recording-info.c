@@ -136,6 +136,7 @@ recording_info(const struct recording *r, struct tally_rec *t)
 			t->sync_bound_ns = s[i].bound;
 	t->sync_samples = n;
 	t->elapsed = recording_elapsed(r);
+	t->started = (double)time(NULL) - t->elapsed;
 }
 
 /* What a chunk of count pages makes the recording hold (recording.h). */

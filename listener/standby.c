@@ -32,6 +32,7 @@ struct standby {
 	char			 recording[TD_MAX_NAME_LEN + 1]; /* "": idle */
 	char			 refused[80];	/* the last refusal, "" */
 	uint32_t		 ncpus;
+	uint32_t		 seconds;	/* the last START's, 0: its own */
 	struct standby_reply	*waiter;	/* who waits for an ANSWER */
 	uint32_t		 req;		/* ... to this request */
 	bool			 ready;		/* READY to req: waits for GO */
@@ -266,6 +267,7 @@ standby_each(void (*fn)(const struct standby_info *, void *), void *arg)
 		i.state = standby_state(sb);
 		i.recording = sb->recording;
 		i.ncpus = sb->ncpus;
+		i.seconds = sb->seconds;
 		fn(&i, arg);
 	}
 }
@@ -312,6 +314,7 @@ standby_start(const char *pattern, struct td_start *req,
 		}
 		sb->waiter = cl;
 		sb->req = req->req;
+		sb->seconds = req->seconds;
 		n++;
 	}
 	td_buf_free(&f);

@@ -54,6 +54,8 @@ struct standby_info {
 	const char	*state;		/* "standby", "recording", "refused" */
 	const char	*recording;	/* "" when idle */
 	uint32_t	 ncpus;
+	uint32_t	 seconds;	/* its last START's duration, 0: the
+					   agent's --max-duration */
 };
 /* fn(info, arg) for each standby agent; fn adds or removes none. */
 void		 standby_each(void (*fn)(const struct standby_info *, void *),

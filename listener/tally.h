@@ -46,6 +46,7 @@ struct tally_rec {
 					   0: no sample yet */
 	uint32_t	 sync_samples;
 	double		 elapsed;	/* s since it started */
+	double		 started;	/* when, s since the epoch */
 };
 
 /* Totals since tdlisten started. */

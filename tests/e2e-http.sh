@@ -605,4 +605,50 @@ eq "the third listener stops cleanly" $? 0
 "$TDLISTEN" -p "$LPORT" --insecure -d "$WORK/o2" --http 0.0.0.0:0 > "$WORK/l2.log" 2>&1
 check "--http off loopback with --insecure is refused" test $? -ne 0
 check "and says why" grep -q "not a loopback address" "$WORK/l2.log"
+
+# the page with a standby agent recording (tdctl start -s): the agent is
+# one row (its standby connection and its recording's were two), its
+# recording shows when it started and the time left
+CTL=$WORK/control
+start_listener "$WORK/l5.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --http 127.0.0.1:0 \
+    --control "$CTL" || exit 99
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" "$WORK/l5.log"
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/l5.log")
+U=http://127.0.0.1:$HPORT
+"$TDAGENT" --standby -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" 2> "$WORK/standby2.err" &
+sbpid=$!
+wait_until $((400 * SLOW)) standby_is 1
+"$B/tdctl" -S "$CTL" start -e sched:sched_switch -s 30 --name sb \
+    > "$WORK/tdctl.out" 2>&1
+eq "tdctl starts a recording on the standby agent" $? 0
+sb_recording() {
+	get /status "$WORK/sb.json" &&
+	    [ "$(jq -r '[.recordings[] | select(.name == "sb" and .state == "recording")] | length' "$WORK/sb.json")" = 1 ] &&
+	    [ "$(jq -r '.agents[0].state' "$WORK/sb.json")" = recording ]
+}
+wait_until $((400 * SLOW)) sb_recording
+eq "/status: the standby agent recording is one agent, not two connections" \
+    "$(jq -c '[.agents[] | [.identity, .standby, .state, .recording]]' "$WORK/sb.json")" \
+    '[["web1",true,"recording","sb"]]'
+eq "/status: its recording's time left is known (at most 30 s)" \
+    "$(jq '.recordings[] | select(.name == "sb") | .remaining > 0 and .remaining <= 30' "$WORK/sb.json")" \
+    true
+NOW=$(date +%s)
+eq "/status: its start is a time of today (within 60 s of now)" \
+    "$(jq --argjson now "$NOW" '.recordings[] | select(.name == "sb") | (.started - $now) | fabs < 60' "$WORK/sb.json")" \
+    true
+HOME=$WORK $CH --dump-dom "$U/" > "$WORK/dom2.html" 2> "$WORK/chrome3.err"
+eq "the page shows one agent row" \
+    "$(grep -o '<tr class="agent">' "$WORK/dom2.html" | wc -l)" 1
+check "and the recording's time left" \
+    grep -q '<td class="remaining">[0-9][0-9]* s</td>' "$WORK/dom2.html"
+"$B/tdctl" -S "$CTL" stop > "$WORK/tdctl2.out" 2>&1
+kill -TERM $sbpid
+wait $sbpid
+eq "the standby agent exits 0 on SIGTERM" $? 0
+stop_listener
+eq "the fifth listener stops cleanly" $? 0
 finish
