@@ -75,6 +75,10 @@ void		 tally_piece(void);
 void		 tally_piece_removed(void);
 /* A recording ended (r->state says how): remembered, counted. */
 void		 tally_ended(const struct tally_rec *r);
+/* One that ended before tdlisten started (history.c): remembered only. */
+void		 tally_restore(const struct tally_rec *r);
+/* fn(arg) after each tally_ended() (NULL: none). */
+void		 tally_on_ended(void (*fn)(void *), void *arg);
 /* The label of a cause in the metrics ("overrun", "dropped"). */
 const char	*tally_loss_name(enum tally_loss cause);
 const struct tally_totals *tally_totals(void);

@@ -25,6 +25,7 @@
 #include "control.h"
 #include "httpd.h"
 #include "hcache.h"
+#include "history.h"
 #include "listener.h"
 #include "crash.h"
 #include "log.h"
@@ -838,6 +839,7 @@ main(int argc, char **argv)
 		onfinish_recover(cfg.onfinish, cfg.dir);
 	}
 	finished_load(cfg.dir);
+	history_start(cfg.dir);
 	if (!cfg.no_hcache)
 		cfg.hcache = hcache_new(cfg.dir);
 	recording_recover_all(&cfg);
@@ -860,6 +862,7 @@ main(int argc, char **argv)
 	event_free(tdlisten_tick_ev);
 	admit_free();
 	finished_free();
+	history_free();
 	if (cfg.hcache != NULL) {
 		uint64_t st[4];
 

@@ -6,6 +6,7 @@
 # (jq) says the same; a live recording shows as open; a refused handshake
 # and a resume (across a restart of the listener) are counted; the page loads in headless Chromium without a console error,
 # shows the recording's exact event count, and a screenshot is taken;
+# the recordings that ended are listed again after a restart (history);
 # unknown paths are 404, other methods 405.  Hostile page readers: a
 # crowd trickling its requests (from one address, from many) or sending
 # nothing keeps no honest reader out and is closed by its deadline; the
@@ -550,6 +551,15 @@ eq "the new listener counts one resume" \
     "$(metric "$WORK/r.prom" tdlisten_resumes_total)" 1
 eq "and the recording is open again" \
     "$(metric "$WORK/r.prom" 'tdlisten_recordings{state="recording"}')" 1
+get /status "$WORK/s3.json"
+eq "the history survives the restart: the recordings that ended before it" \
+    "$(jq -r '[.recordings[] | select(.state == "done") | .name] | sort | join(" ")' "$WORK/s3.json")" \
+    "dd dd2 live"
+eq "with their events, file and TRACEID" \
+    "$(jq -r '.recordings[] | select(.name == "dd") | "\(.events) \(.file) \(.recording)"' "$WORK/s3.json")" \
+    "$EVENTS $RFILE ${REC%% *}"
+check "kept in the output directory, one line each" \
+    test "$(wc -l < "$OUT/.tdlisten-history")" -eq 3
 check "promtool passes them" promtool check metrics < "$WORK/r.prom"
 kill -TERM $apid
 wait $apid
