@@ -661,4 +661,41 @@ wait $sbpid
 eq "the standby agent exits 0 on SIGTERM" $? 0
 stop_listener
 eq "the fifth listener stops cleanly" $? 0
+
+# a recording paused by its identity's --quota says why
+OUT6=$WORK/out6
+mkdir -p "$OUT6/web1"
+head -c 1500000 /dev/zero > "$OUT6/web1/old.dat"
+start_listener "$WORK/l6.log" -d "$OUT6" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --http 127.0.0.1:0 \
+    --quota 2M --compression none || exit 99
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" "$WORK/l6.log"
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/l6.log")
+U=http://127.0.0.1:$HPORT
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name q -e raw_syscalls -F \
+    -b 4096 -- dd if=/dev/zero of=/dev/null bs=1 count=5000 status=none \
+    2> "$WORK/q.err" &
+qpid=$!
+paused_quota() {
+	get /status "$WORK/q.json" &&
+	    jq -e '.recordings[] | select(.name == "q" and .state == "paused") | .paused_why | test("--quota is full")' \
+	    "$WORK/q.json" > /dev/null
+}
+wait_until $((600 * SLOW)) paused_quota
+check "the listener paused it over the --quota" grep -q "over the --quota" "$WORK/l6.log"
+eq "/status says why it pauses: the identity's --quota" \
+    "$(jq -r '.recordings[] | select(.name == "q") | "\(.state): \(.paused_why)"' "$WORK/q.json" | sed 's/ (.*//')" \
+    "paused: its identity's --quota is full"
+# the agent keeps its data for a resume that cannot come: it goes
+# (SIGKILL, its recorder too) and its instances are removed here
+kill -KILL $(ps --ppid $qpid -o pid=) $qpid 2>/dev/null
+wait $qpid 2>/dev/null
+for d in $TRACING/instances/tracedock-$qpid-sync $TRACING/instances/tracedock-$qpid; do
+	[ -d "$d" ] && rmdir "$d"
+done
+check "no instance of the agent is left" no_instances $qpid
+stop_listener
+eq "the sixth listener stops cleanly" $? 0
 finish
