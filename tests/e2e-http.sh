@@ -690,11 +690,25 @@ eq "/status says why it pauses: the identity's --quota" \
     "paused: its identity's --quota is full"
 # the agent keeps its data for a resume that cannot come: it goes
 # (SIGKILL, its recorder too) and its instances are removed here
-kill -KILL $(ps --ppid $qpid -o pid=) $qpid 2>/dev/null
+QKIDS=$(ps --ppid $qpid -o pid=)
+kill -KILL $QKIDS $qpid 2>/dev/null
 wait $qpid 2>/dev/null
-for d in $TRACING/instances/tracedock-$qpid-sync $TRACING/instances/tracedock-$qpid; do
-	[ -d "$d" ] && rmdir "$d"
-done
+# gone_all PID...: none of them runs; rm_instances: both are removed
+gone_all() {
+	for _p in "$@"; do
+		kill -0 "$_p" 2>/dev/null && return 1
+	done
+	return 0
+}
+rm_instances() {
+	for _d in $TRACING/instances/tracedock-$qpid-sync \
+	    $TRACING/instances/tracedock-$qpid; do
+		[ ! -d "$_d" ] || rmdir "$_d" 2>/dev/null || return 1
+	done
+}
+# shellcheck disable=SC2086
+wait_until $((200 * SLOW)) gone_all $QKIDS
+wait_until $((200 * SLOW)) rm_instances
 check "no instance of the agent is left" no_instances $qpid
 stop_listener
 eq "the sixth listener stops cleanly" $? 0
