@@ -10,9 +10,11 @@
  * address it speaks plain HTTP; on any other, TLS with the listener's
  * certificate (the agents' context, conn_get_ctx(), so SIGHUP's reload
  * applies) and a client certificate from the same CA required.  At most
- * TD_HTTP_MAX_CONNS connections at once (then accepting pauses), requests
- * and replies bounded (tdlimits.h): the HTTP side takes a bounded share of
- * the loop and never touches a recording.  Loop thread only.
+ * TD_HTTP_MAX_CONNS connections at once, TD_HTTP_MAX_CONNS_ADDR from one
+ * address, each with TD_HTTP_DEADLINE seconds for its whole request;
+ * a request for a Host not the listener's gets 421; requests and replies
+ * bounded (tdlimits.h): the HTTP side takes a bounded share of the loop
+ * and never touches a recording.  Loop thread only.
  */
 #ifndef TD_HTTPD_H
 #define TD_HTTPD_H

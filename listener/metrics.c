@@ -17,7 +17,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <dirent.h>
+#include <unistd.h>
+#include <sys/resource.h>
+
 #include <event2/buffer.h>
+#include <event2/event.h>
+#include <openssl/crypto.h>
 
 #include "budget.h"
 #include "conn.h"
@@ -25,8 +31,10 @@
 #include "metrics.h"
 #include "reload.h"
 #include "onfinish.h"
+#include "procstat.h"
 #include "recording.h"
 #include "registry.h"
+#include "standby.h"
 #include "tally.h"
 #include "timesync.h"
 #include "xmalloc.h"
@@ -39,11 +47,22 @@ struct metrics_identity {
 	uint64_t	 mem;
 };
 
-/* The connections listed in /status so far. */
+/* A standby agent listed in /status: its connections are not again. */
+struct metrics_standby {
+	char		 peer[64];
+	char		 identity[TD_MAX_NAME_LEN + 1];
+	char		 name[TD_MAX_NAME_LEN + 1];	/* its recording's */
+	uint32_t	 seconds;	/* its duration, 0: unknown */
+	bool		 recording;	/* its recording's connection: folded */
+};
+
+/* The agents listed in /status so far. */
 struct metrics_json_conns {
-	struct evbuffer	*out;
-	int		 n;
-	bool		 truncated;
+	struct evbuffer		*out;
+	int			 n;
+	bool			 truncated;
+	struct metrics_standby	*sb;
+	int			 nsb;
 };
 
 /* Everything a reply shows, taken at once. */
@@ -74,6 +93,13 @@ static int	metrics_ndisk;
 
 static const char *const metrics_rec_states[3] = {
 	"recording", "waiting", "paused"
+};
+
+/* httpd.c's counters, NULL without --http. */
+static const struct metrics_http	*metrics_http;
+
+static const char *const metrics_http_reasons[METRICS_HTTP_NREFUSALS] = {
+	"deadline", "address", "full", "evicted", "host"
 };
 
 /* registry_each()'s callback: count the open recordings. */
@@ -157,6 +183,33 @@ metrics_identities(const struct listener_config *cfg, struct metrics_snap *m)
 	}
 }
 
+/*
+ * The id each recording is shown with (its "recording" label): its
+ * file's TRACEID, which trace-cmd dump --options shows, or the listener's
+ * own when the file has none the listener knows (a trace-cmd client's,
+ * a checkpoint of an older tdlisten) or when another recording of the
+ * identity shows the same (an agent chooses its TRACEID: two series must
+ * never have one set of labels).  The snapshot's trace_id becomes it.
+ */
+static void
+metrics_label_ids(struct metrics_snap *m)
+{
+	struct tally_rec *t;
+	int i, j;
+
+	for (i = 0; i < m->nrecs; i++) {
+		t = &m->recs[i];
+		if (t->file_trace_id == 0)
+			continue;
+		for (j = 0; j < i; j++)
+			if (m->recs[j].trace_id == t->file_trace_id &&
+			    strcmp(m->recs[j].identity, t->identity) == 0)
+				break;
+		if (j == i)
+			t->trace_id = t->file_trace_id;
+	}
+}
+
 static void
 metrics_snap(const struct listener_config *cfg, struct metrics_snap *m)
 {
@@ -173,6 +226,7 @@ metrics_snap(const struct listener_config *cfg, struct metrics_snap *m)
 		m->recs[m->nrecs++] = *t;
 	conn_count(&m->conns);
 	metrics_identities(cfg, m);
+	metrics_label_ids(m);
 }
 
 static void
@@ -399,6 +453,151 @@ metrics_prom_onfinish(struct evbuffer *out, const struct onfinish *of)
 }
 
 void
+metrics_set_http(const struct metrics_http *h)
+{
+	metrics_http = h;
+}
+
+/* standby_each()'s callback: count the standby agents by state. */
+static void
+metrics_standby_count_cb(const struct standby_info *i, void *arg)
+{
+	int *n = arg;
+
+	n[strcmp(i->state, "recording") == 0 ? 1 :
+	    strcmp(i->state, "refused") == 0 ? 2 : 0]++;
+}
+
+/* The standby agents (tdagent --standby) by state. */
+static void
+metrics_prom_standby(struct evbuffer *out)
+{
+	static const char *const st[3] = { "standby", "recording", "refused" };
+	int n[3] = { 0, 0, 0 }, i;
+
+	standby_each(metrics_standby_count_cb, n);
+	metrics_head(out, "standby_agents", "gauge", "Standby agents "
+	    "connected (tdagent --standby), by state: waiting for a START, "
+	    "recording, or having refused the last one.");
+	for (i = 0; i < 3; i++)
+		evbuffer_add_printf(out, "tdlisten_standby_agents{state=\"%s\"} "
+		    "%d\n", st[i], n[i]);
+}
+
+/* The version, and the libraries', as a metric whose value is 1. */
+static void
+metrics_prom_build(struct evbuffer *out)
+{
+	metrics_head(out, "build_info", "gauge", "tdlisten's version and "
+	    "those of the libraries it runs with (value 1).");
+	evbuffer_add_printf(out, "tdlisten_build_info{version=\"");
+	metrics_label(out, PACKAGE_VERSION);
+	evbuffer_add_printf(out, "\",libevent=\"");
+	metrics_label(out, event_get_version());
+	evbuffer_add_printf(out, "\",openssl=\"");
+	metrics_label(out, OpenSSL_version(OPENSSL_VERSION));
+	evbuffer_add_printf(out, "\"} 1\n");
+}
+
+/* One more value into a generation (FNV-1a over 64-bit words). */
+static uint64_t
+metrics_mix(uint64_t g, uint64_t v)
+{
+	return (g ^ v) * 0x100000001b3ULL;
+}
+
+uint64_t
+metrics_generation(const struct listener_config *cfg)
+{
+	const struct tally_totals *tt = tally_totals();
+	struct onfinish_stats st;
+	struct conn_counts c;
+	uint64_t g = 0xcbf29ce484222325ULL;
+	int i, n = 0, sb[3] = { 0, 0, 0 };
+
+	conn_count(&c);
+	registry_each(NULL, metrics_count_cb, &n);
+	g = metrics_mix(g, (uint64_t)c.handshake);
+	g = metrics_mix(g, (uint64_t)c.open);
+	g = metrics_mix(g, (uint64_t)c.pausing);
+	g = metrics_mix(g, (uint64_t)c.closing);
+	g = metrics_mix(g, (uint64_t)n);
+	g = metrics_mix(g, tt->done);
+	g = metrics_mix(g, tt->ended_early);
+	g = metrics_mix(g, tt->resumes);
+	g = metrics_mix(g, tt->pieces);
+	g = metrics_mix(g, tt->pieces_removed);
+	for (i = 0; i < ADMIT_R_NKINDS; i++)
+		g = metrics_mix(g, admit_refused_total(i));
+	standby_each(metrics_standby_count_cb, sb);
+	for (i = 0; i < 3; i++)
+		g = metrics_mix(g, (uint64_t)sb[i]);
+	if (cfg->onfinish != NULL) {
+		onfinish_stats(cfg->onfinish, &st);
+		g = metrics_mix(g, st.started);
+		g = metrics_mix(g, st.succeeded);
+		g = metrics_mix(g, st.failed);
+		g = metrics_mix(g, st.given_up);
+		g = metrics_mix(g, st.dropped);
+		g = metrics_mix(g, (uint64_t)st.queued);
+		g = metrics_mix(g, (uint64_t)st.running);
+	}
+	return g;
+}
+
+/* --http: the requests answered and the clients refused. */
+static void
+metrics_prom_http(struct evbuffer *out)
+{
+	int i;
+
+	if (metrics_http == NULL)
+		return;
+	metrics_head(out, "http_requests_total", "counter", "HTTP requests "
+	    "answered (status page, /status, /metrics, errors).");
+	evbuffer_add_printf(out, "tdlisten_http_requests_total %" PRIu64 "\n",
+	    metrics_http->requests);
+	metrics_head(out, "http_refused_total", "counter", "HTTP clients "
+	    "closed (no whole request by the deadline, over their address's "
+	    "share or the cap, their slot taken by a newcomer) and requests "
+	    "refused (a Host not the listener's), by reason.");
+	for (i = 0; i < METRICS_HTTP_NREFUSALS; i++)
+		evbuffer_add_printf(out, "tdlisten_http_refused_total{reason="
+		    "\"%s\"} %" PRIu64 "\n", metrics_http_reasons[i],
+		    metrics_http->refused[i]);
+	metrics_head(out, "http_renders_total", "counter", "Replies made "
+	    "anew from the counters (others reuse the last, at most a "
+	    "second old), by page.");
+	evbuffer_add_printf(out, "tdlisten_http_renders_total{page=\"metrics"
+	    "\"} %" PRIu64 "\ntdlisten_http_renders_total{page=\"status\"} %"
+	    PRIu64 "\n", metrics_http->renders[METRICS_HTTP_PROMETHEUS],
+	    metrics_http->renders[METRICS_HTTP_STATUS]);
+	metrics_head(out, "http_delayed_total", "counter", "HTTP requests "
+	    "held until their address's rate allowed them.");
+	evbuffer_add_printf(out, "tdlisten_http_delayed_total %" PRIu64 "\n",
+	    metrics_http->delayed);
+}
+
+/* --http: the same as a JSON member, with its comma; nothing without. */
+static void
+metrics_json_http(struct evbuffer *out)
+{
+	int i;
+
+	if (metrics_http == NULL)
+		return;
+	evbuffer_add_printf(out, ",\"http\":{\"requests\":%" PRIu64
+	    ",\"refused\":{", metrics_http->requests);
+	for (i = 0; i < METRICS_HTTP_NREFUSALS; i++)
+		evbuffer_add_printf(out, "%s\"%s\":%" PRIu64, i > 0 ? "," : "",
+		    metrics_http_reasons[i], metrics_http->refused[i]);
+	evbuffer_add_printf(out, "},\"renders\":{\"metrics\":%" PRIu64
+	    ",\"status\":%" PRIu64 "},\"delayed\":%" PRIu64 "}",
+	    metrics_http->renders[METRICS_HTTP_PROMETHEUS],
+	    metrics_http->renders[METRICS_HTTP_STATUS], metrics_http->delayed);
+}
+
+void
 metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 {
 	const struct tally_totals *tt = tally_totals();
@@ -406,6 +605,9 @@ metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 	int i;
 
 	metrics_snap(cfg, &m);
+	metrics_prom_build(out);
+	procstat_prom(out);
+	metrics_prom_standby(out);
 	metrics_head(out, "sessions", "gauge", "Agent connections by state.");
 	evbuffer_add_printf(out, "tdlisten_sessions{state=\"handshake\"} %d\n"
 	    "tdlisten_sessions{state=\"open\"} %d\n"
@@ -487,11 +689,115 @@ metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 	    "old ones stayed in force.");
 	evbuffer_add_printf(out, "tdlisten_reload_failures_total %" PRIu64
 	    "\n", reload_failures());
+	metrics_prom_http(out);
 	metrics_head(out, "status_truncated", "gauge", "1 when recordings or "
 	    "identities past the reply's caps are left out.");
 	evbuffer_add_printf(out, "tdlisten_status_truncated %d\n",
 	    m.truncated ? 1 : 0);
 	metrics_snap_free(&m);
+}
+
+/*
+ * standby_each()'s callback: a standby agent into the reply, once (its
+ * standby connection and the one of the recording it was asked for are
+ * its, not listed again).
+ */
+static void
+metrics_json_standby_cb(const struct standby_info *i, void *arg)
+{
+	struct metrics_json_conns *j = arg;
+	struct metrics_standby *e;
+
+	if (j->n == TD_HTTP_MAX_RECS) {
+		j->truncated = true;
+		return;
+	}
+	e = &j->sb[j->nsb++];
+	snprintf(e->peer, sizeof e->peer, "%s", i->peer);
+	snprintf(e->identity, sizeof e->identity, "%s", i->identity);
+	e->recording = strcmp(i->state, "recording") == 0;
+	snprintf(e->name, sizeof e->name, "%s", i->recording);
+	e->seconds = i->seconds;
+	evbuffer_add_printf(j->out, "%s{\"peer\":", j->n++ > 0 ? "," : "");
+	metrics_jstr(j->out, i->peer);
+	evbuffer_add_printf(j->out, ",\"identity\":");
+	metrics_jstr(j->out, i->identity);
+	evbuffer_add_printf(j->out, ",\"state\":\"%s\",\"standby\":true,"
+	    "\"host\":", i->state);
+	metrics_jstr(j->out, i->host);
+	evbuffer_add_printf(j->out, ",\"recording\":");
+	metrics_jstr(j->out, i->recording);
+	evbuffer_add_printf(j->out, ",\"cpus\":%" PRIu32 "}", i->ncpus);
+}
+
+/*
+ * The duration asked of open recording t (a standby agent's START with
+ * -s), 0 when the listener does not know one.
+ */
+static uint32_t
+metrics_json_limit(const struct metrics_json_conns *j,
+    const struct tally_rec *t)
+{
+	int k;
+
+	if (strcmp(t->state, "done") == 0 || strcmp(t->state, "ended "
+	    "early") == 0)
+		return 0;
+	for (k = 0; k < j->nsb; k++)
+		if (j->sb[k].name[0] != '\0' &&
+		    strcmp(j->sb[k].name, t->name) == 0 &&
+		    strcmp(j->sb[k].identity, t->identity) == 0)
+			return j->sb[k].seconds;
+	return 0;
+}
+
+/*
+ * Why recording t pauses, as far as the listener knows: its identity's
+ * --quota, or (no room on the disk, the memory budget) room to come.
+ */
+static void
+metrics_json_paused(struct evbuffer *out, const struct listener_config *cfg,
+    const struct metrics_snap *m, const struct tally_rec *t)
+{
+	int i;
+
+	evbuffer_add_printf(out, ",\"paused_why\":");
+	if (strcmp(t->state, "paused") != 0) {
+		evbuffer_add_printf(out, "null");
+		return;
+	}
+	if (t->why[0] != '\0') {	/* what the recording said */
+		metrics_jstr(out, t->why);
+		return;
+	}
+	for (i = 0; i < m->nids; i++)
+		if (cfg->quota > 0 && strcmp(m->ids[i].name, t->identity) == 0 &&
+		    m->ids[i].disk >= cfg->quota) {
+			evbuffer_add_printf(out, "\"its identity's --quota is "
+			    "full (%" PRIu64 " of %" PRIu64 " bytes)\"",
+			    m->ids[i].disk, cfg->quota);
+			return;
+		}
+	evbuffer_add_printf(out, "\"no room for it (disk or memory budget): "
+	    "the agent keeps its data and resumes when there is\"");
+}
+
+/* Whether connection i belongs to a standby agent listed (folded once). */
+static bool
+metrics_json_folded(struct metrics_json_conns *j, const struct conn_info *i)
+{
+	int k;
+
+	for (k = 0; k < j->nsb; k++)
+		if (strcmp(j->sb[k].peer, i->peer) == 0)
+			return true;
+	for (k = 0; k < j->nsb; k++)
+		if (j->sb[k].recording && strcmp(i->state, "open") == 0 &&
+		    strcmp(j->sb[k].identity, i->identity) == 0) {
+			j->sb[k].recording = false;
+			return true;
+		}
+	return false;
 }
 
 /* conn_each()'s callback: one agent's connection into the reply. */
@@ -500,6 +806,8 @@ metrics_json_conn_cb(const struct conn_info *i, void *arg)
 {
 	struct metrics_json_conns *j = arg;
 
+	if (metrics_json_folded(j, i))
+		return;
 	if (j->n == TD_HTTP_MAX_RECS) {
 		j->truncated = true;
 		return;
@@ -508,12 +816,17 @@ metrics_json_conn_cb(const struct conn_info *i, void *arg)
 	metrics_jstr(j->out, i->peer);
 	evbuffer_add_printf(j->out, ",\"identity\":");
 	metrics_jstr(j->out, i->identity);
-	evbuffer_add_printf(j->out, ",\"state\":\"%s\"}", i->state);
+	evbuffer_add_printf(j->out, ",\"state\":\"%s\",\"standby\":false}",
+	    i->state);
 }
 
-/* One recording as a JSON object. */
+/*
+ * One recording as a JSON object but its closing brace (limit: its
+ * duration, 0: unknown).
+ */
 static void
-metrics_json_rec(struct evbuffer *out, const struct tally_rec *t)
+metrics_json_rec(struct evbuffer *out, const struct tally_rec *t,
+    uint32_t limit)
 {
 	evbuffer_add_printf(out, "{\"identity\":");
 	metrics_jstr(out, t->identity);
@@ -524,6 +837,11 @@ metrics_json_rec(struct evbuffer *out, const struct tally_rec *t)
 	metrics_jstr(out, t->state);
 	evbuffer_add_printf(out, ",\"file\":");
 	metrics_jstr(out, t->path);
+	if (t->file_trace_id != 0)
+		evbuffer_add_printf(out, ",\"traceid\":\"%016" PRIx64 "\"",
+		    t->file_trace_id);
+	else
+		evbuffer_add_printf(out, ",\"traceid\":null");
 	evbuffer_add_printf(out, ",\"cpus\":%" PRIu32 ",\"bytes\":%" PRIu64
 	    ",\"events\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"missed_pages\":%"
 	    PRIu64 ",\"sync_samples\":%" PRIu32 ",\"sync_bound_ns\":",
@@ -535,9 +853,15 @@ metrics_json_rec(struct evbuffer *out, const struct tally_rec *t)
 		    "true" : "false");
 	else
 		evbuffer_add_printf(out, "null,\"sync_wide\":false");
-	evbuffer_add_printf(out, ",\"seconds\":%.3f,\"why\":", t->elapsed);
+	evbuffer_add_printf(out, ",\"seconds\":%.3f,\"started\":%.0f,"
+	    "\"remaining\":", t->elapsed, t->started);
+	if (limit > 0)
+		evbuffer_add_printf(out, "%.0f", t->elapsed < limit ?
+		    (double)limit - t->elapsed : 0.0);
+	else
+		evbuffer_add_printf(out, "null");
+	evbuffer_add_printf(out, ",\"why\":");
 	metrics_jstr(out, t->why);
-	evbuffer_add_printf(out, "}");
 }
 
 void
@@ -579,9 +903,10 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 			evbuffer_add_printf(out, "null}");
 	}
 	evbuffer_add_printf(out, "],\"agents\":[");
+	memset(&jc, 0, sizeof jc);
 	jc.out = out;
-	jc.n = 0;
-	jc.truncated = false;
+	jc.sb = xcalloc(TD_HTTP_MAX_RECS, sizeof *jc.sb);
+	standby_each(metrics_json_standby_cb, &jc);
 	conn_each(metrics_json_conn_cb, &jc);
 	if (jc.truncated)
 		m.truncated = true;
@@ -589,8 +914,12 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 	for (i = 0; i < m.nrecs; i++) {
 		if (i > 0)
 			evbuffer_add(out, ",", 1);
-		metrics_json_rec(out, &m.recs[i]);
+		metrics_json_rec(out, &m.recs[i], metrics_json_limit(&jc,
+		    &m.recs[i]));
+		metrics_json_paused(out, cfg, &m, &m.recs[i]);
+		evbuffer_add(out, "}", 1);
 	}
+	free(jc.sb);
 	evbuffer_add_printf(out, "],\"on_finish\":");
 	if (cfg->onfinish != NULL) {
 		struct onfinish_stats st;
@@ -611,7 +940,9 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 		metrics_jstr(out, reload_error());
 	else
 		evbuffer_add_printf(out, "null");
-	evbuffer_add_printf(out, "},\"truncated\":%s}\n", m.truncated ? "true" :
+	evbuffer_add_printf(out, "}");
+	metrics_json_http(out);
+	evbuffer_add_printf(out, ",\"truncated\":%s}\n", m.truncated ? "true" :
 	    "false");
 	metrics_snap_free(&m);
 }

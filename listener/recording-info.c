@@ -125,6 +125,7 @@ recording_info(const struct recording *r, struct tally_rec *t)
 	t->state = r->finished ? "done" : r->rewound ? "paused" :
 	    r->owner == NULL ? "waiting" : "recording";
 	t->trace_id = r->trace_id;
+	t->file_trace_id = r->p.file_trace_id;
 	t->ncpus = r->p.ncpus;
 	t->bytes = r->bytes;
 	t->events = recording_events(r, &t->missed_pages);
@@ -135,6 +136,7 @@ recording_info(const struct recording *r, struct tally_rec *t)
 	t->sync_samples = n;
 	t->elapsed = recording_elapsed(r);
 	snprintf(t->why, sizeof t->why, "%s", r->paused_why);
+	t->started = (double)time(NULL) - t->elapsed;
 }
 
 /* What a chunk of count pages makes the recording hold (recording.h). */

@@ -36,6 +36,7 @@ struct standby {
 	char			*file;		/* its recording's file, NULL */
 	bool			 complete;	/* ... put in place whole */
 	uint32_t		 ncpus;
+	uint32_t		 seconds;	/* the last START's, 0: its own */
 	struct standby_reply	*waiter;	/* who waits for an ANSWER */
 	uint32_t		 req;		/* ... to this request */
 	bool			 ready;		/* READY to req: waits for GO */
@@ -326,6 +327,24 @@ standby_list(struct td_buf *out)
 	}
 }
 
+void
+standby_each(void (*fn)(const struct standby_info *, void *), void *arg)
+{
+	struct standby_info i;
+	struct standby *sb;
+
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		i.identity = sb->identity;
+		i.host = sb->host;
+		i.peer = sb->peer;
+		i.state = standby_state(sb);
+		i.recording = sb->recording;
+		i.ncpus = sb->ncpus;
+		i.seconds = sb->seconds;
+		fn(&i, arg);
+	}
+}
+
 /* Whether sb is one of pattern's. */
 static bool
 standby_matches(const struct standby *sb, const char *pattern)
@@ -368,6 +387,7 @@ standby_start(const char *pattern, struct td_start *req,
 		}
 		sb->waiter = cl;
 		sb->req = req->req;
+		sb->seconds = req->seconds;
 		n++;
 	}
 	td_buf_free(&f);

@@ -54,6 +54,20 @@ void		 standby_file(const char *identity, const char *name,
 		    const char *path, bool complete);
 /* One line per standby agent into out (the control socket's "list"). */
 void		 standby_list(struct td_buf *out);
+/* One standby agent as the status page shows it (valid during the call). */
+struct standby_info {
+	const char	*identity;
+	const char	*host;		/* as it says, sanitized */
+	const char	*peer;
+	const char	*state;		/* "standby", "recording", "refused" */
+	const char	*recording;	/* "" when idle */
+	uint32_t	 ncpus;
+	uint32_t	 seconds;	/* its last START's duration, 0: the
+					   agent's --max-duration */
+};
+/* fn(info, arg) for each standby agent; fn adds or removes none. */
+void		 standby_each(void (*fn)(const struct standby_info *, void *),
+		    void *arg);
 /*
  * START req to every idle agent whose identity or host name matches
  * pattern (fnmatch), all in this one call; busy ones get a line.  Returns

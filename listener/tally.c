@@ -15,6 +15,8 @@ static struct tally_totals tally_sum;
 static struct tally_rec tally_ring[TD_TALLY_ENDED];
 static int tally_next;		/* where the next ended one goes */
 static int tally_count;		/* how many the ring holds */
+static void (*tally_ended_fn)(void *);	/* told of each end */
+static void *tally_ended_arg;
 
 void
 tally_bytes(uint64_t n)
@@ -76,16 +78,31 @@ tally_piece_removed(void)
 }
 
 void
+tally_restore(const struct tally_rec *r)
+{
+	tally_ring[tally_next] = *r;
+	tally_next = (tally_next + 1) % TD_TALLY_ENDED;
+	if (tally_count < TD_TALLY_ENDED)
+		tally_count++;
+}
+
+void
+tally_on_ended(void (*fn)(void *), void *arg)
+{
+	tally_ended_fn = fn;
+	tally_ended_arg = arg;
+}
+
+void
 tally_ended(const struct tally_rec *r)
 {
 	if (strcmp(r->state, "done") == 0)
 		tally_sum.done++;
 	else
 		tally_sum.ended_early++;
-	tally_ring[tally_next] = *r;
-	tally_next = (tally_next + 1) % TD_TALLY_ENDED;
-	if (tally_count < TD_TALLY_ENDED)
-		tally_count++;
+	tally_restore(r);
+	if (tally_ended_fn != NULL)
+		tally_ended_fn(tally_ended_arg);
 }
 
 const char *

@@ -35,7 +35,8 @@ struct tally_rec {
 	char		 path[TD_MAX_NAME_LEN * 4 + 1];	/* under DIR */
 	const char	*state;		/* "recording", "waiting", "paused",
 					   "done", "ended early" */
-	uint64_t	 trace_id;
+	uint64_t	 trace_id;	/* the listener's (WELCOME's) */
+	uint64_t	 file_trace_id;	/* the file's TRACEID, 0: unknown */
 	uint32_t	 ncpus;
 	uint64_t	 bytes;		/* received */
 	uint64_t	 events;	/* in the pages taken in */
@@ -48,6 +49,7 @@ struct tally_rec {
 	double		 elapsed;	/* s since it started */
 	char		 why[128];	/* why it paused last (no room), until
 					   it goes on; "" */
+	double		 started;	/* when, s since the epoch */
 };
 
 /* Totals since tdlisten started. */
@@ -76,6 +78,10 @@ void		 tally_piece(void);
 void		 tally_piece_removed(void);
 /* A recording ended (r->state says how): remembered, counted. */
 void		 tally_ended(const struct tally_rec *r);
+/* One that ended before tdlisten started (history.c): remembered only. */
+void		 tally_restore(const struct tally_rec *r);
+/* fn(arg) after each tally_ended() (NULL: none). */
+void		 tally_on_ended(void (*fn)(void *), void *arg);
 /* The label of a cause in the metrics ("overrun", "dropped"). */
 const char	*tally_loss_name(enum tally_loss cause);
 const struct tally_totals *tally_totals(void);

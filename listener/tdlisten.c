@@ -25,6 +25,7 @@
 #include "control.h"
 #include "httpd.h"
 #include "hcache.h"
+#include "history.h"
 #include "listener.h"
 #include "crash.h"
 #include "guests.h"
@@ -897,6 +898,7 @@ main(int argc, char **argv)
 	}
 	recording_set_done(tdlisten_done_cb, cfg.onfinish);
 	finished_load(cfg.dir);
+	history_start(cfg.dir);
 	if (!cfg.no_hcache)
 		cfg.hcache = hcache_new(cfg.dir);
 	recording_recover_all(&cfg);
@@ -921,6 +923,7 @@ main(int argc, char **argv)
 	event_free(tdlisten_tick_ev);
 	admit_free();
 	finished_free();
+	history_free();
 	if (cfg.hcache != NULL) {
 		uint64_t st[4];
 

@@ -234,15 +234,29 @@
 
 /*
  * tdlisten --http: connections at once (more wait in the listen queue),
- * a request's line and headers, its body (a GET has none), seconds a
- * connection may take to send its request, and the replies: recordings
- * listed (open ones and TD_TALLY_ENDED ended) and identities whose disk
- * use is summed, past which a reply says it is truncated.
+ * of them from one address (an IPv6 /64), a request's line and headers,
+ * its body (a GET has none), and the replies: recordings listed (open
+ * ones and TD_TALLY_ENDED ended) and identities whose disk use is summed,
+ * past which a reply says it is truncated.  A client has
+ * TD_HTTP_DEADLINE seconds from its accept (TLS handshake included), or
+ * from its last reply, to send a whole request; one that has owed a
+ * request for TD_HTTP_MIN_AGE_MS gives its slot to a newcomer when its
+ * address or the whole is at its cap (httpd.c).
  */
 #define TD_HTTP_MAX_CONNS	16
+#define TD_HTTP_MAX_CONNS_ADDR	4
 #define TD_HTTP_MAX_HEADERS	8192
 #define TD_HTTP_MAX_BODY	1024
-#define TD_HTTP_TIMEOUT		10
+#define TD_HTTP_DEADLINE	5
+#define TD_HTTP_MIN_AGE_MS	1000
+/*
+ * Requests one address has answered at once, then per second (more wait
+ * their turn), and how long (ms) a /metrics or /status reply is reused
+ * while no count of things has changed (httpd.c).
+ */
+#define TD_HTTP_BURST		10
+#define TD_HTTP_RATE		5
+#define TD_HTTP_CACHE_MS	1000
 #define TD_HTTP_MAX_RECS	4096
 #define TD_HTTP_MAX_IDENTITIES	256
 #define TD_MAX_GUEST_PAIRS	256

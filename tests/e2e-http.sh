@@ -6,7 +6,14 @@
 # (jq) says the same; a live recording shows as open; a refused handshake
 # and a resume (across a restart of the listener) are counted; the page loads in headless Chromium without a console error,
 # shows the recording's exact event count, and a screenshot is taken;
-# unknown paths are 404, other methods 405.
+# the recordings that ended are listed again after a restart (history);
+# unknown paths are 404, other methods 405.  Hostile page readers: a
+# crowd trickling its requests (from one address, from many) or sending
+# nothing keeps no honest reader out and is closed by its deadline; the
+# listener's descriptors stay bounded; a Host that is not the listener's
+# (DNS rebinding) is refused with 421, over TLS too; a pipelined flood of
+# /metrics is answered at a bounded rate from a reply made at most once a
+# second.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 for t in curl jq promtool chromium; do
@@ -114,6 +121,30 @@ eq "lost events by cause: no overrun" \
     "$(metric "$WORK/m1.prom" 'tdlisten_lost_events_total{cause="overrun"}')" 0
 eq "lost events by cause: none dropped" \
     "$(metric "$WORK/m1.prom" 'tdlisten_lost_events_total{cause="dropped"}')" 0
+# the recording label is the file's TRACEID, as trace-cmd shows it
+FTRACEID=$(trace-cmd dump --options -i "$OUT/$RFILE" 2>/dev/null |
+    awk '/Option TRACEID/ { getline; print tolower($1) }' | sed 's/^0x//')
+eq "the recording label is the file's TRACEID (trace-cmd dump --options)" \
+    "${REC%% *}" "$(printf '%016s' "$FTRACEID" | tr ' ' 0)"
+eq "tdlisten_build_info: the version tdlisten --version says" \
+    "$(sed -n 's/^tdlisten_build_info{version="\([^"]*\)",.*} 1$/\1/p' "$WORK/m1.prom")" \
+    "$("$B/tdlisten" --version | awk '{ print $NF }')"
+# the process metrics, against /proc (one descriptor more: the request's)
+FDN=$(ls /proc/$LPID/fd | wc -l)
+PFDS=$(metric "$WORK/m1.prom" process_open_fds)
+check "process_open_fds: the listener's descriptors ($PFDS, $FDN listed now)" \
+    test "$PFDS" -ge $((FDN - 2)) -a "$PFDS" -le $((FDN + 2))
+eq "process_max_fds: its limit" "$(metric "$WORK/m1.prom" process_max_fds)" \
+    "$(awk '/^Max open files/ { print $4 }' /proc/$LPID/limits)"
+PSTART=$(awk -v tck="$(getconf CLK_TCK)" -v bt="$(awk '/^btime/ { print $2 }' /proc/stat)" \
+    '{ sub(/.*\) /, ""); printf "%d", bt + $20 / tck }' /proc/$LPID/stat)
+eq "process_start_time_seconds: its start" \
+    "$(metric "$WORK/m1.prom" process_start_time_seconds | cut -d. -f1)" "$PSTART"
+check "process_resident_memory_bytes and process_virtual_memory_bytes" \
+    test "$(metric "$WORK/m1.prom" process_resident_memory_bytes)" -gt 1000000 -a \
+    "$(metric "$WORK/m1.prom" process_virtual_memory_bytes)" -gt \
+    "$(metric "$WORK/m1.prom" process_resident_memory_bytes)"
+check "process_cpu_seconds_total" grep -q '^process_cpu_seconds_total [0-9.]*$' "$WORK/m1.prom"
 eq "one recording done" \
     "$(metric "$WORK/m1.prom" 'tdlisten_recordings_ended_total{how="done"}')" 1
 eq "none ended early" \
@@ -142,6 +173,9 @@ eq "/status: its identity, name, state, file" \
 eq "/status: its events" "$(jq '.recordings[0].events' "$WORK/s1.json")" "$EVENTS"
 eq "/status: its bytes" "$(jq '.recordings[0].bytes' "$WORK/s1.json")" "$BYTES"
 eq "/status: its CPUs" "$(jq '.recordings[0].cpus' "$WORK/s1.json")" "$NCPU"
+eq "/status: the recording's traceid is its label" \
+    "$(jq -r '.recordings[0] | "\(.recording) \(.traceid)"' "$WORK/s1.json" 2>/dev/null || true)" \
+    "${REC%% *} ${REC%% *}"
 # time-sync samples: the start and end rounds (none kept when a round
 # cannot finish, as under valgrind); a bound only with one
 if [ "$(jq '.recordings[0].sync_samples' "$WORK/s1.json")" -gt 0 ]; then
@@ -221,6 +255,25 @@ wait $apid
 eq "the live agent stops cleanly" $? 0
 wait_until $((200 * SLOW)) sessions_open 0
 
+# a standby agent (tdagent --standby): counted by state
+"$TDAGENT" --standby -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" 2> "$WORK/standby.err" &
+sbpid=$!
+standby_is() {
+	get /metrics "$WORK/sb.prom" &&
+	    [ "$(metric "$WORK/sb.prom" 'tdlisten_standby_agents{state="standby"}')" = "$1" ]
+}
+wait_until $((400 * SLOW)) standby_is 1
+eq "a standby agent: tdlisten_standby_agents{state=\"standby\"}" \
+    "$(metric "$WORK/sb.prom" 'tdlisten_standby_agents{state="standby"}') $(metric "$WORK/sb.prom" 'tdlisten_standby_agents{state="recording"}')" \
+    "1 0"
+check "promtool passes the metrics with a standby agent" \
+    promtool check metrics < "$WORK/sb.prom"
+kill -TERM $sbpid
+wait $sbpid
+eq "the standby agent exits 0 on SIGTERM" $? 0
+wait_until $((400 * SLOW)) standby_is 0
+
 # the page, in headless Chromium: no console message but the page's own,
 # the recording's exact count in its row, a screenshot
 get / "$WORK/page.html"
@@ -259,38 +312,125 @@ curl -sv -I --max-time $((10 * SLOW)) "$U/" > "$WORK/head.out" 2>&1
 eq "HEAD: the page's length, and no body" \
     "$(sed -n 's/^< Content-Length: \([0-9]*\).*/\1/p' "$WORK/head.out") $(grep -c Excess "$WORK/head.out")" \
     "$(wc -c < "$WORK/page.html") 0"
-# idle connections count from their accept: TD_HTTP_MAX_CONNS (16) are
-# taken, the others wait in the kernel's queue, so the listener's
-# descriptors stay bounded while agents still connect and record
-MAXC=$(sed -n 's/^#define TD_HTTP_MAX_CONNS[^0-9]*\([0-9]*\).*/\1/p' \
-    "$S/shared/tdlimits.h")
-NIDLE=$((MAXC + 8))	# within the listen queue (its backlog is MAXC)
-# the listener's side of connections to the page, and its accept queue
+# the caps of tdlimits.h: connections at once, of them per address, the
+# seconds a client has for its whole request, the age past which a client
+# that owes one gives its slot to a newcomer
+lim() {
+	sed -n "s/^#define $1[[:space:]][^0-9]*\([0-9]*\).*/\1/p" \
+	    "$S/shared/tdlimits.h"
+}
+MAXC=$(lim TD_HTTP_MAX_CONNS)
+MAXA=$(lim TD_HTTP_MAX_CONNS_ADDR)
+DL=$(lim TD_HTTP_DEADLINE)
+AGE_MS=$(lim TD_HTTP_MIN_AGE_MS)
+AGE=$(awk -v m="$AGE_MS" 'BEGIN { printf "%.2f", m / 1000 + 0.2 }')
+# the listener's side of connections to the page
 http_conns() {
 	ss -Htn "( sport = :$HPORT )" | grep -vc TIME-WAIT
-}
-http_queue() {
-	ss -Hltn "( sport = :$HPORT )" | awk '{ print $2 }'
 }
 conns_are() {
 	[ "$(http_conns)" = "$1" ]
 }
-queue_is() {
-	[ "$(http_queue)" = "$1" ]
+# slow_is FILE WANT: tdslow's status file says WANT
+slow_is() {
+	[ "$(cat "$1" 2>/dev/null)" = "$2" ]
+}
+# get_fresh PATH FILE: as get, once the reply made last is too old to be
+# reused (the HTTP counters do not make a new one by themselves)
+get_fresh() {
+	sleep "$AGE"
+	get "$@"
+}
+# refused REASON [FILE]: the page's count of clients closed for REASON
+refused() {
+	metric "${2:-$WORK/rf.prom}" "tdlisten_http_refused_total{reason=\"$1\"}"
 }
 wait_until $((200 * SLOW)) conns_are 0
-FDS0=$(ls /proc/$LPID/fd | wc -l)
-mkfifo "$WORK/hold"
-bash -c 'for i in $(seq '$NIDLE'); do
-	exec {f}<>/dev/tcp/127.0.0.1/'$HPORT' || exit 1
+get_fresh /metrics "$WORK/rf0.prom"
+
+# a slowloris crowd of MAXC clients from the page reader's own address,
+# each sending its request a byte a second (evhttp's timeout is per read:
+# they held every slot for 90 s): the address holds its share, the others
+# are closed at once; a reader past the age takes the oldest's slot, the
+# rest are closed at their deadline
+"$B/tests/tdslow" 127.0.0.1 "$HPORT" "$WORK/tr.status" trickle:127.0.0.1:$MAXC &
+trpid=$!
+wait_until $((200 * SLOW)) slow_is "$WORK/tr.status" \
+    "opened $MAXC closed $((MAXC - MAXA))"
+eq "$MAXC trickling clients from one address: $MAXA kept, the rest closed at once" \
+    "$(cat "$WORK/tr.status")" "opened $MAXC closed $((MAXC - MAXA))"
+sleep "$AGE"
+eq "an honest reader from the same address is answered at once" \
+    "$(code --max-time $((2 * SLOW)) "$U/metrics")" 200
+wait_until $((20 * (DL + 2) * SLOW)) slow_is "$WORK/tr.status" \
+    "opened $MAXC closed $MAXC"
+eq "the tricklers are all closed by their deadline ($DL s)" \
+    "$(cat "$WORK/tr.status")" "opened $MAXC closed $MAXC"
+kill -TERM $trpid
+wait $trpid
+get_fresh /metrics "$WORK/rf.prom"
+eq "counted: closed for their address, the slot taken, the deadline" \
+    "$(($(refused address) - $(refused address "$WORK/rf0.prom"))) $(($(refused evicted) - $(refused evicted "$WORK/rf0.prom"))) $(($(refused deadline) - $(refused deadline "$WORK/rf0.prom")))" \
+    "$((MAXC - MAXA)) 1 $((MAXA - 1))"
+cp "$WORK/rf.prom" "$WORK/rf0.prom"
+
+# the same from MAXC addresses, one each: every slot taken; the reader
+# takes the slot of the one that has owed its request longest
+set --
+i=1
+while [ $i -le "$MAXC" ]; do
+	set -- "$@" trickle:127.0.1.$i:1
+	i=$((i + 1))
 done
-read -r x < "$1"' hold "$WORK/hold" &
-hpid=$!
-wait_until $((200 * SLOW)) queue_is $((NIDLE - MAXC))
-eq "$NIDLE idle connections to the page: $MAXC taken, the rest queued" \
-    "$(http_conns) $(http_queue)" "$NIDLE $((NIDLE - MAXC))"
-eq "the listener holds $MAXC descriptors more, not $NIDLE" \
-    "$(ls /proc/$LPID/fd | wc -l)" $((FDS0 + MAXC))
+"$B/tests/tdslow" 127.0.0.1 "$HPORT" "$WORK/tr2.status" "$@" &
+trpid=$!
+wait_until $((200 * SLOW)) slow_is "$WORK/tr2.status" "opened $MAXC closed 0"
+wait_until $((200 * SLOW)) conns_are "$MAXC"
+eq "$MAXC trickling clients from $MAXC addresses hold every slot" \
+    "$(cat "$WORK/tr2.status") $(http_conns)" "opened $MAXC closed 0 $MAXC"
+sleep "$AGE"
+eq "an honest reader is answered at once" \
+    "$(code --max-time $((2 * SLOW)) "$U/status")" 200
+wait_until $((20 * (DL + 2) * SLOW)) slow_is "$WORK/tr2.status" \
+    "opened $MAXC closed $MAXC"
+eq "and the tricklers are closed by their deadline" \
+    "$(cat "$WORK/tr2.status")" "opened $MAXC closed $MAXC"
+kill -TERM $trpid
+wait $trpid
+get_fresh /metrics "$WORK/rf.prom"
+eq "counted: one slot taken, the others at the deadline" \
+    "$(($(refused evicted) - $(refused evicted "$WORK/rf0.prom"))) $(($(refused deadline) - $(refused deadline "$WORK/rf0.prom")))" \
+    "1 $((MAXC - 1))"
+cp "$WORK/rf.prom" "$WORK/rf0.prom"
+
+# idle connections count from their accept: MAXC are taken, the others
+# wait in the kernel's queue until a client has owed its request past the
+# age, then take its slot; so the listener's descriptors stay bounded
+# (one more at most, the newcomer of the moment) while agents still
+# connect and record, and every one is gone by the deadline
+NIDLE=$((MAXC + 8))
+wait_until $((200 * SLOW)) conns_are 0
+FDS0=$(ls /proc/$LPID/fd | wc -l)
+set --
+i=1
+while [ $((i * MAXA)) -le "$NIDLE" ]; do
+	set -- "$@" idle:127.0.2.$i:$MAXA
+	i=$((i + 1))
+done
+"$B/tests/tdslow" 127.0.0.1 "$HPORT" "$WORK/idle.status" "$@" &
+idpid=$!
+# the listener's descriptors, every 0.05 s for twice the age
+i=0
+while [ $i -lt $((AGE_MS / 25)) ]; do
+	ls /proc/$LPID/fd | wc -l
+	sleep 0.05
+	i=$((i + 1))
+done > "$WORK/fds"
+check "$NIDLE idle connections to the page were opened" \
+    grep -q "^opened $NIDLE " "$WORK/idle.status"
+FDSMAX=$(sort -n "$WORK/fds" | tail -1)
+check "the listener held $MAXC or $((MAXC + 1)) descriptors more, not $NIDLE ($((FDSMAX - FDS0)))" \
+    test "$FDSMAX" -ge $((FDS0 + MAXC)) -a "$FDSMAX" -le $((FDS0 + MAXC + 1))
 rm -f "$WORK/pid"
 "$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
     --key "$P/web1.key" --ca "$P/ca.pem" --name dd2 -e raw_syscalls -F \
@@ -308,16 +448,93 @@ eq "its events: the listener's count is the file's" \
     "$(sed -n "s/.*session web1 'dd2' .*done after .* bytes, \([0-9]*\) events.*/\1/p" "$WORK/l.log")" \
     "${EVENTS2:-none}"
 check "it has events ($EVENTS2)" test "${EVENTS2:-0}" -gt 8000
-kill "$hpid"
-wait "$hpid" 2>/dev/null
+wait_until $((20 * (DL + 2) * SLOW)) slow_is "$WORK/idle.status" \
+    "opened $NIDLE closed $NIDLE"
+eq "every idle connection is closed by the listener" \
+    "$(cat "$WORK/idle.status")" "opened $NIDLE closed $NIDLE"
+kill -TERM $idpid
+wait $idpid
 wait_until $((400 * SLOW)) conns_are 0
-get /metrics "$WORK/m2.prom"
+get_fresh /metrics "$WORK/m2.prom"
 eq "once they close, /metrics answers" $? 0
+eq "the idle ones: slots taken and deadlines, one each" \
+    "$(($(refused evicted "$WORK/m2.prom") + $(refused deadline "$WORK/m2.prom") - $(refused evicted "$WORK/rf0.prom") - $(refused deadline "$WORK/rf0.prom")))" \
+    "$NIDLE"
 eq "and counts three recordings done (dd, live, dd2)" \
     "$(metric "$WORK/m2.prom" 'tdlisten_recordings_ended_total{how="done"}')" 3
 check "the listener is alive" kill -0 "$LPID"
+
+# DNS rebinding: a page of another site whose name points here may not
+# read the status; the listener's names and addresses may
+host_code() {
+	code -H "Host: $1" "$U/status"
+}
+eq "a Host that is not the listener's: 421" "$(host_code "evil.example:$HPORT")" 421
+eq "the same by name resolution (curl --resolve)" \
+    "$(code --resolve "evil.example:$HPORT:127.0.0.1" "http://evil.example:$HPORT/metrics")" 421
+eq "an address of another machine: 421" "$(host_code "192.0.2.1:$HPORT")" 421
+eq "Host localhost: 200" "$(host_code "localhost:$HPORT")" 200
+eq "Host 127.0.0.1: 200" "$(host_code "127.0.0.1:$HPORT")" 200
+eq "Host [::1]: 200" "$(host_code "[::1]:$HPORT")" 200
+eq "Host: this machine's name: 200" "$(host_code "$(hostname):$HPORT")" 200
+get_fresh /metrics "$WORK/rf.prom"
+eq "the refused requests are counted" \
+    "$(($(refused host) - $(refused host "$WORK/rf0.prom")))" 3
+
+# a pipelined flood of /metrics on one connection (it took 97% of the
+# listener's CPU): a reply is made anew at most once a second while no
+# count of things changes, and one address is answered BURST requests at
+# once, then RATE a second (its connection is not read meanwhile); a
+# reader from another address is answered at once all the while
+BURST=$(lim TD_HTTP_BURST)
+RATE=$(lim TD_HTTP_RATE)
+FL=3
+# num V: V when a number, else -1 (a metric that is not there)
+num() {
+	case $1 in
+	''|*[!0-9]*) echo -1 ;;
+	*) echo "$1" ;;
+	esac
+}
+renders() {
+	num "$(metric "$1" 'tdlisten_http_renders_total{page="metrics"}')"
+}
+sleep $((BURST / RATE + 1))	# the address's allowance is full again
+get /metrics "$WORK/fl0.prom"
+CPU0=$(awk '{ print $14 + $15 }' /proc/$LPID/stat)
+bash -c 'exec 3<>/dev/tcp/127.0.0.1/$1 || exit 1
+	( i=0; while [ $i -lt 20000 ]; do
+		printf "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+		i=$((i + 1))
+	done >&3 ) 2>/dev/null &
+	timeout "$2" cat <&3 > "$3"
+	kill $! 2>/dev/null
+	wait $! 2>/dev/null
+	exit 0' flood "$HPORT" "$FL" "$WORK/flood.out" &
+flpid=$!
+sleep 1
+eq "during the flood a reader from another address is answered at once" \
+    "$(code --interface 127.0.0.5 --max-time $((2 * SLOW)) "$U/status")" 200
+wait $flpid
+CPU1=$(awk '{ print $14 + $15 }' /proc/$LPID/stat)
+echo "# tdlisten's CPU time during the ${FL} s flood: $((CPU1 - CPU0)) ticks of $(getconf CLK_TCK) a second (noisy)"
+NREP=$(grep -c '^HTTP/1.1 200 OK' "$WORK/flood.out")
+check "the flood's replies are bounded: $BURST at once, $RATE a second ($NREP in $FL s)" \
+    test "$NREP" -ge "$BURST" -a "$NREP" -le $((BURST + RATE * (FL + 1)))
+get_fresh /metrics "$WORK/fl1.prom"
+R0=$(renders "$WORK/fl0.prom")
+R1=$(renders "$WORK/fl1.prom")
+check "renders counted ($R0, $R1)" test "$R0" -ge 0 -a "$R1" -ge 0
+check "/metrics made at most once a second during the flood ($((R1 - R0)) for $NREP replies, this one's included)" \
+    test $((R1 - R0)) -ge 1 -a $((R1 - R0)) -le $((FL + 2))
+check "the requests past the rate were held" \
+    test "$(num "$(metric "$WORK/fl1.prom" tdlisten_http_delayed_total)")" -ge $((NREP - BURST))
+check "promtool passes the metrics with the HTTP counters" \
+    promtool check metrics < "$WORK/fl1.prom"
 eq "three connections closed for a reason: the rogue's and the two of the handshake part" \
-    "$(grep -c 'closing:' "$WORK/l.log")" 3
+    "$(grep -v '^tdlisten: standby ' "$WORK/l.log" | grep -c 'closing:')" 3
+eq "and the standby agent's, once" \
+    "$(grep -c '^tdlisten: standby web1 .*closing:' "$WORK/l.log")" 1
 
 # a resume: the listener restarts under a recording, its agent comes back
 "$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
@@ -347,6 +564,15 @@ eq "the new listener counts one resume" \
     "$(metric "$WORK/r.prom" tdlisten_resumes_total)" 1
 eq "and the recording is open again" \
     "$(metric "$WORK/r.prom" 'tdlisten_recordings{state="recording"}')" 1
+get /status "$WORK/s3.json"
+eq "the history survives the restart: the recordings that ended before it" \
+    "$(jq -r '[.recordings[] | select(.state == "done") | .name] | sort | join(" ")' "$WORK/s3.json")" \
+    "dd dd2 live"
+eq "with their events, file and TRACEID" \
+    "$(jq -r '.recordings[] | select(.name == "dd") | "\(.events) \(.file) \(.recording)"' "$WORK/s3.json")" \
+    "$EVENTS $RFILE ${REC%% *}"
+check "kept in the output directory, one line each" \
+    test "$(wc -l < "$OUT/.tdlisten-history")" -eq 3
 check "promtool passes them" promtool check metrics < "$WORK/r.prom"
 kill -TERM $apid
 wait $apid
@@ -373,6 +599,28 @@ eq "off loopback: a client of another CA is refused" \
     --key "$WORK/other/rogue.key" "$U/metrics")" 000
 eq "off loopback: plain HTTP gets nothing" \
     "$(code "http://localhost:$HPORT/metrics")" 000
+# a client stalled in its TLS handshake and one that sends nothing: each
+# closed at its deadline (evhttp's timeout, per read, took 10 s for these
+# and never came for one trickling its handshake)
+"$B/tests/tdslow" 127.0.0.1 "$HPORT" "$WORK/tls.status" hello:127.0.0.1:1 \
+    idle:127.0.0.2:1 &
+tlpid=$!
+wait_until $((200 * SLOW)) slow_is "$WORK/tls.status" "opened 2 closed 0"
+eq "off loopback: a client with a certificate reads meanwhile" \
+    "$(code --cacert "$P/ca.pem" --cert "$P/web1.pem" --key "$P/web1.key" \
+    "$U/status")" 200
+wait_until $((20 * (DL + 1) * SLOW)) slow_is "$WORK/tls.status" \
+    "opened 2 closed 2"
+eq "off loopback: a stalled handshake and a silent client are closed by the deadline" \
+    "$(cat "$WORK/tls.status")" "opened 2 closed 2"
+kill -TERM $tlpid
+wait $tlpid
+eq "off loopback: a name of the listener's certificate (localhost) is its own" \
+    "$(code --cacert "$P/ca.pem" --cert "$P/web1.pem" --key "$P/web1.key" \
+    --resolve "localhost:$HPORT:127.0.0.1" "$U/status")" 200
+eq "off loopback: another name is refused (421)" \
+    "$(code -k --cert "$P/web1.pem" --key "$P/web1.key" \
+    --resolve "evil.example:$HPORT:127.0.0.1" "https://evil.example:$HPORT/status")" 421
 stop_listener
 eq "the third listener stops cleanly" $? 0
 
@@ -380,4 +628,101 @@ eq "the third listener stops cleanly" $? 0
 "$TDLISTEN" -p "$LPORT" --insecure -d "$WORK/o2" --http 0.0.0.0:0 > "$WORK/l2.log" 2>&1
 check "--http off loopback with --insecure is refused" test $? -ne 0
 check "and says why" grep -q "not a loopback address" "$WORK/l2.log"
+
+# the page with a standby agent recording (tdctl start -s): the agent is
+# one row (its standby connection and its recording's were two), its
+# recording shows when it started and the time left
+CTL=$WORK/control
+start_listener "$WORK/l5.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --http 127.0.0.1:0 \
+    --control "$CTL" || exit 99
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" "$WORK/l5.log"
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/l5.log")
+U=http://127.0.0.1:$HPORT
+"$TDAGENT" --standby -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" 2> "$WORK/standby2.err" &
+sbpid=$!
+wait_until $((400 * SLOW)) standby_is 1
+"$B/tdctl" -S "$CTL" start -e sched:sched_switch -s 30 --name sb \
+    > "$WORK/tdctl.out" 2>&1
+eq "tdctl starts a recording on the standby agent" $? 0
+sb_recording() {
+	get /status "$WORK/sb.json" &&
+	    [ "$(jq -r '[.recordings[] | select(.name == "sb" and .state == "recording")] | length' "$WORK/sb.json")" = 1 ] &&
+	    [ "$(jq -r '.agents[0].state' "$WORK/sb.json")" = recording ]
+}
+wait_until $((400 * SLOW)) sb_recording
+eq "/status: the standby agent recording is one agent, not two connections" \
+    "$(jq -c '[.agents[] | [.identity, .standby, .state, .recording]]' "$WORK/sb.json")" \
+    '[["web1",true,"recording","sb"]]'
+eq "/status: its recording's time left is known (at most 30 s)" \
+    "$(jq '.recordings[] | select(.name == "sb") | .remaining > 0 and .remaining <= 30' "$WORK/sb.json")" \
+    true
+NOW=$(date +%s)
+eq "/status: its start is a time of today (within 60 s of now)" \
+    "$(jq --argjson now "$NOW" '.recordings[] | select(.name == "sb") | (.started - $now) | fabs < 60' "$WORK/sb.json")" \
+    true
+HOME=$WORK $CH --dump-dom "$U/" > "$WORK/dom2.html" 2> "$WORK/chrome3.err"
+eq "the page shows one agent row" \
+    "$(grep -o '<tr class="agent">' "$WORK/dom2.html" | wc -l)" 1
+check "and the recording's time left" \
+    grep -q '<td class="remaining">[0-9][0-9]* s</td>' "$WORK/dom2.html"
+"$B/tdctl" -S "$CTL" stop > "$WORK/tdctl2.out" 2>&1
+kill -TERM $sbpid
+wait $sbpid
+eq "the standby agent exits 0 on SIGTERM" $? 0
+stop_listener
+eq "the fifth listener stops cleanly" $? 0
+
+# a recording paused by its identity's --quota says why
+OUT6=$WORK/out6
+mkdir -p "$OUT6/web1"
+head -c 1500000 /dev/zero > "$OUT6/web1/old.dat"
+start_listener "$WORK/l6.log" -d "$OUT6" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --http 127.0.0.1:0 \
+    --quota 2M --compression none || exit 99
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" "$WORK/l6.log"
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/l6.log")
+U=http://127.0.0.1:$HPORT
+"$TDAGENT" -q -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name q -e raw_syscalls -F \
+    -b 4096 -- dd if=/dev/zero of=/dev/null bs=1 count=5000 status=none \
+    2> "$WORK/q.err" &
+qpid=$!
+paused_quota() {
+	get /status "$WORK/q.json" &&
+	    jq -e '.recordings[] | select(.name == "q" and .state == "paused") | .paused_why | test("--quota is full")' \
+	    "$WORK/q.json" > /dev/null
+}
+wait_until $((600 * SLOW)) paused_quota
+check "the listener paused it over the --quota" grep -q "over the --quota" "$WORK/l6.log"
+eq "/status says why it pauses: the identity's --quota" \
+    "$(jq -r '.recordings[] | select(.name == "q") | "\(.state): \(.paused_why)"' "$WORK/q.json" | sed 's/ (.*//')" \
+    "paused: its identity's --quota is full"
+# the agent keeps its data for a resume that cannot come: it goes
+# (SIGKILL, its recorder too) and its instances are removed here
+QKIDS=$(ps --ppid $qpid -o pid=)
+kill -KILL $QKIDS $qpid 2>/dev/null
+wait $qpid 2>/dev/null
+# gone_all PID...: none of them runs; rm_instances: both are removed
+gone_all() {
+	for _p in "$@"; do
+		kill -0 "$_p" 2>/dev/null && return 1
+	done
+	return 0
+}
+rm_instances() {
+	for _d in $TRACING/instances/tracedock-$qpid-sync \
+	    $TRACING/instances/tracedock-$qpid; do
+		[ ! -d "$_d" ] || rmdir "$_d" 2>/dev/null || return 1
+	done
+}
+# shellcheck disable=SC2086
+wait_until $((200 * SLOW)) gone_all $QKIDS
+wait_until $((200 * SLOW)) rm_instances
+check "no instance of the agent is left" no_instances $qpid
+stop_listener
+eq "the sixth listener stops cleanly" $? 0
 finish

@@ -8,10 +8,14 @@
  *	tdslow [--cert F --key F --ca F] HOST PORT STATUSFILE MODE:ADDR:N...
  *
  * MODE is idle (send nothing), hello (send the first 9 bytes of a TLS
- * ClientHello that announces 512, then stall) or tls (finish the TLS
+ * ClientHello that announces 512, then stall), tls (finish the TLS
  * handshake with the certificate given, then send no HELLO: an
  * authenticated agent that makes up its mind slowly; the listener's
- * certificate must match HOST).  The groups are opened in
+ * certificate must match HOST) or trickle (an HTTP request line and a
+ * header begun, then one byte more of it every second: a request that is
+ * never finished, each byte well within any per-read timeout).  A
+ * connection the listener closes is seen when a byte cannot be sent or
+ * its end is read.  The groups are opened in
  * the order given, one connection after the other.  STATUSFILE is
  * rewritten (atomically) after every change: "opened N closed M", M the
  * connections the listener closed.  On SIGTERM or SIGINT the rest are
@@ -28,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/ssl.h>
@@ -39,6 +44,7 @@
 static volatile sig_atomic_t slow_stop;
 static struct pollfd slow_fds[SLOW_MAX];
 static SSL *slow_ssl[SLOW_MAX];
+static char slow_trickle[SLOW_MAX];	/* 1: trickle mode */
 static SSL_CTX *slow_ctx;
 static int slow_n;
 static int slow_opened;
@@ -87,8 +93,11 @@ slow_tls(int fd, const char *host)
 
 /* One connection from addr to host:port; -1 on failure. */
 static int
-slow_dial(const char *addr, const char *host, int port, int hello)
+slow_dial(const char *addr, const char *host, int port, int hello,
+    int trickle)
 {
+	char req[256];
+	int len;
 	static const unsigned char ch[9] = {
 		0x16, 0x03, 0x01, 0x02, 0x00,	/* handshake record, 512 */
 		0x01, 0x00, 0x01, 0xfc,		/* ClientHello, 508 */
@@ -120,7 +129,31 @@ slow_dial(const char *addr, const char *host, int port, int hello)
 		close(fd);
 		return -1;
 	}
+	len = snprintf(req, sizeof req, "GET /metrics HTTP/1.1\r\nHost: "
+	    "%s\r\nX-Slow: ", host);
+	/* refused at once: the send may fail, the next poll counts it */
+	if (trickle)
+		send(fd, req, (size_t)len, MSG_NOSIGNAL);
 	return fd;
+}
+
+/* One byte more on every trickling connection (a failure: it is closed). */
+static void
+slow_trickle_all(void)
+{
+	int i, changed = 0;
+
+	for (i = 0; i < slow_n; i++) {
+		if (!slow_trickle[i] || slow_fds[i].fd < 0 ||
+		    send(slow_fds[i].fd, "a", 1, MSG_NOSIGNAL) == 1)
+			continue;
+		close(slow_fds[i].fd);
+		slow_fds[i].fd = -1;
+		slow_closed++;
+		changed = 1;
+	}
+	if (changed)
+		slow_write_status(0);
 }
 
 /* Count and close the connections the listener closed. */
@@ -159,6 +192,7 @@ main(int argc, char **argv)
 	const char *cert = NULL, *key = NULL, *ca = NULL;
 	char err[512];
 	int i, k, n, fd, port, ch;
+	time_t last;
 
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		if (ch == 'c')
@@ -190,7 +224,7 @@ main(int argc, char **argv)
 	for (i = 4; i < argc; i++) {
 		if (sscanf(argv[i], "%15[^:]:%63[^:]:%d", mode, addr, &n) != 3 ||
 		    (strcmp(mode, "idle") != 0 && strcmp(mode, "hello") != 0 &&
-		    strcmp(mode, "tls") != 0) ||
+		    strcmp(mode, "tls") != 0 && strcmp(mode, "trickle") != 0) ||
 		    (strcmp(mode, "tls") == 0 && slow_ctx == NULL) ||
 		    n < 1 || slow_n + n > SLOW_MAX) {
 			fprintf(stderr, "tdslow: bad group '%s'\n", argv[i]);
@@ -198,7 +232,8 @@ main(int argc, char **argv)
 		}
 		for (k = 0; k < n; k++) {
 			fd = slow_dial(addr, argv[1], port,
-			    strcmp(mode, "hello") == 0);
+			    strcmp(mode, "hello") == 0,
+			    strcmp(mode, "trickle") == 0);
 			if (fd == -1)
 				return 2;
 			if (strcmp(mode, "tls") == 0 &&
@@ -206,6 +241,7 @@ main(int argc, char **argv)
 				return 2;
 			slow_fds[slow_n].fd = fd;
 			slow_fds[slow_n].events = POLLIN | POLLRDHUP;
+			slow_trickle[slow_n] = strcmp(mode, "trickle") == 0;
 			slow_n++;
 			slow_opened++;
 			/* take in the refusals as they come */
@@ -214,9 +250,14 @@ main(int argc, char **argv)
 		}
 	}
 	slow_write_status(0);
+	last = time(NULL);
 	while (!slow_stop) {
 		if (poll(slow_fds, slow_n, 200) > 0)
 			slow_reap();
+		if (time(NULL) != last) {
+			last = time(NULL);
+			slow_trickle_all();
+		}
 	}
 	for (i = 0; i < slow_n; i++) {
 		SSL_free(slow_ssl[i]);
