@@ -693,14 +693,14 @@ U=http://127.0.0.1:$HPORT
 qpid=$!
 paused_quota() {
 	get /status "$WORK/q.json" &&
-	    jq -e '.recordings[] | select(.name == "q" and .state == "paused") | .paused_why | test("--quota is full")' \
+	    jq -e '.recordings[] | select(.name == "q" and .state == "paused") | .paused_why | test("--quota")' \
 	    "$WORK/q.json" > /dev/null
 }
 wait_until $((600 * SLOW)) paused_quota
 check "the listener paused it over the --quota" grep -q "over the --quota" "$WORK/l6.log"
 eq "/status says why it pauses: the identity's --quota" \
     "$(jq -r '.recordings[] | select(.name == "q") | "\(.state): \(.paused_why)"' "$WORK/q.json" | sed 's/ (.*//')" \
-    "paused: its identity's --quota is full"
+    "paused: over the --quota of this identity"
 # the agent keeps its data for a resume that cannot come: it goes
 # (SIGKILL, its recorder too) and its instances are removed here
 QKIDS=$(ps --ppid $qpid -o pid=)
