@@ -275,8 +275,9 @@ tsyncudp_intersect(const struct tsyncudp_probe *p, uint32_t n, uint32_t bi,
 }
 
 /*
- * The probes of a round, then their markers; the probe with the smallest
- * bound (local + network + drift between the two) makes the sample.  A
+ * The probes of a round, then their markers; the marker with the smallest
+ * bound (local + the network part of every probe, tsyncudp_intersect())
+ * makes the sample.  A
  * probe waits for its reply up to TSYNCUDP_SPACING_MS, then the next one
  * goes: late replies are taken as they come, their times are the
  * kernels' stamps, so a reply that waited costs nothing but the drift.
