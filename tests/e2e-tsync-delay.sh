@@ -59,8 +59,8 @@ started() {
 	all="$all $p"
 	i=0
 	d=$TRACING/instances/tracedock-$p
-	until [ "$(cat $d/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ] &&
-	    [ "$(cat $d/tracing_on 2>/dev/null)" = 1 ]
+	until [ "$(cat "$d"/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ] &&
+	    [ "$(cat "$d"/tracing_on 2>/dev/null)" = 1 ]
 	do
 		i=$((i + 1))
 		if [ $i -gt $((600 * SLOW)) ] || ! kill -0 $p 2>/dev/null; then
@@ -84,7 +84,9 @@ sleep 0.4
 poke=$!
 wait $poke
 sleep 0.4
+# shellcheck disable=SC2086 # a list of pids
 kill -TERM $all
+# shellcheck disable=SC2086
 wait $all
 # shellcheck disable=SC2086 # a list of pids
 kill -TERM $relays
