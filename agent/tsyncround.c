@@ -26,7 +26,7 @@
  */
 #define TSYNCROUND_IDLE_MS	5
 /* Probes of a round over the probe port (twice as many in an anchor). */
-#define TSYNCROUND_UDP_PROBES	16
+#define TSYNCROUND_UDP_PROBES	48
 /* Longest a round over the probe port may take. */
 #define TSYNCROUND_UDP_MS	100
 /* Rounds in a row without a reply there before the rounds go in-band. */

@@ -219,8 +219,65 @@ tsyncudp_send(struct tsyncudp *u, struct tsync *t, uint32_t round,
 }
 
 /*
- * The probes of a round, then their markers; the probe with the smallest
- * bound (local + network + drift between the two) makes the sample.  A
+ * The network part at probe bi's marker, from every answered probe: each
+ * says theta lies within [off - nbound, off + nbound] during its
+ * exchange, that is within [off - w, off + w] at the marker, w its bound
+ * plus the drift (1000 ppm) over the span from the earlier of its t1 and
+ * the marker's m0 to the later of its t4 and m1.  Every interval holds
+ * the truth, so their intersection does: [theta - d2, theta + d1] for a
+ * probe whose ways took d1 and d2, so the intersection's ends come from
+ * the quickest way out and the quickest way back of any probes, where the
+ * probe with the smallest bound needs both ways quick at once: under
+ * jitter that is what makes a sample precise.  bi's own interval is among
+ * them: never wider than bi alone.
+ *
+ * The estimate is the middle of the intervals without the drift, which
+ * the two clocks' true drift (ppm, not 1000) over a round's few ms keeps
+ * inside their intersection; its bound is its distance to the farther
+ * end of the one with the drift.  If they do not meet (a drift that large
+ * is real), the middle of the latter.
+ */
+static void
+tsyncudp_intersect(const struct tsyncudp_probe *p, uint32_t n, uint32_t bi,
+    int64_t *theta, uint64_t *bound)
+{
+	const struct tsyncudp_probe *r = &p[bi];
+	int64_t lo = INT64_MIN, hi = INT64_MAX, rlo = INT64_MIN;
+	int64_t rhi = INT64_MAX, w, est;
+	uint64_t from, to;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!p[i].ok)
+			continue;
+		from = p[i].t1 < r->m0 ? p[i].t1 : r->m0;
+		to = p[i].t4 > r->m1 ? p[i].t4 : r->m1;
+		w = (int64_t)(p[i].nbound + (to - from) / TSYNCUDP_DRIFT_DIV +
+		    1);
+		if (p[i].off - w > lo)
+			lo = p[i].off - w;
+		if (p[i].off + w < hi)
+			hi = p[i].off + w;
+		if (p[i].off - (int64_t)p[i].nbound > rlo)
+			rlo = p[i].off - (int64_t)p[i].nbound;
+		if (p[i].off + (int64_t)p[i].nbound < rhi)
+			rhi = p[i].off + (int64_t)p[i].nbound;
+	}
+	if (lo > hi) {
+		/* a clock faster than 1000 ppm: bi alone */
+		*theta = r->off;
+		*bound = r->nbound + (r->t4 - r->m0) / TSYNCUDP_DRIFT_DIV + 1;
+		return;
+	}
+	est = rlo <= rhi ? rlo + (rhi - rlo) / 2 : lo + (hi - lo) / 2;
+	*theta = est;
+	*bound = (uint64_t)(hi - est > est - lo ? hi - est : est - lo) + 1;
+}
+
+/*
+ * The probes of a round, then their markers; the marker with the smallest
+ * bound (local + the network part of every probe, tsyncudp_intersect())
+ * makes the sample.  A
  * probe waits for its reply up to TSYNCUDP_SPACING_MS, then the next one
  * goes: late replies are taken as they come, their times are the
  * kernels' stamps, so a reply that waited costs nothing but the drift.
@@ -232,7 +289,8 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
 {
 	struct tsyncudp_probe *p;
 	uint64_t *ts_s, *ts_r, start, idle, now, end, b, best = UINT64_MAX;
-	uint64_t ref, lb, until;
+	uint64_t ref, lb, until, nb = 0;
+	int64_t theta = 0, th;
 	uint32_t i, n, bi = 0, got = 0, answered = 0;
 	uint8_t junk[TD_TSUDP_LEN + 1];
 	int ret = -1;
@@ -284,12 +342,14 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
 		if (!p[i].ok || ts_s[i] == 0)
 			continue;
 		got++;
+		/* each marker with every probe's network part */
 		tsync_moment(t, p[i].m0, p[i].m1, &lb);
-		b = lb + p[i].nbound +
-		    (p[i].t4 - p[i].m0) / TSYNCUDP_DRIFT_DIV + 1;
-		if (b < best) {
-			best = b;
+		tsyncudp_intersect(p, n, i, &th, &b);
+		if (lb + b + 1 < best) {
+			best = lb + b + 1;
 			bi = i;
+			theta = th;
+			nb = b;
 		}
 	}
 	if (got == 0) {
@@ -300,10 +360,10 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
 	}
 	u->silent = 0;
 	u->answered = true;
-	u->theta = p[bi].off;
-	u->theta_bound = p[bi].nbound;
+	u->theta = theta;
+	u->theta_bound = nb;
 	u->theta_at = p[bi].m0;
-	ref = tsync_moment(t, p[bi].m0, p[bi].m1, &lb) + (uint64_t)p[bi].off;
+	ref = tsync_moment(t, p[bi].m0, p[bi].m1, &lb) + (uint64_t)theta;
 	memset(sample, 0, sizeof *sample);
 	sample->round = round;
 	sample->probes = got;

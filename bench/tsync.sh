@@ -33,7 +33,13 @@
 #               kernel's clocks, so the truth is known as before;
 #   netem-asym  the same with netem on the way out only (delay 200us): a
 #               path 200 us longer one way, whose error must stay within
-#               the bound (half of it shows as a constant offset).
+#               the bound (half of it shows as a constant offset);
+#   jitter      for kernels without sch_netem: tests/tddelay, a user-space
+#               netem, between the agents (127.0.0.2) and the listener
+#               (--bind 127.0.0.1), 100 us +- 50 us each way (uniform);
+#   asym        the same, 200 us out and nothing back.
+# The relay's own figures (datagrams, how late they left) follow the
+# samples in the head.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -105,11 +111,12 @@ W=$(mktemp -d /tmp/td-tsync-bench.XXXXXX)
 all=""
 lpid=""
 busy=""
+dpid=""
 ns=""
 # every child must go with the script, whatever ends it: they hold the lock
 cleanup() {
 	trap - EXIT INT TERM HUP PIPE
-	kill $all $lpid $busy 2>/dev/null
+	kill $all $lpid $busy $dpid 2>/dev/null
 	wait 2>/dev/null
 	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
 	[ -n "$ns" ] && ip link del "$ns-h" 2>/dev/null
@@ -127,8 +134,14 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 port=$((30000 + $$ % 20000))
 host=127.0.0.1
 run=""
+lbind=""
 case $MODE in
 quiet|stress) ;;
+jitter|asym)
+	[ -x "$B/tests/tddelay" ] || { echo "no $B/tests/tddelay" >&2; exit 1; }
+	lbind="--bind 127.0.0.1"
+	host=127.0.0.2
+	;;
 veth|netem|netem-asym)
 	ns=tdb$$
 	ip netns add $ns || exit 1
@@ -152,17 +165,35 @@ veth|netem|netem-asym)
 	run="ip netns exec $ns"
 	;;
 *)
-	echo "TD_TSYNC_MODE: quiet, stress, veth, netem or netem-asym" >&2
+	echo "TD_TSYNC_MODE: quiet, stress, veth, netem, netem-asym," \
+	    "jitter or asym" >&2
 	exit 1
 	;;
 esac
 # shellcheck disable=SC2086
-$run "$B/tdlisten" -p $port --insecure -v -d "$W/out" $ivarg > "$W/l.log" 2>&1 &
+$run "$B/tdlisten" -p $port $lbind --insecure -v -d "$W/out" $ivarg > "$W/l.log" 2>&1 &
 lpid=$!
 until grep -q "listening on" "$W/l.log"; do
 	kill -0 $lpid 2>/dev/null || { cat "$W/l.log"; exit 1; }
 	sleep 0.05
 done
+if [ -n "$lbind" ]; then
+	uport=$(sed -n 's/^.*time-sync probes on .* udp port \([0-9]*\).*$/\1/p' \
+	    "$W/l.log")
+	if [ $MODE = jitter ]; then
+		dargs="-o 100us:50us -b 100us:50us"
+	else
+		dargs="-o 200us -b 0"
+	fi
+	# shellcheck disable=SC2086
+	"$B/tests/tddelay" $dargs -u "${uport:-$port}" $host $port 127.0.0.1 \
+	    > "$W/relay.out" 2>&1 &
+	dpid=$!
+	until grep -q ready "$W/relay.out" 2>/dev/null; do
+		kill -0 $dpid 2>/dev/null || { cat "$W/relay.out"; exit 1; }
+		sleep 0.05
+	done
+fi
 
 # start CMD...: run a tdagent, return once its instance records
 started() {
@@ -213,6 +244,11 @@ all=""
 # shellcheck disable=SC2086
 [ -n "$busy" ] && kill $busy 2>/dev/null && wait $busy 2>/dev/null
 busy=""
+if [ -n "$dpid" ]; then
+	kill -TERM $dpid
+	wait $dpid
+	dpid=""
+fi
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # stamps FILE: the times in ns, after trace-cmd's corrections, of the
@@ -248,6 +284,8 @@ paste $cols | awk -v names="$clocks" -f "$top/tests/tsync-err.awk" > "$W/err"
 	    "ms, tree $(git -C "$top" describe --always --dirty 2>/dev/null)"
 	grep "time sync: [0-9]* samples" "$W/l.log" | grep -v "'storm" |
 	    sed 's/^.* \(.[a-z0-9_-]*.\) ([0-9.]*:[0-9]*): /  \1 /'
+	[ -f "$W/relay.out" ] && grep -v ready "$W/relay.out" | sed 's/^/  /'
+	true
 } > "$W/head"
 [ -n "${TD_KEEP:-}" ] && echo "files kept in $W"
 report "$W"
