@@ -72,17 +72,6 @@ registry_find(const char *identity, uint64_t recording_id)
 	return NULL;
 }
 
-void *
-registry_find_trace(uint64_t trace_id)
-{
-	struct registry_entry *e;
-
-	for (e = registry_list; e != NULL; e = e->next)
-		if (e->trace_id == trace_id)
-			return e->rec;
-	return NULL;
-}
-
 int
 registry_count(const char *identity)
 {
