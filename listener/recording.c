@@ -25,6 +25,7 @@
 
 #include "budget.h"
 #include "checkpoint.h"
+#include "clock.h"
 #include "compress.h"
 #include "guests.h"
 #include "hcache.h"
@@ -46,7 +47,7 @@
 static uint64_t
 recording_now_ms(void)
 {
-	return timesync_now(CLOCK_MONOTONIC) / 1000000;
+	return td_clock_now_ms();
 }
 
 /* Fail an action: -1, with whose fault and why. */
