@@ -45,6 +45,7 @@
 
 #include <event2/event.h>
 
+#include "admit.h"
 #include "clock.h"
 #include "listener.h"
 #include "log.h"

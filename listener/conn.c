@@ -41,11 +41,13 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
+#include "admit.h"
 #include "buf.h"
 #include "conn.h"
 #include "conn-tls.h"
 #include "listener.h"
 #include "log.h"
+#include "output.h"
 #include "preamble.h"
 #include "registry.h"
 #include "session.h"

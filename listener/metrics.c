@@ -19,10 +19,12 @@
 
 #include <event2/buffer.h>
 
+#include "admit.h"
 #include "budget.h"
 #include "conn.h"
 #include "listener.h"
 #include "metrics.h"
+#include "output.h"
 #include "reload.h"
 #include "onfinish.h"
 #include "recording.h"

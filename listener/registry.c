@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "finished.h"
 #include "listener.h"
 #include "registry.h"
 #include "xmalloc.h"

@@ -28,9 +28,11 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "finished.h"
 #include "hcache.h"
 #include "listener.h"
 #include "log.h"
+#include "output.h"
 #include "probeport.h"
 #include "recording.h"
 #include "registry.h"
