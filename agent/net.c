@@ -35,15 +35,6 @@
 #define NET_USER_TIMEOUT_MS	15000
 
 /* "what: strerror(errno)" into err. */
-static uint64_t
-net_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static int
 net_err(char *err, size_t errlen, const char *what)
 {
@@ -120,7 +111,7 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	}
 	if (resume)
 		h.flags |= TD_HELLO_RESUME;
-	t1 = net_now_ns();
+	t1 = td_clock_now_ns();
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
 	if (td_msg_pack_hello(&b, &h) == -1 ||
 	    conn_write_all(c, b.data, b.len, NULL) == -1) {
@@ -154,7 +145,7 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	 * thread must not touch n): the listener read its clock for WELCOME
 	 * after HELLO left and before WELCOME came, so within half that.
 	 */
-	t4 = net_now_ns();
+	t4 = td_clock_now_ns();
 	if (!resume && w->version >= 5 && w->ref_ns != 0)
 		net_tsync_estimate(n,
 		    (int64_t)(w->ref_ns - (t1 + (t4 - t1) / 2)),

@@ -1,5 +1,6 @@
 /*
- * clock.c: the monotonic clock in milliseconds (see clock.h).
+ * clock.c: the monotonic clock in milliseconds and nanoseconds (see
+ * clock.h).
  */
 #include <time.h>
 
@@ -13,4 +14,13 @@ td_clock_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t
+td_clock_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }

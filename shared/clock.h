@@ -1,5 +1,6 @@
 /*
- * clock.h: the time deadlines, timeouts and backoffs are measured in.
+ * clock.h: the time deadlines, timeouts, backoffs and probes are measured
+ * in.
  *
  * CLOCK_MONOTONIC, so a change of the wall clock moves no deadline.
  * Nothing here logs or fails (clock_gettime() of CLOCK_MONOTONIC cannot
@@ -12,5 +13,7 @@
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t	td_clock_now_ms(void);
+/* Nanoseconds of CLOCK_MONOTONIC. */
+uint64_t	td_clock_now_ns(void);
 
 #endif
