@@ -27,6 +27,7 @@
 #include <openssl/ssl.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "conn.h"
 #include "resync.h"
 #include "tdlimits.h"
@@ -288,16 +289,6 @@ conn_tls(struct conn *c, const struct conn_target *t, SSL_CTX *ctx,
 	return 0;
 }
 
-/* Milliseconds of CLOCK_MONOTONIC. */
-static int64_t
-conn_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A fresh nonce: random, or at worst different from the last one. */
 static void
 conn_nonce(uint8_t nonce[TD_RESYNC_NONCE_LEN])
@@ -341,7 +332,7 @@ conn_resync(struct conn *c, int ms, char *err, size_t errlen)
 	conn_nonce(nonce);
 	td_resync_pack(pre, nonce);
 	c->preambles = 1;
-	now = conn_now_ms();
+	now = (int64_t)td_clock_now_ms();
 	end = now + ms;
 	repeat = now + CONN_RESYNC_REPEAT_MS;
 	for (;;) {
@@ -378,7 +369,7 @@ conn_resync(struct conn *c, int ms, char *err, size_t errlen)
 			}
 			continue;
 		}
-		if ((now = conn_now_ms()) >= end) {
+		if ((now = (int64_t)td_clock_now_ms()) >= end) {
 			snprintf(err, errlen, "no answer to the "
 			    "resynchronisation preamble within %d s (%u "
 			    "written, %" PRIu64 " bytes discarded)", ms / 1000,

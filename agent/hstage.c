@@ -76,12 +76,6 @@ hstage_free(struct hstage *h)
 	free(h);
 }
 
-bool
-hstage_open(const struct hstage *h)
-{
-	return h->open;
-}
-
 int
 hstage_begin(struct hstage *h, uint16_t id)
 {

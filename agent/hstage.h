@@ -25,8 +25,6 @@ struct td_section_have;
 /* A stage for up to TD_HCACHE_OFFER_MAX sections; NULL with errno. */
 struct hstage	*hstage_new(void);
 void		 hstage_free(struct hstage *h);
-/* Whether a section is being staged (begun, not ended). */
-bool		 hstage_open(const struct hstage *h);
 int		 hstage_begin(struct hstage *h, uint16_t id);
 int		 hstage_write(struct hstage *h, const void *p, size_t n);
 int		 hstage_end(struct hstage *h);

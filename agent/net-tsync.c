@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "net.h"
 #include "net-local.h"
@@ -16,15 +17,6 @@
 
 /* Two clocks drift apart by at most 1 / this (NTP slews each 500 ppm). */
 #define NET_DRIFT_DIV		1000
-
-static uint64_t
-net_tsync_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* WELCOME's probe port (version 5); its socket is made at the first round. */
 void
@@ -58,7 +50,7 @@ net_tsync_udp(struct net *n, char *err, size_t errlen)
 void
 net_tsync_estimate(struct net *n, int64_t theta, uint64_t bound, uint64_t at)
 {
-	uint64_t now = net_tsync_now_ns(), b0, b1;
+	uint64_t now = td_clock_now_ns(), b0, b1;
 
 	b1 = bound + (now > at ? now - at : 0) / NET_DRIFT_DIV;
 	b0 = n->est_bound + (now > n->est_at ? now - n->est_at : 0) /

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "collectors.h"
 #include "conn.h"
 #include "hstage.h"
@@ -33,25 +34,7 @@
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
 
-static uint64_t
-net_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* "what: strerror(errno)" into err. */
-static uint64_t
-net_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static int
 net_err(char *err, size_t errlen, const char *what)
 {
@@ -128,7 +111,7 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	}
 	if (resume)
 		h.flags |= TD_HELLO_RESUME;
-	t1 = net_now_ns();
+	t1 = td_clock_now_ns();
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
 	if (td_msg_pack_hello(&b, &h) == -1 ||
 	    conn_write_all(c, b.data, b.len, NULL) == -1) {
@@ -162,7 +145,7 @@ net_open(struct net *n, bool resume, struct conn **cp,
 	 * thread must not touch n): the listener read its clock for WELCOME
 	 * after HELLO left and before WELCOME came, so within half that.
 	 */
-	t4 = net_now_ns();
+	t4 = td_clock_now_ns();
 	if (!resume && w->version >= 5 && w->ref_ns != 0)
 		net_tsync_estimate(n,
 		    (int64_t)(w->ref_ns - (t1 + (t4 - t1) / 2)),
@@ -272,7 +255,7 @@ net_start(struct net *n, int i, char *err, size_t errlen)
 	n->tsync_interval = w.tsync_interval;
 	net_tsync_welcome(n, &w);
 	n->idle_timeout = w.idle_timeout;
-	n->up_since_ms = net_now_ms();
+	n->up_since_ms = td_clock_now_ms();
 	conn_set_blocking(n->c, false, n->np.timeout * 1000);
 	return 0;
 }
@@ -600,7 +583,7 @@ net_flush(struct net *n, char *err, size_t errlen)
 		if (w == -1)
 			return net_err(err, errlen, "lost the listener");
 		stream_sent(n->s, (size_t)w);
-		n->last_send_ms = net_now_ms();
+		n->last_send_ms = td_clock_now_ms();
 	}
 	if (conn_wflush(n->c) == -1) {
 		snprintf(err, errlen, "lost the listener: %s", strerror(errno));
@@ -616,7 +599,7 @@ net_flush(struct net *n, char *err, size_t errlen)
 int
 net_flush_to(struct net *n, size_t limit, int ms, char *err, size_t errlen)
 {
-	uint64_t end = net_now_ms() + (uint64_t)ms, now;
+	uint64_t end = td_clock_now_ms() + (uint64_t)ms, now;
 	int ev;
 
 	while (net_pending(n) > limit) {
@@ -624,7 +607,7 @@ net_flush_to(struct net *n, size_t limit, int ms, char *err, size_t errlen)
 			return -1;
 		if (net_pending(n) <= limit || !net_want_write(n))
 			break;
-		if ((now = net_now_ms()) >= end)
+		if ((now = td_clock_now_ms()) >= end)
 			break;
 		if ((ev = conn_poll(n->c, POLLOUT | POLLIN,
 		    (int)(end - now))) <= 0)
@@ -721,7 +704,7 @@ net_keepalive(struct net *n, char *err, size_t errlen)
 	int r;
 
 	if (!net_up(n) || n->idle_timeout == 0 || net_pending(n) != 0 ||
-	    stream_batch_open(n->s) || net_now_ms() - n->last_send_ms <
+	    stream_batch_open(n->s) || td_clock_now_ms() - n->last_send_ms <
 	    (uint64_t)n->idle_timeout * 1000 / 3)
 		return 0;
 	td_buf_init(&b, TD_FRAME_HEADER);
@@ -730,7 +713,7 @@ net_keepalive(struct net *n, char *err, size_t errlen)
 	r = conn_write_all(n->c, b.data, b.len, NULL);
 	conn_set_blocking(n->c, false, n->np.timeout * 1000);
 	td_buf_free(&b);
-	n->last_send_ms = net_now_ms();
+	n->last_send_ms = td_clock_now_ms();
 	if (r == -1)
 		return net_err(err, errlen, "lost the listener");
 	return 0;
@@ -755,7 +738,7 @@ void
 net_down(struct net *n)
 {
 	/* a connection that lived a while starts the backoff afresh */
-	if (net_now_ms() - n->up_since_ms > 10000)
+	if (td_clock_now_ms() - n->up_since_ms > 10000)
 		reconnect_reset(n->rc);
 	conn_close(n->c, false);
 	n->c = NULL;
@@ -797,7 +780,7 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 	n->reconnects++;
 	n->retry_later = false;
 	conn_set_blocking(n->c, false, n->np.timeout * 1000);
-	n->last_send_ms = n->up_since_ms = net_now_ms();
+	n->last_send_ms = n->up_since_ms = td_clock_now_ms();
 	/* a DONE may follow at once: the recording was finished already */
 	return net_frames(n, err, errlen);
 }
@@ -824,9 +807,9 @@ net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 	}
 	err[0] = '\0';
 	down_ms = 0;
-	last = net_now_ms();
+	last = td_clock_now_ms();
 	while (room ? !net_relieved(n) && !n->done : !n->done) {
-		now = net_now_ms();
+		now = td_clock_now_ms();
 		if (!net_up(n))
 			down_ms += now - last;
 		last = now;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "reconnect.h"
 #include "tdproto.h"
@@ -42,15 +43,6 @@ struct reconnect {
 	int		 status;	/* 0 up, -1 given up */
 	char		 err[512];
 };
-
-static uint64_t
-reconnect_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A reconnector that dials with dial_cb (reconnect.h). */
 struct reconnect *
@@ -81,7 +73,7 @@ reconnect_backoff(struct reconnect *rc)
 	unsigned int r;
 
 	if (getrandom(&r, sizeof r, 0) != sizeof r)
-		r = (unsigned int)reconnect_now_ms();
+		r = (unsigned int)td_clock_now_ms();
 	wait = rc->delay / 2 + r % (rc->delay + 1);
 	if (!rc->stop) {
 		struct pollfd pfd = { rc->stopfd, POLLIN, 0 };

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "conn.h"
 #include "log.h"
 #include "standby.h"
@@ -58,15 +59,6 @@ struct standby {
 	bool			 before_go;	/* it has not been let trace */
 	bool			 quit;
 };
-
-static uint64_t
-standby_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Send one whole frame b: 0, or -1 (the connection is gone then). */
 static int
@@ -722,7 +714,7 @@ standby_main(int argc, char **argv)
 	td_buf_init(&ka, TD_FRAME_HEADER);
 	td_msg_pack_keepalive(&ka);
 	while (!sb->quit || sb->child != 0) {
-		now = standby_now_ms();
+		now = td_clock_now_ms();
 		if (sb->c == NULL && !sb->quit) {
 			if (standby_dial(sb, err, sizeof err) == -1) {
 				log_warnx("collector %s: %s (again in %.1f s)",
@@ -731,14 +723,14 @@ standby_main(int argc, char **argv)
 				until = now + backoff / 2 +
 				    (uint64_t)random() % (backoff + 1);
 				while (!sb->quit &&
-				    (now = standby_now_ms()) < until)
+				    (now = td_clock_now_ms()) < until)
 					standby_wait(sb, (int)(until - now));
 				if (backoff < STANDBY_BACKOFF_MAX * 1000)
 					backoff *= 2;
 				continue;
 			}
 			backoff = 1000;
-			next_ka = standby_now_ms() + sb->keepalive_ms;
+			next_ka = td_clock_now_ms() + sb->keepalive_ms;
 			continue;
 		}
 		if (sb->c != NULL && now >= next_ka) {

@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "clock.h"
 #include "net.h"
 #include "tdproto.h"
 #include "tsync.h"
@@ -37,10 +38,7 @@
 static uint64_t
 tsyncround_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return td_clock_now_ms();
 }
 
 /*

@@ -45,6 +45,8 @@
 
 #include <event2/event.h>
 
+#include "admit.h"
+#include "clock.h"
 #include "listener.h"
 #include "log.h"
 #include "tdlimits.h"
@@ -137,15 +139,6 @@ admit_key_of(int fd, const struct sockaddr *sa, struct admit_key *k)
 	}
 }
 
-static uint64_t
-admit_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The entry of the address k, NULL when it holds no slot. */
 static struct admit_addr *
 admit_addr_find(const struct admit_key *k)
@@ -213,7 +206,7 @@ admit_check(int fd, const struct sockaddr *sa, void **victim)
 	for (i = 0, old = NULL; i < admit_nslots; i++)
 		if (old == NULL || admit_slots[i].seq < old->seq)
 			old = &admit_slots[i];
-	if (old != NULL && admit_now_ms() - old->since_ms >=
+	if (old != NULL && td_clock_now_ms() - old->since_ms >=
 	    admit_min_age_ms) {
 		*victim = old->owner;
 		return ADMIT_EVICT;
@@ -234,7 +227,7 @@ admit_add(int fd, const struct sockaddr *sa, void *owner)
 	admit_key_of(fd, sa, &sl->key);
 	sl->owner = owner;
 	sl->seq = admit_seq++;
-	sl->since_ms = admit_now_ms();
+	sl->since_ms = td_clock_now_ms();
 	if ((a = admit_addr_find(&sl->key)) == NULL) {
 		a = &admit_addrs[admit_naddrs++];
 		a->key = sl->key;

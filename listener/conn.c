@@ -40,12 +40,14 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
-#include <openssl/err.h>
 
+#include "admit.h"
 #include "buf.h"
 #include "conn.h"
+#include "conn-tls.h"
 #include "listener.h"
 #include "log.h"
+#include "output.h"
 #include "preamble.h"
 #include "registry.h"
 #include "session.h"
@@ -597,37 +599,6 @@ conn_handshake_done(struct conn *c)
 	c->state = C_OPEN;
 }
 
-/* Words for a connection's error event. */
-static void
-conn_error_words(struct conn *c, char *msg, size_t len)
-{
-	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
-	unsigned long e = bufferevent_get_openssl_error(c->bev);
-	char reason[256], why[400];
-
-	if (c->required && preamble_seen(ssl))
-		snprintf(msg, len, "a new session's resynchronisation preamble "
-		    "came in the middle of this one: the agent started over "
-		    "(a guest rebooted, or a new tdagent)");
-	else if (c->state == C_HANDSHAKE && ssl != NULL &&
-	    SSL_get_verify_result(ssl) != X509_V_OK)
-		td_tls_handshake_error(ssl, msg, len, "TLS handshake refused");
-	else if (e != 0) {
-		ERR_error_string_n(e, reason, sizeof reason);
-		snprintf(msg, len, "%s: %s", c->state == C_HANDSHAKE ?
-		    "TLS handshake refused" : "TLS error", reason);
-		/* what the agent's alert or its bytes mean, and the fix */
-		if (c->state == C_HANDSHAKE && ssl != NULL) {
-			td_tls_explain(ssl, e, why, sizeof why);
-			if (why[0] != '\0' && strlen(msg) < len)
-				snprintf(msg + strlen(msg), len - strlen(msg),
-				    " (%s)", why);
-		}
-	} else
-		snprintf(msg, len, "connection error: %s",
-		    strerror(EVUTIL_SOCKET_ERROR()));
-}
-
 static void
 conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
@@ -645,7 +616,8 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 			conn_refuse(c, "connection closed before the end of "
 			    "the recording");
 		else {
-			conn_error_words(c, msg, sizeof msg);
+			conn_tls_error(c->bev, c->required,
+			    c->state == C_HANDSHAKE, msg, sizeof msg);
 			conn_refuse(c, msg);
 		}
 		return;
@@ -676,7 +648,8 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_ERROR) {
-		conn_error_words(c, msg, sizeof msg);
+		conn_tls_error(c->bev, c->required,
+			    c->state == C_HANDSHAKE, msg, sizeof msg);
 		conn_lost(c, msg);
 	}
 }
@@ -708,24 +681,12 @@ static void
 conn_begin(struct conn *c)
 {
 	char identity[TD_MAX_NAME_LEN + 1];
+	const char *why = "out of memory";
 	struct timeval tv;
-	SSL *ssl;
 
 	if (conn_ctx != NULL) {
-		if ((ssl = SSL_new(conn_ctx)) == NULL) {
-			conn_refuse(c, "cannot start TLS");
-			return;
-		}
-		SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-		if (c->big)
-			sockio_tls(ssl);
-		/* a byte pipe: a new session's preamble may come in this one */
-		if (c->required)
-			preamble_watch(ssl, c->fd);
-		c->bev = bufferevent_openssl_socket_new(conn_base, c->fd, ssl,
-		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-		if (c->bev != NULL)
-			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+		c->bev = conn_tls_new(conn_base, conn_ctx, c->fd, c->big,
+		    c->required, &why);
 		c->state = C_HANDSHAKE;
 	} else {
 		c->bev = bufferevent_socket_new(conn_base, c->fd,
@@ -733,7 +694,7 @@ conn_begin(struct conn *c)
 		c->state = C_OPEN;
 	}
 	if (c->bev == NULL) {
-		conn_refuse(c, "out of memory");
+		conn_refuse(c, why);
 		return;
 	}
 	c->fd = -1;	/* the bufferevent's */

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "finished.h"
 #include "listener.h"
 #include "xmalloc.h"
 #include "banned.h"

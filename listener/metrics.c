@@ -25,10 +25,12 @@
 #include <event2/event.h>
 #include <openssl/crypto.h>
 
+#include "admit.h"
 #include "budget.h"
 #include "conn.h"
 #include "listener.h"
 #include "metrics.h"
+#include "output.h"
 #include "reload.h"
 #include "onfinish.h"
 #include "procstat.h"

@@ -40,6 +40,7 @@
 #include "listener.h"
 #include "log.h"
 #include "onfinish.h"
+#include "output.h"
 #include "tdlimits.h"
 #include "xmalloc.h"
 #include "banned.h"

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "listener.h"
+#include "output.h"
 #include "reclock.h"
 #include "tdfile.h"
 #include "xmalloc.h"

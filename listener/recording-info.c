@@ -11,6 +11,7 @@
 
 #include "checkpoint.h"
 #include "listener.h"
+#include "output.h"
 #include "recording.h"
 #include "recording-local.h"
 #include "tally.h"

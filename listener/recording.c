@@ -25,11 +25,14 @@
 
 #include "budget.h"
 #include "checkpoint.h"
+#include "clock.h"
 #include "compress.h"
+#include "finished.h"
 #include "guests.h"
 #include "hcache.h"
 #include "listener.h"
 #include "log.h"
+#include "output.h"
 #include "page.h"
 #include "recording.h"
 #include "recording-local.h"
@@ -46,7 +49,7 @@
 static uint64_t
 recording_now_ms(void)
 {
-	return timesync_now(CLOCK_MONOTONIC) / 1000000;
+	return td_clock_now_ms();
 }
 
 /* Fail an action: -1, with whose fault and why. */

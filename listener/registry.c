@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "finished.h"
 #include "listener.h"
 #include "registry.h"
 #include "xmalloc.h"
@@ -68,17 +69,6 @@ registry_find(const char *identity, uint64_t recording_id)
 	for (e = registry_list; e != NULL; e = e->next)
 		if (e->recording_id == recording_id &&
 		    strcmp(e->identity, identity) == 0)
-			return e->rec;
-	return NULL;
-}
-
-void *
-registry_find_trace(uint64_t trace_id)
-{
-	struct registry_entry *e;
-
-	for (e = registry_list; e != NULL; e = e->next)
-		if (e->trace_id == trace_id)
 			return e->rec;
 	return NULL;
 }

@@ -18,14 +18,12 @@
 struct finished;
 struct registry_entry;
 
-/* Index rec by identity, recording_id and trace_id. */
+/* Index rec by identity and recording_id (trace_id is kept, unread). */
 struct registry_entry *registry_add(void *rec, const char *identity,
 		    uint64_t recording_id, uint64_t trace_id);
 void		 registry_remove(struct registry_entry *e);
 /* The open recording of identity with recording_id, or NULL. */
 void		*registry_find(const char *identity, uint64_t recording_id);
-/* The open recording with trace_id, or NULL. */
-void		*registry_find_trace(uint64_t trace_id);
 /* Open recordings of identity. */
 int		 registry_count(const char *identity);
 /*

@@ -32,6 +32,7 @@
 #include "guests.h"
 #include "listener.h"
 #include "log.h"
+#include "output.h"
 #include "recording.h"
 #include "recording-local.h"
 #include "reclock.h"

@@ -55,20 +55,15 @@ struct session {
 };
 
 /*
- * End s with an ERROR of code saying reason (logged; NULL: quietly): the
- * verdict for its connection.
+ * STANDBY, the first frame of a standby agent (session-standby.c): 0, s
+ * is a standby session now with its entry in standby.c (its WELCOME to
+ * queue), or -1: end it with an ERROR of *code saying why (len bytes).
+ * session-standby.c never calls session.c: it answers, session.c acts.
  */
-enum session_verdict session_end_with(struct session *s, uint32_t code,
-	    const char *reason);
-
-/* Queue a WELCOME (version s->version) into s's output. */
-void	session_welcome(struct session *s, bool resumed, uint64_t trace_id,
-	    uint64_t offset);
-/* STANDBY, the first frame of a standby agent (session-standby.c). */
-enum session_verdict session_standby(struct session *s,
-	    const struct td_frame *f);
-/* A later frame of a standby agent's. */
-enum session_verdict session_standby_frame(struct session *s,
-	    const struct td_frame *f);
+int	session_standby_admit(struct session *s, const struct td_frame *f,
+	    uint32_t *code, char *why, size_t len);
+/* A later frame of a standby agent's: 0, or -1 to close it saying why. */
+int	session_standby_frame(struct session *s, const struct td_frame *f,
+	    char *why, size_t len);
 
 #endif

@@ -44,52 +44,62 @@ session_send_cb(void *arg, const void *p, size_t n)
 	return 0;
 }
 
-/* STANDBY: the agent waits for START; it gets a WELCOME (no recording). */
-enum session_verdict
-session_standby(struct session *s, const struct td_frame *f)
+/*
+ * STANDBY: the agent waits for START, with an entry in standby.c.
+ * Nothing here ends a session or queues a WELCOME: session.c does both
+ * (this file never calls it).
+ */
+int
+session_standby_admit(struct session *s, const struct td_frame *f,
+    uint32_t *code, char *why, size_t len)
 {
 	struct td_standby st;
-	char why[200];
 
-	if (td_msg_unpack_standby(f, &st) == -1)
-		return session_close(s, "malformed STANDBY");
-	if (s->resume_only)
-		return session_end_with(s, TD_ERR_RETRY, SESSION_FULL);
+	*code = TD_ERR_RETRY;
+	if (td_msg_unpack_standby(f, &st) == -1) {
+		*code = TD_ERR_FATAL;
+		snprintf(why, len, "malformed STANDBY");
+		return -1;
+	}
+	if (s->resume_only) {
+		snprintf(why, len, "%s", SESSION_FULL);
+		return -1;
+	}
 	/* one certificate must not fill --max-sessions with standbys */
 	if (standby_count(s->identity) >= s->cfg->max_standby_per_identity) {
-		snprintf(why, sizeof why, "'%s' has %d standby connections "
+		snprintf(why, len, "'%s' has %d standby connections "
 		    "already (--max-standby-per-identity): come back later",
 		    s->identity, s->cfg->max_standby_per_identity);
-		return session_end_with(s, TD_ERR_RETRY, why);
+		return -1;
 	}
 	s->version = TD_PROTO_VERSION;
 	s->phase = SESSION_STANDBY;
 	snprintf(s->label, sizeof s->label, "standby %s (%s)", s->identity,
 	    s->peer);
-	session_welcome(s, false, 0, 0);
+	/* it sends nothing now: the WELCOME goes first */
 	s->sb = standby_add(s->identity, s->peer, &st, session_send_cb, s);
-	return SESSION_GO;
+	return 0;
 }
 
-/* A frame of a standby agent's. */
-enum session_verdict
-session_standby_frame(struct session *s, const struct td_frame *f)
+int
+session_standby_frame(struct session *s, const struct td_frame *f,
+    char *why, size_t len)
 {
 	struct td_answer a;
-	char msg[96];
 
 	switch (f->type) {
 	case TD_MSG_KEEPALIVE:
-		return SESSION_GO;
+		return 0;
 	case TD_MSG_ANSWER:
-		if (td_msg_unpack_answer(f, &a) == -1)
-			return session_close(s, "malformed ANSWER");
+		if (td_msg_unpack_answer(f, &a) == -1) {
+			snprintf(why, len, "malformed ANSWER");
+			return -1;
+		}
 		standby_answer(s->sb, &a);
-		return SESSION_GO;
+		return 0;
 	default:
-		snprintf(msg, sizeof msg, "%s from a standby agent",
+		snprintf(why, len, "%s from a standby agent",
 		    td_msg_name(f->type));
-		return session_close(s, msg);
+		return -1;
 	}
 }
-

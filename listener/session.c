@@ -28,9 +28,11 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "finished.h"
 #include "hcache.h"
 #include "listener.h"
 #include "log.h"
+#include "output.h"
 #include "probeport.h"
 #include "recording.h"
 #include "registry.h"
@@ -173,7 +175,7 @@ session_set_label(struct session *s, const char *name)
  * ERROR of code when there is a reason it can hear.  The recording is
  * finished or kept as incomplete at once.
  */
-enum session_verdict
+static enum session_verdict
 session_end_with(struct session *s, uint32_t code, const char *reason)
 {
 	bool tell = reason != NULL && s->phase != SESSION_DONE &&
@@ -298,7 +300,7 @@ session_account(struct session *s, uint64_t extra)
 	return session_pause(s, why, ENOMEM);
 }
 
-void
+static void
 session_welcome(struct session *s, bool resumed, uint64_t trace_id,
     uint64_t offset)
 {
@@ -769,13 +771,20 @@ session_frame(struct session *s, const struct td_frame *f, uint64_t rx_ns,
     int conns)
 {
 	enum session_verdict v;
+	char why[200];
+	uint32_t code;
 
-	if (s->phase == SESSION_HELLO && f->type == TD_MSG_STANDBY)
-		return session_standby(s, f);
+	if (s->phase == SESSION_HELLO && f->type == TD_MSG_STANDBY) {
+		if (session_standby_admit(s, f, &code, why, sizeof why) == -1)
+			return session_end_with(s, code, why);
+		session_welcome(s, false, 0, 0);
+		return SESSION_GO;
+	}
 	if (s->phase == SESSION_HELLO)
 		return session_hello(s, f, conns);
 	if (s->phase == SESSION_STANDBY)
-		return session_standby_frame(s, f);
+		return session_standby_frame(s, f, why, sizeof why) == -1 ?
+		    session_close(s, why) : SESSION_GO;
 	if (s->phase != SESSION_STREAM)
 		return session_close(s, "data after END");
 	recording_received(s->rec, f->total);

@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "listener.h"
 #include "log.h"
+#include "output.h"
 #include "standby.h"
 #include "tdproto.h"
 #include "xmalloc.h"

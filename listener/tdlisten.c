@@ -20,9 +20,11 @@
 
 #include <event2/event.h>
 
+#include "admit.h"
 #include "budget.h"
 #include "conn.h"
 #include "control.h"
+#include "finished.h"
 #include "httpd.h"
 #include "hcache.h"
 #include "history.h"
@@ -33,6 +35,7 @@
 #include "memtrim.h"
 #include "onfinish.h"
 #include "notify.h"
+#include "output.h"
 #include "recording.h"
 #include "reload.h"
 #include "rotate.h"

@@ -60,10 +60,13 @@
 #include <event2/listener.h>
 
 #include "acceptpause.h"
+#include "admit.h"
 #include "budget.h"
 #include "buf.h"
 #include "conn.h"
+#include "finished.h"
 #include "listener.h"
+#include "output.h"
 #include "server.h"
 #include "log.h"
 #include "recording.h"

@@ -47,6 +47,7 @@
 
 #include "acceptpause.h"
 #include "listener.h"
+#include "output.h"
 #include "server.h"
 #include "log.h"
 #include "recording.h"

@@ -56,20 +56,6 @@ log_init(const char *progname, int verbosity, int to_syslog)
 		openlog(progname, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
-/* Change the verbosity after log_init(). */
-void
-log_set_verbose(int verbosity)
-{
-	log_verbosity = verbosity;
-}
-
-/* Return the current verbosity (-1 quiet .. 2 debug). */
-int
-log_get_verbose(void)
-{
-	return log_verbosity;
-}
-
 /* Run hook before exiting from fatal() or fatalx(). */
 void
 log_set_fatal_hook(void (*hook)(void))

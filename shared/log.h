@@ -16,8 +16,6 @@
 #define TD_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 void	log_init(const char *progname, int verbosity, int to_syslog);
-void	log_set_verbose(int verbosity);
-int	log_get_verbose(void);
 void	log_set_fatal_hook(void (*hook)(void));
 /* Prefix stderr lines with an ISO 8601 UTC time (for log files). */
 void	log_set_timestamps(int on);

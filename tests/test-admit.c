@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
+#include "admit.h"
 #include "listener.h"
 #include "log.h"
 

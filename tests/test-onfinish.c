@@ -27,6 +27,7 @@
 
 #include "listener.h"
 #include "onfinish.h"
+#include "output.h"
 #include "tdlimits.h"
 
 /* A temporary directory, the loop and a runner on it. */

@@ -67,6 +67,7 @@
 #include "budget.h"
 #include "buf.h"
 #include "compress.h"
+#include "finished.h"
 #include "listener.h"
 #include "log.h"
 #include "recording.h"
