@@ -864,8 +864,6 @@ page_cb(void *arg, const void *page, size_t len)
 static void
 check_file(const char *path)
 {
-	static const enum td_opt text_opts[] = { TD_OPT_DATE,
-	    TD_OPT_TD_TSYNC };
 	static const uint8_t no_cmdlines[8];
 	struct td_read *r = td_read_open(path);
 	uint64_t h[2], want_hash, want_len;
@@ -913,12 +911,13 @@ check_file(const char *path)
 		    8) == 0 && td_read_option(r, TD_OPT_TRACEID, 1, &b) == -1));
 	}
 	FUZZ_CHECK(td_read_option(r, TD_OPT_TD_GUEST, 0, &b) == -1);
+	/* never tracedock's own 0x7464: libtracecmd warns of it (issue 28) */
+	FUZZ_CHECK(td_read_option(r, TD_OPT_TD_TSYNC, 0, &b) == -1);
 	if (td_read_option(r, TD_OPT_TIME_SHIFT, 0, &b) == 0) {
 		check_time_shift(b.data, b.len);
-		for (i = 0; i < 2; i++)
-			FUZZ_CHECK(td_read_option(r, text_opts[i], 0, &b) ==
-			    0 && b.len > 0 && memchr(b.data, '\0', b.len) ==
-			    b.data + b.len - 1);
+		FUZZ_CHECK(td_read_option(r, TD_OPT_DATE, 0, &b) == 0 &&
+		    b.len > 0 && memchr(b.data, '\0', b.len) ==
+		    b.data + b.len - 1);
 	}
 	for (i = 0; i < m.ncpus; i++) {
 		h[0] = FUZZ_FNV_INIT;
