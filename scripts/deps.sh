@@ -11,6 +11,8 @@
 # 145 MB to download, 750 MB installed: 22 s from a nearby mirror).
 # tests/e2e-service.sh checks systemd/tdlisten.service with systemd-analyze
 # (the systemd package: installed, never started).
+# tests/e2e-tsync.sh opens a time-synced file in KernelShark under xvfb
+# (kernelshark, xvfb, xauth) to see that it warns of nothing.
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
 libevent-dev libssl-dev zlib1g-dev libzstd-dev
@@ -18,7 +20,7 @@ libtracefs-dev libtraceevent-dev trace-cmd util-linux procps openssl"
 [ "${1:-}" = --build ] || PKGS="$PKGS libtracecmd-dev libcmocka-dev
 time iproute2 valgrind
 qemu-system-x86 busybox-static cpio uftrace
-curl jq prometheus chromium systemd"
+curl jq prometheus chromium systemd kernelshark xvfb xauth"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

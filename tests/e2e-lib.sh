@@ -167,6 +167,38 @@ tc_clean() {
 	    2> "$WORK/dump.err" && [ ! -s "$WORK/dump.err" ]
 }
 
+# tools_clean FILE: every other tool people open a trace.dat with opens
+# FILE with nothing on stderr but its progress lines (issue 28: zero
+# warnings): trace-cmd report --verbose, split, convert, libtracecmd
+# (tests/tdcount) and, where it is installed, KernelShark's loader under
+# xvfb (killed once it has read the file: Qt's XDG_RUNTIME_DIR note is not
+# a warning about the file).  What was said: $WORK/tools.err
+tools_clean() {
+	: > "$WORK/tools.err"
+	for _t in "report --verbose" "split -o $WORK/tools-split.dat" \
+	    "convert -o $WORK/tools-conv.dat"; do
+		# shellcheck disable=SC2086 # _t is the subcommand and its -o
+		trace-cmd $_t -i "$1" 2>&1 >/dev/null |
+		    grep -v '^CPU[0-9]* data recorded at offset\|^ *[0-9]* bytes in size' |
+		    sed "s|^|trace-cmd ${_t%% -o*}: |" >> "$WORK/tools.err"
+	done
+	rm -f "$WORK"/tools-split.dat* "$WORK/tools-conv.dat"
+	"$B/tests/tdcount" "$1" 2>&1 >/dev/null | sed 's|^|libtracecmd: |' \
+	    >> "$WORK/tools.err"
+	if command -v kernelshark >/dev/null && command -v xvfb-run >/dev/null
+	then
+		timeout 20 xvfb-run -a kernelshark "$1" 2>&1 >/dev/null |
+		    grep -v '^QStandardPaths: XDG_RUNTIME_DIR' |
+		    sed 's|^|kernelshark: |' >> "$WORK/tools.err"
+	elif [ "${TD_REQUIRE_TRACEFS:-0}" = 1 ]; then
+		echo "kernelshark and xvfb-run are not installed (scripts/deps.sh)" \
+		    >> "$WORK/tools.err"
+	else
+		echo "# kernelshark or xvfb-run not installed: not opened there"
+	fi
+	[ ! -s "$WORK/tools.err" ] || { sed 's/^/# /' "$WORK/tools.err"; false; }
+}
+
 TDLISTEN=$B/tdlisten
 TDCERT=$S/scripts/tdcert
 TDFEED=$B/tests/tdfeed

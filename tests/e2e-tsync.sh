@@ -103,11 +103,8 @@ for c in $clocks; do
 	    "! trace-cmd report --verbose -i '$f' 2>&1 >/dev/null |
 	     grep -q 'unknown option'"
 	if [ "$c" = mono ]; then
-		check "$c: trace-cmd split warns of nothing" sh -c \
-		    "cd '$WORK' && ! trace-cmd split -i '$f' \
-		     -o '$WORK/split.dat' 2>&1 >/dev/null |
-		     grep -q 'unknown option'"
-		rm -f "$WORK"/split.dat*
+		check "$c: split, convert, libtracecmd, KernelShark warn of nothing" \
+		    tools_clean "$f"
 	fi
 	stamps "$f" > "$WORK/$c.ts"
 	stamps "$f" --raw-ts > "$WORK/$c.raw"
