@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -787,6 +788,22 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 
 /* ---- the end ------------------------------------------------------------ */
 
+/* A stopping signal pending (net.h). */
+int
+net_stop_signal(void)
+{
+	static const int stop[] = { SIGINT, SIGTERM, SIGHUP };
+	sigset_t set;
+	size_t i;
+
+	if (sigpending(&set) == -1)
+		return 0;
+	for (i = 0; i < sizeof stop / sizeof *stop; i++)
+		if (sigismember(&set, stop[i]) == 1)
+			return stop[i];
+	return 0;
+}
+
 /*
  * Send, read ACKs and reconnect as needed until DONE came (room false) or
  * the stream is below its low watermark again (room true), for up to wait
@@ -798,7 +815,7 @@ static int
 net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 {
 	uint64_t down_ms, last, now;
-	int left;
+	int left, sig;
 
 	if (n->fatal) {
 		if (err[0] == '\0')
@@ -824,9 +841,26 @@ net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 			return -1;
 		}
 		left = (int)((uint64_t)wait * 1000 - down_ms);
+		/*
+		 * A listener that stays away (down, or "come back later" while
+		 * its disk or --quota is full) would keep a stopped agent for
+		 * the whole wait: SIGINT or SIGTERM then gives it up.  Only
+		 * after a second without a connection, so that the signal
+		 * that stopped the recording does not end its delivery.
+		 */
+		if (!net_up(n) && down_ms >= 1000 && (sig = net_stop_signal())) {
+			snprintf(err, errlen, "%s while the listener was "
+			    "unreachable: gave up waiting for it", sig ==
+			    SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" :
+			    "SIGHUP");
+			n->fatal = true;
+			reconnect_stop(n->rc);
+			return -1;
+		}
 		if (!net_up(n)) {
 			net_reconnect(n);
-			if (reconnect_wait(n->rc, left) &&
+			/* a second at most: the signals are looked at */
+			if (reconnect_wait(n->rc, left < 1000 ? left : 1000) &&
 			    net_reconnected(n, err, errlen) == -1 && !n->fatal)
 				net_down(n);
 			continue;

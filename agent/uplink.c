@@ -136,22 +136,6 @@ uplink_option(struct recorder *r, uint16_t id, const void *p, size_t n)
 	return ns.option(ns.arg, id, p, n);
 }
 
-/* A stopping signal pending (they are blocked until the loop), or 0. */
-static int
-uplink_stop_signal(void)
-{
-	static const int stop[] = { SIGINT, SIGTERM, SIGHUP };
-	sigset_t set;
-	size_t i;
-
-	if (sigpending(&set) == -1)
-		return 0;
-	for (i = 0; i < sizeof stop / sizeof *stop; i++)
-		if (sigismember(&set, stop[i]) == 1)
-			return stop[i];
-	return 0;
-}
-
 /*
  * Why no collector of several took the recording, into err: each one's
  * reason (why[i]) after where it is.
@@ -219,7 +203,7 @@ uplink_net_start(struct net *n, const struct agent_opts *o, char *err,
 			return -1;
 		/* the signals wait blocked for the recorder's loop: one
 		   that came meanwhile ends the trying */
-		if ((sig = uplink_stop_signal()) != 0) {
+		if ((sig = net_stop_signal()) != 0) {
 			snprintf(err, errlen, "stopped by %s before the "
 			    "listener took the recording", sig == SIGINT ?
 			    "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
@@ -540,7 +524,8 @@ uplink_net_finish(struct net *n, const struct agent_opts *o,
 
 	if (!net_up(n) && o->reconnect_wait > 0)
 		log_info("waiting up to %d s for the listener to take "
-		    "the rest of the recording", o->reconnect_wait);
+		    "the rest of the recording (SIGINT or SIGTERM: give up)",
+		    o->reconnect_wait);
 	if (net_finish(n, pages, ncpus, o->reconnect_wait, path, sizeof path,
 	    err, errlen) == -1) {
 		if (!local)

@@ -701,11 +701,22 @@ check "the listener paused it over the --quota" grep -q "over the --quota" "$WOR
 eq "/status says why it pauses: the identity's --quota" \
     "$(jq -r '.recordings[] | select(.name == "q") | "\(.state): \(.paused_why)"' "$WORK/q.json" | sed 's/ (.*//')" \
     "paused: over the --quota of this identity"
-# the agent keeps its data for a resume that cannot come: it goes
-# (SIGKILL, its recorder too) and its instances are removed here
+# the agent waits for a resume that cannot come: SIGTERM (again, once
+# the recording has stopped) gives the wait up, and the agent goes,
+# removing its instances itself
 QKIDS=$(ps --ppid $qpid -o pid=)
-kill -KILL $QKIDS $qpid 2>/dev/null
+term_q() {
+	kill -TERM $qpid 2>/dev/null
+	! kill -0 $qpid 2>/dev/null
+}
+wait_until $((300 * SLOW)) term_q
+check "SIGTERM ends the agent that waits for a full --quota" \
+    sh -c "! kill -0 $qpid 2>/dev/null"
 wait $qpid 2>/dev/null
+check "... and it says it gave the wait up" grep -q \
+    "SIGTERM while the listener was unreachable: gave up waiting" \
+    "$WORK/q.err"
+kill -KILL $QKIDS $qpid 2>/dev/null
 # gone_all PID...: none of them runs; rm_instances: both are removed
 gone_all() {
 	for _p in "$@"; do
