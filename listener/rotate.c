@@ -48,13 +48,51 @@
 #include "banned.h"
 
 /*
- * A recording's pieces: when the one being written began, and the bytes
- * of the header sections copied into it (0: none, the first piece).
+ * A recording's pieces: when the one being written began, the bytes of
+ * the header sections copied into it (0: none, the first piece), and the
+ * producer's latest command lines (rotate_cmdlines()).
  */
 struct rotate {
 	struct timespec	 since;
 	uint64_t	 headers;
+	uint8_t		*cmd;		/* u64 length, then the text */
+	size_t		 ncmd;		/* 0: none yet */
 };
+
+/* r's rotation state, made when first needed. */
+static struct rotate *
+rotate_get(struct recording *r)
+{
+	if (r->rot == NULL) {
+		r->rot = xcalloc(1, sizeof *r->rot);
+		clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
+	}
+	return r->rot;
+}
+
+void
+rotate_cmdlines(struct recording *r, const void *p, size_t n)
+{
+	struct rotate *rot;
+	uint64_t len = n;
+
+	if (r->cfg->rotate_bytes == 0 && r->cfg->rotate_secs == 0)
+		return;
+	rot = rotate_get(r);
+	free(rot->cmd);
+	/* the section as the producer's would be: its size in its order */
+	rot->cmd = xmalloc(sizeof len + n);
+	memcpy(rot->cmd, &len, sizeof len);
+	if (n > 0)
+		memcpy(rot->cmd + sizeof len, p, n);
+	rot->ncmd = sizeof len + n;
+}
+
+uint64_t
+rotate_mem(const struct rotate *rot)
+{
+	return rot == NULL ? 0 : sizeof *rot + rot->ncmd;
+}
 
 /* A finished piece of a recording, for --keep. */
 struct rotate_old {
@@ -187,10 +225,7 @@ rotate_due(struct recording *r)
 	uint64_t pages = 0;
 	int i;
 
-	if (r->rot == NULL) {
-		r->rot = xcalloc(1, sizeof *r->rot);
-		clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
-	}
+	rotate_get(r);
 	if (td_file_in_section(r->file))
 		return false;
 	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_PRINTK; i++)
@@ -513,13 +548,16 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	}
 	r->acked = r->position;
 	/*
-	 * The agent sends its command lines at the end: a piece before
-	 * that has none (its tasks show as <...>), and the next does not
-	 * take this empty section over.
+	 * The agent sends its command lines section at the end: a piece
+	 * before that gets the latest set it sent during the recording
+	 * (CMDLINES, version 6), else an empty one (its tasks show as
+	 * <...>); the next piece does not take this section over.
 	 */
 	cmdlines = td_file_has_section(r->file, TD_OPT_CMDLINES);
-	if ((!cmdlines && td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
-	    sizeof zero) == -1) || rotate_seal(r) == -1) {
+	if ((!cmdlines && (r->rot->ncmd > 0 ? td_file_section_add(r->file,
+	    TD_OPT_CMDLINES, r->rot->cmd, r->rot->ncmd) :
+	    td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
+	    sizeof zero)) == -1) || rotate_seal(r) == -1) {
 		e = errno;
 		snprintf(err, errlen, "cannot finish '%s': %s", r->path,
 		    strerror(e));
@@ -645,8 +683,13 @@ rotate_recover(const struct listener_config *c, const char *identity,
 	guests_describe(ck.guests, identity, ck.params.file_trace_id,
 	    ck.params.clock);
 	rotate_scrap(path, baselen, n, ck.params.ncpus);
-	cmdlines = false;
-	if ((rd = td_read_open(path)) != NULL) {
+	/*
+	 * Whether the piece's CMDLINES is the producer's (the next piece
+	 * takes it over) or the listener's latest set: the state says; one
+	 * of before version 6 does not, and the listener wrote none then.
+	 */
+	cmdlines = ck.cmdlines == 1;
+	if (ck.cmdlines == -1 && (rd = td_read_open(path)) != NULL) {
 		td_buf_init(&b, TD_MAX_SECTION_SIZE);
 		cmdlines = td_read_section(rd, TD_OPT_CMDLINES, &b) == 0 &&
 		    (b.len != 8 || memcmp(b.data, "\0\0\0\0\0\0\0\0", 8) != 0);
@@ -703,6 +746,8 @@ out:
 void
 rotate_free(struct rotate *rot)
 {
+	if (rot != NULL)
+		free(rot->cmd);
 	free(rot);
 }
 

@@ -14,7 +14,12 @@
 #      the metrics count the pieces written and removed;
 #   3. --rotate 1M --keep 3M: the newest pieces that fit in 3 MiB stay;
 #   4. header sections bigger than --rotate: each piece holds at least
-#      its headers' worth of pages (issue 31, row 3).
+#      its headers' worth of pages (issue 31, row 3);
+#   5. the command lines: a workload of a known name (a script,
+#      "tdrotload") spanning several pieces; a middle piece, read alone,
+#      names its tasks (the agent's CMDLINES during the recording, the
+#      listener's latest set in each piece it seals), none "<...>", and
+#      the pieces still hold exactly the local file's events (issue 28).
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 P=$WORK/pki
@@ -230,4 +235,49 @@ check "headers: the workload was recorded ($l events)" \
     test "${l:-0}" -gt 240000 -a "${l:-0}" -lt 255000
 check "headers: the pieces hold exactly the local file's events, CPU by CPU" \
     cmp -s "$WORK/big.l" "$WORK/big.r"
+
+# 5. issue 28: every piece names its tasks
+OUT=$WORK/out5
+LOAD=$WORK/tdrotload
+{
+	echo "#!/bin/sh"
+	echo "echo \$\$ > $WORK/load.pid"
+	burst 12
+} > "$LOAD"
+chmod 755 "$LOAD"
+start_listener "$WORK/l5.log" -d "$OUT" $TLS --rotate 1M || exit 99
+mkdir -p "$WORK/spool.cmd"
+"$TDAGENT" -h 127.0.0.1 -p "$LPORT" --cert "$P/web1.pem" \
+    --key "$P/web1.key" --ca "$P/ca.pem" --name cmd \
+    --spool "$WORK/spool.cmd" -o "$WORK/cmd.local.dat" \
+    -e raw_syscalls -F -b 32768 -- "$LOAD" 2> "$WORK/agent.cmd.err" &
+APID=$!
+wait "$APID"
+eq "cmdlines: tdagent exits 0" $? 0
+wait_until $((400 * SLOW)) grep -q "session web1 'cmd'.*: done after" "$WORK/l5.log"
+stop_listener
+lp=$(cat "$WORK/load.pid")
+n=$(pieces "$OUT" cmd | wc -l)
+check "cmdlines: at least three pieces ($n)" test "$n" -ge 3
+i=1
+for f in $(pieces "$OUT" cmd); do
+	trace-cmd report -i "$f" > "$WORK/cmd.rep" 2> "$WORK/cmd.rep.err"
+	t=$(grep -c -- "-$lp *\[" "$WORK/cmd.rep")
+	check "cmdlines: piece $i has events of tdrotload ($t)" test "$t" -gt 0
+	eq "cmdlines: piece $i names tdrotload ($lp) in each of them" \
+	    "$(grep -c -- "tdrotload-$lp *\[" "$WORK/cmd.rep")" "$t"
+	eq "cmdlines: piece $i shows no <...> for it" \
+	    "$(grep -c -- "<\.\.\.>-$lp *\[" "$WORK/cmd.rep")" 0
+	check "cmdlines: piece $i names dd too" grep -q -- " dd-[0-9]* *\[" \
+	    "$WORK/cmd.rep"
+	i=$((i + 1))
+done
+"$TDCOUNT" "$WORK/cmd.local.dat" | awk '$1 == "events" || $1 ~ /^cpu[0-9]+$/' |
+    sort > "$WORK/cmd.l"
+count_pieces "$OUT" cmd > "$WORK/cmd.r"
+l=$(field events < "$WORK/cmd.l")
+check "cmdlines: the workload was recorded ($l events)" \
+    test "${l:-0}" -gt 240000 -a "${l:-0}" -lt 255000
+check "cmdlines: the pieces hold exactly the local file's events, CPU by CPU" \
+    cmp -s "$WORK/cmd.l" "$WORK/cmd.r"
 finish
