@@ -4,9 +4,12 @@
  * Why the cut reads the header sections back from the piece it just
  * finished rather than keeping them: kallsyms is megabytes, a recording
  * recovered after a crash of tdlisten has nothing of them in memory, and
- * the finished piece holds exactly the bytes its writer was handed.  The
- * one section held at a time (TD_MAX_SECTION_SIZE at most, a few MiB in
- * practice) is freed before the cut returns.
+ * the finished piece holds exactly the bytes its writer was handed.  A
+ * section stored uncompressed goes over in pieces of TD_ROTATE_COPY_CHUNK,
+ * counted in the recording's budget (issue 31, row 3: a peer's sections
+ * may be 256 MiB each); a compressed one is still read whole
+ * (TD_MAX_SECTION_SIZE at most, a few MiB in practice) and freed before
+ * the cut returns.
  *
  * Why each piece carries every time-sync sample of the recording so far
  * (TIME_SHIFT through timeline_write()): trace-cmd interpolates between
@@ -345,6 +348,48 @@ rotate_params(const struct listener_config *c, struct td_read *rd,
 }
 
 /*
+ * Copy section id of rd into f, adding its bytes to *copied.  Stored
+ * uncompressed (version 6, or 7 without a codec), it goes in pieces of at
+ * most TD_ROTATE_COPY_CHUNK through b, never held whole: a peer's
+ * sections may be 256 MiB each (issue 31, row 3); a compressed block is
+ * read whole (td_read_section()).
+ */
+static int
+rotate_copy_section(struct td_read *rd, struct td_file *f, enum td_opt id,
+    struct td_buf *b, uint64_t *copied)
+{
+	uint64_t off, n, k;
+	bool z;
+
+	if (td_read_section_span(rd, id, &off, &n, &z) == -1)
+		return -1;
+	if (z) {
+		if (td_read_section(rd, id, b) == -1 ||
+		    td_file_section_add(f, id, b->data, b->len) == -1)
+			return -1;
+		*copied += b->len;
+		return 0;
+	}
+	if (td_file_section_begin(f, id) == -1)
+		return -1;
+	td_buf_reset(b);
+	if (n > 0 && td_buf_add_zero(b, n < TD_ROTATE_COPY_CHUNK ? n :
+	    TD_ROTATE_COPY_CHUNK) == -1)
+		return -1;
+	while (n > 0) {
+		k = n < TD_ROTATE_COPY_CHUNK ? n : TD_ROTATE_COPY_CHUNK;
+		if (td_read_bytes(rd, off, b->data, k) == -1 ||
+		    td_file_section_write(f, b->data, k) == -1)
+			return -1;
+		off += k;
+		n -= k;
+		*copied += k;
+	}
+	td_buf_reset(b);
+	return td_file_section_end(f);
+}
+
+/*
  * The next piece's writer at path, with the header sections (*copied:
  * their bytes) and the producer's options of the piece finished at old
  * (cp: which), or NULL with errno and err.  cmdlines: whether its
@@ -380,10 +425,8 @@ rotate_open_next(const struct listener_config *c, const char *old,
 	*copied = 0;
 	for (i = TD_OPT_HEADER_INFO; i <= (cmdlines ? TD_OPT_CMDLINES :
 	    TD_OPT_PRINTK); i++) {
-		if (td_read_section(rd, i, &b) == -1 ||
-		    td_file_section_add(cp->f, i, b.data, b.len) == -1)
+		if (rotate_copy_section(rd, cp->f, i, &b, copied) == -1)
 			goto out_fail;
-		*copied += b.len;
 	}
 	td_buf_free(&b);
 	if (td_read_options(rd, rotate_option_cb, cp) != 0)
@@ -513,7 +556,7 @@ int
 rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 {
 	struct rotate_copy cp;
-	char *next, *old, *oldstate, *part;
+	char *next, *old, *oldstate, *part, why[160];
 	uint64_t size, zero = 0, copied = 0;
 	size_t baselen;
 	uint32_t n;
@@ -525,6 +568,11 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	    r->file == NULL || (n = rotate_piece(r->path, &baselen)) == 0 ||
 	    !rotate_due(r))
 		return 0;
+	/* the copy's piece counts in the recording's budget: it waits */
+	if (recording_account(r, TD_ROTATE_COPY_CHUNK, why, sizeof why) == -1) {
+		log_debug("%s: the cut waits: %s", r->label, why);
+		return 0;
+	}
 	if ((next = rotate_claim(r->cfg, r->path, baselen, n)) == NULL) {
 		e = errno;
 		snprintf(err, errlen, "cannot name the piece after '%s': %s",

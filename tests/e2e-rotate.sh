@@ -14,7 +14,9 @@
 #      the metrics count the pieces written and removed;
 #   3. --rotate 1M --keep 3M: the newest pieces that fit in 3 MiB stay;
 #   4. header sections bigger than --rotate: each piece holds at least
-#      its headers' worth of pages (issue 31, row 3);
+#      its headers' worth of pages, and a cut copies them in pieces of
+#      1 MiB: tdlisten's peak (VmHWM) grows by less than the largest one
+#      (issue 31, row 3);
 #   5. the command lines: a workload of a known name (a script,
 #      "tdrotload") spanning several pieces; a middle piece, read alone,
 #      names its tasks (the agent's CMDLINES during the recording, the
@@ -207,11 +209,22 @@ stop_listener
 OUT=$WORK/out4
 start_listener "$WORK/l4.log" -d "$OUT" $TLS --rotate 1M --file-version 6 ||
     exit 99
+h0=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$LPID/status")
 agent_bg big 12
 wait "$APID"
 eq "headers: tdagent exits 0" $? 0
 wait_until $((400 * SLOW)) grep -q "session web1 'big'.*: done after" "$WORK/l4.log"
+h1=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$LPID/status")
+echo "# tdlisten VmHWM: $h0 kB at start, $h1 kB after the recording"
 stop_listener
+# the cut copies the sections in pieces of 1 MiB (TD_ROTATE_COPY_CHUNK),
+# never one whole: tdlisten's peak grows by what the recording holds
+# besides (a frame, TLS and the writer's buffers: 1.3 MB measured) plus
+# 1 MiB, under the largest section, kallsyms (K, 5 MB here); copying
+# kallsyms whole, as before, grows it by K plus the same, over K
+k=$(($(wc -c < /proc/kallsyms) / 1024))
+check "headers: tdlisten's peak grew by less than kallsyms ($((h1 - h0)) < $k kB)" \
+    test "$((h1 - h0))" -lt "$k"
 # per piece: its page data's bytes, and all the rest (headers, options)
 for f in $(pieces "$OUT" big); do
 	d=$(trace-cmd dump --flyrecord -i "$f" 2>/dev/null |
