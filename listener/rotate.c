@@ -5,11 +5,9 @@
  * finished rather than keeping them: kallsyms is megabytes, a recording
  * recovered after a crash of tdlisten has nothing of them in memory, and
  * the finished piece holds exactly the bytes its writer was handed.  A
- * section stored uncompressed goes over in pieces of TD_ROTATE_COPY_CHUNK,
- * counted in the recording's budget (issue 31, row 3: a peer's sections
- * may be 256 MiB each); a compressed one is still read whole
- * (TD_MAX_SECTION_SIZE at most, a few MiB in practice) and freed before
- * the cut returns.
+ * section goes over as it is stored (compressed or not), in pieces of
+ * TD_ROTATE_COPY_CHUNK counted in the recording's budget (issue 31, row
+ * 3: a peer's sections may be 256 MiB each, which compress to nothing).
  *
  * Why each piece carries every time-sync sample of the recording so far
  * (TIME_SHIFT through timeline_write()): trace-cmd interpolates between
@@ -348,11 +346,12 @@ rotate_params(const struct listener_config *c, struct td_read *rd,
 }
 
 /*
- * Copy section id of rd into f, adding its bytes to *copied.  Stored
- * uncompressed (version 6, or 7 without a codec), it goes in pieces of at
- * most TD_ROTATE_COPY_CHUNK through b, never held whole: a peer's
- * sections may be 256 MiB each (issue 31, row 3); a compressed block is
- * read whole (td_read_section()).
+ * Copy section id of rd into f, adding its stored bytes to *copied: in
+ * pieces of at most TD_ROTATE_COPY_CHUNK through b, never held whole (a
+ * peer's sections may be 256 MiB each, issue 31, row 3); a compressed
+ * block as it is stored (the same codec: never decompressed).  Only a
+ * compressed block the writer cannot take as it is (it does not
+ * compress) is read whole (td_read_section()).
  */
 static int
 rotate_copy_section(struct td_read *rd, struct td_file *f, enum td_opt id,
@@ -363,14 +362,15 @@ rotate_copy_section(struct td_read *rd, struct td_file *f, enum td_opt id,
 
 	if (td_read_section_span(rd, id, &off, &n, &z) == -1)
 		return -1;
-	if (z) {
+	/* the writer has rd's codec (rotate_params()) */
+	if (z && td_file_section_raw_begin(f, id) == -1) {
 		if (td_read_section(rd, id, b) == -1 ||
 		    td_file_section_add(f, id, b->data, b->len) == -1)
 			return -1;
 		*copied += b->len;
 		return 0;
 	}
-	if (td_file_section_begin(f, id) == -1)
+	if (!z && td_file_section_begin(f, id) == -1)
 		return -1;
 	td_buf_reset(b);
 	if (n > 0 && td_buf_add_zero(b, n < TD_ROTATE_COPY_CHUNK ? n :
@@ -379,14 +379,15 @@ rotate_copy_section(struct td_read *rd, struct td_file *f, enum td_opt id,
 	while (n > 0) {
 		k = n < TD_ROTATE_COPY_CHUNK ? n : TD_ROTATE_COPY_CHUNK;
 		if (td_read_bytes(rd, off, b->data, k) == -1 ||
-		    td_file_section_write(f, b->data, k) == -1)
+		    (z ? td_file_section_raw_write(f, b->data, k) :
+		    td_file_section_write(f, b->data, k)) == -1)
 			return -1;
 		off += k;
 		n -= k;
 		*copied += k;
 	}
 	td_buf_reset(b);
-	return td_file_section_end(f);
+	return z ? td_file_section_raw_end(f) : td_file_section_end(f);
 }
 
 /*

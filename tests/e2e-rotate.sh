@@ -20,7 +20,8 @@
 #   5. the command lines: a workload of a known name (a script,
 #      "tdrotload") spanning several pieces; a middle piece, read alone,
 #      names its tasks (the agent's CMDLINES during the recording, the
-#      listener's latest set in each piece it seals), none "<...>", and
+#      listener's latest set in each piece it seals), none "<...>" for
+#      it (a task younger than the latest set, up to 1 s, may be), and
 #      the pieces still hold exactly the local file's events (issue 28).
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
@@ -180,12 +181,20 @@ stop_listener
 # 3. --keep SIZE
 OUT=$WORK/out3
 start_listener "$WORK/l3.log" -d "$OUT" $TLS --rotate 1M --keep 3M || exit 99
+g0=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$LPID/status")
 # 16 bursts: a piece holds at least its headers' worth of pages (5 MB of
 # them, kallsyms most: part 4), so fewer make two pieces, which both fit
 agent_bg ksz 16
 wait "$APID"
 eq "keep size: tdagent exits 0" $? 0
 wait_until $((400 * SLOW)) grep -q "session web1 'ksz'.*: done after" "$WORK/l3.log"
+g1=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$LPID/status")
+echo "# tdlisten VmHWM (zstd): $g0 kB at start, $g1 kB after the recording"
+# zstd sections go over as stored, in pieces of 1 MiB: the peak grows
+# by less than kallsyms decompressed (part 4 says why)
+k=$(($(wc -c < /proc/kallsyms) / 1024))
+check "keep size: tdlisten's peak grew by less than kallsyms ($((g1 - g0)) < $k kB)" \
+    test "$((g1 - g0))" -lt "$k"
 w=$(grep -c ": wrote piece '" "$WORK/l3.log")
 w=$((w + 1))
 n=$(pieces "$OUT" ksz | wc -l)
@@ -281,8 +290,6 @@ for f in $(pieces "$OUT" cmd); do
 	    "$(grep -c -- "tdrotload-$lp *\[" "$WORK/cmd.rep")" "$t"
 	eq "cmdlines: piece $i shows no <...> for it" \
 	    "$(grep -c -- "<\.\.\.>-$lp *\[" "$WORK/cmd.rep")" 0
-	check "cmdlines: piece $i names dd too" grep -q -- " dd-[0-9]* *\[" \
-	    "$WORK/cmd.rep"
 	i=$((i + 1))
 done
 "$TDCOUNT" "$WORK/cmd.local.dat" | awk '$1 == "events" || $1 ~ /^cpu[0-9]+$/' |
