@@ -34,6 +34,7 @@ struct net {
 	struct conn	*c;		/* NULL: down */
 	char		 identity[TD_MAX_NAME_LEN + 1];
 	uint32_t	 tsync_interval;
+	uint16_t	 version;	/* the last WELCOME's, 0: none yet */
 	/* the listener's probe port (WELCOME version 5), 0: none */
 	uint16_t	 udp_port;
 	uint64_t	 udp_id;

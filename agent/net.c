@@ -253,6 +253,7 @@ net_start(struct net *n, int i, char *err, size_t errlen)
 	hstage_free(n->hs);
 	n->hs = NULL;
 	snprintf(n->identity, sizeof n->identity, "%s", w.identity);
+	n->version = w.version;
 	n->tsync_interval = w.tsync_interval;
 	net_tsync_welcome(n, &w);
 	n->idle_timeout = w.idle_timeout;
@@ -550,6 +551,28 @@ net_tsync_sample(struct net *n, const struct td_tsync_sample *sample,
 	return 0;
 }
 
+/* Queue the command lines now (CMDLINES, version 6): part of the recording. */
+int
+net_cmdlines(struct net *n, const void *p, size_t len, char *err,
+    size_t errlen)
+{
+	struct td_buf *q;
+
+	if ((q = stream_frame(n->s)) == NULL ||
+	    td_msg_pack_cmdlines(q, p, len) == -1) {
+		snprintf(err, errlen, "cannot frame the command lines");
+		return -1;
+	}
+	stream_added(n->s);
+	return 0;
+}
+
+uint16_t
+net_version(const struct net *n)
+{
+	return n->version;
+}
+
 /* After a round: a connection still up stops blocking. */
 void
 net_tsync_end(struct net *n)
@@ -775,6 +798,7 @@ net_reconnected(struct net *n, char *err, size_t errlen)
 		return -1;
 	}
 	n->c = c;
+	n->version = w.version;
 	n->tsync_interval = w.tsync_interval;
 	net_tsync_welcome(n, &w);
 	n->idle_timeout = w.idle_timeout;

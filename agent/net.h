@@ -175,6 +175,14 @@ int		 net_flush_to(struct net *n, size_t limit, int ms, char *err,
 int		 net_readable(struct net *n, char *err, size_t errlen);
 /* Nothing was sent for a while: a KEEPALIVE, if the link is idle. */
 int		 net_keepalive(struct net *n, char *err, size_t errlen);
+/*
+ * net_cmdlines(): queue the text of saved_cmdlines now as a CMDLINES
+ * frame (len <= TD_MAX_FRAME), for a listener of version 6 and later
+ * (net_version(): the last WELCOME's, 0 before the first); -1 with err.
+ */
+int		 net_cmdlines(struct net *n, const void *p, size_t len,
+		    char *err, size_t errlen);
+uint16_t	 net_version(const struct net *n);
 /* The connection broke: close it and start reconnecting. */
 void		 net_down(struct net *n);
 /*

@@ -101,6 +101,10 @@ struct recorder {
 	bool			 reconnecting;
 	bool			 final;		/* the last drain */
 	bool			 in_round;	/* between time-sync probes */
+	/* the command lines sent during the recording (uplink.c) */
+	uint64_t		 cmd_hash;	/* of the last sent, 0: none */
+	double			 next_cmd;	/* elapsed time of the next look */
+	unsigned int		 cmd_reconnects;	/* when it was sent */
 	bool			 final_slow;	/* it stopped sending */
 	uint64_t		 left_unread;	/* final drain stopped: full */
 	double			 next_status;	/* elapsed time of the next line */

@@ -37,6 +37,8 @@
 /* The final drain sends as it reads once this much waits. */
 #define UPLINK_FINAL		(8u * 1024 * 1024)
 #define UPLINK_FINAL_LOW	(4u * 1024 * 1024)
+/* How often the command lines are looked at during the recording. */
+#define UPLINK_CMDLINES_S	1.0
 /* At most this long for the headers to go out before the first probes. */
 #define UPLINK_HEADERS_MS	10000
 
@@ -425,12 +427,52 @@ uplink_readable(struct recorder *r, uint32_t ev)
 		uplink_lost(r);
 }
 
-/* The loop's timer: a KEEPALIVE if the link is quiet. */
+/*
+ * The command lines during the recording (CMDLINES, version 6), every
+ * UPLINK_CMDLINES_S when they changed or the connection was resumed: a
+ * listener that cuts the recording into pieces (--rotate) writes the
+ * latest into each piece it seals before the section of the end, or
+ * trace-cmd shows the pieces' tasks as <...>.  Too many for a frame: the
+ * lines that fit.
+ */
+static void
+uplink_cmdlines(struct recorder *r)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t n = 0, i;
+	char *t;
+
+	if (r->final || !net_up(r->net) || net_version(r->net) < 6 ||
+	    record_elapsed(r) < r->next_cmd)
+		return;
+	r->next_cmd = record_elapsed(r) + UPLINK_CMDLINES_S;
+	if ((t = instance_read_top(r->in, "saved_cmdlines", &n)) == NULL)
+		return;
+	if (n > TD_MAX_FRAME) {
+		for (n = TD_MAX_FRAME; n > 0 && t[n - 1] != '\n'; n--)
+			;
+	}
+	for (i = 0; i < n; i++)
+		h = (h ^ (uint8_t)t[i]) * 0x100000001b3ULL;
+	h |= 1;
+	if (h != r->cmd_hash || net_reconnects(r->net) != r->cmd_reconnects) {
+		if (net_cmdlines(r->net, t, n, r->err, sizeof r->err) == 0) {
+			r->cmd_hash = h;
+			r->cmd_reconnects = net_reconnects(r->net);
+		} else
+			log_warnx("%s", r->err);
+	}
+	free(t);
+}
+
+/* The loop's timer: a KEEPALIVE if the link is quiet; the command lines. */
 void
 uplink_tick(struct recorder *r)
 {
-	if (r->net != NULL && net_keepalive(r->net, r->err,
-	    sizeof r->err) == -1)
+	if (r->net == NULL)
+		return;
+	uplink_cmdlines(r);
+	if (net_keepalive(r->net, r->err, sizeof r->err) == -1)
 		uplink_lost(r);
 }
 

@@ -18,8 +18,9 @@
  * not a power loss of the collection box.
  *
  * Layout (host byte order, this machine only): u32 "tdss", u32 version
- * (5); the parameters: u32 CPUs, u32 page size, u8 long size, u8 commit
- * size, u8 big endian, u8 0, u64 recording id, u32 n + the name, u32 n +
+ * (6); the parameters: u32 CPUs, u32 page size, u8 long size, u8 commit
+ * size, u8 big endian, u8 flags (0x80 | 1 when the producer's CMDLINES
+ * section is in the writer; 0 before version 6), u64 recording id, u32 n + the name, u32 n +
  * the clock, u64 the file's TRACEID; u64 trace id, position, bytes, pages,
  * lost, elapsed ns; per CPU u64 next sequence, events, marked pages; the
  * time-sync samples and TSC2NSEC factors (timesync_save()); the host and
@@ -29,8 +30,9 @@
  * Versions 1 and 2 (session 2 to 7) kept the agent's HELLO frame instead
  * of the parameters and the samples as TSYNC_SAMPLE frames (1 without the
  * factors); version 3 had neither the TRACEID nor the pairings: they are
- * still read; version 4 had no pieces (each first sequence 0).  The next
- * checkpoint is version 5.
+ * still read; version 4 had no pieces (each first sequence 0); version 5
+ * did not say whose CMDLINES a piece holds.  The next checkpoint is
+ * version 6.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,7 +53,7 @@
 #include "banned.h"
 
 #define CK_MAGIC	0x73736474	/* "tdss" */
-#define CK_VERSION	5
+#define CK_VERSION	6
 #define CK_MAX		(2 * (size_t)TD_MAX_SECTION_SIZE)
 
 /* A string of the parameters: u32 length, the bytes. */
@@ -84,7 +86,8 @@ checkpoint_write(const char *state_path, const struct checkpoint *ck,
 	    td_buf_add_u32(&b, p->ncpus) == 0 &&
 	    td_buf_add_u32(&b, p->page_size) == 0 &&
 	    td_buf_add(&b, (uint8_t[]){ p->long_size, p->commit_size,
-	    p->big_endian, 0 }, 4) == 0 &&
+	    p->big_endian, td_file_has_section(ck->file, TD_OPT_CMDLINES) ?
+	    0x81 : 0x80 }, 4) == 0 &&
 	    td_buf_add_u64(&b, p->recording_id) == 0 &&
 	    ck_add_str(&b, p->name) == 0 &&
 	    ck_add_str(&b, p->clock) == 0 &&
@@ -172,16 +175,22 @@ ck_str(struct td_cur *c, char *s, size_t n)
 	return 0;
 }
 
-/* The parameters of a version 3 or 4 state. */
+/*
+ * The parameters of a state of version 3 and later (*cmdlines: whose
+ * CMDLINES, struct checkpoint).
+ */
 static int
-ck_params(struct td_cur *c, struct recording_params *p, uint32_t version)
+ck_params(struct td_cur *c, struct recording_params *p, uint32_t version,
+    int *cmdlines)
 {
 	const uint8_t *b;
 
 	p->ncpus = td_cur_u32(c);
 	p->page_size = td_cur_u32(c);
-	if ((b = td_cur_take(c, 4)) == NULL || b[3] != 0)
+	if ((b = td_cur_take(c, 4)) == NULL || (version < 6 && b[3] != 0) ||
+	    (version >= 6 && (b[3] & ~0x01) != 0x80))
 		return -1;
+	*cmdlines = version >= 6 ? b[3] & 1 : -1;
 	p->long_size = b[0];
 	p->commit_size = b[1];
 	p->big_endian = b[2];
@@ -263,7 +272,9 @@ checkpoint_read(const char *state_path, struct checkpoint *ck,
 	version = td_cur_u32(&c);
 	if (version < 1 || version > CK_VERSION)
 		goto bad;
-	if ((version < 3 ? ck_hello(&c, p) : ck_params(&c, p, version)) == -1)
+	ck->cmdlines = -1;
+	if ((version < 3 ? ck_hello(&c, p) : ck_params(&c, p, version,
+	    &ck->cmdlines)) == -1)
 		goto bad;
 	ck->trace_id = td_cur_u64(&c);
 	ck->position = td_cur_u64(&c);

@@ -37,6 +37,10 @@ struct checkpoint {
 	struct guests		*guests;	/* NULL: none (written empty,
 						   skipped when read) */
 	struct td_file		*file;
+	int			 cmdlines;	/* read: 1 the producer's
+						   CMDLINES section is in the
+						   writer, 0 not, -1 unknown
+						   (a state before version 6) */
 	bool			 no_file;	/* read: leave the writer (a
 						   piece put in place already,
 						   rotate.c) */

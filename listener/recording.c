@@ -450,6 +450,12 @@ recording_section_end(struct recording *r)
 	return 0;
 }
 
+void
+recording_cmdlines(struct recording *r, const void *p, size_t n)
+{
+	rotate_cmdlines(r, p, n);
+}
+
 int
 recording_option(struct recording *r, uint16_t id, const void *p, size_t n)
 {
@@ -735,7 +741,7 @@ recording_held(const struct recording *r)
 		n += td_file_mem(r->file);
 	if (r->zbuf != NULL)
 		n += (uint64_t)TD_CHUNK_PAGES * r->p.page_size;
-	return n;
+	return n + rotate_mem(r->rot);
 }
 
 int

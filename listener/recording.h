@@ -162,6 +162,9 @@ void		 recording_lost_pages(struct recording *r, uint64_t n);
  * producer's clock and the log does not wait for samples.
  */
 void		 recording_no_tsync(struct recording *r);
+/* The producer's command lines now (CMDLINES): rotate_cmdlines(). */
+void		 recording_cmdlines(struct recording *r, const void *p,
+		    size_t n);
 /* A time-sync sample; absurd ones are dropped and counted. */
 void		 recording_sample(struct recording *r,
 		    const struct td_tsync_sample *s);

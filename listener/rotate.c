@@ -4,9 +4,10 @@
  * Why the cut reads the header sections back from the piece it just
  * finished rather than keeping them: kallsyms is megabytes, a recording
  * recovered after a crash of tdlisten has nothing of them in memory, and
- * the finished piece holds exactly the bytes its writer was handed.  The
- * one section held at a time (TD_MAX_SECTION_SIZE at most, a few MiB in
- * practice) is freed before the cut returns.
+ * the finished piece holds exactly the bytes its writer was handed.  A
+ * section goes over as it is stored (compressed or not), in pieces of
+ * TD_ROTATE_COPY_CHUNK counted in the recording's budget (issue 31, row
+ * 3: a peer's sections may be 256 MiB each, which compress to nothing).
  *
  * Why each piece carries every time-sync sample of the recording so far
  * (TIME_SHIFT through timeline_write()): trace-cmd interpolates between
@@ -49,13 +50,51 @@
 #include "banned.h"
 
 /*
- * A recording's pieces: when the one being written began, and the bytes
- * of the header sections copied into it (0: none, the first piece).
+ * A recording's pieces: when the one being written began, the bytes of
+ * the header sections copied into it (0: none, the first piece), and the
+ * producer's latest command lines (rotate_cmdlines()).
  */
 struct rotate {
 	struct timespec	 since;
 	uint64_t	 headers;
+	uint8_t		*cmd;		/* u64 length, then the text */
+	size_t		 ncmd;		/* 0: none yet */
 };
+
+/* r's rotation state, made when first needed. */
+static struct rotate *
+rotate_get(struct recording *r)
+{
+	if (r->rot == NULL) {
+		r->rot = xcalloc(1, sizeof *r->rot);
+		clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
+	}
+	return r->rot;
+}
+
+void
+rotate_cmdlines(struct recording *r, const void *p, size_t n)
+{
+	struct rotate *rot;
+	uint64_t len = n;
+
+	if (r->cfg->rotate_bytes == 0 && r->cfg->rotate_secs == 0)
+		return;
+	rot = rotate_get(r);
+	free(rot->cmd);
+	/* the section as the producer's would be: its size in its order */
+	rot->cmd = xmalloc(sizeof len + n);
+	memcpy(rot->cmd, &len, sizeof len);
+	if (n > 0)
+		memcpy(rot->cmd + sizeof len, p, n);
+	rot->ncmd = sizeof len + n;
+}
+
+uint64_t
+rotate_mem(const struct rotate *rot)
+{
+	return rot == NULL ? 0 : sizeof *rot + rot->ncmd;
+}
 
 /* A finished piece of a recording, for --keep. */
 struct rotate_old {
@@ -188,10 +227,7 @@ rotate_due(struct recording *r)
 	uint64_t pages = 0;
 	int i;
 
-	if (r->rot == NULL) {
-		r->rot = xcalloc(1, sizeof *r->rot);
-		clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
-	}
+	rotate_get(r);
 	if (td_file_in_section(r->file))
 		return false;
 	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_PRINTK; i++)
@@ -311,6 +347,51 @@ rotate_params(const struct listener_config *c, struct td_read *rd,
 }
 
 /*
+ * Copy section id of rd into f, adding its stored bytes to *copied: in
+ * pieces of at most TD_ROTATE_COPY_CHUNK through b, never held whole (a
+ * peer's sections may be 256 MiB each, issue 31, row 3); a compressed
+ * block as it is stored (the same codec: never decompressed).  Only a
+ * compressed block the writer cannot take as it is (it does not
+ * compress) is read whole (td_read_section()).
+ */
+static int
+rotate_copy_section(struct td_read *rd, struct td_file *f, enum td_opt id,
+    struct td_buf *b, uint64_t *copied)
+{
+	uint64_t off, n, k;
+	bool z;
+
+	if (td_read_section_span(rd, id, &off, &n, &z) == -1)
+		return -1;
+	/* the writer has rd's codec (rotate_params()) */
+	if (z && td_file_section_raw_begin(f, id) == -1) {
+		if (td_read_section(rd, id, b) == -1 ||
+		    td_file_section_add(f, id, b->data, b->len) == -1)
+			return -1;
+		*copied += b->len;
+		return 0;
+	}
+	if (!z && td_file_section_begin(f, id) == -1)
+		return -1;
+	td_buf_reset(b);
+	if (n > 0 && td_buf_add_zero(b, n < TD_ROTATE_COPY_CHUNK ? n :
+	    TD_ROTATE_COPY_CHUNK) == -1)
+		return -1;
+	while (n > 0) {
+		k = n < TD_ROTATE_COPY_CHUNK ? n : TD_ROTATE_COPY_CHUNK;
+		if (td_read_bytes(rd, off, b->data, k) == -1 ||
+		    (z ? td_file_section_raw_write(f, b->data, k) :
+		    td_file_section_write(f, b->data, k)) == -1)
+			return -1;
+		off += k;
+		n -= k;
+		*copied += k;
+	}
+	td_buf_reset(b);
+	return z ? td_file_section_raw_end(f) : td_file_section_end(f);
+}
+
+/*
  * The next piece's writer at path, with the header sections (*copied:
  * their bytes) and the producer's options of the piece finished at old
  * (cp: which), or NULL with errno and err.  cmdlines: whether its
@@ -346,10 +427,8 @@ rotate_open_next(const struct listener_config *c, const char *old,
 	*copied = 0;
 	for (i = TD_OPT_HEADER_INFO; i <= (cmdlines ? TD_OPT_CMDLINES :
 	    TD_OPT_PRINTK); i++) {
-		if (td_read_section(rd, i, &b) == -1 ||
-		    td_file_section_add(cp->f, i, b.data, b.len) == -1)
+		if (rotate_copy_section(rd, cp->f, i, &b, copied) == -1)
 			goto out_fail;
-		*copied += b.len;
 	}
 	td_buf_free(&b);
 	if (td_read_options(rd, rotate_option_cb, cp) != 0)
@@ -479,7 +558,7 @@ int
 rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 {
 	struct rotate_copy cp;
-	char *next, *old, *oldstate, *part;
+	char *next, *old, *oldstate, *part, why[160];
 	uint64_t size, zero = 0, copied = 0;
 	size_t baselen;
 	uint32_t n;
@@ -491,6 +570,11 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	    r->file == NULL || (n = rotate_piece(r->path, &baselen)) == 0 ||
 	    !rotate_due(r))
 		return 0;
+	/* the copy's piece counts in the recording's budget: it waits */
+	if (recording_account(r, TD_ROTATE_COPY_CHUNK, why, sizeof why) == -1) {
+		log_debug("%s: the cut waits: %s", r->label, why);
+		return 0;
+	}
 	if ((next = rotate_claim(r->cfg, r->path, baselen, n)) == NULL) {
 		e = errno;
 		snprintf(err, errlen, "cannot name the piece after '%s': %s",
@@ -514,13 +598,16 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	}
 	r->acked = r->position;
 	/*
-	 * The agent sends its command lines at the end: a piece before
-	 * that has none (its tasks show as <...>), and the next does not
-	 * take this empty section over.
+	 * The agent sends its command lines section at the end: a piece
+	 * before that gets the latest set it sent during the recording
+	 * (CMDLINES, version 6), else an empty one (its tasks show as
+	 * <...>); the next piece does not take this section over.
 	 */
 	cmdlines = td_file_has_section(r->file, TD_OPT_CMDLINES);
-	if ((!cmdlines && td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
-	    sizeof zero) == -1) || rotate_seal(r) == -1) {
+	if ((!cmdlines && (r->rot->ncmd > 0 ? td_file_section_add(r->file,
+	    TD_OPT_CMDLINES, r->rot->cmd, r->rot->ncmd) :
+	    td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
+	    sizeof zero)) == -1) || rotate_seal(r) == -1) {
 		e = errno;
 		snprintf(err, errlen, "cannot finish '%s': %s", r->path,
 		    strerror(e));
@@ -646,8 +733,13 @@ rotate_recover(const struct listener_config *c, const char *identity,
 	guests_describe(ck.guests, identity, ck.params.file_trace_id,
 	    ck.params.clock);
 	rotate_scrap(path, baselen, n, ck.params.ncpus);
-	cmdlines = false;
-	if ((rd = td_read_open(path)) != NULL) {
+	/*
+	 * Whether the piece's CMDLINES is the producer's (the next piece
+	 * takes it over) or the listener's latest set: the state says; one
+	 * of before version 6 does not, and the listener wrote none then.
+	 */
+	cmdlines = ck.cmdlines == 1;
+	if (ck.cmdlines == -1 && (rd = td_read_open(path)) != NULL) {
 		td_buf_init(&b, TD_MAX_SECTION_SIZE);
 		cmdlines = td_read_section(rd, TD_OPT_CMDLINES, &b) == 0 &&
 		    (b.len != 8 || memcmp(b.data, "\0\0\0\0\0\0\0\0", 8) != 0);
@@ -704,6 +796,8 @@ out:
 void
 rotate_free(struct rotate *rot)
 {
+	if (rot != NULL)
+		free(rot->cmd);
 	free(rot);
 }
 

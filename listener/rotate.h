@@ -66,6 +66,15 @@ int	rotate_seal(struct recording *r);
 void	rotate_last(struct recording *r);
 void	rotate_free(struct rotate *rot);
 /*
+ * The producer's command lines now (CMDLINES, version 6: n bytes of
+ * saved_cmdlines text), kept as the latest set: a piece sealed before the
+ * producer's own CMDLINES section gets them (each piece is read alone and
+ * needs its tasks' names).  Not kept without --rotate.
+ */
+void	rotate_cmdlines(struct recording *r, const void *p, size_t n);
+/* The memory rot holds (0 for NULL). */
+uint64_t rotate_mem(const struct rotate *rot);
+/*
  * At start, before the recording of statepath is recovered: when it is a
  * piece put in place whose next piece never began (tdlisten stopped in
  * the cut), begin that one (headers from the piece, the counters of the

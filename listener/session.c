@@ -743,6 +743,11 @@ session_stream_frame(struct session *s, const struct td_frame *f,
 		return session_end(s, f);
 	case TD_MSG_TSYNC_PROBE:
 		return session_probe(s, f, rx_ns);
+	case TD_MSG_CMDLINES:
+		if (s->version < 6)
+			return session_close(s, "CMDLINES before version 6");
+		recording_cmdlines(s->rec, f->payload, f->len);
+		return SESSION_GO;
 	case TD_MSG_TSYNC_SAMPLE:
 		if (td_msg_unpack_tsync_sample(f, &t) == -1)
 			return session_close(s, "malformed TSYNC_SAMPLE");

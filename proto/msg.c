@@ -853,6 +853,19 @@ td_msg_pack_keepalive(struct td_buf *b)
 	return td_frame_header(b, TD_MSG_KEEPALIVE, 0, 0);
 }
 
+/* CMDLINES: the text as it is (the frame's length says how long). */
+int
+td_msg_pack_cmdlines(struct td_buf *b, const void *p, size_t n)
+{
+	if (n > TD_MAX_FRAME) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	if (td_frame_header(b, TD_MSG_CMDLINES, 0, n) == -1)
+		return -1;
+	return n == 0 ? 0 : td_buf_add(b, p, n);
+}
+
 /*
  * TD_OPT_TD_GUEST's content: version, flags, vCPU count, QEMU's pid, the
  * name, the vCPUs {index, thread}, and with TD_GUEST_KVM the host's

@@ -26,7 +26,7 @@
 
 struct td_buf;
 
-#define TD_PROTO_VERSION	5	/* the highest spoken */
+#define TD_PROTO_VERSION	6	/* the highest spoken */
 #define TD_PROTO_VERSION_MIN	3	/* the lowest spoken */
 #define TD_FRAME_HEADER		8
 
@@ -62,7 +62,8 @@ struct td_buf;
 	X(START,	22, 20,	TD_MAX_STANDBY_MSG)			\
 	X(STOP,		23, 4,	4)					\
 	X(ANSWER,	24, 8,	8 + TD_MAX_ERROR_LEN)			\
-	X(GO,		25, 4,	4)
+	X(GO,		25, 4,	4)					\
+	X(CMDLINES,	26, 0,	TD_MAX_FRAME)
 
 enum td_msg_type {
 #define TD_MSG_ENUM(n, v, lo, hi) TD_MSG_##n = v,
@@ -407,6 +408,12 @@ int	td_msg_unpack_error(const struct td_frame *f, struct td_error *e);
 int	td_msg_pack_ack(struct td_buf *b, uint64_t offset);
 int	td_msg_unpack_ack(const struct td_frame *f, uint64_t *offset);
 int	td_msg_pack_keepalive(struct td_buf *b);
+/*
+ * CMDLINES (version 6), agent -> listener during a recording: the text of
+ * saved_cmdlines now ("PID COMM" lines), n <= TD_MAX_FRAME; the listener
+ * keeps the latest for the pieces it seals (--rotate).
+ */
+int	td_msg_pack_cmdlines(struct td_buf *b, const void *p, size_t n);
 
 /* Standby frames (proto/standbymsg.c); STOP carries the request number. */
 int	td_msg_pack_standby(struct td_buf *b, const struct td_standby *s);

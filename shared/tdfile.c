@@ -389,6 +389,50 @@ td_file_section_write(struct td_file *f, const void *p, size_t n)
 	return 0;
 }
 
+/*
+ * A section stored compressed in another file of this writer's version
+ * (7) and codec, copied as it is stored: its block (the two u32 sizes,
+ * then the codec's bytes) in pieces, never decompressed or held whole.
+ */
+int
+td_file_section_raw_begin(struct td_file *f, enum td_opt id)
+{
+	if (f->done || f->sec_id != -1 || !td_file_meta_id(id) ||
+	    f->sec_off[id] || f->p.version == 6 || !f->compress) {
+		errno = EINVAL;
+		return -1;
+	}
+	f->sec_id = id;
+	f->sec_hdr = f->off;
+	f->sec_off[id] = f->off;
+	f->sec_len = 0;
+	return td_file_section_header(f, id, true, 0);
+}
+
+int
+td_file_section_raw_write(struct td_file *f, const void *p, size_t n)
+{
+	if (f->sec_id == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	return td_file_write(f, p, n);
+}
+
+int
+td_file_section_raw_end(struct td_file *f)
+{
+	uint64_t size;
+
+	if (f->sec_id == -1) {
+		errno = EINVAL;
+		return -1;
+	}
+	f->sec_id = -1;
+	size = f->off - f->sec_hdr - 16;
+	return td_fileio_pwrite(f->fd, &size, sizeof size, f->sec_hdr + 8);
+}
+
 /* Close the open section and patch its sizes. */
 int
 td_file_section_end(struct td_file *f)

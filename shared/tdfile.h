@@ -136,6 +136,15 @@ int		 td_file_section_begin(struct td_file *f, enum td_opt id);
 int		 td_file_section_write(struct td_file *f, const void *p,
 		    size_t n);
 int		 td_file_section_end(struct td_file *f);
+/*
+ * Copy a section stored compressed in a file of this writer's version (7)
+ * and codec as it is stored (its block, in pieces); EINVAL for a writer
+ * that does not compress.
+ */
+int		 td_file_section_raw_begin(struct td_file *f, enum td_opt id);
+int		 td_file_section_raw_write(struct td_file *f, const void *p,
+		    size_t n);
+int		 td_file_section_raw_end(struct td_file *f);
 /* Drop the open section (its peer went away mid-section). */
 int		 td_file_section_cancel(struct td_file *f);
 /* Whether a section is open (a checkpoint must wait). */

@@ -347,5 +347,7 @@
 #define TD_ROTATE_MAX_SECS	(7u * 24 * 3600)
 #define TD_ROTATE_MAX_PIECE	999999u
 #define TD_ROTATE_SCAN		100000u
+/* A cut copies an uncompressed header section in pieces of this much. */
+#define TD_ROTATE_COPY_CHUNK	(1024u * 1024)
 
 #endif

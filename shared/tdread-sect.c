@@ -297,6 +297,86 @@ td_read_section(struct td_read *r, enum td_opt id, struct td_buf *out)
 	return 0;
 }
 
+int
+td_read_section_span(struct td_read *r, enum td_opt id, uint64_t *off,
+    uint64_t *n, bool *compressed)
+{
+	uint8_t h[TD_SECT_HDR];
+	struct td_read_find f;
+	struct td_buf ob;
+	uint64_t pos;
+	int ret;
+
+	if (id < TD_OPT_HEADER_INFO || id > TD_OPT_CMDLINES) {
+		errno = EINVAL;
+		return -1;
+	}
+	r->ioerr = 0;
+	*compressed = false;
+	if (r->version == 6) {
+		if (!r->v6[id].present) {
+			errno = ENOENT;
+			return -1;
+		}
+		*off = r->v6[id].off;
+		*n = r->v6[id].size;
+		return 0;
+	}
+	/* its section-offset option, else the first header of the chain */
+	td_buf_init(&ob, 64);
+	f.id = id;
+	f.nth = 0;
+	f.out = &ob;
+	f.found = false;
+	ret = td_read_opts_walk(r, td_read_find_cb, &f);
+	if (ret < 0) {
+		td_buf_free(&ob);
+		return -1;
+	}
+	if (f.found) {
+		if (ob.len != 8) {
+			td_buf_free(&ob);
+			return td_read_bad(r);
+		}
+		pos = td_read_u64(r, ob.data);
+		td_buf_free(&ob);
+	} else {
+		td_buf_free(&ob);
+		for (pos = r->hdr_end; pos < r->fsize; pos += TD_SECT_HDR +
+		    td_read_u64(r, h + 8)) {
+			if (td_read_at(r, pos, h, sizeof h) == -1)
+				return -1;
+			if (!td_read_in_file(r, pos + TD_SECT_HDR,
+			    td_read_u64(r, h + 8)))
+				return td_read_bad(r);
+			if (td_read_u16(r, h) == id)
+				break;
+		}
+		if (pos >= r->fsize) {
+			errno = ENOENT;
+			return -1;
+		}
+	}
+	if (pos < r->hdr_end || td_read_at(r, pos, h, sizeof h) == -1 ||
+	    td_read_u16(r, h) != id ||
+	    !td_read_in_file(r, pos + TD_SECT_HDR, td_read_u64(r, h + 8)))
+		return td_read_bad(r);
+	*off = pos + TD_SECT_HDR;
+	*n = td_read_u64(r, h + 8);
+	*compressed = (td_read_u16(r, h + 2) & TD_SECT_COMPRESSED) != 0;
+	return 0;
+}
+
+int
+td_read_bytes(struct td_read *r, uint64_t off, void *p, size_t n)
+{
+	if (!td_read_in_file(r, off, n)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return td_read_at(r, off, p, n);
+}
+
 /* A caller's callback for td_read_options(). */
 struct td_read_user {
 	int	(*cb)(void *, uint16_t, const void *, size_t);

@@ -28,6 +28,7 @@
 #ifndef TD_TDREAD_H
 #define TD_TDREAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +80,17 @@ uint64_t	 td_read_cpu_size(const struct td_read *r, int cpu);
  */
 int		 td_read_section(struct td_read *r, enum td_opt id,
 		    struct td_buf *out);
+/*
+ * Where the stored bytes of metadata section id are, for a copy in pieces
+ * that never holds the section whole (rotate.c): *off and *n in the file,
+ * and whether they are a compressed block (v7), which only
+ * td_read_section() reads.  -1 with errno (ENOENT: no such section).
+ * td_read_bytes(): n bytes at off, all inside the file, or -1.
+ */
+int		 td_read_section_span(struct td_read *r, enum td_opt id,
+		    uint64_t *off, uint64_t *n, bool *compressed);
+int		 td_read_bytes(struct td_read *r, uint64_t off, void *p,
+		    size_t n);
 
 /*
  * Replace the content of out with the data of the nth (from 0) option

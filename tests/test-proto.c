@@ -329,6 +329,31 @@ test_other_messages(void **state)
 	assert_true(TD_MSG_IN_STREAM(TD_MSG_TSYNC_SAMPLE));
 	assert_true(TD_MSG_IN_STREAM(TD_MSG_PAGES_Z));
 
+	/* CMDLINES (version 6): the bytes docs/tdproto.md shows, in the stream */
+	{
+		static const uint8_t want[] = { 0, 0, 0, 0x0e, 0, 0x1a, 0, 0,
+		    '1', '2', '3', ' ', 't', 'd', 'r', 'o', 't', 'l', 'o',
+		    'a', 'd', '\n' };
+
+		td_buf_reset(&b);
+		assert_int_equal(td_msg_pack_cmdlines(&b, "123 tdrotload\n",
+		    14), 0);
+		assert_int_equal(b.len, sizeof want);
+		assert_memory_equal(b.data, want, sizeof want);
+		one_frame(&b, &f);
+		assert_int_equal(f.type, TD_MSG_CMDLINES);
+		assert_int_equal(f.len, 14);
+		assert_true(TD_MSG_IN_STREAM(TD_MSG_CMDLINES));
+		assert_string_equal(td_msg_name(TD_MSG_CMDLINES), "CMDLINES");
+		td_buf_reset(&b);
+		assert_int_equal(td_msg_pack_cmdlines(&b, NULL, 0), 0);
+		one_frame(&b, &f);
+		assert_int_equal(f.len, 0);
+		td_buf_reset(&b);
+		assert_int_equal(td_msg_pack_cmdlines(&b, "", TD_MAX_FRAME + 1),
+		    -1);
+	}
+
 	{
 		struct td_pages_z pz = { .cpu = 3, .count = 10,
 		    .first_seq = 1ULL << 36, .codec = TD_WIRE_ZSTD,
