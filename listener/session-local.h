@@ -1,6 +1,6 @@
 /*
- * session-local.h: struct session, for session.c and session-standby.c
- * only (the rest of the listener sees it through session.h).
+ * session-local.h: struct session, for session.c, session-standby.c and
+ * session-hcache.c only (the rest of the listener sees it through session.h).
  */
 #ifndef TD_SESSION_LOCAL_H
 #define TD_SESSION_LOCAL_H
@@ -65,5 +65,13 @@ int	session_standby_admit(struct session *s, const struct td_frame *f,
 /* A later frame of a standby agent's: 0, or -1 to close it saying why. */
 int	session_standby_frame(struct session *s, const struct td_frame *f,
 	    char *why, size_t len);
+/*
+ * A full section of the stream and the header cache (session-hcache.c):
+ * begin (section id), its bytes, its end.  The cache keeps the section
+ * when it was offered and the cache lacks it; nothing here ends s.
+ */
+void	session_hcache_keep_begin(struct session *s, uint16_t id);
+void	session_hcache_keep(struct session *s, const void *p, size_t n);
+void	session_hcache_keep_end(struct session *s);
 
 #endif

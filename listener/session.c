@@ -641,51 +641,6 @@ session_ref(struct session *s, const struct td_frame *f)
 	return SESSION_GO;
 }
 
-/* A full section begins: kept if it was offered and the cache lacks it. */
-static void
-session_keep_begin(struct session *s, uint16_t id)
-{
-	char err[256];
-	uint16_t i;
-
-	for (i = 0; s->cfg->hcache != NULL && i < s->offer.count; i++) {
-		if (s->offer.ref[i].id != id || s->have.have[i])
-			continue;
-		s->put = hcache_put_begin(s->cfg->hcache, s->identity,
-		    &s->offer.ref[i], err, sizeof err);
-		if (s->put == NULL)
-			log_warnx("%s: header cache: %s", s->label, err);
-		return;
-	}
-}
-
-static void
-session_keep(struct session *s, const void *p, size_t n)
-{
-	if (s->put != NULL && hcache_put_write(s->put, p, n) == -1) {
-		log_warn("%s: header cache: cannot keep a section", s->label);
-		hcache_put_abort(s->put);
-		s->put = NULL;
-	}
-}
-
-static void
-session_keep_end(struct session *s)
-{
-	char err[256];
-	int ret;
-
-	if (s->put == NULL)
-		return;
-	ret = hcache_put_end(s->put, err, sizeof err);
-	s->put = NULL;
-	if (ret == -1)
-		log_warnx("%s: header cache: %s", s->label, err);
-	else if (ret == 0)
-		log_warnx("%s: a section was not what the agent offered: not "
-		    "kept", s->label);
-}
-
 /* One whole frame of a streaming session. */
 static enum session_verdict
 session_stream_frame(struct session *s, const struct td_frame *f,
@@ -716,19 +671,19 @@ session_stream_frame(struct session *s, const struct td_frame *f,
 		ret = recording_section_z(s->rec, (uint8_t)sz.codec, sz.data,
 		    sz.len, sz.raw_len, &raw);
 		if (ret == 0)
-			session_keep(s, raw, sz.raw_len);
+			session_hcache_keep(s, raw, sz.raw_len);
 		break;
 	case TD_MSG_SECTION:
 		if (td_msg_unpack_section(f, &id) == -1)
 			return session_close(s, "bad or repeated SECTION");
 		ret = recording_section_begin(s->rec, id);
 		if (ret == 0)
-			session_keep_begin(s, id);
+			session_hcache_keep_begin(s, id);
 		break;
 	case TD_MSG_SECTION_END:
 		ret = recording_section_end(s->rec);
 		if (ret == 0)
-			session_keep_end(s);
+			session_hcache_keep_end(s);
 		break;
 	case TD_MSG_SECTION_OFFER:
 		return session_offer(s, f);
@@ -840,7 +795,7 @@ session_bulk(struct session *s, const uint8_t *p, size_t n)
 	if (s->bulk_type == TD_MSG_PAGES)
 		ret = recording_page(s->rec, s->bulk_cpu, p);
 	else if ((ret = recording_section_write(s->rec, p, n)) == 0)
-		session_keep(s, p, n);
+		session_hcache_keep(s, p, n);
 	if (ret == -1)
 		return session_failed(s);
 	s->bulk_left -= n;
