@@ -534,6 +534,9 @@ metrics_generation(const struct listener_config *cfg)
 	standby_each(metrics_standby_count_cb, sb);
 	for (i = 0; i < 3; i++)
 		g = metrics_mix(g, (uint64_t)sb[i]);
+	/* a reload that failed, or one that mended it, shows at once */
+	g = metrics_mix(g, reload_failures());
+	g = metrics_mix(g, reload_error()[0] != '\0');
 	if (cfg->onfinish != NULL) {
 		onfinish_stats(cfg->onfinish, &st);
 		g = metrics_mix(g, st.started);

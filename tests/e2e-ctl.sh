@@ -198,13 +198,13 @@ eq "/metrics counts the failed reloads" \
 curl -sS --max-time 10 "$U/status" > "$WORK/status" 2>&1
 check "/status says why the last reload failed" \
     jq -e '.reload.failures == 2 and (.reload.last_error | test("crl.pem"))' \
-    "$WORK/status" > /dev/null
+    "$WORK/status"
 mv "$P/crl.pem.away" "$P/crl.pem"
 "$TDCTL" -S "$CTL" reload > "$WORK/reload3.out" 2>&1
 eq "the CRL back: tdctl reload exits 0" $? 0
 curl -sS --max-time 10 "$U/status" > "$WORK/status" 2>&1
 check "/status: no reload error now" \
-    jq -e '.reload.last_error == null' "$WORK/status" > /dev/null
+    jq -e '.reload.last_error == null' "$WORK/status"
 
 # ---- item 6: tdlisten -D says why it cannot start ----------------------
 "$TDLISTEN" -D -p "$LPORT" --insecure -d "$WORK/out6" > "$WORK/d.out" 2>&1
