@@ -30,6 +30,11 @@
  * most 1000 ppm: NTP slews each clock by at most 500 ppm.
  */
 #define TSYNCUDP_DRIFT_DIV	1000
+/*
+ * Datagrams read at a time: the socket is not connected, anyone may keep
+ * it from ever being empty, so the round's clock is read between batches.
+ */
+#define TSYNCUDP_BATCH		64
 
 /* The socket and the session's id and key. */
 struct tsyncudp {
@@ -121,8 +126,8 @@ tsyncudp_to_mono(uint64_t real_stamp, uint64_t *err)
 }
 
 /*
- * Take the replies waiting, to probes 0 .. n-1 of round: how many were
- * new.  Replies of earlier rounds, repeated ones and anything the key did
+ * Take the replies waiting (TSYNCUDP_BATCH datagrams at most), to probes
+ * 0 .. n-1 of round: how many were new.  Replies of earlier rounds, repeated ones and anything the key did
  * not sign are dropped.
  */
 static uint32_t
@@ -141,10 +146,10 @@ tsyncudp_take(struct tsyncudp *u, uint32_t round, struct tsyncudp_probe *p,
 	struct msghdr msg;
 	struct iovec iov;
 	uint64_t t4_err;
-	uint32_t got = 0;
+	uint32_t got = 0, i;
 	ssize_t len;
 
-	for (;;) {
+	for (i = 0; i < TSYNCUDP_BATCH; i++) {
 		memset(&msg, 0, sizeof msg);
 		iov.iov_base = buf;
 		iov.iov_len = sizeof buf;
@@ -176,6 +181,7 @@ tsyncudp_take(struct tsyncudp *u, uint32_t round, struct tsyncudp_probe *p,
 		q->ok = td_tsudp_offset(&m, q->t4, t4_err, &q->off,
 		    &q->nbound, &q->delay) == 0;
 	}
+	return got;
 }
 
 /* Wait up to ms for a datagram. */
@@ -291,12 +297,13 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
 	uint64_t *ts_s, *ts_r, start, idle, now, end, b, best = UINT64_MAX;
 	uint64_t ref, lb, until, nb = 0;
 	int64_t theta = 0, th;
-	uint32_t i, n, bi = 0, got = 0, answered = 0;
+	uint32_t i, n, bi = 0, got = 0, answered = 0, drained = 0;
 	uint8_t junk[TD_TSUDP_LEN + 1];
 	int ret = -1;
 
 	/* late replies of an earlier round */
-	while (recv(u->fd, junk, sizeof junk, MSG_DONTWAIT) > 0)
+	while (drained++ < 4 * TSYNCUDP_BATCH &&
+	    recv(u->fd, junk, sizeof junk, MSG_DONTWAIT) >= 0)
 		;
 	p = xcalloc(nprobes, sizeof *p);
 	ts_s = xcalloc(nprobes, sizeof *ts_s);
