@@ -229,6 +229,9 @@ EOF
 chmod 755 "$WORK/hook6.sh"
 start_listener "$WORK/l6.log" --insecure -d "$WORK/out6" \
     --on-finish "$WORK/hook6.sh" --on-finish-jobs 2 || exit 99
+# the start reads the sidecars after it listens (under valgrind: later)
+wait_until $((200 * SLOW)) grep -q "on-finish: identity '127.0.0.3' has 64" \
+    "$WORK/l6.log"
 check "row 6: the start defers what is past the identity's 64" grep -q \
     "on-finish: identity '127.0.0.3' has 64 files queued (64 in all): .* wait in their sidecars" \
     "$WORK/l6.log"
