@@ -648,7 +648,7 @@ main(int argc, char **argv)
 	struct agent_opts o;
 	struct instance *in;
 	sigset_t set;
-	char err[1024], have[128];
+	char err[1024];
 	int ret;
 
 	if (argc > 1 && strcmp(argv[1], "check-events") == 0)
@@ -681,11 +681,8 @@ main(int argc, char **argv)
 		log_warnx("--insecure: the recording travels unencrypted to an "
 		    "unauthenticated listener");
 	if (o.codec == TD_CODEC_ZLIB &&
-	    td_tclocal_codec("zlib", have, sizeof have) == 0)
-		log_warnx("--compression zlib: the trace-cmd here cannot read "
-		    "zlib files (it reads %s), nor can Debian 12's trace-cmd, "
-		    "libtracecmd and KernelShark (built without zlib); zstd, "
-		    "the default, is read by all of them", have);
+	    td_tclocal_zlib_warning(err, sizeof err) == 1)
+		log_warnx("%s", err);
 	if (o.import_plan9 != NULL)
 		return plan9_import(&o);
 	if (geteuid() != 0)

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "tdproto.h"
 #include "tsudp.h"
 #include "tsync.h"
@@ -66,15 +67,6 @@ struct tsyncudp_probe {
 	bool		 ok;		/* answered, in causal order */
 };
 
-static uint64_t
-tsyncudp_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* A socket to the listener's probe port, at its TCP peer's address. */
 struct tsyncudp *
 tsyncudp_new(int tcp_fd, uint16_t port, uint64_t id, const uint8_t *key,
@@ -110,19 +102,6 @@ tsyncudp_new(int tcp_fd, uint16_t port, uint64_t id, const uint8_t *key,
 		return NULL;
 	}
 	return u;
-}
-
-/* A realtime stamp as CLOCK_MONOTONIC, within *err (probeport.c's way). */
-static uint64_t
-tsyncudp_to_mono(uint64_t real_stamp, uint64_t *err)
-{
-	uint64_t m0, r, m1;
-
-	m0 = tsyncudp_ns(CLOCK_MONOTONIC);
-	r = tsyncudp_ns(CLOCK_REALTIME);
-	m1 = tsyncudp_ns(CLOCK_MONOTONIC);
-	*err = (m1 - m0) / 2 + 1;
-	return real_stamp - r + m0 + (m1 - m0) / 2;
 }
 
 /*
@@ -175,7 +154,7 @@ tsyncudp_take(struct tsyncudp *u, uint32_t round, struct tsyncudp_probe *p,
 			continue;
 		q->answered = true;
 		got++;
-		q->t4 = tsyncudp_to_mono((uint64_t)stamp->tv_sec *
+		q->t4 = td_clock_real_to_mono((uint64_t)stamp->tv_sec *
 		    1000000000ULL + (uint64_t)stamp->tv_nsec, &t4_err);
 		/* answered, but not usable when not causal */
 		q->ok = td_tsudp_offset(&m, q->t4, t4_err, &q->off,
@@ -204,19 +183,19 @@ tsyncudp_send(struct tsyncudp *u, struct tsync *t, uint32_t round,
 	uint8_t buf[TD_TSUDP_LEN];
 
 	memset(p, 0, sizeof *p);
-	p->m0 = tsyncudp_ns(CLOCK_MONOTONIC);
+	p->m0 = td_clock_ns(CLOCK_MONOTONIC);
 	if (tsync_mark(t, round, seq, 's') == -1) {
 		snprintf(err, errlen, "cannot write a sync marker: %s",
 		    strerror(errno));
 		return -1;
 	}
-	p->m1 = tsyncudp_ns(CLOCK_MONOTONIC);
+	p->m1 = td_clock_ns(CLOCK_MONOTONIC);
 	memset(&m, 0, sizeof m);
 	m.type = TD_TSUDP_PROBE;
 	m.id = u->id;
 	m.round = round;
 	m.seq = seq;
-	m.t1 = p->t1 = tsyncudp_ns(CLOCK_MONOTONIC);
+	m.t1 = p->t1 = td_clock_ns(CLOCK_MONOTONIC);
 	td_tsudp_pack(buf, &m, u->key);
 	/* ICMP refused, a full buffer: a lost probe */
 	sendto(u->fd, buf, sizeof buf, 0, (struct sockaddr *)&u->to,
@@ -308,37 +287,37 @@ tsyncudp_round(struct tsyncudp *u, struct tsync *t, uint32_t round,
 	p = xcalloc(nprobes, sizeof *p);
 	ts_s = xcalloc(nprobes, sizeof *ts_s);
 	ts_r = xcalloc(nprobes, sizeof *ts_r);
-	start = idle = tsyncudp_ns(CLOCK_MONOTONIC);
+	start = idle = td_clock_ns(CLOCK_MONOTONIC);
 	end = start + (uint64_t)max_ms * 1000000ULL;
 	for (n = 0; n < nprobes; ) {
 		if (tsyncudp_send(u, t, round, n, &p[n], err, errlen) == -1)
 			goto out_free;
 		n++;
-		until = tsyncudp_ns(CLOCK_MONOTONIC) +
+		until = td_clock_ns(CLOCK_MONOTONIC) +
 		    TSYNCUDP_SPACING_MS * 1000000ULL;
 		while (!p[n - 1].answered &&
-		    (now = tsyncudp_ns(CLOCK_MONOTONIC)) < until) {
+		    (now = td_clock_ns(CLOCK_MONOTONIC)) < until) {
 			tsyncudp_wait(u, until - now);
 			answered += tsyncudp_take(u, round, p, n);
 		}
-		now = tsyncudp_ns(CLOCK_MONOTONIC);
+		now = td_clock_ns(CLOCK_MONOTONIC);
 		if (idle_cb != NULL &&
 		    now - idle >= TSYNCUDP_IDLE_MS * 1000000ULL) {
 			idle_cb(arg);
-			idle = tsyncudp_ns(CLOCK_MONOTONIC);
+			idle = td_clock_ns(CLOCK_MONOTONIC);
 		}
 		if (now >= end)
 			break;
 	}
 	/* the replies still out, until the round's time is over */
-	while (answered < n && (now = tsyncudp_ns(CLOCK_MONOTONIC)) < end) {
+	while (answered < n && (now = td_clock_ns(CLOCK_MONOTONIC)) < end) {
 		tsyncudp_wait(u, end - now < 5000000 ? end - now : 5000000);
 		answered += tsyncudp_take(u, round, p, n);
 		if (idle_cb != NULL &&
-		    tsyncudp_ns(CLOCK_MONOTONIC) - idle >=
+		    td_clock_ns(CLOCK_MONOTONIC) - idle >=
 		    TSYNCUDP_IDLE_MS * 1000000ULL) {
 			idle_cb(arg);
-			idle = tsyncudp_ns(CLOCK_MONOTONIC);
+			idle = td_clock_ns(CLOCK_MONOTONIC);
 		}
 	}
 	if (tsync_collect(t, round, ts_s, ts_r, n) == -1) {

@@ -18,6 +18,7 @@
 
 #include <event2/listener.h>
 
+#include "clock.h"
 #include "log.h"
 #include "probeport.h"
 #include "tsudp.h"
@@ -66,15 +67,6 @@ static pthread_mutex_t		 pp_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t		 pp_thread;
 static bool			 pp_running;
 static int			 pp_stop[2] = { -1, -1 };	/* a pipe */
-
-static uint64_t
-probeport_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* The port of a sockaddr, 0 if not IP. */
 static uint16_t
@@ -146,23 +138,6 @@ probeport_rate(struct probeport_entry *e, uint64_t now)
 	return true;
 }
 
-/*
- * A realtime stamp of the kernel's as CLOCK_MONOTONIC: the two clocks
- * differ by a constant between steps of the wall clock, read here between
- * two monotonic readings; *err is how far the result may be off.
- */
-static uint64_t
-probeport_to_mono(uint64_t real_stamp, uint64_t *err)
-{
-	uint64_t m0, r, m1;
-
-	m0 = probeport_ns(CLOCK_MONOTONIC);
-	r = probeport_ns(CLOCK_REALTIME);
-	m1 = probeport_ns(CLOCK_MONOTONIC);
-	*err = (m1 - m0) / 2 + 1;
-	return real_stamp - r + m0 + (m1 - m0) / 2;
-}
-
 /* One datagram: answered if it is a valid probe of a session (locked). */
 static void
 probeport_handle(struct probeport_sock *ps, const uint8_t *buf, size_t len,
@@ -182,16 +157,16 @@ probeport_handle(struct probeport_sock *ps, const uint8_t *buf, size_t len,
 		e->dropped++;
 		return;
 	}
-	now = probeport_ns(CLOCK_MONOTONIC);
+	now = td_clock_ns(CLOCK_MONOTONIC);
 	if (!probeport_rate(e, now)) {
 		e->dropped++;
 		return;
 	}
 	m.type = TD_TSUDP_REPLY;
-	m.t2 = probeport_to_mono((uint64_t)stamp->tv_sec * 1000000000ULL +
+	m.t2 = td_clock_real_to_mono((uint64_t)stamp->tv_sec * 1000000000ULL +
 	    (uint64_t)stamp->tv_nsec, &m.err);
 	/* t3 as late as the MAC allows: its time is in the bound */
-	m.t3 = probeport_ns(CLOCK_MONOTONIC);
+	m.t3 = td_clock_ns(CLOCK_MONOTONIC);
 	td_tsudp_pack(out, &m, e->key);
 	if (sendto(ps->fd, out, sizeof out, MSG_DONTWAIT,
 	    (const struct sockaddr *)from, fromlen) == (ssize_t)sizeof out)
@@ -399,7 +374,7 @@ probeport_register(int fd)
 	e->peer = peer;
 	e->port = pp_socks[i].port;
 	e->tokens = PROBEPORT_TOKENS;
-	e->refill_ns = probeport_ns(CLOCK_MONOTONIC);
+	e->refill_ns = td_clock_ns(CLOCK_MONOTONIC);
 	e->next = pp_bucket[e->id % PROBEPORT_BUCKETS];
 	pp_bucket[e->id % PROBEPORT_BUCKETS] = e;
 	pthread_mutex_unlock(&pp_lock);

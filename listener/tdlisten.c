@@ -801,7 +801,7 @@ main(int argc, char **argv)
 	struct event_base *base;
 	struct event *sigs[3];
 	SSL_CTX *ctx = NULL;
-	char err[1024], have[128];
+	char err[1024];
 	int i, signos[3] = { SIGINT, SIGTERM, SIGHUP };
 
 	tdlisten_parse(argc, argv, &cfg);
@@ -833,11 +833,8 @@ main(int argc, char **argv)
 	if (cfg.codec != TD_CODEC_NONE)
 		cfg.codec_ctx = td_codec_new(cfg.codec, 0);
 	if (cfg.codec == TD_CODEC_ZLIB &&
-	    td_tclocal_codec("zlib", have, sizeof have) == 0)
-		log_warnx("--compression zlib: the trace-cmd here cannot read "
-		    "zlib files (it reads %s), nor can Debian 12's trace-cmd, "
-		    "libtracecmd and KernelShark (built without zlib); zstd, "
-		    "the default, is read by all of them", have);
+	    td_tclocal_zlib_warning(err, sizeof err) == 1)
+		log_warnx("%s", err);
 	if ((base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	log_info("tracedock %s, libevent %s (%s), %s", PACKAGE_VERSION,

@@ -112,3 +112,17 @@ td_tclocal_codec(const char *name, char *have, size_t havelen)
 		return -1;
 	return found ? 1 : 0;
 }
+
+int
+td_tclocal_zlib_warning(char *msg, size_t msglen)
+{
+	char have[128];
+
+	if (td_tclocal_codec("zlib", have, sizeof have) != 0)
+		return 0;
+	snprintf(msg, msglen, "--compression zlib: the trace-cmd here cannot "
+	    "read zlib files (it reads %s), nor can Debian 12's trace-cmd, "
+	    "libtracecmd and KernelShark (built without zlib); zstd, the "
+	    "default, is read by all of them", have);
+	return 1;
+}

@@ -20,5 +20,11 @@
  * cannot tell (no trace-cmd, or no list).
  */
 int	td_tclocal_codec(const char *name, char *have, size_t havelen);
+/*
+ * The start-up warning of tdagent and tdlisten for --compression zlib
+ * into msg: 1 when the local trace-cmd cannot read zlib files (say it),
+ * 0 when it can or cannot tell.
+ */
+int	td_tclocal_zlib_warning(char *msg, size_t msglen);
 
 #endif
