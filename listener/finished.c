@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "finished.h"
 #include "listener.h"
 #include "xmalloc.h"
@@ -124,9 +125,7 @@ finished_rewrite(void)
 	int fd, ok;
 
 	xasprintf(&tmp, "%s.tmp", finished_path);
-	(void)unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
+	fd = td_fileio_open_new(tmp, 0600);
 	if (fd == -1 || (fp = fdopen(fd, "w")) == NULL) {
 		if (fd != -1)
 			close(fd);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "history.h"
 #include "log.h"
 #include "tally.h"
@@ -91,9 +92,7 @@ history_save_cb(void *arg)
 	int fd, i, ok = 1;
 
 	xasprintf(&tmp, "%s.tmp", history_path);
-	(void)unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
+	fd = td_fileio_open_new(tmp, 0600);
 	if (fd == -1 || (fp = fdopen(fd, "w")) == NULL) {
 		if (fd != -1)
 			close(fd);
