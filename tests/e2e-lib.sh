@@ -266,12 +266,14 @@ start_listener() {
 }
 
 # wait_until TICKS CMD [ARG...]: run CMD until it succeeds, every 0.05 s,
-# giving up after TICKS + 1 pauses; the callers check the outcome
+# giving up after TICKS + 1 pauses (CMD's complaints while it fails, such
+# as grep's about a file not written yet, are not shown); the callers
+# check the outcome
 wait_until() {
 	_wu_max=$1
 	shift
 	_wu_i=0
-	until "$@" || [ $_wu_i -gt "$_wu_max" ]; do
+	until "$@" 2>/dev/null || [ $_wu_i -gt "$_wu_max" ]; do
 		sleep 0.05
 		_wu_i=$((_wu_i + 1))
 	done
