@@ -22,6 +22,7 @@
 
 #include "admit.h"
 #include "budget.h"
+#include "client.h"
 #include "conn.h"
 #include "control.h"
 #include "finished.h"
@@ -846,6 +847,7 @@ main(int argc, char **argv)
 		    base);
 		evsignal_add(sigs[i], NULL);
 	}
+	client_init(base, &cfg);
 	conn_init(base, &cfg, ctx);
 	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
 	    sizeof err) == -1)
