@@ -43,6 +43,7 @@
 
 #include "admit.h"
 #include "buf.h"
+#include "client.h"
 #include "conn.h"
 #include "conn-tls.h"
 #include "listener.h"
@@ -67,31 +68,27 @@ enum conn_state {
 	C_CLOSING,
 };
 
-/* One accepted connection. */
+/*
+ * One accepted connection: the tdproto state machine in a client of the
+ * client layer (client.h), which owns the socket, the bufferevent, the
+ * deadline, the label before the session's, the list and the slot.
+ */
 struct conn {
-	int			 fd;		/* -1 once bev has it */
+	struct client		*cl;
 	struct preamble		*pre;		/* in C_RESYNC */
 	bool			 required;	/* the preamble (Unix) */
-	struct bufferevent	*bev;
+	struct bufferevent	*bev;		/* cl's, once made */
 	struct session		*s;		/* NULL in the handshake */
 	enum conn_state		 state;
-	bool			 counted;	/* holds a slot */
-	bool			 reserve;	/* a slot kept for resumes */
 	bool			 big;		/* sockio_big() said so */
 	size_t			 rlow;		/* bev's read watermark now */
 	bool			 out_blocked;	/* replies unread: no reads */
-	struct event		*timer;		/* deadline, or closing */
 	char			 peer[128];
-	char			 label[TD_MAX_NAME_LEN * 2 + 160];	/* no session yet */
-	struct conn		*next;
-	struct conn		*prev;
 };
 
-static struct conn			*conn_list;
 static struct event_base		*conn_base;
 static const struct listener_config	*conn_cfg;
 static SSL_CTX				*conn_ctx;
-static int				 conn_nsessions;
 
 static void	conn_read_cb(struct bufferevent *, void *);
 static void	conn_write_cb(struct bufferevent *, void *);
@@ -101,41 +98,29 @@ static void	conn_verdict(struct conn *, enum session_verdict);
 static const char *
 conn_label(const struct conn *c)
 {
-	return c->s != NULL ? session_label(c->s) : c->label;
+	return c->s != NULL ? session_label(c->s) : client_label(c->cl);
 }
 
-/* Its handshake slot or its session slot is free again. */
+/*
+ * The client layer's free hook: the preamble's scan, the handshake slot
+ * and the session go (the client frees the socket and its session slot).
+ */
 static void
-conn_release(struct conn *c)
+conn_free_cb(void *arg)
 {
-	if (!c->counted)
-		return;
-	c->counted = false;
-	if (admit_release(c))
-		return;
-	if (conn_nsessions > 0)
-		conn_nsessions--;
+	struct conn *c = arg;
+
+	preamble_free(c->pre);
+	admit_release(c);
+	session_free(c->s);
+	free(c);
 }
 
+/* The one way a connection goes: its client with it. */
 static void
 conn_free(struct conn *c)
 {
-	if (c->timer != NULL)
-		event_free(c->timer);
-	preamble_free(c->pre);
-	if (c->bev != NULL)
-		bufferevent_free(c->bev);
-	else if (c->fd != -1)
-		close(c->fd);
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		conn_list = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	conn_release(c);
-	session_free(c->s);
-	free(c);
+	client_free(c->cl);
 }
 
 /*
@@ -149,40 +134,12 @@ conn_sent_all(struct bufferevent *bev)
 	return evbuffer_get_length(bufferevent_get_output(bev)) == 0;
 }
 
-/* The ERROR went out (or could not): now the connection can go. */
-static void
-conn_closing_write_cb(struct bufferevent *bev, void *arg)
-{
-	if (conn_sent_all(bev))
-		conn_free(arg);
-}
-
-static void
-conn_closing_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	conn_free(arg);
-}
-
-static void
-conn_closing_timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-	conn_free(arg);
-}
-
 /* Flush what is written, then free c (at most two seconds from now). */
 static void
 conn_closing(struct conn *c)
 {
-	struct timeval tv = { 2, 0 };
-
 	c->state = C_CLOSING;
-	bufferevent_disable(c->bev, EV_READ);
-	bufferevent_setcb(c->bev, NULL, conn_closing_write_cb,
-	    conn_closing_event_cb, c);
-	if (c->timer != NULL)
-		event_free(c->timer);
-	c->timer = evtimer_new(conn_base, conn_closing_timer_cb, c);
-	evtimer_add(c->timer, &tv);
+	client_close_after_drain(c->cl, 2);
 }
 
 /* Send the session's ERROR, then go. */
@@ -243,8 +200,7 @@ conn_pause(struct conn *c)
 	c->out_blocked = false;
 	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 	bufferevent_disable(c->bev, EV_READ);
-	bufferevent_setcb(c->bev, NULL, conn_pause_write_cb,
-	    conn_pause_event_cb, c);
+	client_setcb(c->cl, NULL, conn_pause_write_cb, conn_pause_event_cb);
 	bufferevent_set_timeouts(c->bev, NULL, &tv);
 	bufferevent_write(c->bev, e->data, e->len);
 }
@@ -354,10 +310,8 @@ static void
 conn_streaming(struct conn *c)
 {
 	conn_idle(c);
-	if (c->timer != NULL) {
-		event_free(c->timer);
-		c->timer = NULL;
-	}
+	client_deadline_clear(c->cl);
+	client_done_waiting(c->cl);
 }
 
 /*
@@ -442,7 +396,8 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		was = session_phase(c->s);
 		/* the descriptors of every connection, handshakes too */
 		used = session_input(c->s, evbuffer_pullup(in, n), n, rx_ns,
-		    conn_nsessions + admit_handshakes(), &turn, &v);
+		    client_count(CLIENT_TDPROTO) + admit_handshakes(), &turn,
+		    &v);
 		conn_flush(c);
 		if (used == -1) {
 			conn_verdict(c, v);
@@ -508,38 +463,6 @@ conn_plain_identity(const char *peer, char *identity, size_t len)
 }
 
 /*
- * Whether a connection of identity may take a slot over --max-sessions,
- * one kept for resumes: while its identity has recordings open (waiting
- * for a resume, or on a connection that may be dead and not yet noticed),
- * as many of its connections as it has recordings may wait for their
- * HELLO so; such a session may only resume (session_set_resume_only()).
- * A crowd that fills --max-sessions never keeps a recording from its
- * resume (issue 31 row 1).
- */
-static bool
-conn_resume_slot(const char *identity)
-{
-	char plain[TD_MAX_NAME_LEN + 1];
-	int recs = registry_count(identity), n = 0;
-	struct conn *t;
-
-	if (recs == 0)
-		return false;
-	for (t = conn_list; t != NULL; t = t->next) {
-		if (!t->reserve)
-			continue;
-		if (t->s == NULL) {
-			/* plain, in its preamble: its address is its name */
-			conn_plain_identity(t->peer, plain, sizeof plain);
-			n += strcmp(plain, identity) == 0;
-		} else if (session_phase(t->s) == SESSION_HELLO &&
-		    strcmp(session_identity(t->s), identity) == 0)
-			n++;
-	}
-	return n < recs;
-}
-
-/*
  * Through TLS: the verified certificate names the agent; its handshake
  * slot goes to the next, it takes a session slot (when one is free, or
  * one kept for the resumes of its recordings, and its identity does not
@@ -549,25 +472,21 @@ static void
 conn_handshake_done(struct conn *c)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
-	char identity[TD_MAX_NAME_LEN + 1];
-	struct conn *t;
-	int waiting = 0;
+	char identity[TD_MAX_NAME_LEN + 1], label[TD_MAX_NAME_LEN + 160];
+	enum client_verdict v;
 
 	if (td_tls_peer_identity(ssl, identity, sizeof identity) == -1) {
 		conn_refuse(c, "no verified client certificate, or its name "
 		    "is longer than 64 bytes once escaped");
 		return;
 	}
-	snprintf(c->label, sizeof c->label, "session %s (%s)", identity,
-	    c->peer);
-	for (t = conn_list; t != NULL; t = t->next)
-		if (t->s != NULL && session_phase(t->s) == SESSION_HELLO &&
-		    strcmp(session_identity(t->s), identity) == 0)
-			waiting++;
-	if (waiting >= conn_cfg->max_per_identity) {
+	snprintf(label, sizeof label, "session %s (%s)", identity, c->peer);
+	client_set_label(c->cl, label);
+	v = client_admit(c->cl, identity);
+	if (v == CLIENT_IDENTITY) {
 		admit_refused(ADMIT_R_IDENTITY, "%s: closing: %d connections "
 		    "of '%s' wait for their HELLO already "
-		    "(--max-per-identity)", c->label,
+		    "(--max-per-identity)", label,
 		    conn_cfg->max_per_identity, identity);
 		conn_close_later(c, "too many connections of this identity "
 		    "wait for their HELLO (--max-per-identity): come back "
@@ -575,24 +494,22 @@ conn_handshake_done(struct conn *c)
 		return;
 	}
 	admit_release(c);
-	if (conn_nsessions >= conn_cfg->max_sessions &&
-	    conn_resume_slot(identity))
-		c->reserve = true;
-	else if (conn_nsessions >= conn_cfg->max_sessions) {
+	if (v != CLIENT_YES && v != CLIENT_RESERVE) {
+		/* the sessions of every kind: agents, trace-cmd, uftrace */
 		admit_refused(ADMIT_R_SESSIONS, "%s: closing: %d sessions "
-		    "already (--max-sessions)", c->label, conn_nsessions);
-		c->counted = false;
+		    "already (--max-sessions)", label,
+		    client_count(CLIENT_NKINDS));
 		conn_close_later(c, SESSION_FULL);
 		return;
 	}
-	conn_nsessions++;
-	log_debug("%s: TLS handshake done (%s)", c->label,
+	log_debug("%s: TLS handshake done (%s)", label,
 	    SSL_get_version(ssl));
 	c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb, c);
 	session_set_kick(c->s, conn_kick_cb, c);
-	if (c->reserve) {
+	if (v == CLIENT_RESERVE) {
 		log_info("%s: over --max-sessions (%d): a slot kept for the "
-		    "resume of its recordings", c->label, conn_nsessions - 1);
+		    "resume of its recordings", label,
+		    client_count(CLIENT_NKINDS) - 1);
 		session_set_resume_only(c->s);
 	}
 	session_set_socket(c->s, bufferevent_getfd(c->bev));
@@ -656,7 +573,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 
 /* Handshake and HELLO must be over within the timeout, however sent. */
 static void
-conn_deadline_cb(evutil_socket_t fd, short what, void *arg)
+conn_deadline_cb(struct client *cl, void *arg)
 {
 	struct conn *c = arg;
 	char scan[200], msg[300];
@@ -685,31 +602,31 @@ conn_begin(struct conn *c)
 	struct timeval tv;
 
 	if (conn_ctx != NULL) {
-		c->bev = conn_tls_new(conn_base, conn_ctx, c->fd, c->big,
-		    c->required, &why);
+		c->bev = conn_tls_new(conn_base, conn_ctx, client_fd(c->cl),
+		    c->big, c->required, &why);
 		c->state = C_HANDSHAKE;
+		if (c->bev != NULL)
+			client_set_bev(c->cl, c->bev);
 	} else {
-		c->bev = bufferevent_socket_new(conn_base, c->fd,
-		    BEV_OPT_CLOSE_ON_FREE);
+		if (client_set_plain(c->cl) == 0)
+			c->bev = client_bev(c->cl);
 		c->state = C_OPEN;
 	}
 	if (c->bev == NULL) {
 		conn_refuse(c, why);
 		return;
 	}
-	c->fd = -1;	/* the bufferevent's */
 	if (conn_ctx == NULL) {
 		/* the address is the identity; its port is not part of it */
 		conn_plain_identity(c->peer, identity, sizeof identity);
 		c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb,
 		    c);
 		session_set_kick(c->s, conn_kick_cb, c);
-		if (c->reserve)
+		if (client_reserved(c->cl))
 			session_set_resume_only(c->s);
 		session_set_socket(c->s, bufferevent_getfd(c->bev));
 	}
-	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb,
-	    c);
+	client_setcb(c->cl, conn_read_cb, conn_write_cb, conn_event_cb);
 	tv.tv_sec = conn_cfg->handshake_timeout;
 	tv.tv_usec = 0;
 	bufferevent_set_timeouts(c->bev, &tv, NULL);
@@ -733,42 +650,42 @@ conn_preamble_cb(void *arg, bool ok, const char *why)
 		return;
 	}
 	if (preamble_found(c->pre))
-		log_info("%s: %s", c->label, what);
+		log_info("%s: %s", client_label(c->cl), what);
 	preamble_free(c->pre);
 	c->pre = NULL;
 	conn_begin(c);
 }
 
+static void	conn_shutdown_cb(struct client *, void *);
+
+/* What the client layer calls conn.c for. */
+static const struct client_hooks conn_hooks = {
+	.free = conn_free_cb,
+	.deadline = conn_deadline_cb,
+	.shutdown = conn_shutdown_cb,
+};
+
 /*
- * A connection on fd from peer: its deadline, then its preamble's scan
- * (required on a byte pipe: a Unix socket), then its bufferevent;
- * reserve: a plain connection in a slot kept for resumes.
+ * A connection on fd from peer: its client (and deadline), then its
+ * preamble's scan (required on a byte pipe: a Unix socket), then its
+ * bufferevent.
  */
 static struct conn *
-conn_new(int fd, const char *peer, bool required, bool reserve)
+conn_new(int fd, const char *peer, bool required)
 {
-	struct timeval tv;
+	char label[160];
 	struct conn *c;
 
 	c = xcalloc(1, sizeof *c);
-	c->counted = true;
-	c->fd = fd;
 	c->required = required;
-	c->reserve = reserve;
 	c->state = C_RESYNC;
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
-	snprintf(c->label, sizeof c->label, "session %s", peer);
-	c->big = sockio_big(conn_nsessions);
-	c->next = conn_list;
-	if (conn_list != NULL)
-		conn_list->prev = c;
-	conn_list = c;
+	snprintf(label, sizeof label, "session %s", peer);
+	c->big = sockio_big(client_count(CLIENT_TDPROTO));
+	c->cl = client_new(CLIENT_TDPROTO, fd, label, &conn_hooks, c);
 	/* a deadline for all of it: a peer trickling bytes cannot stretch
 	   it */
-	tv.tv_sec = conn_cfg->handshake_timeout;
-	tv.tv_usec = 0;
-	c->timer = evtimer_new(conn_base, conn_deadline_cb, c);
-	evtimer_add(c->timer, &tv);
+	client_deadline(c->cl, conn_cfg->handshake_timeout * 1000L);
 	c->pre = preamble_new(conn_base, fd, required, conn_preamble_cb, c);
 	return c;
 }
@@ -790,9 +707,9 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 	/* a byte pipe (QEMU's chardev) may hold an old session's bytes */
 	bool required = sa->sa_family == AF_UNIX;
 	char identity[TD_MAX_NAME_LEN + 1];
+	enum client_verdict v;
 	struct conn *c;
 	void *victim;
-	bool reserve;
 
 	/*
 	 * Plain: refused at once when every session slot is taken.  TLS:
@@ -803,16 +720,16 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 		/* plain: no handshake, a session slot at once (or one kept
 		   for the resumes of its address's recordings) */
 		conn_plain_identity(peer, identity, sizeof identity);
-		reserve = conn_nsessions >= conn_cfg->max_sessions &&
-		    conn_resume_slot(identity);
-		if (conn_nsessions >= conn_cfg->max_sessions && !reserve) {
+		v = client_may_open(CLIENT_TDPROTO, identity);
+		if (v != CLIENT_YES && v != CLIENT_RESERVE) {
 			admit_refused(ADMIT_R_SESSIONS, "refusing %s: %d "
-			    "sessions already", peer, conn_nsessions);
+			    "sessions already", peer,
+			    client_count(CLIENT_NKINDS));
 			close(fd);
 			return;
 		}
-		conn_nsessions++;
-		conn_new(fd, peer, required, reserve);
+		c = conn_new(fd, peer, required);
+		client_admit(c->cl, identity);
 		return;
 	}
 	/* TLS: a handshake slot, one taken from a busier address, or none */
@@ -840,7 +757,7 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 	case ADMIT_YES:
 		break;
 	}
-	c = conn_new(fd, peer, required, false);
+	c = conn_new(fd, peer, required);
 	admit_add(fd, sa, c);
 }
 
@@ -870,16 +787,19 @@ conn_get_ctx(void)
 int
 conn_sessions(void)
 {
-	return conn_nsessions;
+	return client_count(CLIENT_TDPROTO);
 }
 
 void
 conn_count(struct conn_counts *n)
 {
+	struct client *cl;
 	struct conn *c;
 
 	memset(n, 0, sizeof *n);
-	for (c = conn_list; c != NULL; c = c->next) {
+	for (cl = client_first(CLIENT_TDPROTO); cl != NULL;
+	    cl = client_next(cl)) {
+		c = client_arg(cl);
 		if (c->state == C_RESYNC || c->state == C_HANDSHAKE)
 			n->handshake++;
 		else if (c->state == C_OPEN)
@@ -901,9 +821,12 @@ conn_each(void (*fn)(const struct conn_info *, void *), void *arg)
 		[C_CLOSING] = "closing",
 	};
 	struct conn_info i;
+	struct client *cl;
 	struct conn *c;
 
-	for (c = conn_list; c != NULL; c = c->next) {
+	for (cl = client_first(CLIENT_TDPROTO); cl != NULL;
+	    cl = client_next(cl)) {
+		c = client_arg(cl);
 		i.peer = c->peer;
 		i.identity = c->s != NULL ? session_identity(c->s) : "";
 		i.state = names[c->state];
@@ -914,11 +837,13 @@ conn_each(void (*fn)(const struct conn_info *, void *), void *arg)
 void
 conn_tick(void)
 {
-	struct conn *c, *next;
+	struct client *cl, *next;
 	enum session_verdict v;
+	struct conn *c;
 
-	for (c = conn_list; c != NULL; c = next) {
-		next = c->next;
+	for (cl = client_first(CLIENT_TDPROTO); cl != NULL; cl = next) {
+		next = client_next(cl);
+		c = client_arg(cl);
 		if (c->state != C_OPEN || c->s == NULL ||
 		    session_phase(c->s) != SESSION_STREAM)
 			continue;
@@ -930,33 +855,36 @@ conn_tick(void)
 	}
 }
 
+/* tdlisten stops (the client layer's shutdown hook): c says so. */
+static void
+conn_shutdown_cb(struct client *cl, void *arg)
+{
+	struct conn *c = arg;
+	enum session_verdict v;
+
+	if (c->state == C_CLOSING)
+		return;
+	if (c->s == NULL) {
+		conn_refuse(c, "tdlisten is shutting down");
+		return;
+	}
+	v = session_shutdown(c->s);
+	if (v == SESSION_CLOSE)
+		conn_close_telling(c);
+	else if (c->state == C_PAUSING)
+		conn_closing(c);	/* its ERROR goes out */
+	else
+		conn_free(c);
+}
+
 void
 conn_shutdown_all(void)
 {
-	struct conn *c, *next;
-	enum session_verdict v;
-
-	for (c = conn_list; c != NULL; c = next) {
-		next = c->next;
-		if (c->state == C_CLOSING)
-			continue;
-		if (c->s == NULL) {
-			conn_refuse(c, "tdlisten is shutting down");
-			continue;
-		}
-		v = session_shutdown(c->s);
-		if (v == SESSION_CLOSE)
-			conn_close_telling(c);
-		else if (c->state == C_PAUSING)
-			conn_closing(c);	/* its ERROR goes out */
-		else
-			conn_free(c);
-	}
+	client_shutdown(CLIENT_TDPROTO);
 }
 
 void
 conn_free_all(void)
 {
-	while (conn_list != NULL)
-		conn_free(conn_list);
+	client_free_all(CLIENT_TDPROTO);
 }

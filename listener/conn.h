@@ -3,8 +3,9 @@
  * then a session slot), the bufferevent (TLS or plain) with its timers and
  * watermarks, and the session (session.h) that speaks tdproto over it.
  *
- * A connection owns its bufferevent, its timers and its session;
- * conn_free() (static) is the only function that frees one.  It reads
+ * A connection is a client of the client layer (client.h), which owns
+ * its socket, bufferevent, deadline, list and slot; the connection owns
+ * its session, and client_free() is the only function that frees one.  It reads
  * what arrives into its session and sends what the session writes; the
  * session's verdict says when to close, pause or let the recording wait.
  * Loop thread only.

@@ -30,6 +30,7 @@
 #include <event2/listener.h>
 
 #include "buf.h"
+#include "client.h"
 #include "control.h"
 #include "log.h"
 #include "standby.h"
@@ -42,25 +43,23 @@
 #define CONTROL_WAIT		120
 /* The longest request line. */
 #define CONTROL_LINE_MAX	(TD_MAX_FILTER_LEN + TD_STANDBY_EVENTS + 512)
-/* Clients at once (each a descriptor and a little memory). */
-#define CONTROL_CLIENTS		64
-
-/* One tdctl. */
+/*
+ * One tdctl: its requests and answers in a client of the client layer
+ * (client.h), which owns the connection, the CONTROL_WAIT deadline, the
+ * list and the count (TD_CONTROL_MAX_CLIENTS, apart from --max-sessions).
+ */
 struct control_client {
-	struct bufferevent	*bev;
+	struct client		*client;
+	struct bufferevent	*bev;		/* client's */
 	struct standby_reply	 reply;		/* its agents' answers */
-	struct event		*timer;		/* CONTROL_WAIT */
 	int			 pending;	/* agents yet to answer */
 	bool			 waiting;
 	bool			 paused;	/* its answers unread: reads
 						   wait for them to drain */
-	struct control_client	*prev, *next;
 };
 
 static struct evconnlistener	*control_lev;
 static char			*control_path;
-static struct control_client	*control_clients;
-static int			 control_nclients;
 static int			(*control_reload)(char *, size_t);
 
 void
@@ -69,21 +68,20 @@ control_set_reload(int (*fn)(char *, size_t))
 	control_reload = fn;
 }
 
+/* The client layer's free hook: no agent answers cl any more. */
+static void
+control_client_free_cb(void *arg)
+{
+	struct control_client *cl = arg;
+
+	standby_forget(&cl->reply, false);
+	free(cl);
+}
+
 static void
 control_client_free(struct control_client *cl)
 {
-	standby_forget(&cl->reply, false);
-	if (cl->timer != NULL)
-		event_free(cl->timer);
-	bufferevent_free(cl->bev);
-	if (cl->prev != NULL)
-		cl->prev->next = cl->next;
-	else
-		control_clients = cl->next;
-	if (cl->next != NULL)
-		cl->next->prev = cl->prev;
-	control_nclients--;
-	free(cl);
+	client_free(cl->client);
 }
 
 /* A line (no newline) to cl's answer. */
@@ -115,7 +113,7 @@ control_done(struct control_client *cl)
 {
 	cl->waiting = false;
 	cl->pending = 0;
-	event_del(cl->timer);
+	client_deadline_clear(cl->client);
 	control_line(cl, ".");
 	if (control_full(cl))
 		cl->paused = true;
@@ -141,12 +139,11 @@ control_settle_cb(void *arg)
 }
 
 static void
-control_timer_cb(evutil_socket_t fd, short what, void *arg)
+control_timer_cb(struct client *c, void *arg)
 {
 	struct control_client *cl = arg;
 
-	(void)fd;
-	(void)what;
+	(void)c;
 	standby_forget(&cl->reply, true);
 	control_done(cl);
 }
@@ -249,7 +246,7 @@ control_request(struct control_client *cl, char *line)
 	/* nothing more from this client until its agents answered */
 	cl->waiting = true;
 	bufferevent_disable(cl->bev, EV_READ);
-	event_add(cl->timer, &(struct timeval){ CONTROL_WAIT, 0 });
+	client_deadline(cl->client, CONTROL_WAIT * 1000L);
 	return true;
 }
 
@@ -315,40 +312,43 @@ control_event_cb(struct bufferevent *bev, short what, void *arg)
 	control_client_free(arg);
 }
 
+/* What the client layer calls control.c for. */
+static const struct client_hooks control_hooks = {
+	.free = control_client_free_cb,
+	.deadline = control_timer_cb,
+};
+
 static void
 control_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
-	struct event_base *base = evconnlistener_get_base(lev);
 	struct control_client *cl;
 
+	(void)lev;
 	(void)sa;
 	(void)salen;
 	(void)arg;
-	if (control_nclients >= CONTROL_CLIENTS) {
+	/* local operators: their own cap, not --max-sessions */
+	if (client_may_open(CLIENT_CONTROL, "") != CLIENT_YES) {
 		log_warnx("control: %d clients already: refusing one",
-		    control_nclients);
+		    client_count(CLIENT_CONTROL));
 		evutil_closesocket(fd);
 		return;
 	}
 	cl = xcalloc(1, sizeof *cl);
-	cl->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (cl->bev == NULL) {
-		evutil_closesocket(fd);
-		free(cl);
+	cl->client = client_new(CLIENT_CONTROL, fd, "control", &control_hooks,
+	    cl);
+	if (client_set_plain(cl->client) == -1) {
+		client_free(cl->client);
 		return;
 	}
-	cl->timer = evtimer_new(base, control_timer_cb, cl);
+	client_admit(cl->client, "");
+	cl->bev = client_bev(cl->client);
 	cl->reply.line = control_reply_cb;
 	cl->reply.settle = control_settle_cb;
 	cl->reply.arg = cl;
-	cl->next = control_clients;
-	if (cl->next != NULL)
-		cl->next->prev = cl;
-	control_clients = cl;
-	control_nclients++;
-	bufferevent_setcb(cl->bev, control_read_cb, control_write_cb,
-	    control_event_cb, cl);
+	client_setcb(cl->client, control_read_cb, control_write_cb,
+	    control_event_cb);
 	bufferevent_setwatermark(cl->bev, EV_WRITE, TD_MAX_CONTROL_OUT / 2, 0);
 	bufferevent_enable(cl->bev, EV_READ | EV_WRITE);
 }
@@ -451,8 +451,7 @@ control_start(struct event_base *base, const char *path, uid_t uid,
 void
 control_free(void)
 {
-	while (control_clients != NULL)
-		control_client_free(control_clients);
+	client_free_all(CLIENT_CONTROL);
 	if (control_lev != NULL) {
 		evconnlistener_free(control_lev);
 		control_lev = NULL;

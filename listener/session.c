@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "client.h"
 #include "finished.h"
 #include "hcache.h"
 #include "listener.h"
@@ -479,7 +480,7 @@ session_hello(struct session *s, const struct td_frame *f, int conns)
 		session_welcome(s, false, recording_trace_id(t), 0);
 		return SESSION_GO;
 	}
-	if (registry_count(s->identity) >= s->cfg->max_per_identity) {
+	if (!client_may_record(s->cfg, s->identity)) {
 		snprintf(err, sizeof err, "too many recordings open for '%s' "
 		    "(--max-per-identity %d)", s->identity,
 		    s->cfg->max_per_identity);

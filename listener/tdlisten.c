@@ -22,6 +22,7 @@
 
 #include "admit.h"
 #include "budget.h"
+#include "client.h"
 #include "conn.h"
 #include "control.h"
 #include "finished.h"
@@ -195,8 +196,9 @@ usage(FILE *fp)
 "  --compression C    zstd (default), zlib or none; v6 is never compressed\n"
 "                     (zlib files: Debian 12's trace-cmd, libtracecmd and\n"
 "                     KernelShark, built without zlib, cannot open them)\n"
-"  --max-sessions N   refuse connections past their TLS handshake beyond N\n"
-"                     (default 1024)\n"
+"  --max-sessions N   refuse clients beyond N, of every kind together:\n"
+"                     agents past their TLS handshake, trace-cmd and\n"
+"                     uftrace clients (default 1024)\n"
 "  --tsync-interval MS  time-sync round every MS ms (default 1000; 0: at\n"
 "                     start and end only; -1: no time sync)\n"
 "  --no-udp-probes    no UDP port for time-sync probes beside the TCP port:\n"
@@ -846,6 +848,7 @@ main(int argc, char **argv)
 		    base);
 		evsignal_add(sigs[i], NULL);
 	}
+	client_init(base, &cfg);
 	conn_init(base, &cfg, ctx);
 	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
 	    sizeof err) == -1)

@@ -63,6 +63,7 @@
 #include "admit.h"
 #include "budget.h"
 #include "buf.h"
+#include "client.h"
 #include "conn.h"
 #include "finished.h"
 #include "listener.h"
@@ -94,20 +95,22 @@ enum tc_state {
 	TC_CLOSING,
 };
 
-/* One trace-cmd client. */
+/*
+ * One trace-cmd client: the state machine in a client of the client layer
+ * (client.h), which owns the control connection, its label, the step's
+ * deadline, the list and the --max-sessions slot.
+ */
 struct tcclient {
-	LIST_ENTRY(tcclient)	 entry;
+	struct client		*cl;
 	const struct listener_config *cfg;
 	enum tc_state		 state;
-	struct bufferevent	*bev;
-	struct event		*timer;		/* the step's deadline */
+	struct bufferevent	*bev;		/* cl's */
 	struct event		*kick;		/* finish or fail, deferred */
 	struct sockaddr_storage	 local;		/* where it reached us */
 	socklen_t		 local_len;
 	struct sockaddr_storage	 peer;
 	char			 host[NI_MAXHOST];
 	char			 identity[TD_MAX_NAME_LEN + 1];
-	char			 label[NI_MAXHOST + NI_MAXSERV + 32];
 	struct td_tc_tinit	 tinit;
 	int			 memfd;		/* the header, -1 */
 	uint64_t		 meta_len;
@@ -123,41 +126,55 @@ struct tcclient {
 	char			 why[600];	/* ... why */
 };
 
-static LIST_HEAD(, tcclient) tc_all = LIST_HEAD_INITIALIZER(tc_all);
 static struct event_base	*tc_base;
 static const struct listener_config *tc_cfg;
 static struct evconnlistener	*tc_lev;
 static struct accept_pause	*tc_pause;
-static int			 tc_nclients;
-static int			 tc_nfds;	/* control connections (the data
-					   sockets are in the budget) */
 
 int
 tracecmd_clients(void)
 {
-	return tc_nclients;
+	return client_count(CLIENT_TRACECMD);
 }
 
-/* Free a client; a recording not finished is closed (kept partial). */
-static void
-tc_free(struct tcclient *tc)
+/* The control connections (the data sockets are in the budget). */
+static int
+tc_nfds(void)
 {
-	LIST_REMOVE(tc, entry);
-	tc_nclients--;
+	return client_listed(CLIENT_TRACECMD);
+}
+
+static const char *
+tc_label(const struct tcclient *tc)
+{
+	return client_label(tc->cl);
+}
+
+/*
+ * The client layer's free hook: a recording not finished is closed (kept
+ * partial).
+ */
+static void
+tc_free_cb(void *arg)
+{
+	struct tcclient *tc = arg;
+
 	tcdata_free(tc->data);
 	if (tc->rec != NULL)
 		recording_close(tc->rec);
 	budget_close(tc->acct);
 	if (tc->memfd != -1)
 		close(tc->memfd);
-	if (tc->timer != NULL)
-		event_free(tc->timer);
 	if (tc->kick != NULL)
 		event_free(tc->kick);
-	if (tc->bev != NULL)
-		bufferevent_free(tc->bev);
-	tc_nfds--;
 	free(tc);
+}
+
+/* Free a client (and its client). */
+static void
+tc_free(struct tcclient *tc)
+{
+	client_free(tc->cl);
 }
 
 /* End a client for a reason: logged, its recording closed. */
@@ -174,20 +191,17 @@ tc_close(struct tcclient *tc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
-	log_warnx("%s: closing: %s", tc->label, why);
 	/* what already arrived on its data sockets is kept */
 	if (tc->rec != NULL && tc->data != NULL && !tc->failed)
 		tcdata_drain(tc->data);
-	tc_free(tc);
+	client_close(tc->cl, "%s", why);
 }
 
 /* Arm the step's deadline (seconds). */
 static void
 tc_deadline(struct tcclient *tc, int s)
 {
-	struct timeval tv = { s, 0 };
-
-	evtimer_add(tc->timer, &tv);
+	client_deadline(tc->cl, s * 1000L);
 }
 
 /* A recording of ours taken over by a resuming agent: let it go. */
@@ -265,7 +279,7 @@ tc_finish(struct tcclient *tc, bool force)
 		if (!force)
 			return;
 		log_warnx("%s: data connections still open %d s after "
-		    "CLOSE: finishing without what they hold", tc->label,
+		    "CLOSE: finishing without what they hold", tc_label(tc),
 		    TD_TC_CLOSE_WAIT);
 	}
 	td_buf_init(&loss, 64 + (size_t)n * 128);
@@ -275,24 +289,24 @@ tc_finish(struct tcclient *tc, bool force)
 	if (lost > 0) {
 		recording_lost_pages(tc->rec, lost);
 		log_warnx("%s: %" PRIu64 " pages lost on the way (in the "
-		    "file's loss option too)", tc->label, lost);
+		    "file's loss option too)", tc_label(tc), lost);
 		/* one log line a CPU */
 		for (p = (const char *)loss.data + head, end = (const char *)
 		    loss.data + loss.len; p < end; p = nl + 1) {
 			if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 				nl = end;
-			log_warnx("%s: %.*s", tc->label, (int)(nl - p), p);
+			log_warnx("%s: %.*s", tc_label(tc), (int)(nl - p), p);
 		}
 		if (td_buf_add(&loss, "", 1) == -1 ||
 		    recording_option(tc->rec, TD_OPT_TD_LOSS, loss.data,
 		    loss.len) == -1)
 			log_warnx("%s: cannot write the loss option",
-			    tc->label);
+			    tc_label(tc));
 	}
 	td_buf_free(&loss);
 	if (tcdata_refused(tc->data) > 0)
 		log_warnx("%s: %" PRIu64 " data connections or datagrams "
-		    "from other addresses refused", tc->label,
+		    "from other addresses refused", tc_label(tc),
 		    tcdata_refused(tc->data));
 	pages = xcalloc(n, sizeof *pages);
 	for (i = 0; i < n; i++)
@@ -305,7 +319,7 @@ tc_finish(struct tcclient *tc, bool force)
 		return;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	log_info("%s: the file was ready %.3f s after CLOSE", tc->label,
+	log_info("%s: the file was ready %.3f s after CLOSE", tc_label(tc),
 	    (now.tv_sec - tc->closed.tv_sec) +
 	    (now.tv_nsec - tc->closed.tv_nsec) / 1e9);
 	tc_free(tc);	/* recording_close() says "done" */
@@ -325,7 +339,7 @@ tc_kick_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-tc_timer_cb(evutil_socket_t fd, short what, void *arg)
+tc_timer_cb(struct client *cl, void *arg)
 {
 	struct tcclient *tc = arg;
 	struct timespec now;
@@ -357,7 +371,6 @@ static void
 tc_meta_deadline(struct tcclient *tc)
 {
 	struct timespec now;
-	struct timeval tv;
 	int64_t left_ms;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -367,9 +380,7 @@ tc_meta_deadline(struct tcclient *tc)
 		left_ms = (int64_t)tc->cfg->handshake_timeout * 1000;
 	if (left_ms < 0)
 		left_ms = 0;
-	tv.tv_sec = left_ms / 1000;
-	tv.tv_usec = (left_ms % 1000) * 1000;
-	evtimer_add(tc->timer, &tv);
+	client_deadline(tc->cl, (long)left_ms);
 }
 
 /* Data ports held by the clients of identity (their address). */
@@ -377,11 +388,15 @@ static uint32_t
 tc_ports_of(const char *identity)
 {
 	struct tcclient *t;
+	struct client *cl;
 	uint32_t n = 0;
 
-	LIST_FOREACH(t, &tc_all, entry)
+	for (cl = client_first(CLIENT_TRACECMD); cl != NULL;
+	    cl = client_next(cl)) {
+		t = client_arg(cl);
 		if (t->data != NULL && strcmp(t->identity, identity) == 0)
 			n += t->tinit.cpus;
+	}
 	return n;
 }
 
@@ -455,7 +470,7 @@ tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 	/* TCP: a listening socket and an accepted one a CPU */
 	fds = (int)tc->tinit.cpus * (tc->tinit.tcp ? 2 : 1);
 	tc->acct = budget_open(tc->identity);
-	over = budget_fds(tc->acct, fds, conn_sessions() + tc_nfds);
+	over = budget_fds(tc->acct, fds, conn_sessions() + tc_nfds());
 	if (over != BUDGET_OK) {
 		tc_close(tc, "%u CPUs need %d file descriptors: %s",
 		    tc->tinit.cpus, fds, over == BUDGET_IDENTITY ?
@@ -473,7 +488,7 @@ tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 	dp.tcp = tc->tinit.tcp;
 	dp.port_lo = tc->cfg->tracecmd_lo;
 	dp.port_hi = tc->cfg->tracecmd_hi;
-	dp.label = tc->label;
+	dp.label = tc_label(tc);
 	dp.page = tc_page_cb;
 	dp.ended = tc_ended_cb;
 	dp.arg = tc;
@@ -504,12 +519,12 @@ tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 		return -1;
 	}
 	log_info("%s: %u CPUs, %u-byte pages, data over %s to ports %u-%u "
-	    "(unauthenticated)", tc->label, tc->tinit.cpus,
+	    "(unauthenticated)", tc_label(tc), tc->tinit.cpus,
 	    tc->tinit.page_size, tc->tinit.tcp ? "TCP" : "UDP",
 	    tcdata_ports(tc->data)[0],
 	    tcdata_ports(tc->data)[tc->tinit.cpus - 1]);
 	if (tc->tinit.unknown > 0)
-		log_info("%s: %u TINIT options not known, ignored", tc->label,
+		log_info("%s: %u TINIT options not known, ignored", tc_label(tc),
 		    tc->tinit.unknown);
 	tc->state = TC_META;
 	tc->meta_armed = 0;
@@ -572,7 +587,7 @@ tc_meta_end(struct tcclient *tc)
 	struct tcmeta *m;
 	char err[600];
 
-	if (registry_count(tc->identity) >= tc->cfg->max_per_identity) {
+	if (!client_may_record(tc->cfg, tc->identity)) {
 		tc_close(tc, "too many recordings open for '%s' "
 		    "(--max-per-identity %d)", tc->identity,
 		    tc->cfg->max_per_identity);
@@ -592,8 +607,8 @@ tc_meta_end(struct tcclient *tc)
 	p.ncpus = tc->tinit.cpus;
 	p.page_size = tc->tinit.page_size;
 	tcmeta_params(m, &p);
-	tc->rec = recording_open(tc->cfg, &p, tc->label, tc_taken_cb, tc,
-	    conn_sessions() + tc_nfds, err, sizeof err, &fault);
+	tc->rec = recording_open(tc->cfg, &p, tc_label(tc), tc_taken_cb, tc,
+	    conn_sessions() + tc_nfds(), err, sizeof err, &fault);
 	if (tc->rec == NULL) {
 		tcmeta_free(m);
 		tc_close(tc, "%s", err);
@@ -601,7 +616,7 @@ tc_meta_end(struct tcclient *tc)
 	}
 	recording_no_tsync(tc->rec);
 	recording_set_producer(tc->rec, "tracecmd");
-	log_info("%s: trace-cmd header of %" PRIu64 " bytes (%s)", tc->label,
+	log_info("%s: trace-cmd header of %" PRIu64 " bytes (%s)", tc_label(tc),
 	    tc->meta_len, tcmeta_describe(m));
 	if (tcmeta_feed(m, tc->rec, err, sizeof err) == -1) {
 		tcmeta_free(m);
@@ -609,7 +624,7 @@ tc_meta_end(struct tcclient *tc)
 		return -1;
 	}
 	if (tcmeta_repaired(m)[0] != '\0')
-		log_warnx("%s: %s", tc->label, tcmeta_repaired(m));
+		log_warnx("%s: %s", tc_label(tc), tcmeta_repaired(m));
 	tcmeta_free(m);
 	close(tc->memfd);
 	tc->memfd = -1;
@@ -617,7 +632,7 @@ tc_meta_end(struct tcclient *tc)
 	budget_set(tc->acct, tcdata_mem(tc->data));
 	recording_received(tc->rec, tc->meta_len);
 	tc->state = TC_RECORD;
-	evtimer_del(tc->timer);
+	client_deadline_clear(tc->cl);
 	tcdata_start(tc->data);
 	return 0;
 }
@@ -738,59 +753,75 @@ tc_event_cb(struct bufferevent *bev, short what, void *arg)
 		    strerror(EVUTIL_SOCKET_ERROR()));
 }
 
+/* tdlisten stops: the client is closed, its recording kept partial. */
+static void
+tc_shutdown_cb(struct client *cl, void *arg)
+{
+	tc_close(arg, "tdlisten is shutting down");
+}
+
+/* What the client layer calls tracecmd.c for. */
+static const struct client_hooks tc_hooks = {
+	.free = tc_free_cb,
+	.deadline = tc_timer_cb,
+	.shutdown = tc_shutdown_cb,
+};
+
 /* An accepted control connection. */
 static void
 tc_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
+	char host[NI_MAXHOST], serv[NI_MAXSERV];
+	char identity[TD_MAX_NAME_LEN + 1];
+	char label[NI_MAXHOST + NI_MAXSERV + 32];
 	struct tcclient *tc;
-	char serv[NI_MAXSERV];
 
-	if (tc_nclients >= tc_cfg->max_sessions) {
+	if (getnameinfo(sa, (socklen_t)salen, host, sizeof host,
+	    serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+		snprintf(host, sizeof host, "unknown");
+		snprintf(serv, sizeof serv, "0");
+	}
+	snprintf(identity, sizeof identity, "tracecmd-%.54s", host);
+	output_sanitize(identity);
+	snprintf(label, sizeof label, "trace-cmd %s%s%s:%s",
+	    sa->sa_family == AF_INET6 ? "[" : "", host,
+	    sa->sa_family == AF_INET6 ? "]" : "", serv);
+	/* --max-sessions: agents, trace-cmd and uftrace clients together */
+	if (client_may_open(CLIENT_TRACECMD, identity) != CLIENT_YES) {
 		admit_refused(ADMIT_R_SESSIONS, "trace-cmd client refused: "
-		    "--max-sessions %d reached", tc_cfg->max_sessions);
+		    "--max-sessions %d reached (%s; sessions of every kind: "
+		    "%d)", tc_cfg->max_sessions, label,
+		    client_count(CLIENT_NKINDS));
 		close(fd);
 		return;
 	}
 	tc = xcalloc(1, sizeof *tc);
 	tc->cfg = tc_cfg;
 	tc->memfd = -1;
-	LIST_INSERT_HEAD(&tc_all, tc, entry);
-	tc_nclients++;
-	tc_nfds++;
+	tc->cl = client_new(CLIENT_TRACECMD, fd, label, &tc_hooks, tc);
+	client_admit(tc->cl, identity);
 	memcpy(&tc->peer, sa, (size_t)salen < sizeof tc->peer ?
 	    (size_t)salen : sizeof tc->peer);
 	tc->local_len = sizeof tc->local;
 	if (getsockname(fd, (struct sockaddr *)&tc->local,
 	    &tc->local_len) == -1)
 		tc->local_len = 0;
-	if (getnameinfo(sa, (socklen_t)salen, tc->host, sizeof tc->host,
-	    serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-		snprintf(tc->host, sizeof tc->host, "unknown");
-		snprintf(serv, sizeof serv, "0");
-	}
-	snprintf(tc->identity, sizeof tc->identity, "tracecmd-%.54s",
-	    tc->host);
-	output_sanitize(tc->identity);
-	snprintf(tc->label, sizeof tc->label, "trace-cmd %s%s%s:%s",
-	    sa->sa_family == AF_INET6 ? "[" : "", tc->host,
-	    sa->sa_family == AF_INET6 ? "]" : "", serv);
+	snprintf(tc->host, sizeof tc->host, "%s", host);
+	snprintf(tc->identity, sizeof tc->identity, "%s", identity);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof (int));
 	evutil_make_socket_nonblocking(fd);
-	tc->timer = evtimer_new(tc_base, tc_timer_cb, tc);
 	tc->kick = event_new(tc_base, -1, 0, tc_kick_cb, tc);
-	tc->bev = bufferevent_socket_new(tc_base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (tc->bev == NULL || tc->local_len == 0) {
-		if (tc->bev == NULL)
-			close(fd);
+	if (client_set_plain(tc->cl) == -1 || tc->local_len == 0) {
 		tc_close(tc, "cannot set the connection up");
 		return;
 	}
-	bufferevent_setcb(tc->bev, tc_read_cb, NULL, tc_event_cb, tc);
+	tc->bev = client_bev(tc->cl);
+	client_setcb(tc->cl, tc_read_cb, NULL, tc_event_cb);
 	/* a message is at most 8 KiB: never hold more than a few */
 	bufferevent_setwatermark(tc->bev, EV_READ, 0, 4 * TD_TC_MSG_MAX);
 	bufferevent_enable(tc->bev, EV_READ | EV_WRITE);
-	log_info("%s: trace-cmd client (unauthenticated)", tc->label);
+	log_info("%s: trace-cmd client (unauthenticated)", tc_label(tc));
 	tc_send(tc, TD_TC_GREETING, TD_TC_GREETING_LEN);
 	tc_deadline(tc, tc->cfg->handshake_timeout);
 }
@@ -826,13 +857,10 @@ tracecmd_start(struct event_base *base, const struct listener_config *cfg)
 void
 tracecmd_shutdown(void)
 {
-	struct tcclient *tc;
-
 	if (tc_lev != NULL)
 		evconnlistener_free(tc_lev);
 	tc_lev = NULL;
 	accept_pause_free(tc_pause);
 	tc_pause = NULL;
-	while ((tc = LIST_FIRST(&tc_all)) != NULL)
-		tc_close(tc, "tdlisten is shutting down");
+	client_shutdown(CLIENT_TRACECMD);
 }

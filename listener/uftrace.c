@@ -46,6 +46,8 @@
 #include <event2/listener.h>
 
 #include "acceptpause.h"
+#include "admit.h"
+#include "client.h"
 #include "listener.h"
 #include "output.h"
 #include "server.h"
@@ -76,12 +78,16 @@ struct uf_clock {
 	int64_t		 real;
 };
 
-/* One uftrace client and the run it sends. */
+/*
+ * One uftrace client and the run it sends: the state machine in a client
+ * of the client layer (client.h), which owns the connection, its label,
+ * the deadline of its run's name, the list and the slot.
+ */
 struct uf_client {
-	struct bufferevent	*bev;
+	struct client		*cl;
+	struct bufferevent	*bev;		/* cl's */
 	char			 peer[NI_MAXHOST + NI_MAXSERV + 4];
 	char			 addr[NI_MAXHOST];	/* path-safe */
-	char			 label[NI_MAXHOST + NI_MAXSERV + 16];
 	enum uf_state		 state;
 	struct td_uf_hdr	 hdr;
 	struct td_uf_msg	 msg;
@@ -98,10 +104,7 @@ struct uf_client {
 	struct uf_clock		 start;
 	char			*peers[UF_MAX_PEERS];	/* tdagent files */
 	int			 npeers;
-	struct event		*timer;		/* its run named in time */
 	uint64_t		 last_ms;	/* its last bytes (monotonic) */
-	struct uf_client	*next;
-	struct uf_client	*prev;
 };
 
 static const struct listener_config	*uf_cfg;
@@ -111,8 +114,12 @@ static struct accept_pause		*uf_pause;
 /* Who hears of the runs put in place (uftrace_set_done()). */
 static void	(*uf_done_cb)(const struct output_done *, void *);
 static void	*uf_done_arg;
-static struct uf_client			*uf_clients;
-static int				 uf_nclients;
+
+static const char *
+uf_label(const struct uf_client *c)
+{
+	return client_label(c->cl);
+}
 
 static int64_t
 uf_ns(clockid_t id)
@@ -184,7 +191,7 @@ uf_write_clock(struct uf_client *c)
 	    (long long)end.mono, (long long)end.real,
 	    (long long)(end.real - end.mono));
 	if (uf_write_text(c, UF_CLOCK_FILE, text) == -1)
-		log_warn("%s: cannot write %s", c->label, UF_CLOCK_FILE);
+		log_warn("%s: cannot write %s", uf_label(c), UF_CLOCK_FILE);
 	free(text);
 }
 
@@ -224,7 +231,7 @@ uf_log_peers(struct uf_client *c, const char *dir)
 
 	for (i = 0; i < c->npeers; i++)
 		log_info("%s: tdagent recording '%s' of the same host (clock "
-		    "mono) covers the interval of '%s'", c->label, c->peers[i],
+		    "mono) covers the interval of '%s'", uf_label(c), c->peers[i],
 		    dir);
 }
 
@@ -252,7 +259,7 @@ uf_run_end(struct uf_client *c, const char *why)
 	if (why != NULL) {
 		xasprintf(&text, "%s\n", why);
 		if (uf_write_text(c, UF_INCOMPLETE_FILE, text) == -1)
-			log_warn("%s: cannot write %s", c->label,
+			log_warn("%s: cannot write %s", uf_label(c),
 			    UF_INCOMPLETE_FILE);
 		free(text);
 	}
@@ -263,19 +270,19 @@ uf_run_end(struct uf_client *c, const char *why)
 	xasprintf(&final, "%s/%s%s", c->hostdir, c->stamp,
 	    why != NULL ? ".incomplete" : "");
 	if (rename(part, final) == -1) {
-		log_warn("%s: cannot rename '%s' to '%s'", c->label, part,
+		log_warn("%s: cannot rename '%s' to '%s'", uf_label(c), part,
 		    final);
 		free(final);
 		final = part;
 		part = NULL;
 	}
 	if (why == NULL)
-		log_info("%s: wrote '%s' (%u files, %llu bytes%s)", c->label,
+		log_info("%s: wrote '%s' (%u files, %llu bytes%s)", uf_label(c),
 		    final, c->files, (unsigned long long)c->bytes,
 		    c->skipped ? ", files of no kind skipped" : "");
 	else
 		log_warnx("%s: kept '%s' as incomplete (%u files, %llu bytes): "
-		    "%s", c->label, final, c->files,
+		    "%s", uf_label(c), final, c->files,
 		    (unsigned long long)c->bytes, why);
 	uf_log_peers(c, final);
 	if (part != NULL && uf_done_cb != NULL) {
@@ -296,21 +303,19 @@ uf_run_end(struct uf_client *c, const char *why)
 static void
 uf_close(struct uf_client *c, const char *why)
 {
+	if (why != NULL && c->dirfd == -1)
+		log_warnx("%s: closed: %s", uf_label(c), why);
+	uf_run_end(c, why);
+	client_free(c->cl);
+}
+
+/* The client layer's free hook: what the run's end left. */
+static void
+uf_free_cb(void *arg)
+{
+	struct uf_client *c = arg;
 	int i;
 
-	if (why != NULL && c->dirfd == -1)
-		log_warnx("%s: closed: %s", c->label, why);
-	uf_run_end(c, why);
-	if (c->timer != NULL)
-		event_free(c->timer);
-	bufferevent_free(c->bev);
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		uf_clients = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	uf_nclients--;
 	for (i = 0; i < c->npeers; i++)
 		free(c->peers[i]);
 	free(c->hostdir);
@@ -402,13 +407,13 @@ uf_message(struct uf_client *c, char *err, size_t errlen)
 		if (uf_run_begin(c, err, errlen) == -1)
 			return -1;
 		log_info("%s: run of '%s' (plain TCP, unauthenticated) into "
-		    "'%s/%s.part'", c->label, m->dir, c->hostdir, c->stamp);
+		    "'%s/%s.part'", uf_label(c), m->dir, c->hostdir, c->stamp);
 		uf_find_peers(c);
 		return 0;
 	case TD_UF_K_OTHER:
 		if (c->skipped++ == 0)
 			log_info("%s: '%s' is no file of a uftrace data "
-			    "directory: skipped", c->label, m->name);
+			    "directory: skipped", uf_label(c), m->name);
 		c->fd = -1;
 		return 0;
 	default:
@@ -581,7 +586,7 @@ uf_event_cb(struct bufferevent *bev, short what, void *arg)
 
 /* A client that has not named its run in time goes. */
 static void
-uf_deadline_cb(evutil_socket_t fd, short what, void *arg)
+uf_deadline_cb(struct client *cl, void *arg)
 {
 	struct uf_client *c = arg;
 	char why[96];
@@ -597,11 +602,13 @@ uf_deadline_cb(evutil_socket_t fd, short what, void *arg)
 static int
 uf_count(const char *addr)
 {
-	struct uf_client *c;
+	struct client *cl;
 	int n = 0;
 
-	for (c = uf_clients; c != NULL; c = c->next)
-		if (strcmp(c->addr, addr) == 0)
+	for (cl = client_first(CLIENT_UFTRACE); cl != NULL;
+	    cl = client_next(cl))
+		if (strcmp(((struct uf_client *)client_arg(cl))->addr,
+		    addr) == 0)
 			n++;
 	return n;
 }
@@ -615,32 +622,92 @@ uf_victim(int mine)
 {
 	uint64_t now = uf_ns(CLOCK_MONOTONIC) / 1000000;
 	struct uf_client *c, *v = NULL;
+	struct client *cl;
 	int most = 0, n;
 
-	for (c = uf_clients; c != NULL; c = c->next)
-		if ((n = uf_count(c->addr)) > most)
+	for (cl = client_first(CLIENT_UFTRACE); cl != NULL;
+	    cl = client_next(cl))
+		if ((n = uf_count(((struct uf_client *)
+		    client_arg(cl))->addr)) > most)
 			most = n;
 	if (most < 2 || most <= mine)
 		return NULL;
-	for (c = uf_clients; c != NULL; c = c->next)
+	for (cl = client_first(CLIENT_UFTRACE); cl != NULL;
+	    cl = client_next(cl)) {
+		c = client_arg(cl);
 		if (uf_count(c->addr) == most &&
 		    (v == NULL || c->last_ms < v->last_ms))
 			v = c;
+	}
 	if (v == NULL || now - v->last_ms <
 	    (uint64_t)uf_cfg->handshake_timeout * 1000)
 		return NULL;
 	return v;
 }
 
+/* tdlisten stops: the run is kept as incomplete. */
+static void
+uf_shutdown_cb(struct client *cl, void *arg)
+{
+	uf_close(arg, "tdlisten stopped before the run ended");
+}
+
+/* What the client layer calls uftrace.c for. */
+static const struct client_hooks uf_hooks = {
+	.free = uf_free_cb,
+	.deadline = uf_deadline_cb,
+	.shutdown = uf_shutdown_cb,
+};
+
+/*
+ * Whether a client from host:serv (addr: path-safe) may come in, once the
+ * slot of an idle one is taken for it when every slot is (logged).
+ */
+static bool
+uf_admit(const char *host, const char *serv, const char *addr)
+{
+	char why[NI_MAXHOST + NI_MAXSERV + 160];
+	enum client_verdict verdict;
+	struct uf_client *v;
+	int same;
+
+	verdict = client_may_open(CLIENT_UFTRACE, addr);
+	if (verdict == CLIENT_YES)
+		return true;
+	same = uf_count(addr);
+	if (verdict == CLIENT_ADDRESS) {
+		log_warnx("uftrace %s:%s: refused: %d clients of that address "
+		    "already", host, serv, same);
+		return false;
+	}
+	if ((v = uf_victim(same)) == NULL) {
+		if (verdict == CLIENT_KIND_FULL)
+			log_warnx("uftrace %s:%s: refused: %d clients already",
+			    host, serv, client_count(CLIENT_UFTRACE));
+		else
+			admit_refused(ADMIT_R_SESSIONS, "uftrace %s:%s: "
+			    "refused: %d sessions of every kind already "
+			    "(--max-sessions)", host, serv,
+			    client_count(CLIENT_NKINDS));
+		return false;
+	}
+	snprintf(why, sizeof why, "idle for %llu s, its slot goes to "
+	    "%s:%s, of a less busy address (%d clients at most)",
+	    (unsigned long long)(uf_ns(CLOCK_MONOTONIC) / 1000000 -
+	    v->last_ms) / 1000, host, serv, verdict == CLIENT_KIND_FULL ?
+	    TD_UF_MAX_CLIENTS : uf_cfg->max_sessions);
+	uf_close(v, why);
+	return true;
+}
+
 static void
 uf_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
-	struct timeval tv = { uf_cfg->handshake_timeout, 0 };
-	struct uf_client *c, *v;
+	struct uf_client *c;
 	char host[NI_MAXHOST], serv[NI_MAXSERV], addr[NI_MAXHOST];
-	char why[NI_MAXHOST + NI_MAXSERV + 160];
-	int one = 1, idle = 60, intvl = 10, cnt = 6, same;
+	char label[NI_MAXHOST + NI_MAXSERV + 16];
+	int one = 1, idle = 60, intvl = 10, cnt = 6;
 
 	if (getnameinfo(sa, (socklen_t)salen, host, sizeof host, serv,
 	    sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
@@ -649,31 +716,15 @@ uf_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	}
 	snprintf(addr, sizeof addr, "%s", host);
 	output_sanitize(addr);
-	same = uf_count(addr);
-	if (same >= TD_UF_MAX_CLIENTS_ADDR) {
-		log_warnx("uftrace %s:%s: refused: %d clients of that address "
-		    "already", host, serv, same);
+	if (!uf_admit(host, serv, addr)) {
 		evutil_closesocket(fd);
 		return;
-	}
-	if (uf_nclients >= TD_UF_MAX_CLIENTS) {
-		if ((v = uf_victim(same)) == NULL) {
-			log_warnx("uftrace %s:%s: refused: %d clients already",
-			    host, serv, uf_nclients);
-			evutil_closesocket(fd);
-			return;
-		}
-		snprintf(why, sizeof why, "idle for %llu s, its slot goes to "
-		    "%s:%s, of a less busy address (%d clients at most)",
-		    (unsigned long long)(uf_ns(CLOCK_MONOTONIC) / 1000000 -
-		    v->last_ms) / 1000, host, serv, TD_UF_MAX_CLIENTS);
-		uf_close(v, why);
 	}
 	c = xcalloc(1, sizeof *c);
 	snprintf(c->peer, sizeof c->peer, sa->sa_family == AF_INET6 ?
 	    "[%s]:%s" : "%s:%s", host, serv);
 	snprintf(c->addr, sizeof c->addr, "%s", addr);
-	snprintf(c->label, sizeof c->label, "uftrace %s", c->peer);
+	snprintf(label, sizeof label, "uftrace %s", c->peer);
 	c->fd = -1;
 	c->dirfd = -1;
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
@@ -681,27 +732,21 @@ uf_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 	evutil_make_socket_nonblocking(fd);
-	c->bev = bufferevent_socket_new(evconnlistener_get_base(lev), fd,
-	    BEV_OPT_CLOSE_ON_FREE);
-	if (c->bev == NULL) {
-		log_warnx("%s: cannot make a bufferevent", c->label);
-		evutil_closesocket(fd);
-		free(c);
+	c->cl = client_new(CLIENT_UFTRACE, fd, label, &uf_hooks, c);
+	if (client_set_plain(c->cl) == -1) {
+		log_warnx("%s: cannot make a bufferevent", label);
+		client_free(c->cl);
 		return;
 	}
+	client_admit(c->cl, addr);
+	c->bev = client_bev(c->cl);
 	bufferevent_setwatermark(c->bev, EV_READ, 0, TD_UF_READ_AHEAD);
-	bufferevent_setcb(c->bev, uf_read_cb, NULL, uf_event_cb, c);
+	client_setcb(c->cl, uf_read_cb, NULL, uf_event_cb);
 	bufferevent_enable(c->bev, EV_READ);
 	c->last_ms = uf_ns(CLOCK_MONOTONIC) / 1000000;
-	c->timer = evtimer_new(evconnlistener_get_base(lev), uf_deadline_cb,
-	    c);
-	evtimer_add(c->timer, &tv);
-	c->next = uf_clients;
-	if (uf_clients != NULL)
-		uf_clients->prev = c;
-	uf_clients = c;
-	uf_nclients++;
-	log_debug("%s: connected", c->label);
+	/* its run named in time, however it trickles */
+	client_deadline(c->cl, uf_cfg->handshake_timeout * 1000L);
+	log_debug("%s: connected", label);
 }
 
 /*
@@ -806,6 +851,5 @@ uftrace_shutdown(void)
 	uf_nlev = 0;
 	accept_pause_free(uf_pause);
 	uf_pause = NULL;
-	while (uf_clients != NULL)
-		uf_close(uf_clients, "tdlisten stopped before the run ended");
+	client_shutdown(CLIENT_UFTRACE);
 }

@@ -89,6 +89,8 @@
  * past it: a list of every standby agent).
  */
 #define TD_MAX_CONTROL_OUT	(1024 * 1024)
+/* tdctl clients at once (each a descriptor and a little memory) */
+#define TD_CONTROL_MAX_CLIENTS	64
 /* Longest agent name, clock name or identity on the wire. */
 #define TD_MAX_NAME_LEN		64
 /* Longest text of an ERROR message. */

@@ -19,6 +19,12 @@
 #    to .64) fills the default handshake budget with no address busier
 #    than another: an honest agent still gets in, taking the slot of the
 #    oldest handshake (127.0.2.1's), and records an exact count.
+# 6. --max-sessions holds across the kinds of client (issue 29): with
+#    --max-sessions 3, two agents and one trace-cmd client keep a uftrace
+#    client, a third agent and a second trace-cmd client out (each refusal
+#    logged); once the trace-cmd client goes, a uftrace client gets its
+#    slot, and then a trace-cmd client is the one refused.  (Before, each
+#    kind was counted apart: all of them got in.)
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 TDSLOW=$B/tests/tdslow
@@ -325,6 +331,96 @@ eq "only one handshake was cut for it" \
 kill -TERM "$spid"
 wait "$spid"
 eq "tdslow exits 0" $? 0
+check "the listener is alive" kill -0 "$LPID"
+stop_listener
+eq "the listener stops cleanly" $? 0
+
+# ---- 6. --max-sessions 3 across agents, trace-cmd and uftrace ----------
+# slowfile_is FILE WANT: a tdslow status file says WANT
+slowfile_is() {
+	[ "$(cat "$1" 2>/dev/null)" = "$2" ]
+}
+# slow6 NAME PORT MODE: one tdslow connection (MODE tls: an agent through
+# TLS that sends no HELLO; idle: a TCP connection that sends nothing) to
+# PORT, status in $WORK/s6.NAME; sets SPID
+slow6() {
+	rm -f "$WORK/s6.$1"
+	"$TDSLOW" --cert "$P/web1.pem" --key "$P/web1.key" --ca "$P/ca.pem" \
+	    127.0.0.1 "$2" "$WORK/s6.$1" "$3:127.0.0.1:${4:-1}" \
+	    2> "$WORK/s6.$1.err" &
+	SPID=$!
+}
+# log6_has N PATTERN: the log has N lines with PATTERN (or more)
+log6_has() {
+	[ "$(grep -c "$2" "$WORK/l6.log" 2>/dev/null)" -ge "$1" ]
+}
+OUT=$WORK/out6
+TPORT=$(free_port 11) || exit 99
+UPORT=$(free_port) || exit 99
+start_listener "$WORK/l6.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --handshake-timeout 3600 \
+    --max-sessions 3 --tracecmd-port "$TPORT" \
+    --tracecmd-data-ports $((TPORT + 1))-$((TPORT + 10)) \
+    --uftrace-port "$UPORT" || exit 99
+wait_until $((100 * SLOW)) log6_has 1 "listening for uftrace"
+slow6 agents "$LPORT" tls 2
+apid=$SPID
+wait_until $((600 * SLOW)) log6_has 2 "TLS handshake done"
+eq "two agents hold two session slots" \
+    "$(grep -c "TLS handshake done" "$WORK/l6.log")" 2
+slow6 tc "$TPORT" idle
+tpid=$SPID
+wait_until $((600 * SLOW)) log6_has 1 "trace-cmd client (unauthenticated)"
+check "a trace-cmd client takes the third" \
+    grep -q "trace-cmd client (unauthenticated)" "$WORK/l6.log"
+slow6 uf1 "$UPORT" idle
+wait_until $((600 * SLOW)) slowfile_is "$WORK/s6.uf1" "opened 1 closed 1"
+eq "a uftrace client over --max-sessions 3 is refused" \
+    "$(cat "$WORK/s6.uf1")" "opened 1 closed 1"
+check "... and logged, naming --max-sessions" \
+    grep -q "uftrace 127.0.0.1:[0-9]*: refused: 3 sessions of every kind already (--max-sessions)" "$WORK/l6.log"
+kill -TERM "$SPID"
+wait "$SPID"
+slow6 agent3 "$LPORT" tls
+wait_until $((600 * SLOW)) slowfile_is "$WORK/s6.agent3" "opened 1 closed 1"
+eq "a third agent is refused (told ERROR RETRY, closed)" \
+    "$(cat "$WORK/s6.agent3")" "opened 1 closed 1"
+check "... and logged, counting the sessions of every kind" \
+    grep -q "session web1 (127.0.0.1:[0-9]*): closing: 3 sessions already (--max-sessions)" "$WORK/l6.log"
+kill -TERM "$SPID"
+wait "$SPID"
+slow6 tc2 "$TPORT" idle
+wait_until $((600 * SLOW)) slowfile_is "$WORK/s6.tc2" "opened 1 closed 1"
+eq "a second trace-cmd client is refused" "$(cat "$WORK/s6.tc2")" \
+    "opened 1 closed 1"
+check "... and logged" \
+    grep -q "trace-cmd client refused: --max-sessions 3 reached (trace-cmd 127.0.0.1:[0-9]*; sessions of every kind: 3)" "$WORK/l6.log"
+kill -TERM "$SPID"
+wait "$SPID"
+# the trace-cmd client goes: its slot is free for a client of another kind
+kill -TERM "$tpid"
+wait "$tpid"
+wait_until $((600 * SLOW)) log6_has 1 "trace-cmd 127.0.0.1:[0-9]*: closing: the client went away without CLOSE"
+check "the trace-cmd client's close is logged" \
+    grep -q "trace-cmd 127.0.0.1:[0-9]*: closing: the client went away without CLOSE" "$WORK/l6.log"
+slow6 uf2 "$UPORT" idle
+wait_until $((600 * SLOW)) log6_has 1 "uftrace 127.0.0.1:[0-9]*: connected"
+check "then a uftrace client gets the slot" \
+    grep -q "uftrace 127.0.0.1:[0-9]*: connected" "$WORK/l6.log"
+ufpid=$SPID
+slow6 tc3 "$TPORT" idle
+wait_until $((600 * SLOW)) slowfile_is "$WORK/s6.tc3" "opened 1 closed 1"
+eq "and now a trace-cmd client is the one refused" \
+    "$(cat "$WORK/s6.tc3")" "opened 1 closed 1"
+kill -TERM "$SPID"
+wait "$SPID"
+eq "the uftrace client was not cut for it" "$(cat "$WORK/s6.uf2")" \
+    "opened 1 closed 0"
+eq "two refusals of a trace-cmd client logged" \
+    "$(grep -c "trace-cmd client refused: --max-sessions 3 reached" "$WORK/l6.log")" 2
+kill -TERM "$ufpid" "$apid"
+wait "$ufpid"
+wait "$apid"
 check "the listener is alive" kill -0 "$LPID"
 stop_listener
 eq "the listener stops cleanly" $? 0

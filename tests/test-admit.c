@@ -4,7 +4,11 @@
  * same mapped or not), the global budget, which slot a newcomer takes
  * (the oldest of the busiest address, only when that one holds more than
  * the newcomer's and more than one) and the bookkeeping behind it; Unix
- * socket peers told apart by their process (SO_PEERCRED).
+ * socket peers told apart by their process (SO_PEERCRED).  And the
+ * admission of listener/client.c, the one client layer: --max-sessions
+ * across agents, trace-cmd and uftrace clients, control clients apart,
+ * an identity's agents waiting for their HELLO, slots kept for resumes,
+ * uftrace's share per address, the one --max-per-identity check.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,8 +27,11 @@
 #include <event2/event.h>
 
 #include "admit.h"
+#include "client.h"
 #include "listener.h"
 #include "log.h"
+#include "registry.h"
+#include "tdlimits.h"
 
 /* An owner per slot: distinct addresses to hand to admit_add(). */
 static char owners[64];
@@ -286,6 +293,189 @@ test_unix_peers(void **state)
 	event_base_free(base);
 }
 
+/* The registry's recordings open per identity, as client.c asks. */
+static const char	*open_identity;
+static int		 open_recordings;
+
+int
+registry_count(const char *identity)
+{
+	return open_identity != NULL && strcmp(identity, open_identity) == 0 ?
+	    open_recordings : 0;
+}
+
+static const struct client_hooks no_hooks;
+
+/* A client of kind named key, admitted (v: what client_admit() must say). */
+static struct client *
+admitted(enum client_kind kind, const char *key, enum client_verdict v)
+{
+	struct client *c = client_new(kind, -1, key, &no_hooks, NULL);
+
+	assert_non_null(c);
+	assert_int_equal(client_admit(c, key), v);
+	return c;
+}
+
+/* client_new() with no hooks: the layer's own. */
+static struct client *
+new_client(enum client_kind kind, const char *key)
+{
+	return client_new(kind, -1, key, &no_hooks, NULL);
+}
+
+/*
+ * --max-sessions 3 holds across the kinds: two agents and a trace-cmd
+ * client keep a uftrace client, an agent and a trace-cmd client out; a
+ * control client still gets in; one gone, another kind takes its slot.
+ */
+static void
+test_client_across_kinds(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct listener_config cfg;
+	struct client *a1, *a2, *tc, *ctl, *uf;
+
+	(void)state;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.max_sessions = 3;
+	cfg.max_per_identity = 64;
+	client_init(base, &cfg);
+	a1 = new_client(CLIENT_TDPROTO, "web1");
+	assert_int_equal(client_admit(a1, "web1"), CLIENT_YES);
+	a2 = new_client(CLIENT_TDPROTO, "web2");
+	assert_int_equal(client_admit(a2, "web2"), CLIENT_YES);
+	tc = new_client(CLIENT_TRACECMD, "tracecmd-127.0.0.1");
+	assert_int_equal(client_admit(tc, "tracecmd-127.0.0.1"), CLIENT_YES);
+	assert_int_equal(client_count(CLIENT_NKINDS), 3);
+	assert_int_equal(client_may_open(CLIENT_UFTRACE, "127.0.0.1"),
+	    CLIENT_FULL);
+	assert_int_equal(client_may_open(CLIENT_TDPROTO, "web3"), CLIENT_FULL);
+	assert_int_equal(client_may_open(CLIENT_TRACECMD, "tracecmd-::1"),
+	    CLIENT_FULL);
+	/* a refused client holds no slot */
+	uf = new_client(CLIENT_UFTRACE, "uftrace 127.0.0.1:1");
+	assert_int_equal(client_admit(uf, "127.0.0.1"), CLIENT_FULL);
+	assert_int_equal(client_count(CLIENT_UFTRACE), 0);
+	assert_int_equal(client_listed(CLIENT_UFTRACE), 1);
+	client_free(uf);
+	/* local operators: their own cap, not --max-sessions */
+	ctl = new_client(CLIENT_CONTROL, "control");
+	assert_int_equal(client_admit(ctl, ""), CLIENT_YES);
+	assert_int_equal(client_count(CLIENT_NKINDS), 3);
+	assert_int_equal(client_count(CLIENT_CONTROL), 1);
+	/* the trace-cmd client goes: a uftrace client takes its slot */
+	client_free(tc);
+	assert_int_equal(client_may_open(CLIENT_UFTRACE, "127.0.0.1"),
+	    CLIENT_YES);
+	uf = new_client(CLIENT_UFTRACE, "uftrace 127.0.0.1:2");
+	assert_int_equal(client_admit(uf, "127.0.0.1"), CLIENT_YES);
+	assert_int_equal(client_may_open(CLIENT_TRACECMD,
+	    "tracecmd-127.0.0.1"), CLIENT_FULL);
+	assert_int_equal(client_count(CLIENT_UFTRACE), 1);
+	assert_int_equal(client_count(CLIENT_TDPROTO), 2);
+	/* the walk of one kind sees only its own */
+	assert_ptr_equal(client_first(CLIENT_UFTRACE), uf);
+	assert_null(client_next(uf));
+	client_shutdown(CLIENT_NKINDS);
+	assert_int_equal(client_listed(CLIENT_NKINDS), 0);
+	assert_int_equal(client_count(CLIENT_NKINDS), 0);
+	(void)a1;
+	(void)a2;
+	(void)ctl;
+	event_base_free(base);
+}
+
+/*
+ * An identity's agents waiting for their HELLO: --max-per-identity of
+ * them (through TLS; with --insecure the key is an address); over
+ * --max-sessions, one slot a recording it has open, for its resume.
+ */
+static void
+test_client_identity_resume(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct listener_config cfg;
+	struct client *w1, *w2, *r1;
+
+	(void)state;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.max_sessions = 3;
+	cfg.max_per_identity = 2;
+	client_init(base, &cfg);
+	w1 = admitted(CLIENT_TDPROTO, "web1", CLIENT_YES);
+	w2 = admitted(CLIENT_TDPROTO, "web1", CLIENT_YES);
+	assert_int_equal(client_may_open(CLIENT_TDPROTO, "web1"),
+	    CLIENT_IDENTITY);
+	/* trace-cmd clients are not agents waiting for a HELLO */
+	assert_int_equal(client_may_open(CLIENT_TRACECMD, "web1"), CLIENT_YES);
+	client_done_waiting(w1);
+	assert_int_equal(client_may_open(CLIENT_TDPROTO, "web1"), CLIENT_YES);
+	cfg.insecure = true;
+	client_done_waiting(w2);
+	admitted(CLIENT_TDPROTO, "web1", CLIENT_YES);
+	/* full now; web2 has one recording open: one slot kept for it */
+	open_identity = "web2";
+	open_recordings = 1;
+	assert_int_equal(client_may_open(CLIENT_TDPROTO, "web3"), CLIENT_FULL);
+	assert_int_equal(client_may_open(CLIENT_UFTRACE, "web2"), CLIENT_FULL);
+	r1 = admitted(CLIENT_TDPROTO, "web2", CLIENT_RESERVE);
+	assert_true(client_reserved(r1));
+	assert_int_equal(client_count(CLIENT_NKINDS), 4);
+	assert_int_equal(client_may_open(CLIENT_TDPROTO, "web2"), CLIENT_FULL);
+	/* resumed: its slot kept no longer waits, another may */
+	client_done_waiting(r1);
+	assert_int_equal(client_may_open(CLIENT_TDPROTO, "web2"),
+	    CLIENT_RESERVE);
+	/* the one --max-per-identity check of recordings */
+	cfg.max_per_identity = 2;
+	assert_true(client_may_record(&cfg, "web2"));
+	open_recordings = 2;
+	assert_false(client_may_record(&cfg, "web2"));
+	assert_true(client_may_record(&cfg, "web1"));
+	open_identity = NULL;
+	client_free_all(CLIENT_NKINDS);
+	assert_int_equal(client_count(CLIENT_NKINDS), 0);
+	event_base_free(base);
+}
+
+/* uftrace: 16 clients an address, 256 at all; control: 64 at all. */
+static void
+test_client_kind_caps(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct listener_config cfg;
+	char addr[32];
+	int i;
+
+	(void)state;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.max_sessions = 100000;
+	cfg.max_per_identity = 64;
+	client_init(base, &cfg);
+	for (i = 0; i < TD_UF_MAX_CLIENTS_ADDR; i++)
+		admitted(CLIENT_UFTRACE, "10.0.0.1", CLIENT_YES);
+	assert_int_equal(client_may_open(CLIENT_UFTRACE, "10.0.0.1"),
+	    CLIENT_ADDRESS);
+	assert_int_equal(client_may_open(CLIENT_UFTRACE, "10.0.0.2"),
+	    CLIENT_YES);
+	for (i = TD_UF_MAX_CLIENTS_ADDR; i < TD_UF_MAX_CLIENTS; i++) {
+		snprintf(addr, sizeof addr, "10.1.%d.%d", i / 200, i % 200);
+		admitted(CLIENT_UFTRACE, addr, CLIENT_YES);
+	}
+	assert_int_equal(client_may_open(CLIENT_UFTRACE, "10.0.0.2"),
+	    CLIENT_KIND_FULL);
+	for (i = 0; i < TD_CONTROL_MAX_CLIENTS; i++)
+		admitted(CLIENT_CONTROL, "", CLIENT_YES);
+	assert_int_equal(client_may_open(CLIENT_CONTROL, ""),
+	    CLIENT_KIND_FULL);
+	assert_int_equal(client_count(CLIENT_NKINDS), TD_UF_MAX_CLIENTS);
+	client_free_all(CLIENT_UFTRACE);
+	client_free_all(CLIENT_CONTROL);
+	assert_int_equal(client_listed(CLIENT_NKINDS), 0);
+	event_base_free(base);
+}
+
 int
 main(void)
 {
@@ -295,6 +485,9 @@ main(void)
 		cmocka_unit_test(test_one_each),
 		cmocka_unit_test(test_oldest_goes),
 		cmocka_unit_test(test_unix_peers),
+		cmocka_unit_test(test_client_across_kinds),
+		cmocka_unit_test(test_client_identity_resume),
+		cmocka_unit_test(test_client_kind_caps),
 	};
 
 	log_init("test-admit", -1, 0);
