@@ -17,7 +17,8 @@
  *   - a recording under --rotate 1M is cut into pieces -0001, -0002 ...
  *     each a whole file, every page in exactly one; --keep 2 removes
  *     this recording's older pieces and nothing else, even names that
- *     look like pieces of another recording.
+ *     look like pieces of another recording; a rotated recording left by
+ *     a stopping tdlisten is taken up in the piece it was writing.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -390,6 +391,65 @@ rotated(uint64_t rid, unsigned int npages, char *base, size_t baselen,
 	return last;
 }
 
+/*
+ * Recovery under --rotate: tdlisten stops after two cuts; the next start
+ * takes the recording up in its third piece, which goes on as its name
+ * says (-0003), and the pieces together hold every page once.
+ */
+static void
+test_rotate_recover(void **unused)
+{
+	struct testdata_expect exp;
+	uint64_t got[NCPUS] = { 0, 0 };
+	struct recording *r;
+	struct finished fin;
+	struct td_read *rd;
+	char base[1024], err[256] = "", *p;
+	uint32_t last, k;
+	size_t bl;
+	int cpu;
+
+	(void)unused;
+	config(TD_ROTATE_MIN_SIZE, 0);
+	memset(&exp, 0, sizeof exp);
+	exp.ncpus = NCPUS;
+	r = open_rec(6);
+	assert_int_equal(rotate_piece(recording_path(r), &bl), 1);
+	snprintf(base, sizeof base, "%.*s", (int)bl, recording_path(r));
+	sections(r);
+	/* 2 x 300 pages: two cuts (1 MiB each), the third piece begun */
+	pages(r, 0, 300, &exp, 8);
+	assert_int_equal(rotate_piece(recording_path(r), &bl), 3);
+	recording_leave_all();
+	recording_recover_all(&cfg);
+	r = registry_find(IDENTITY, 6);
+	assert_non_null(r);
+	assert_int_equal(rotate_piece(recording_path(r), &bl), 3);
+	assert_int_equal(strncmp(recording_path(r), base, bl), 0);
+	assert_int_equal(recording_pages(r), 600);
+	assert_int_equal(recording_attach(r, IDENTITY, taken_cb, NULL, err,
+	    sizeof err), 0);
+	pages(r, 300, 400, &exp, 8);
+	finish(r, 400, &fin);
+	p = under_dir(fin.path);
+	last = rotate_piece(p, &bl);
+	free(p);
+	assert_int_equal(last, 3);
+	for (k = 1; k <= last; k++) {
+		assert_true(asprintf(&p, "%s-%04u.dat", base, k) > 0);
+		assert_non_null(rd = td_read_open(p));
+		for (cpu = 0; cpu < NCPUS; cpu++)
+			assert_int_equal(td_read_cpu_pages(rd, cpu, page_cb,
+			    &got[cpu]), 0);
+		td_read_close(rd);
+		unlink(p);
+		free(p);
+	}
+	for (cpu = 0; cpu < NCPUS; cpu++)
+		assert_int_equal(got[cpu], 400);
+	testdata_expect_free(&exp);
+}
+
 /* --rotate 1M: pieces, each whole, every page in exactly one. */
 static void
 test_rotate_pieces(void **unused)
@@ -525,6 +585,7 @@ main(void)
 		cmocka_unit_test(test_rotate_parse),
 		cmocka_unit_test(test_rotate_pieces),
 		cmocka_unit_test(test_keep),
+		cmocka_unit_test(test_rotate_recover),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
