@@ -197,21 +197,18 @@ build() {
 	REV="$REV $( [ -z "$BEFORE" ] || sha256sum "$TMP/tdagent-before" | cut -c1-12)"
 }
 
-pki() {
+# A CA, the listener's certificate and one per agent (lib.sh's pki).
+make_pki() {
 	local n max=0
 
 	for n in $AGENTS; do
 		[ "$n" -gt "$max" ] && max=$n
 	done
 	PKI=$TMP/pki
-	{
-		sh scripts/tdcert init "$PKI" &&
-		    sh scripts/tdcert issue "$PKI" listener --server &&
-		    for n in $(seq "$max"); do
-			sh scripts/tdcert issue "$PKI" "$(agent_id "$n")" ||
-			    exit 1
-		    done
-	} >>"$LOG" 2>&1 || die "scripts/tdcert failed, see $LOG"
+	# shellcheck disable=SC2046 # one name per agent (agent_id prints
+	# no newline)
+	pki "$PKI" $(for n in $(seq "$max"); do agent_id "$n"; echo; done) \
+	    >>"$LOG" 2>&1 || die "scripts/tdcert failed, see $LOG"
 }
 
 # --- helpers ----------------------------------------------------------------
@@ -369,7 +366,7 @@ calibrate_one() {
 		"$TDAGENT" -q -o "$d/cal.dat" -e raw_syscalls </dev/null \
 		    2>"$d/err" &
 		tpid=$!
-		instance_records "$tpid" 400 0.05 || true
+		wait_recording "$tpid" || true
 	fi
 	sleep 0.5
 	"$TMP/concwatch" tdlisten "$d/out" 0 "$d/fifo" 60 0 "$p" >/dev/null ||
@@ -444,13 +441,8 @@ run_one() {
 	LWRAP=$!
 	wait_files 100 "$d/lpid" || die "$tool: the listener did not start"
 	LPID=$(cat "$d/lpid")
-	for _ in $(seq 200); do
-		port_listening "$PORT" && break
-		kill -0 "$LPID" 2>/dev/null ||
-		    die "$tool: the listener failed: $(tail -3 "$d/listener.log")"
-		sleep 0.05
-	done
-	port_listening "$PORT" || die "$tool: the listener does not listen"
+	wait_listening "$PORT" "$LPID" ||
+	    die "$tool: the listener does not listen: $(tail -3 "$d/listener.log")"
 
 	RUN_PIDS=""
 	for i in $(seq "$n"); do
@@ -894,7 +886,7 @@ table() {
     die "cannot mount tracefs"
 echo "conc: building (log in $LOG)"
 build
-pki
+make_pki
 echo "conc: uptime at start: $(uptime)"
 echo "conc: calibrating with $CAL1 and $CAL2 blocks under tdagent -o"
 calibrate

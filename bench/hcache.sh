@@ -38,12 +38,13 @@ TDAGENT=$B/tdagent
 TDLISTEN=$B/tdlisten
 TDFEED=$B/tests/tdfeed
 [ -x "$TDFEED" ] || make -C "$B" tests/tdfeed >/dev/null
-# free ports, as the kernel says (tests/tdport.c)
-TDPORT=$B/tests/tdport
-[ -x "$TDPORT" ] || make -C "$B" tests/tdport >/dev/null
+# pki, free_port, start_listener (of $TDLISTEN), reap: tests/harness.sh
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 OUTD=$HERE/out
 mkdir -p "$OUTD"
 W=$(mktemp -d /tmp/td-hcache.XXXXXX)
+TMP=$W	# where free_port builds tdport if $B has none
 [ "$KEEP" = 1 ] || trap 'rm -rf "$W"' EXIT
 RES=$OUTD/hcache.txt
 : > "$RES"
@@ -52,20 +53,13 @@ LPID=
 listener() {	# listener LOG DIR [ARGS]: sets PORT, LPID
 	local log=$1 dir=$2
 	shift 2
-	PORT=$("$TDPORT") || return 1
-	"$TDLISTEN" -p "$PORT" --insecure -d "$dir" --resume-wait 0 \
-	    --max-per-identity 100 "$@" > "$log" 2>&1 &
-	LPID=$!
-	for _ in $(seq 100); do
-		grep -q "listening on" "$log" && return 0
-		sleep 0.05
-	done
-	echo "bench/hcache: tdlisten did not start" >&2
-	exit 1
+	start_listener "$log" --insecure -d "$dir" --resume-wait 0 \
+	    --max-per-identity 100 "$@" ||
+	    { echo "bench/hcache: tdlisten did not start" >&2; exit 1; }
+	PORT=$LPORT
 }
 stop() {
-	kill -TERM "$LPID"
-	wait "$LPID" 2>/dev/null || true
+	reap "$LPID"
 }
 # cpu PID: user + system CPU of a process so far, in ms
 cpu() {

@@ -136,11 +136,8 @@ gcc -O2 -Wall -o "$TMP/flysize" "$S/bench/flysize.c" ||
 
 
 PKI=$TMP/pki
-{
-	sh "$S/scripts/tdcert" init "$PKI" &&
-	    sh "$S/scripts/tdcert" issue "$PKI" listener --server &&
-	    sh "$S/scripts/tdcert" issue "$PKI" web1
-} >"$TMP/pki.log" 2>&1 || die "scripts/tdcert failed: $(tail -3 "$TMP/pki.log")"
+pki "$PKI" web1 >"$TMP/pki.log" 2>&1 ||
+    die "scripts/tdcert failed: $(tail -3 "$TMP/pki.log")"
 chmod -R a+rX "$PKI"
 
 # the fixed recording tdload replays, made once by the first tree's agent
@@ -175,8 +172,9 @@ wrap() {
 	fi
 }
 
-# start_listener T MODE TAG tcp|tls DIR: sets LPORT, LPID
-start_listener() {
+# instr_listen T MODE TAG tcp|tls DIR: tree T's tdlisten under MODE's
+# wrapper (lib.sh's start_listener runs no wrapper); sets LPORT, LPID
+instr_listen() {
 	local t=$1 mode=$2 tag=$3 sec=$4 dir=$5
 	local -a sec_args
 
@@ -213,7 +211,7 @@ start_listener() {
 	die "cannot start tdlisten ($t): $(tail -3 "$TMP/$tag.llog")"
 }
 
-stop_listener() {
+instr_unlisten() {
 	kill -TERM "$LPID"
 	wait "$LWRAP" || die "the listener exited $?: $(tail -3 "$1")"
 	LIVE=${LIVE/ $LWRAP/}
@@ -309,17 +307,17 @@ one_run() {
 	mkdir -m 1777 "$TMP/cg"
 	case $scen in
 	idle-*)
-		start_listener "$t" "$mode" "$tag" "$sec" "$dir"
+		instr_listen "$t" "$mode" "$tag" "$sec" "$dir"
 		# its signal handlers come after the "listening on" line: a
 		# SIGTERM before them kills it (no callgrind file); 2 s of a
 		# listener with nothing to do cost no instructions to speak of
 		sleep 2
-		stop_listener "$TMP/$tag.llog"
+		instr_unlisten "$TMP/$tag.llog"
 		;;
 	load-* | load0-*)
 		local src=$SRC
 		[ "${scen%-*}" = load ] || src=$SRC0
-		start_listener "$t" "$mode" "$tag" "$sec" "$dir"
+		instr_listen "$t" "$mode" "$tag" "$sec" "$dir"
 		if [ "$sec" = tls ]; then
 			sec_args=(--cert "$PKI/web1.pem" --key "$PKI/web1.key"
 			    --ca "$PKI/ca.pem")
@@ -328,10 +326,10 @@ one_run() {
 		    "${sec_args[@]}" -n 1 -q --timeout 600 "$src" \
 		    >"$TMP/$tag.load" 2>&1 ||
 		    die "$tag: tdload failed: $(tail -3 "$TMP/$tag.load")"
-		stop_listener "$TMP/$tag.llog"
+		instr_unlisten "$TMP/$tag.llog"
 		;;
 	start-* | poke-* | storm-*)
-		start_listener "$t" "$mode" "$tag" "$sec" "$dir"
+		instr_listen "$t" "$mode" "$tag" "$sec" "$dir"
 		local -a rec=(-e syscalls:sys_enter_getppid -F -b 65536 --
 		    "$TMP/bin-$t/tdpoke" "$POKE" 0)
 		[ "${scen%-*}" != start ] ||
@@ -344,7 +342,7 @@ one_run() {
 		    -h 127.0.0.1 -p "$LPORT" "${sec_args[@]}" "${rec[@]}" \
 		    >"$TMP/$tag.aout" 2>"$TMP/$tag.aerr" ||
 		    die "$tag: tdagent failed: $(tail -3 "$TMP/$tag.aerr")"
-		stop_listener "$TMP/$tag.llog"
+		instr_unlisten "$TMP/$tag.llog"
 		;;
 	esac
 	case $scen in

@@ -2,52 +2,16 @@
 # bench/lib.sh: pieces the benchmarks share, sourced by run.sh (and so
 # stream.sh), concurrent.sh, load.sh, all.sh and instr.sh (not a program).
 
-# Whether something listens on TCP port $1 (IPv4 or IPv6).
-port_listening() {
-	local hex
-
-	hex=$(printf ':%04X' "$1")
-	awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p {
-	    found = 1 } END { exit !found }' /proc/net/tcp /proc/net/tcp6
-}
-
 BENCH_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-# free_port [N]: the first of N free TCP and UDP ports in a row (default
-# 1), as the kernel says: tests/tdport.c (the tests' free_port), built
-# into $TMP the first time; below the ephemeral range, where no outgoing
-# connection takes one before the benchmark binds it
-free_port() {
-	if [ ! -x "$TMP/tdport" ]; then
-		gcc -O2 -o "$TMP/tdport" "$BENCH_LIB_DIR/../tests/tdport.c" ||
-		    return 1
-	fi
-	"$TMP/tdport" "$@"
-}
-
-# wait_listening PORT: until something listens on PORT, 10 s at most
-wait_listening() {
-	local _
-
-	for _ in $(seq 100); do
-		port_listening "$1" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-# Wait until tdagent $1's instance records (its tracing_on is 1), trying
-# $2 times $3 s apart; 1 if it never did.
-instance_records() {
-	local i
-
-	for i in $(seq "$2"); do
-		[ "$(cat "/sys/kernel/tracing/instances/tracedock-$1/tracing_on" \
-		    2>/dev/null)" = 1 ] && return 0
-		[ "$i" = "$2" ] || sleep "$3"
-	done
-	return 1
-}
+# pki, free_port (tdport built into $TMP when $B has none), port_listening,
+# wait_listening, wait_until, recording, wait_recording, start_listener
+# (of $TDLISTEN, without -v here), stop_listener, reap: the harness the
+# end-to-end tests share (tests/harness.sh)
+HARNESS_TOP=$(cd "$BENCH_LIB_DIR/.." && pwd)
+LISTEN_VERBOSE=
+# shellcheck source=tests/harness.sh
+. "$HARNESS_TOP/tests/harness.sh"
 
 # Bytes sent on lo (each packet crosses lo once); in a benchmark's private
 # network namespace, only its own.

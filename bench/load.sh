@@ -125,11 +125,7 @@ git diff --quiet HEAD 2>/dev/null || REV="$REV+changes"
 
 # --- certificates and the recording every agent replays -------------------
 PKI=$TMP/pki
-{
-	sh scripts/tdcert init "$PKI" &&
-	    sh scripts/tdcert issue "$PKI" listener --server &&
-	    sh scripts/tdcert issue "$PKI" loadgen
-} >>"$LOG" 2>&1 || die "scripts/tdcert failed, see $LOG"
+pki "$PKI" loadgen >>"$LOG" 2>&1 || die "scripts/tdcert failed, see $LOG"
 # a fixed workload, so that runs on a busy machine replay the same amount:
 # dd's 10,000 one-byte blocks, 4 raw_syscalls events each, and its sched
 "$TMP/tdagent" -q -o "$TMP/src.dat" -e sched -e raw_syscalls -F -b 4096 -- \
@@ -179,12 +175,7 @@ run_one() {
 		    --handshake-timeout 600 --control "$TMP/control" \
 		    >"$OUT/load-$mix.listener.log" 2>&1 &
 		LPID=$!
-		for _ in $(seq 100); do
-			port_listening "$port" && break
-			kill -0 "$LPID" 2>/dev/null || break
-			sleep 0.05
-		done
-		port_listening "$port" && break
+		wait_listening "$port" "$LPID" && break
 		wait "$LPID" 2>/dev/null || true
 		LPID=""
 		grep -q 'Address already in use' "$OUT/load-$mix.listener.log" &&

@@ -31,7 +31,6 @@ BLOCKS=1000000
 REPEAT=3
 BUILD=""
 BEFORE=""
-TRACEFS=/sys/kernel/tracing
 
 usage() {
 	sed -n 's/^# usage: /usage: /p' "$0"
@@ -90,23 +89,7 @@ if [ -f /work/shared/tools/sandbox-shim.c ]; then
 	    -ldl || die "cannot build the sandbox shim"
 fi
 PKI=$TMP/pki
-{
-	sh scripts/tdcert init "$PKI" &&
-	    sh scripts/tdcert issue "$PKI" listener --server &&
-	    sh scripts/tdcert issue "$PKI" web1
-} >/dev/null 2>&1 || die "scripts/tdcert failed"
-
-# Wait until something listens on port $1 (or process $2 is gone).
-wait_port() {
-	local i
-
-	for i in $(seq 200); do
-		port_listening "$1" && return 0
-		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
+pki "$PKI" web1 >/dev/null 2>&1 || die "scripts/tdcert failed"
 
 # The VmHWM (KiB) of process $1 and of its first child, sampled until $1
 # exits, into file $2 as "PARENT CHILD" (the last values seen).
@@ -142,7 +125,7 @@ run_td() {
 	    --key "$PKI/listener.key" --ca "$PKI/ca.pem" >"$d/listen.log" 2>&1 &
 	lpid=$!
 	LIVE=("$lpid")
-	wait_port "$port" "$lpid" || die "$tool: tdlisten did not start"
+	wait_listening "$port" "$lpid" || die "$tool: tdlisten did not start"
 	/usr/bin/time -f '%M' -o "$d/time" "$b/tdagent" -h 127.0.0.1 \
 	    -p "$port" -e raw_syscalls --cert "$PKI/web1.pem" \
 	    --key "$PKI/web1.key" --ca "$PKI/ca.pem" >"$d/agent.out" \
@@ -151,13 +134,12 @@ run_td() {
 	LIVE+=("$tpid")
 	apid=""
 	for i in $(seq 400); do
-		[ -n "$apid" ] || apid=$(pgrep -P "$tpid" | head -1 || true)
-		[ -n "$apid" ] && [ "$(cat "$TRACEFS/instances/tracedock-$apid/tracing_on" \
-		    2>/dev/null)" = 1 ] && break
+		apid=$(pgrep -P "$tpid" | head -1 || true)
+		[ -z "$apid" ] || break
 		kill -0 "$tpid" 2>/dev/null || break
 		sleep 0.05
 	done
-	[ -n "$apid" ] && [ "$i" -lt 400 ] || {
+	[ -n "$apid" ] && wait_recording "$apid" || {
 		cat "$d/agent.err" >&2
 		die "$tool did not start recording"
 	}
@@ -191,7 +173,7 @@ run_tc() {
 	    >"$d/listen.log" 2>&1 &
 	lpid=$!
 	LIVE=("$lpid")
-	wait_port "$port" "$lpid" || die "trace-cmd listen did not start"
+	wait_listening "$port" "$lpid" || die "trace-cmd listen did not start"
 	/usr/bin/time -f '%M' -o "$d/time" \
 	    env ${SHIM:+LD_PRELOAD=$SHIM} stdbuf -oL trace-cmd record \
 	    -N "127.0.0.1:$port" -t -B "tdrss-$$" -e raw_syscalls \

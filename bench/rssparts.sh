@@ -39,9 +39,7 @@ S=$(cd "$(dirname "$0")/.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "rssparts.sh: must run as root" >&2; exit 1; }
 TMP=$(mktemp -d /tmp/td-rssparts.XXXXXX)
 PKI=$TMP/pki
-{ sh "$S/scripts/tdcert" init "$PKI" &&
-    sh "$S/scripts/tdcert" issue "$PKI" listener --server &&
-    sh "$S/scripts/tdcert" issue "$PKI" web1; } >"$TMP/pki.log" 2>&1 ||
+pki "$PKI" web1 >"$TMP/pki.log" 2>&1 ||
     { echo "rssparts.sh: scripts/tdcert failed" >&2; exit 1; }
 if [ "$MODE" = tls ]; then
 	SL=(--cert "$PKI/listener.pem" --key "$PKI/listener.key"
@@ -100,7 +98,7 @@ one() {
 	done
 	peak "$a" "$o/parent" &
 	w1=$!
-	instance_records "$a" 200 0.1 || true
+	wait_recording "$a" || true
 	r=$(pgrep -P "$a" | head -1)
 	peak "$r" "$o/rec" &
 	w2=$!

@@ -299,10 +299,7 @@ wait_ready() {
 		if [ -n "$RPID" ]; then
 			case $tool in
 			tdagent*)
-				local d=$TRACEFS/instances/tracedock-$RPID
-				[ "$(cat "$d/tracing_on" 2>/dev/null)" = 1 ] &&
-				    [ "$(cat "$d/events/raw_syscalls/sys_enter/enable" \
-				    2>/dev/null)" = 1 ] && break
+				recording "$RPID" && break
 				;;
 			trace-cmd*)
 				grep -q 'Hit Ctrl^C' "$out" 2>/dev/null && break
@@ -425,11 +422,7 @@ if [ "$PROFILE" = 1 ]; then
 	    2>"$OUT/profile.err" &
 	tpid=$!
 	LIVE=$tpid
-	for _ in $(seq 400); do
-		[ "$(cat "$TRACEFS/instances/tracedock-$tpid/tracing_on" \
-		    2>/dev/null)" = 1 ] && break
-		sleep 0.05
-	done
+	wait_recording "$tpid" || true
 	perf record -q -g -o "$OUT/perf.data" -p "$tpid" 2>/dev/null &
 	perfpid=$!
 	sleep 0.5

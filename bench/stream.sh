@@ -24,12 +24,8 @@ CLK_TCK=$(getconf CLK_TCK)
 # A CA, the listener's certificate and an agent's (web1), made afresh.
 stream_pki() {
 	PKI=$TMP/pki
-	{
-		sh scripts/tdcert init "$PKI" &&
-		    sh scripts/tdcert issue "$PKI" listener --server &&
-		    sh scripts/tdcert issue "$PKI" web1
-	} >>"$OUT/build.log" 2>&1 || die "scripts/tdcert failed, see" \
-	    "$OUT/build.log"
+	pki "$PKI" web1 >>"$OUT/build.log" 2>&1 ||
+	    die "scripts/tdcert failed, see $OUT/build.log"
 }
 
 # Start the listener of TOOL under /usr/bin/time, writing into directory
@@ -63,11 +59,11 @@ stream_listen() {
 		LPID=""
 		for i in $(seq 100); do
 			kill -0 "$LISTENER_TIME" 2>/dev/null || break
-			[ -n "$LPID" ] ||
-			    LPID=$(pgrep -P "$LISTENER_TIME" | head -1 || true)
-			[ -n "$LPID" ] && port_listening "$LPORT" && return 0
+			LPID=$(pgrep -P "$LISTENER_TIME" | head -1 || true)
+			[ -z "$LPID" ] || break
 			sleep 0.05
 		done
+		[ -n "$LPID" ] && wait_listening "$LPORT" "$LPID" && return 0
 		[ -z "$LPID" ] || kill -TERM "$LPID" 2>/dev/null || true
 		wait "$LISTENER_TIME" 2>/dev/null || true
 		LISTENER_TIME=""

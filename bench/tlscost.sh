@@ -51,9 +51,7 @@ cleanup() {
 trap cleanup EXIT
 cp "$T/build/tdagent" "$T/build/tdlisten" "$TMP/"
 PKI=$TMP/pki
-{ sh "$S/scripts/tdcert" init "$PKI" &&
-    sh "$S/scripts/tdcert" issue "$PKI" listener --server &&
-    sh "$S/scripts/tdcert" issue "$PKI" web1; } >"$TMP/pki.log" 2>&1 ||
+pki "$PKI" web1 >"$TMP/pki.log" 2>&1 ||
     { echo "tlscost.sh: scripts/tdcert failed" >&2; exit 1; }
 
 # one MODE: prints "MODE ticks MB" (or the strace table)
@@ -79,7 +77,7 @@ one() {
 	"$TMP/tdagent" -h 127.0.0.1 -p "$port" "${sec_a[@]}" \
 	    -e raw_syscalls >"$TMP/a.out" 2>"$TMP/a.err" &
 	APID=$!
-	instance_records "$APID" 200 0.1 || true
+	wait_recording "$APID" || true
 	sleep 0.5
 	r=$(pgrep -P "$APID" | head -1)
 	if [ "$STRACE" = 1 ]; then

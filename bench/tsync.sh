@@ -108,6 +108,9 @@ ivarg=""
 [ -n "$IV" ] && ivarg="--tsync-interval $IV"
 TR=/sys/kernel/tracing
 W=$(mktemp -d /tmp/td-tsync-bench.XXXXXX)
+# free_port, wait_until, wait_recording: tests/harness.sh
+HARNESS_TOP=$top TMP=$W TRACING=$TR
+. "$top/tests/harness.sh"
 all=""
 lpid=""
 busy=""
@@ -131,7 +134,7 @@ ev=raw_syscalls:sys_enter
 flt='id == 110'		# getppid on x86-64
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-port=$((30000 + $$ % 20000))
+port=$(free_port) || exit 1
 host=127.0.0.1
 run=""
 lbind=""
@@ -200,13 +203,7 @@ started() {
 	"$@" &
 	p=$!
 	all="$all $p"
-	d=$TR/instances/tracedock-$p
-	until [ "$(cat $d/tracing_on 2>/dev/null)" = 1 ] &&
-	    [ "$(cat $d/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ]
-	do
-		kill -0 $p 2>/dev/null || { echo "tdagent $* failed"; exit 1; }
-		sleep 0.05
-	done
+	wait_recording $p || { echo "tdagent $* failed"; exit 1; }
 }
 ruler() {
 	started "$B/tdagent" -q -o "$W/r$1.dat" -C mono -b 64 -e $ev -f "$flt" \

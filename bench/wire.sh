@@ -23,29 +23,14 @@ for p in tdagent tdlisten tests/tdrecode; do
 	[ -x "$B/$p" ] || { echo "wire.sh: no $B/$p (build first)" >&2; exit 2; }
 done
 T=$(mktemp -d /tmp/td-wire.XXXXXX)
-trap 'kill $LPID 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
-sh "$top/scripts/tdcert" init "$T/pki" >/dev/null &&
-    sh "$top/scripts/tdcert" issue "$T/pki" listener --server >/dev/null &&
-    sh "$top/scripts/tdcert" issue "$T/pki" web1 >/dev/null ||
-    { echo "wire.sh: tdcert failed" >&2; exit 1; }
 LPID=
-# free ports, as the kernel says (tests/tdport.c)
-[ -x "$B/tests/tdport" ] || make -C "$B" tests/tdport >/dev/null
-for try in 1 2 3 4 5; do
-	LPORT=$("$B/tests/tdport") || continue
-	"$B/tdlisten" -p "$LPORT" -d "$T/out" --cert "$T/pki/listener.pem" \
-	    --key "$T/pki/listener.key" --ca "$T/pki/ca.pem" > "$T/l.log" 2>&1 &
-	LPID=$!
-	i=0
-	while [ $i -lt 100 ] && ! grep -q "listening on" "$T/l.log"; do
-		kill -0 $LPID 2>/dev/null || break
-		sleep 0.05
-		i=$((i + 1))
-	done
-	grep -q "listening on" "$T/l.log" && break
-	kill $LPID 2>/dev/null
-	wait $LPID 2>/dev/null
-done
+trap 'reap $LPID; rm -rf "$T"' EXIT
+# pki, free_port, start_listener, reap
+HARNESS_TOP=$top TMP=$T TDLISTEN=$B/tdlisten LISTEN_VERBOSE=
+. "$top/tests/harness.sh"
+pki "$T/pki" web1 || { echo "wire.sh: tdcert failed" >&2; exit 1; }
+start_listener "$T/l.log" -d "$T/out" --cert "$T/pki/listener.pem" \
+    --key "$T/pki/listener.key" --ca "$T/pki/ca.pem" || exit 1
 echo "dd storm of $blocks blocks, $runs runs per codec, TLS on loopback"
 printf '%-6s %4s %9s %9s %9s %7s %7s %7s\n' codec run "page MB" \
     "frame MB" "sent MB" frames full sent

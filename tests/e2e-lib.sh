@@ -203,6 +203,12 @@ TDLISTEN=$B/tdlisten
 TDCERT=$S/scripts/tdcert
 TDFEED=$B/tests/tdfeed
 TDPORT=$B/tests/tdport
+# pki, free_port, start_listener, stop_listener, wait_until, recording,
+# wait_recording, port_listening, wait_listening, reap: the harness the
+# benchmarks share
+HARNESS_TOP=$S
+# shellcheck source=tests/harness.sh
+. "$S/tests/harness.sh"
 
 case ${TD_VALGRIND:-0} in
 0) ;;
@@ -219,83 +225,6 @@ case ${TD_VALGRIND:-0} in
 	exit 99
 	;;
 esac
-
-# pki DIR AGENT...: a CA, a listener certificate for localhost, and one
-# client certificate per AGENT name.
-pki() {
-	d=$1
-	shift
-	sh "$TDCERT" init "$d" >/dev/null || return 1
-	sh "$TDCERT" issue "$d" listener --server >/dev/null || return 1
-	for a in "$@"; do
-		sh "$TDCERT" issue "$d" "$a" >/dev/null || return 1
-	done
-}
-
-# free_port [N]: the first of N free consecutive TCP and UDP ports
-# (default 1), as the kernel says (tests/tdport: it binds them all); below
-# the ephemeral range, where no connection takes one before the test binds
-# it.  Never a fixed port or a range other software may hold: a
-# collection box runs tdlisten on 4000
-free_port() {
-	"$TDPORT" "$@"
-}
-
-# start_listener LOG ARGS...: run tdlisten on a free port (or on
-# $LPORT_FIXED); sets LPORT, LPID.
-start_listener() {
-	log=$1
-	shift
-	for try in 1 2 3 4 5; do
-		# LPORT_FIXED: the same port again (a restarted listener)
-		LPORT=${LPORT_FIXED:-$(free_port)}
-		"$TDLISTEN" -p "$LPORT" -v "$@" > "$log" 2>&1 &
-		LPID=$!
-		i=0
-		while [ $i -lt $((100 * SLOW)) ]; do
-			grep -q "listening on" "$log" 2>/dev/null && return 0
-			kill -0 $LPID 2>/dev/null || break
-			sleep 0.05
-			i=$((i + 1))
-		done
-		kill $LPID 2>/dev/null
-		wait $LPID 2>/dev/null
-	done
-	echo "cannot start tdlisten: $(cat "$log")"
-	return 1
-}
-
-# wait_until TICKS CMD [ARG...]: run CMD until it succeeds, every 0.05 s,
-# giving up after TICKS + 1 pauses (CMD's complaints while it fails, such
-# as grep's about a file not written yet, are not shown); the callers
-# check the outcome
-wait_until() {
-	_wu_max=$1
-	shift
-	_wu_i=0
-	until "$@" 2>/dev/null || [ $_wu_i -gt "$_wu_max" ]; do
-		sleep 0.05
-		_wu_i=$((_wu_i + 1))
-	done
-}
-
-# recording PID: tdagent PID's instance records.  Events first, then
-# tracing_on: a new instance has tracing on for a moment (the kernel's
-# default) before tdagent turns it off, enables its events, clears the
-# buffer and turns tracing on; a test that saw only tracing_on = 1 in that
-# moment lost the events of its first 100 ms (seen under load)
-recording() {
-	_rd=$TRACING/instances/tracedock-$1
-	_re=$(cat "$_rd/events/enable" 2>/dev/null)
-	[ -n "$_re" ] && [ "$_re" != 0 ] &&
-	    [ "$(cat "$_rd/tracing_on" 2>/dev/null)" = 1 ]
-}
-
-# wait_recording PID: until tdagent PID's instance records (at most
-# 20 s times SLOW)
-wait_recording() {
-	wait_until $((400 * SLOW)) recording "$1"
-}
 
 # sessions_opened LOG N: the listener logging to LOG opened N recordings
 sessions_opened() {
@@ -330,11 +259,6 @@ status_ids() {
 	    /^Gid:/ { g = $2 " " $3 " " $4 " " $5 }
 	    /^CapEff:/ { c = $2 }
 	    END { print u " / " g " / " c }' "/proc/$1/status" 2>/dev/null
-}
-
-stop_listener() {
-	kill -TERM "$LPID" 2>/dev/null
-	wait "$LPID"
 }
 
 # the file tdagent reported the listener wrote (from its stderr)

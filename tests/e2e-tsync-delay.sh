@@ -57,18 +57,10 @@ started() {
 	"$TDAGENT" -q -b 64 -e $ev -f "$flt" "$@" 2> "$WORK/$_n.err" &
 	p=$!
 	all="$all $p"
-	i=0
-	d=$TRACING/instances/tracedock-$p
-	until [ "$(cat "$d"/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ] &&
-	    [ "$(cat "$d"/tracing_on 2>/dev/null)" = 1 ]
-	do
-		i=$((i + 1))
-		if [ $i -gt $((600 * SLOW)) ] || ! kill -0 $p 2>/dev/null; then
-			echo "# $_n did not start: $(cat "$WORK/$_n.err")"
-			return 1
-		fi
-		sleep 0.05
-	done
+	# 30 s (times SLOW), or until it died
+	wait_recording $p 600 && return 0
+	echo "# $_n did not start: $(cat "$WORK/$_n.err")"
+	return 1
 }
 # r0 jitter r1 asym r2: each enables the event after the one before
 started r0 -o "$WORK/r0.dat" -C mono || exit 99

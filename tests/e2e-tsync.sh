@@ -36,20 +36,10 @@ started() {
 	"$TDAGENT" -q -b 64 -e $ev -f "$flt" "$@" 2> "$WORK/$name.err" &
 	p=$!
 	all="$all $p"
-	i=0
-	d=$TRACING/instances/tracedock-$p
-	# the event first: a new instance has tracing on for a moment
-	# before tdagent turns it off, enables, clears and turns it on
-	until [ "$(cat $d/events/raw_syscalls/sys_enter/enable 2>/dev/null)" = 1 ] &&
-	    [ "$(cat $d/tracing_on 2>/dev/null)" = 1 ]
-	do
-		i=$((i + 1))
-		if [ $i -gt $((600 * SLOW)) ] || ! kill -0 $p 2>/dev/null; then
-			echo "# $name did not start: $(cat "$WORK/$name.err")"
-			return 1
-		fi
-		sleep 0.05
-	done
+	# 30 s (times SLOW), or until it died
+	wait_recording $p 600 && return 0
+	echo "# $name did not start: $(cat "$WORK/$name.err")"
+	return 1
 }
 # in this order: r0 a1 r1 a2 r2 ... (each enables the event after the last)
 k=0
