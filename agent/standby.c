@@ -23,9 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "armed.h"
 #include "buf.h"
 #include "clock.h"
 #include "conn.h"
+#include "instance.h"
 #include "log.h"
 #include "standby.h"
 #include "tdlimits.h"
@@ -37,6 +39,13 @@
 #define STANDBY_TIMEOUT		10	/* s: connect, handshake, a write */
 #define STANDBY_USER_TIMEOUT_MS	15000	/* TCP_USER_TIMEOUT, as net.c's */
 #define STANDBY_ARGS		(2 * TD_MAX_EVENT_ARGS * 2 + 40)
+/*
+ * How often an armed ring with a trigger is looked at (its tracing_on):
+ * the trigger froze it at once, this is only how late the collector hears
+ * (and the other agents' rings, still running, keep the instant for much
+ * longer than this).  4 reads a second cost nothing to measure.
+ */
+#define STANDBY_ARMED_POLL_MS	250
 
 /* The standby agent. */
 struct standby {
@@ -58,7 +67,14 @@ struct standby {
 	char			 why[TD_MAX_ERROR_LEN];	/* its last message */
 	bool			 before_go;	/* it has not been let trace */
 	bool			 quit;
+	struct armed		*armed;		/* the flight recorder, or NULL */
+	bool			 snap;		/* the child is its snapshot */
+	bool			 disarm_after;	/* ... and a DISARM waits */
+	bool			 rearmed;	/* re-armed without a collector:
+						   say so when back */
 };
+
+static void	standby_rearm(struct standby *, const char *);
 
 /* Send one whole frame b: 0, or -1 (the connection is gone then). */
 static int
@@ -260,10 +276,13 @@ standby_stderr(struct standby *sb)
 	}
 }
 
-/* Run the recording r as a child: 0, or -1 and err. */
+/*
+ * Run the recording r as a child, or (flight: an instance) a snapshot of
+ * the frozen armed ring: 0, or -1 and err.
+ */
 static int
-standby_record(struct standby *sb, const struct td_start *r, char *err,
-    size_t errlen)
+standby_record(struct standby *sb, const struct td_start *r,
+    const char *flight, char *err, size_t errlen)
 {
 	const char *argv[STANDBY_ARGS];
 	union { const char **c; char *const *v; } av = { argv };
@@ -298,6 +317,11 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 	}
 	standby_arg(argv, &n, "--name");
 	standby_arg(argv, &n, r->name);
+	if (flight != NULL) {
+		standby_arg(argv, &n, "--flight");
+		standby_arg(argv, &n, flight);
+		goto spawn;
+	}
 	/* the filter goes with every event */
 	snprintf(evs, sizeof evs, "%s", r->events);
 	for (p = evs; (ev = strsep(&p, ",")) != NULL;) {
@@ -323,6 +347,7 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 	    sb->o.max_duration);
 	standby_arg(argv, &n, "-s");
 	standby_arg(argv, &n, secs);
+spawn:
 	if (sb->o.verbosity < 0)
 		standby_arg(argv, &n, "-q");
 	/* set up, it says so on fd 3 and waits for the collector's GO */
@@ -399,13 +424,16 @@ standby_start(struct standby *sb, const struct td_start *r)
 	 * (issue 31 row 13).  The total is capped as tdagent's own default
 	 * is (TD_AGENT_RING_TOTAL_KB).
 	 */
-	if ((uint64_t)r->buffer_kb * sb->me.ncpus > TD_AGENT_RING_TOTAL_KB) {
+	if ((uint64_t)(r->buffer_kb + (sb->armed != NULL ?
+	    armed_kb(sb->armed) : 0)) * sb->me.ncpus >
+	    TD_AGENT_RING_TOTAL_KB) {
 		snprintf(err, sizeof err, "buffer of %u KB x %u CPUs over %u KB "
-		    "in all", r->buffer_kb, sb->me.ncpus,
-		    TD_AGENT_RING_TOTAL_KB);
+		    "in all%s", r->buffer_kb, sb->me.ncpus,
+		    TD_AGENT_RING_TOTAL_KB, sb->armed != NULL ?
+		    " (with the armed ring's)" : "");
 		goto refuse;
 	}
-	if (standby_record(sb, r, err, sizeof err) == -1)
+	if (standby_record(sb, r, NULL, err, sizeof err) == -1)
 		goto refuse;
 	log_info("collector's request %u: recording '%s' (%s%s%s), "
 	    "pid %ld", r->req, r->name, r->events, r->filter[0] ? " if " : "",
@@ -500,6 +528,182 @@ standby_reap(struct standby *sb)
 		sb->me.recording[0] = '\0';
 		standby_answer(sb, sb->stop_req, TD_ANSWER_FINISHED, text);
 		sb->stop_req = 0;
+		if (sb->snap) {
+			sb->snap = false;
+			standby_rearm(sb, "snapshot sent");
+		}
+	}
+}
+
+/* ARMED what for request req (0: nobody asked). */
+static void
+standby_armed_say(struct standby *sb, uint32_t req, uint16_t what,
+    const char *text)
+{
+	struct td_armed a;
+	struct td_buf b;
+
+	memset(&a, 0, sizeof a);
+	a.req = req;
+	a.what = what;
+	snprintf(a.text, sizeof a.text, "%s", text);
+	td_buf_init(&b, TD_FRAME_HEADER + 8 + TD_MAX_ERROR_LEN);
+	if (td_msg_pack_armed(&b, &a) == 0)
+		standby_send(sb, &b);
+	td_buf_free(&b);
+}
+
+/* ARM a: the flight recorder armed, or why not. */
+static void
+standby_arm(struct standby *sb, const struct td_arm *a)
+{
+	char err[TD_MAX_ERROR_LEN], text[TD_MAX_ERROR_LEN];
+
+	if (sb->armed != NULL) {
+		snprintf(err, sizeof err, "armed already as '%s' (disarm "
+		    "first)", armed_name(sb->armed));
+		goto refuse;
+	}
+	if ((sb->armed = armed_new(&sb->o, a, sb->me.ncpus, 0, err,
+	    sizeof err)) == NULL)
+		goto refuse;
+	log_info("collector's request %u: armed '%s' (%s%s%s, %u KB per "
+	    "CPU%s%s)", a->req, armed_name(sb->armed), a->events,
+	    a->filter[0] ? " if " : "", a->filter, armed_kb(sb->armed),
+	    a->trigger[0] ? ", trigger " : "", a->trigger);
+	snprintf(text, sizeof text, "%s %s %u", armed_name(sb->armed),
+	    armed_instance(sb->armed), armed_kb(sb->armed));
+	standby_armed_say(sb, a->req, TD_ARMED_OK, text);
+	return;
+refuse:
+	log_warnx("collector's request %u to arm refused: %s", a->req, err);
+	standby_armed_say(sb, a->req, TD_ARMED_FAILED, err);
+}
+
+/* DISARM: the instance goes (after the snapshot streaming from it). */
+static void
+standby_disarm(struct standby *sb, uint32_t req)
+{
+	if (sb->armed == NULL) {
+		standby_armed_say(sb, req, TD_ARMED_DISARMED, "not armed");
+		return;
+	}
+	log_info("collector's request %u: disarm '%s'", req,
+	    armed_name(sb->armed));
+	if (sb->snap)
+		sb->disarm_after = true;
+	else {
+		armed_free(sb->armed);
+		sb->armed = NULL;
+	}
+	standby_armed_say(sb, req, TD_ARMED_DISARMED, "");
+}
+
+/* Re-arm after a snapshot or a freeze nobody took (why: logged). */
+static void
+standby_rearm(struct standby *sb, const char *why)
+{
+	if (sb->armed == NULL)
+		return;
+	if (sb->disarm_after) {
+		sb->disarm_after = false;
+		armed_free(sb->armed);
+		sb->armed = NULL;
+		log_info("flight recorder: %s: disarmed", why);
+		return;
+	}
+	if (armed_rearm(sb->armed) == -1) {
+		log_warn("flight recorder '%s': cannot re-arm (%s): disarmed",
+		    armed_name(sb->armed), why);
+		armed_free(sb->armed);
+		sb->armed = NULL;
+		return;
+	}
+	log_info("flight recorder '%s': %s: re-armed", armed_name(sb->armed),
+	    why);
+}
+
+/* SNAPSHOT s: freeze, and stream the ring as a recording; or re-arm. */
+static void
+standby_snapshot(struct standby *sb, const struct td_snapshot *s)
+{
+	char err[TD_MAX_ERROR_LEN], text[TD_MAX_ERROR_LEN];
+	struct td_start r;
+
+	if (sb->armed == NULL) {
+		standby_answer(sb, s->req, TD_ANSWER_REFUSED, "not armed");
+		return;
+	}
+	if (s->why == TD_SNAP_REARM) {
+		if (armed_frozen(sb->armed) && !sb->snap)
+			standby_rearm(sb, "the collector held the trigger off");
+		return;
+	}
+	if (sb->child != 0) {
+		snprintf(err, sizeof err, "busy: recording '%s'",
+		    sb->me.recording);
+		standby_answer(sb, s->req, TD_ANSWER_REFUSED, err);
+		return;
+	}
+	memset(&r, 0, sizeof r);
+	r.req = s->req;
+	snprintf(r.name, sizeof r.name, "%s", s->name);
+	if (r.name[0] == '\0' || armed_freeze(sb->armed) == -1 ||
+	    standby_record(sb, &r, armed_instance(sb->armed), err,
+	    sizeof err) == -1) {
+		if (r.name[0] == '\0')
+			snprintf(err, sizeof err, "a snapshot needs a name");
+		standby_answer(sb, s->req, TD_ANSWER_REFUSED, err);
+		standby_rearm(sb, "the snapshot failed");
+		return;
+	}
+	sb->snap = true;
+	/* its end answers the SNAPSHOT: tdctl waits for the file */
+	sb->stop_req = s->req;
+	log_info("collector's request %u: snapshot '%s' of '%s'%s%s, pid %ld",
+	    s->req, r.name, armed_name(sb->armed), s->why == TD_SNAP_TRIGGER ?
+	    ", triggered by " : "", s->why == TD_SNAP_TRIGGER ? s->host : "",
+	    (long)sb->child);
+	snprintf(text, sizeof text, "%s pid %ld", r.name, (long)sb->child);
+	standby_answer(sb, s->req, TD_ANSWER_STARTED, text);
+}
+
+/* The armed ring's trigger: did it fire?  TRIGGERED, or re-armed. */
+static void
+standby_look(struct standby *sb)
+{
+	struct td_triggered t;
+	struct timespec mono, real;
+	struct td_buf b;
+
+	if (sb->armed == NULL || !armed_has_trigger(sb->armed) ||
+	    !armed_fired(sb->armed))
+		return;
+	if (sb->c == NULL) {
+		standby_rearm(sb, "its trigger fired with no collector");
+		sb->rearmed = true;
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_REALTIME, &real);
+	t.clock_ns = (uint64_t)mono.tv_sec * 1000000000ULL + mono.tv_nsec;
+	t.real_ns = (uint64_t)real.tv_sec * 1000000000ULL + real.tv_nsec;
+	t.late_ms = STANDBY_ARMED_POLL_MS;
+	log_info("flight recorder '%s': its trigger fired: frozen",
+	    armed_name(sb->armed));
+	td_buf_init(&b, TD_FRAME_HEADER + 20);
+	if (td_msg_pack_triggered(&b, &t) == 0)
+		standby_send(sb, &b);
+	td_buf_free(&b);
+}
+
+/* The collector is gone: a ring frozen for it goes on recording. */
+static void
+standby_lost(struct standby *sb)
+{
+	if (sb->armed != NULL && armed_frozen(sb->armed) && !sb->snap) {
+		standby_rearm(sb, "lost the collector while frozen");
+		sb->rearmed = true;
 	}
 }
 
@@ -507,7 +711,9 @@ standby_reap(struct standby *sb)
 static void
 standby_frame(struct standby *sb, const struct td_frame *f)
 {
+	struct td_snapshot snap;
 	struct td_start *r;
+	struct td_arm *a;
 	struct td_error e;
 	uint32_t req;
 
@@ -544,6 +750,26 @@ standby_frame(struct standby *sb, const struct td_frame *f)
 		}
 		if (sb->child != 0 && req == sb->start_req)
 			standby_go(sb, "the collector's GO: tracing");
+		break;
+	case TD_MSG_ARM:
+		a = xmalloc(sizeof *a);
+		if (td_msg_unpack_arm(f, a) == -1)
+			log_warnx("the collector sent a malformed ARM");
+		else
+			standby_arm(sb, a);
+		free(a);
+		break;
+	case TD_MSG_DISARM:
+		if (td_msg_unpack_disarm(f, &req) == -1)
+			log_warnx("the collector sent a malformed DISARM");
+		else
+			standby_disarm(sb, req);
+		break;
+	case TD_MSG_SNAPSHOT:
+		if (td_msg_unpack_snapshot(f, &snap) == -1)
+			log_warnx("the collector sent a malformed SNAPSHOT");
+		else
+			standby_snapshot(sb, &snap);
 		break;
 	case TD_MSG_ERROR:
 		if (td_msg_unpack_error(f, &e) == 0)
@@ -632,8 +858,16 @@ standby_wait(struct standby *sb, int ms)
 		pfd[3].events = POLLIN;
 		n = 4;
 	}
-	if (poll(pfd, n, ms) <= 0)
+	/* an armed ring with a trigger is looked at now and then */
+	if (sb->armed != NULL && armed_has_trigger(sb->armed) &&
+	    !armed_frozen(sb->armed) && ms > STANDBY_ARMED_POLL_MS)
+		ms = STANDBY_ARMED_POLL_MS;
+	if (poll(pfd, n, ms) <= 0) {
+		standby_look(sb);
+		if (sb->c == NULL)
+			standby_lost(sb);
 		return;
+	}
 	if (pfd[2].revents != 0 && sb->err_fd != -1)
 		standby_stderr(sb);
 	if (pfd[0].revents != 0)
@@ -645,6 +879,9 @@ standby_wait(struct standby *sb, int ms)
 	/* a recording waiting for GO does not wait for a lost collector */
 	if (sb->c == NULL)
 		standby_go(sb, "lost the collector before its GO: tracing");
+	standby_look(sb);
+	if (sb->c == NULL)
+		standby_lost(sb);
 }
 
 int
@@ -697,6 +934,8 @@ standby_main(int argc, char **argv)
 	sb->err_fd = -1;
 	if ((sb->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
 		fatal("signalfd");
+	/* an armed instance goes with a fatal error too */
+	log_set_fatal_hook(instance_cleanup);
 	sb->me.version = TD_STANDBY_VERSION;
 	ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	sb->me.ncpus = ncpus > 0 && ncpus <= TD_MAX_CPUS ? (uint32_t)ncpus : 1;
@@ -709,8 +948,9 @@ standby_main(int argc, char **argv)
 	snprintf(sb->me.allow, sizeof sb->me.allow, "%s", sb->o.allow_events);
 	sb->me.max_buffer = sb->o.max_buffer;
 	sb->me.max_duration = sb->o.max_duration;
-	log_info("standby: events %s, buffer up to %u KB, up to %u s",
-	    sb->o.allow_events, sb->o.max_buffer, sb->o.max_duration);
+	log_info("standby: events %s, buffer up to %u KB, up to %u s%s",
+	    sb->o.allow_events, sb->o.max_buffer, sb->o.max_duration,
+	    sb->o.allow_arm ? ", may be armed" : "");
 	td_buf_init(&ka, TD_FRAME_HEADER);
 	td_msg_pack_keepalive(&ka);
 	while (!sb->quit || sb->child != 0) {
@@ -731,6 +971,14 @@ standby_main(int argc, char **argv)
 			}
 			backoff = 1000;
 			next_ka = td_clock_now_ms() + sb->keepalive_ms;
+			/* still armed: the collector hears it again */
+			if (sb->armed != NULL) {
+				snprintf(err, sizeof err, "%s %s", armed_name(
+				    sb->armed), sb->rearmed ? "re-armed while "
+				    "the collector was away" : "still armed");
+				standby_armed_say(sb, 0, TD_ARMED_REARMED, err);
+				sb->rearmed = false;
+			}
 			continue;
 		}
 		if (sb->c != NULL && now >= next_ka) {
@@ -741,6 +989,7 @@ standby_main(int argc, char **argv)
 		standby_wait(sb, sb->c != NULL ? (int)(next_ka - now) : 1000);
 	}
 	td_buf_free(&ka);
+	armed_free(sb->armed);
 	conn_close(sb->c, true);
 	conn_ctx_free(sb->ctx);
 	for (i = 0; i < sb->o.nheld; i++)
