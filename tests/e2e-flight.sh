@@ -19,7 +19,9 @@
 #     inside every window); /status says who fired;
 #   - a second trigger within the hold-off is counted, not acted on: no
 #     new file, /status counts it, the agent re-arms;
-#   - tdctl disarm: the instances are gone.
+#   - tdctl disarm: the instances are gone;
+#   - a ring that wrapped: what it kept and what it overwrote add up to the
+#     ticker's calls, and the file marks the loss.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 # never sanitized: an ASan runtime makes getppid calls of its own
@@ -253,6 +255,33 @@ eq "tdctl disarm: exit 0, each disarmed" \
     "$?:$(grep -c '^disarmed host[0-9]*$' "$WORK/disarm.out")" "0:$NAGENTS"
 eq "disarmed: no instance left" \
     "$(ls -d "$TRACING"/instances/tracedock-*-flight 2>/dev/null | wc -l)" 0
+
+# ---- a ring that wrapped: its losses marked -----------------------------------
+# the smallest ring, a ticker of W calls at once: what the ring kept and
+# what it overwrote add up to W, and the file marks the loss
+W=20000
+TDPOKE_WAIT=$WORK/go3 "$TDPOKE" $W 0 &
+W3=$!
+"$TDCTL" -S "$CTL" arm --hosts host01 -e syscalls:sys_enter_getppid \
+    -f "common_pid == $W3" -b 8 --name wrap > "$WORK/wrap.out" 2>&1
+eq "tdctl arm a small ring: exit 0" $? 0
+touch "$WORK/go3"
+wait $W3
+"$TDCTL" -S "$CTL" snapshot --hosts host01 --name wrap1 >> "$WORK/wrap.out" 2>&1
+eq "the small ring's snapshot: exit 0" $? 0
+f=$(ls "$OUT"/host01/*-wrap1.dat 2>/dev/null | head -1)
+"$TDCOUNT" "$f" -p $W3 > "$WORK/c.wrap" 2>&1
+# "done after S s: C CPUs, P pages, B bytes, E events, L lost (M pages marked)"
+done_line=$(grep "session host01 'wrap1'.*: done after" "$WORK/listen.log")
+kept=$(echo "$done_line" | sed -n 's/.* \([0-9]*\) events, \([0-9]*\) lost (\([0-9]*\) pages marked).*/\1 \2 \3/p')
+set -- $kept
+eq "a wrapped ring: kept + overwritten = the ticker's $W calls, the file holds the kept" \
+    "$(($1 + $2)) $(field events < "$WORK/c.wrap")" "$W $1"
+check "a wrapped ring: the loss is marked in the file, read cleanly" sh -c "
+    [ \$(awk '\$1 == \"missed\" { print \$2 }' '$WORK/c.wrap') -ge 1 ] && [ $3 -ge 1 ]" ||
+    echo "# $done_line"
+check "a wrapped ring: trace-cmd reads it without a warning" tc_clean "$f"
+"$TDCTL" -S "$CTL" disarm > /dev/null 2>&1
 
 cleanup
 no_instances "[0-9]*-flight"
