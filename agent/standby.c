@@ -30,6 +30,7 @@
 #include "instance.h"
 #include "log.h"
 #include "standby.h"
+#include "standby-local.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "xmalloc.h"
@@ -39,45 +40,10 @@
 #define STANDBY_TIMEOUT		10	/* s: connect, handshake, a write */
 #define STANDBY_USER_TIMEOUT_MS	15000	/* TCP_USER_TIMEOUT, as net.c's */
 #define STANDBY_ARGS		(2 * TD_MAX_EVENT_ARGS * 2 + 40)
-/*
- * How often an armed ring with a trigger is looked at (its tracing_on):
- * the trigger froze it at once, this is only how late the collector hears
- * (and the other agents' rings, still running, keep the instant for much
- * longer than this).  4 reads a second cost nothing to measure.
- */
-#define STANDBY_ARMED_POLL_MS	250
 
-/* The standby agent. */
-struct standby {
-	struct standby_opts	 o;
-	struct conn_target	 t;
-	SSL_CTX			*ctx;
-	struct conn		*c;		/* NULL: not connected */
-	int			 sigfd;
-	char			 self[4096];	/* tdagent's own path */
-	struct td_standby	 me;		/* what STANDBY says */
-	uint32_t		 keepalive_ms;
-	pid_t			 child;		/* the recording, or 0 */
-	uint32_t		 start_req;	/* its START */
-	uint32_t		 stop_req;	/* a STOP for it, 0: none */
-	int			 ready_fd;	/* its --ready-fd's other end */
-	int			 err_fd;	/* its stderr's other end */
-	char			 errline[512];	/* a line of it, in part */
-	size_t			 errlen;
-	char			 why[TD_MAX_ERROR_LEN];	/* its last message */
-	bool			 before_go;	/* it has not been let trace */
-	bool			 quit;
-	struct armed		*armed;		/* the flight recorder, or NULL */
-	bool			 snap;		/* the child is its snapshot */
-	bool			 disarm_after;	/* ... and a DISARM waits */
-	bool			 rearmed;	/* re-armed without a collector:
-						   say so when back */
-};
-
-static void	standby_rearm(struct standby *, const char *);
 
 /* Send one whole frame b: 0, or -1 (the connection is gone then). */
-static int
+int
 standby_send(struct standby *sb, struct td_buf *b)
 {
 	int r;
@@ -96,7 +62,7 @@ standby_send(struct standby *sb, struct td_buf *b)
 }
 
 /* ANSWER what for request req. */
-static void
+void
 standby_answer(struct standby *sb, uint32_t req, uint16_t what,
     const char *text)
 {
@@ -280,7 +246,7 @@ standby_stderr(struct standby *sb)
  * Run the recording r as a child, or (flight: an instance) a snapshot of
  * the frozen armed ring: 0, or -1 and err.
  */
-static int
+int
 standby_record(struct standby *sb, const struct td_start *r,
     const char *flight, char *err, size_t errlen)
 {
@@ -435,6 +401,8 @@ standby_start(struct standby *sb, const struct td_start *r)
 	}
 	if (standby_record(sb, r, NULL, err, sizeof err) == -1)
 		goto refuse;
+	sb->rec_kb = r->buffer_kb > 0 ? r->buffer_kb : sb->o.max_buffer <
+	    TD_AGENT_RING_KB ? sb->o.max_buffer : TD_AGENT_RING_KB;
 	log_info("collector's request %u: recording '%s' (%s%s%s), "
 	    "pid %ld", r->req, r->name, r->events, r->filter[0] ? " if " : "",
 	    r->filter, (long)sb->child);
@@ -530,180 +498,8 @@ standby_reap(struct standby *sb)
 		sb->stop_req = 0;
 		if (sb->snap) {
 			sb->snap = false;
-			standby_rearm(sb, "snapshot sent");
+			standby_flight_rearm(sb, "snapshot sent");
 		}
-	}
-}
-
-/* ARMED what for request req (0: nobody asked). */
-static void
-standby_armed_say(struct standby *sb, uint32_t req, uint16_t what,
-    const char *text)
-{
-	struct td_armed a;
-	struct td_buf b;
-
-	memset(&a, 0, sizeof a);
-	a.req = req;
-	a.what = what;
-	snprintf(a.text, sizeof a.text, "%s", text);
-	td_buf_init(&b, TD_FRAME_HEADER + 8 + TD_MAX_ERROR_LEN);
-	if (td_msg_pack_armed(&b, &a) == 0)
-		standby_send(sb, &b);
-	td_buf_free(&b);
-}
-
-/* ARM a: the flight recorder armed, or why not. */
-static void
-standby_arm(struct standby *sb, const struct td_arm *a)
-{
-	char err[TD_MAX_ERROR_LEN], text[TD_MAX_ERROR_LEN];
-
-	if (sb->armed != NULL) {
-		snprintf(err, sizeof err, "armed already as '%s' (disarm "
-		    "first)", armed_name(sb->armed));
-		goto refuse;
-	}
-	if ((sb->armed = armed_new(&sb->o, a, sb->me.ncpus, 0, err,
-	    sizeof err)) == NULL)
-		goto refuse;
-	log_info("collector's request %u: armed '%s' (%s%s%s, %u KB per "
-	    "CPU%s%s)", a->req, armed_name(sb->armed), a->events,
-	    a->filter[0] ? " if " : "", a->filter, armed_kb(sb->armed),
-	    a->trigger[0] ? ", trigger " : "", a->trigger);
-	snprintf(text, sizeof text, "%s %s %u", armed_name(sb->armed),
-	    armed_instance(sb->armed), armed_kb(sb->armed));
-	standby_armed_say(sb, a->req, TD_ARMED_OK, text);
-	return;
-refuse:
-	log_warnx("collector's request %u to arm refused: %s", a->req, err);
-	standby_armed_say(sb, a->req, TD_ARMED_FAILED, err);
-}
-
-/* DISARM: the instance goes (after the snapshot streaming from it). */
-static void
-standby_disarm(struct standby *sb, uint32_t req)
-{
-	if (sb->armed == NULL) {
-		standby_armed_say(sb, req, TD_ARMED_DISARMED, "not armed");
-		return;
-	}
-	log_info("collector's request %u: disarm '%s'", req,
-	    armed_name(sb->armed));
-	if (sb->snap)
-		sb->disarm_after = true;
-	else {
-		armed_free(sb->armed);
-		sb->armed = NULL;
-	}
-	standby_armed_say(sb, req, TD_ARMED_DISARMED, "");
-}
-
-/* Re-arm after a snapshot or a freeze nobody took (why: logged). */
-static void
-standby_rearm(struct standby *sb, const char *why)
-{
-	if (sb->armed == NULL)
-		return;
-	if (sb->disarm_after) {
-		sb->disarm_after = false;
-		armed_free(sb->armed);
-		sb->armed = NULL;
-		log_info("flight recorder: %s: disarmed", why);
-		return;
-	}
-	if (armed_rearm(sb->armed) == -1) {
-		log_warn("flight recorder '%s': cannot re-arm (%s): disarmed",
-		    armed_name(sb->armed), why);
-		armed_free(sb->armed);
-		sb->armed = NULL;
-		return;
-	}
-	log_info("flight recorder '%s': %s: re-armed", armed_name(sb->armed),
-	    why);
-}
-
-/* SNAPSHOT s: freeze, and stream the ring as a recording; or re-arm. */
-static void
-standby_snapshot(struct standby *sb, const struct td_snapshot *s)
-{
-	char err[TD_MAX_ERROR_LEN], text[TD_MAX_ERROR_LEN];
-	struct td_start r;
-
-	if (sb->armed == NULL) {
-		standby_answer(sb, s->req, TD_ANSWER_REFUSED, "not armed");
-		return;
-	}
-	if (s->why == TD_SNAP_REARM) {
-		if (armed_frozen(sb->armed) && !sb->snap)
-			standby_rearm(sb, "the collector held the trigger off");
-		return;
-	}
-	if (sb->child != 0) {
-		snprintf(err, sizeof err, "busy: recording '%s'",
-		    sb->me.recording);
-		standby_answer(sb, s->req, TD_ANSWER_REFUSED, err);
-		return;
-	}
-	memset(&r, 0, sizeof r);
-	r.req = s->req;
-	snprintf(r.name, sizeof r.name, "%s", s->name);
-	if (r.name[0] == '\0' || armed_freeze(sb->armed) == -1 ||
-	    standby_record(sb, &r, armed_instance(sb->armed), err,
-	    sizeof err) == -1) {
-		if (r.name[0] == '\0')
-			snprintf(err, sizeof err, "a snapshot needs a name");
-		standby_answer(sb, s->req, TD_ANSWER_REFUSED, err);
-		standby_rearm(sb, "the snapshot failed");
-		return;
-	}
-	sb->snap = true;
-	/* its end answers the SNAPSHOT: tdctl waits for the file */
-	sb->stop_req = s->req;
-	log_info("collector's request %u: snapshot '%s' of '%s'%s%s, pid %ld",
-	    s->req, r.name, armed_name(sb->armed), s->why == TD_SNAP_TRIGGER ?
-	    ", triggered by " : "", s->why == TD_SNAP_TRIGGER ? s->host : "",
-	    (long)sb->child);
-	snprintf(text, sizeof text, "%s pid %ld", r.name, (long)sb->child);
-	standby_answer(sb, s->req, TD_ANSWER_STARTED, text);
-}
-
-/* The armed ring's trigger: did it fire?  TRIGGERED, or re-armed. */
-static void
-standby_look(struct standby *sb)
-{
-	struct td_triggered t;
-	struct timespec mono, real;
-	struct td_buf b;
-
-	if (sb->armed == NULL || !armed_has_trigger(sb->armed) ||
-	    !armed_fired(sb->armed))
-		return;
-	if (sb->c == NULL) {
-		standby_rearm(sb, "its trigger fired with no collector");
-		sb->rearmed = true;
-		return;
-	}
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	clock_gettime(CLOCK_REALTIME, &real);
-	t.clock_ns = (uint64_t)mono.tv_sec * 1000000000ULL + mono.tv_nsec;
-	t.real_ns = (uint64_t)real.tv_sec * 1000000000ULL + real.tv_nsec;
-	t.late_ms = STANDBY_ARMED_POLL_MS;
-	log_info("flight recorder '%s': its trigger fired: frozen",
-	    armed_name(sb->armed));
-	td_buf_init(&b, TD_FRAME_HEADER + 20);
-	if (td_msg_pack_triggered(&b, &t) == 0)
-		standby_send(sb, &b);
-	td_buf_free(&b);
-}
-
-/* The collector is gone: a ring frozen for it goes on recording. */
-static void
-standby_lost(struct standby *sb)
-{
-	if (sb->armed != NULL && armed_frozen(sb->armed) && !sb->snap) {
-		standby_rearm(sb, "lost the collector while frozen");
-		sb->rearmed = true;
 	}
 }
 
@@ -756,20 +552,20 @@ standby_frame(struct standby *sb, const struct td_frame *f)
 		if (td_msg_unpack_arm(f, a) == -1)
 			log_warnx("the collector sent a malformed ARM");
 		else
-			standby_arm(sb, a);
+			standby_flight_arm(sb, a);
 		free(a);
 		break;
 	case TD_MSG_DISARM:
 		if (td_msg_unpack_disarm(f, &req) == -1)
 			log_warnx("the collector sent a malformed DISARM");
 		else
-			standby_disarm(sb, req);
+			standby_flight_disarm(sb, req);
 		break;
 	case TD_MSG_SNAPSHOT:
 		if (td_msg_unpack_snapshot(f, &snap) == -1)
 			log_warnx("the collector sent a malformed SNAPSHOT");
 		else
-			standby_snapshot(sb, &snap);
+			standby_flight_snapshot(sb, &snap);
 		break;
 	case TD_MSG_ERROR:
 		if (td_msg_unpack_error(f, &e) == 0)
@@ -863,9 +659,9 @@ standby_wait(struct standby *sb, int ms)
 	    !armed_frozen(sb->armed) && ms > STANDBY_ARMED_POLL_MS)
 		ms = STANDBY_ARMED_POLL_MS;
 	if (poll(pfd, n, ms) <= 0) {
-		standby_look(sb);
+		standby_flight_look(sb);
 		if (sb->c == NULL)
-			standby_lost(sb);
+			standby_flight_lost(sb);
 		return;
 	}
 	if (pfd[2].revents != 0 && sb->err_fd != -1)
@@ -879,9 +675,9 @@ standby_wait(struct standby *sb, int ms)
 	/* a recording waiting for GO does not wait for a lost collector */
 	if (sb->c == NULL)
 		standby_go(sb, "lost the collector before its GO: tracing");
-	standby_look(sb);
+	standby_flight_look(sb);
 	if (sb->c == NULL)
-		standby_lost(sb);
+		standby_flight_lost(sb);
 }
 
 int
@@ -976,7 +772,7 @@ standby_main(int argc, char **argv)
 				snprintf(err, sizeof err, "%s %s", armed_name(
 				    sb->armed), sb->rearmed ? "re-armed while "
 				    "the collector was away" : "still armed");
-				standby_armed_say(sb, 0, TD_ARMED_REARMED, err);
+				standby_flight_say(sb, 0, TD_ARMED_REARMED, err);
 				sb->rearmed = false;
 			}
 			continue;
