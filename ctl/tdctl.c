@@ -162,8 +162,8 @@ static const struct {
 	{ "clocks", "CLOCKS", "clocks", 2 },
 	{ "peer", "PEER", "peer", 0 },
 	{ "armed", "ARMED", "armed", 0 },
-	{ "armed-since", "ARMED SINCE", "armed_since", 1 },
-	{ "ring", "RING KB", "armed_ring_kb", 1 },
+	{ "armed-since", "SINCE", "armed_since", 1 },
+	{ "ring", "RING", "armed_ring_kb", 1 },
 	{ "refused", "LAST REFUSAL", "refused", 0 },
 };
 #define TDCTL_NCOLS	(sizeof tdctl_cols / sizeof tdctl_cols[0])
