@@ -19,6 +19,8 @@
 #     inside every window); /status says who fired;
 #   - a second trigger within the hold-off is counted, not acted on: no
 #     new file, /status counts it, the agent re-arms;
+#   - a trigger while the collector is away: the agent re-arms at once and
+#     tells the next listener, which sees every agent armed again;
 #   - tdctl disarm: the instances are gone;
 #   - a ring that wrapped: what it kept and what it overwrote add up to the
 #     ticker's calls, and the file marks the loss.
@@ -249,6 +251,33 @@ eq "a held-off trigger: host01 re-armed, no new file" \
     "$(cat "$TRACING"/instances/tracedock-*-flight/tracing_on | grep -c 1) $(ls "$OUT"/host*/*-inc.trig.*.dat | wc -l)" \
     "$NAGENTS $NAGENTS"
 
+# ---- a trigger with no collector --------------------------------------------------
+# the listener goes; host01's trigger fires meanwhile: its agent re-arms at
+# once and, back on a new listener, says so; every agent is armed still
+stop_listener
+echo "boom: BOOM-host01 while away" > "$TRACING/trace_marker"
+away() {
+	grep -q "flight recorder 'inc': its trigger fired with no collector: re-armed" \
+	    "$WORK/agent.host01.err"
+}
+wait_until $((200 * SLOW)) away
+check "no collector: host01's agent re-armed at once, and logged it" away
+LPORT_FIXED=$LPORT
+# shellcheck disable=SC2086
+start_listener "$WORK/listen2.log" -d "$OUT" $LTLS --control "$CTL" \
+    --http 127.0.0.1:0 || exit 99
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/listen2.log" | head -1)
+wait_until $((1200 * SLOW)) listed $NAGENTS '.armed == "inc"'
+eq "a new listener: the $NAGENTS agents tell it they are armed" \
+    "$(jq '[.[] | select(.armed == "inc")] | length' "$WORK/list.json")" $NAGENTS
+check "a new listener: host01 says it re-armed while it was away" grep -q \
+    "standby host01: inc re-armed while the collector was away" \
+    "$WORK/listen2.log"
+eq "a trigger with no collector: no new file, every ring tracing" \
+    "$(ls "$OUT"/host*/*-inc.trig.*.dat | wc -l) $(cat "$TRACING"/instances/tracedock-*-flight/tracing_on | grep -c 1)" \
+    "$NAGENTS $NAGENTS"
+
 # ---- disarm -------------------------------------------------------------------
 "$TDCTL" -S "$CTL" disarm > "$WORK/disarm.out" 2>&1
 eq "tdctl disarm: exit 0, each disarmed" \
@@ -272,7 +301,7 @@ eq "the small ring's snapshot: exit 0" $? 0
 f=$(ls "$OUT"/host01/*-wrap1.dat 2>/dev/null | head -1)
 "$TDCOUNT" "$f" -p $W3 > "$WORK/c.wrap" 2>&1
 # "done after S s: C CPUs, P pages, B bytes, E events, L lost (M pages marked)"
-done_line=$(grep "session host01 'wrap1'.*: done after" "$WORK/listen.log")
+done_line=$(grep "session host01 'wrap1'.*: done after" "$WORK/listen2.log")
 kept=$(echo "$done_line" | sed -n 's/.* \([0-9]*\) events, \([0-9]*\) lost (\([0-9]*\) pages marked).*/\1 \2 \3/p')
 set -- $kept
 eq "a wrapped ring: kept + overwritten = the ticker's $W calls, the file holds the kept" \
