@@ -49,6 +49,12 @@ int		 armed_freeze(struct armed *ar);
  * freeze of our own is not one).
  */
 bool		 armed_fired(struct armed *ar);
+/*
+ * How far back the ring reaches now, in ms (per_cpu/cpuN/stats: "now ts"
+ * less "oldest event ts", the shortest of the CPUs that hold events): the
+ * window a snapshot would bring.  -1 when no CPU holds one yet.
+ */
+long long	 armed_window_ms(struct armed *ar, int ncpus);
 /* Empty the ring and trace again: 0, or -1. */
 int		 armed_rearm(struct armed *ar);
 

@@ -199,3 +199,16 @@ standby_flight_lost(struct standby *sb)
 		sb->rearmed = true;
 	}
 }
+
+void
+standby_flight_window(struct standby *sb)
+{
+	char text[TD_MAX_NAME_LEN + 32];
+	long long ms;
+
+	if (sb->armed == NULL || armed_frozen(sb->armed) ||
+	    (ms = armed_window_ms(sb->armed, (int)sb->me.ncpus)) < 0)
+		return;
+	snprintf(text, sizeof text, "%s %lld", armed_name(sb->armed), ms);
+	standby_flight_say(sb, 0, TD_ARMED_WINDOW, text);
+}

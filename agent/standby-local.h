@@ -86,6 +86,8 @@ void	standby_flight_snapshot(struct standby *sb,
 void	standby_flight_rearm(struct standby *sb, const char *why);
 /* Look at the armed ring: its trigger fired (TRIGGERED), or too long. */
 void	standby_flight_look(struct standby *sb);
+/* With a KEEPALIVE: ARMED WINDOW, how far back the ring reaches. */
+void	standby_flight_window(struct standby *sb);
 /* The collector is gone: a frozen ring goes on recording. */
 void	standby_flight_lost(struct standby *sb);
 

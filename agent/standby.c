@@ -779,6 +779,9 @@ standby_main(int argc, char **argv)
 		}
 		if (sb->c != NULL && now >= next_ka) {
 			standby_send(sb, &ka);
+			/* the window goes with a KEEPALIVE: no wake-up of its
+			   own (tdctl list) */
+			standby_flight_window(sb);
 			next_ka = now + sb->keepalive_ms;
 			continue;
 		}

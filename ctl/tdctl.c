@@ -164,6 +164,7 @@ static const struct {
 	{ "armed", "ARMED", "armed", 0 },
 	{ "armed-since", "SINCE", "armed_since", 1 },
 	{ "ring", "RING", "armed_ring_kb", 1 },
+	{ "window", "WINDOW", "armed_window_s", 1 },
 	{ "refused", "LAST REFUSAL", "refused", 0 },
 };
 #define TDCTL_NCOLS	(sizeof tdctl_cols / sizeof tdctl_cols[0])

@@ -49,6 +49,7 @@ struct standby {
 	char			 armed[TD_MAX_NAME_LEN + 1]; /* its group, "" */
 	time_t			 armed_since;
 	uint32_t		 armed_kb;	/* its ring per CPU */
+	long long		 window_ms;	/* how far back it reaches, -1 */
 	char			 arming[TD_MAX_NAME_LEN + 1]; /* ARM's, waits */
 	struct standby		*prev, *next;
 };
@@ -341,6 +342,9 @@ standby_list(struct td_buf *out)
 		if (sb->armed[0] != '\0')
 			td_buf_printf(out, " armed-since=%lld ring=%" PRIu32,
 			    (long long)sb->armed_since, sb->armed_kb);
+		if (sb->armed[0] != '\0' && sb->window_ms >= 0)
+			td_buf_printf(out, " window=%lld.%03lld",
+			    sb->window_ms / 1000, sb->window_ms % 1000);
 		td_buf_printf(out, "%s%s\n", sb->refused[0] ? " refused=" : "",
 		    sb->refused);
 	}
@@ -634,6 +638,7 @@ standby_armed(struct standby *sb, const struct td_armed *a)
 			return;
 		snprintf(sb->armed, sizeof sb->armed, "%s", sb->arming);
 		sb->armed_since = time(NULL);
+		sb->window_ms = -1;
 		/* "NAME INSTANCE KB" */
 		sb->armed_kb = (uint32_t)strtoul(strrchr(text, ' ') != NULL ?
 		    strrchr(text, ' ') + 1 : "0", NULL, 10);
@@ -654,12 +659,20 @@ standby_armed(struct standby *sb, const struct td_armed *a)
 		if (mine)
 			standby_line(sb->waiter, "disarmed %s", sb->identity);
 		break;
+	case TD_ARMED_WINDOW:
+		/* "NAME MS", with each KEEPALIVE */
+		if (sb->armed[0] != '\0' && strchr(text, ' ') != NULL)
+			sb->window_ms = strtoll(strchr(text, ' ') + 1, NULL,
+			    10);
+		return;
 	case TD_ARMED_REARMED:
 		/* "NAME why": armed still, after a lost connection */
 		snprintf(sb->armed, sizeof sb->armed, "%.*s",
 		    (int)strcspn(text, " "), text);
-		if (sb->armed_since == 0)
+		if (sb->armed_since == 0) {
 			sb->armed_since = time(NULL);
+			sb->window_ms = -1;
+		}
 		log_info("standby %s: %s", sb->identity, text);
 		return;
 	}

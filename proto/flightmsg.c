@@ -140,7 +140,7 @@ td_msg_unpack_armed(const struct td_frame *f, struct td_armed *a)
 	a->what = td_cur_be16(&c);
 	td_msg_cur_str(&c, a->text, sizeof a->text);
 	if (!td_cur_bad(&c) && (a->what < TD_ARMED_OK ||
-	    a->what > TD_ARMED_REARMED))
+	    a->what > TD_ARMED_WINDOW))
 		td_cur_fail(&c);
 	return td_msg_cur_end(&c);
 }

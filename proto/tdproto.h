@@ -212,6 +212,8 @@ struct td_snapshot {
 #define TD_ARMED_DISARMED	3	/* text: "" */
 #define TD_ARMED_REARMED	4	/* req 0: re-armed on its own, text
 					   why */
+#define TD_ARMED_WINDOW		5	/* req 0, text "NAME MS": the seconds
+					   its ring holds now, in ms */
 struct td_armed {
 	uint32_t	 req;		/* ARM's or DISARM's; 0: none */
 	uint16_t	 what;		/* TD_ARMED_* */

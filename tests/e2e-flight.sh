@@ -8,6 +8,7 @@
 #     to tdctl with the kernel's words;
 #   - armed, the agents stream nothing: the listener receives 0 bytes for
 #     recordings and no agent runs a recorder, while the ticker runs;
+#     tdctl list shows how far back each ring reaches;
 #   - tdctl snapshot: one file per agent, printed by tdctl, each exactly the
 #     ticker's N calls, none lost, read cleanly by trace-cmd, the k-th call
 #     at the same instant in every file (one timeline, as e2e-standby.sh);
@@ -44,8 +45,9 @@ OUT=$WORK/out
 CTL=$WORK/control
 LTLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
 # shellcheck disable=SC2086
+# --idle-timeout 6: a KEEPALIVE, and with it the armed window, every 2 s
 start_listener "$WORK/listen.log" -d "$OUT" $LTLS --control "$CTL" \
-    --http 127.0.0.1:0 || exit 99
+    --http 127.0.0.1:0 --idle-timeout 6 || exit 99
 HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
     "$WORK/listen.log" | head -1)
 cat > "$WORK/agent.conf" <<CONF
@@ -143,6 +145,14 @@ eq "armed: the listener received 0 bytes for recordings" \
     "$(metric tdlisten_received_bytes_total)" 0
 eq "armed: no agent runs a recorder" \
     "$(for p in $SPIDS; do ps --ppid "$p" -o pid= ; done | wc -l)" 0
+# the window: how far back each ring reaches (the ticker's calls since it
+# was armed, at most the time since then)
+wait_until $((200 * SLOW)) listed $NAGENTS '.armed_window_s != null'
+now=$(date +%s)
+eq "tdctl list: each armed agent's window, within the time it has been armed" \
+    "$(jq --argjson now "$now" '[.[] | select(.armed_window_s != null and
+	.armed_window_s > 0 and .armed_window_s <= $now - .armed_since + 1)] |
+	length' "$WORK/list.json")" $NAGENTS
 
 # ---- a snapshot -------------------------------------------------------------
 "$TDCTL" -S "$CTL" snapshot --name snap1 > "$WORK/snap1.out" 2>&1
@@ -265,7 +275,7 @@ check "no collector: host01's agent re-armed at once, and logged it" away
 LPORT_FIXED=$LPORT
 # shellcheck disable=SC2086
 start_listener "$WORK/listen2.log" -d "$OUT" $LTLS --control "$CTL" \
-    --http 127.0.0.1:0 || exit 99
+    --http 127.0.0.1:0 --idle-timeout 6 || exit 99
 HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
     "$WORK/listen2.log" | head -1)
 wait_until $((1200 * SLOW)) listed $NAGENTS '.armed == "inc"'

@@ -1035,6 +1035,16 @@ test_flight_messages(void **state)
 	assert_int_equal(d2.req, 3);
 	assert_int_equal(d2.what, TD_ARMED_FAILED);
 	assert_string_equal(d2.text, "trigger: Unknown field buf ~");
+	d.what = TD_ARMED_WINDOW;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_armed(&b, &d), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_armed(&f, &d2), 0);
+	d.what = TD_ARMED_WINDOW + 1;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_armed(&b, &d), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_armed(&f, &d2), -1);
 	d.what = 0;
 	td_buf_reset(&b);
 	assert_int_equal(td_msg_pack_armed(&b, &d), 0);
