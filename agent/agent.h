@@ -58,6 +58,7 @@ struct agent_opts {
 	uint64_t		 cycles_per_sec;	/* 0: not given */
 	uint64_t		 ktzero;	/* --ktzero, 0: not given */
 	int			 ready_fd;	/* --ready-fd, -1: none */
+	const char		*flight;	/* --flight INSTANCE, or NULL */
 };
 
 /* tdagent check-events [-N] [-t DIR] */

@@ -36,6 +36,7 @@ struct instance {
 	char			*clock;
 	struct instance_kept	*kept;
 	int			 nkept;
+	bool			 borrowed;	/* instance_adopt()'s */
 };
 
 /* The instances to remove on a fatal path. */
@@ -130,6 +131,28 @@ instance_create(const char *suffix, char *err, size_t errlen)
 	}
 	tracefs_trace_off(in->ti);
 	instance_clear(in);
+	return in;
+}
+
+struct instance *
+instance_adopt(const char *name, char *err, size_t errlen)
+{
+	struct instance *in;
+
+	if (strncmp(name, "tracedock-", 10) != 0 || strchr(name, '/') ||
+	    !tracefs_instance_exists(name)) {
+		snprintf(err, errlen, "no ftrace instance '%s' of tracedock's",
+		    name);
+		return NULL;
+	}
+	in = xcalloc(1, sizeof *in);
+	if ((in->ti = tracefs_instance_alloc(NULL, name)) == NULL) {
+		snprintf(err, errlen, "cannot open ftrace instance '%s': %s",
+		    name, strerror(errno));
+		free(in);
+		return NULL;
+	}
+	in->borrowed = true;
 	return in;
 }
 
@@ -677,7 +700,7 @@ instance_destroy(struct instance *in)
 	free(in->kept);
 	in->kept = NULL;
 	in->nkept = 0;
-	if (instance_owner) {
+	if (instance_owner && !in->borrowed) {
 		tracefs_trace_off(in->ti);
 		tracefs_event_disable(in->ti, NULL, NULL);
 		tracefs_instance_destroy(in->ti);

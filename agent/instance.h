@@ -23,6 +23,11 @@ int		 instance_check_tracefs(char *err, size_t errlen);
 /* tracedock-<pid>, or tracedock-<pid>-<suffix> for helper instances. */
 struct instance	*instance_create(const char *suffix, char *err, size_t errlen);
 /*
+ * An instance that exists already (another process's, by its name), as it
+ * is: instance_destroy() frees it and leaves it in tracefs.
+ */
+struct instance	*instance_adopt(const char *name, char *err, size_t errlen);
+/*
  * Enable "SYSTEM", "SYSTEM:EVENT", a bare "EVENT" of any system or "all",
  * each name possibly a glob (sched:sched_w*); -1 if nothing matched.
  */

@@ -392,9 +392,10 @@ record_setup(struct recorder *r)
 			return -1;
 		}
 	}
+	/* --flight: the frozen ring is the recording, never cleared */
 	if (instance_keep(r->in, "tracing_on", false, O_WRONLY) == -1 ||
 	    meta_keep_end_files(r->in, r->ncpus) == -1 ||
-	    instance_clear(r->in) == -1) {
+	    (r->o->flight == NULL && instance_clear(r->in) == -1)) {
 		snprintf(r->err, sizeof r->err, "cannot set up the instance: "
 		    "%s", strerror(errno));
 		return -1;
@@ -752,7 +753,7 @@ record_run(struct instance *in, const struct agent_opts *o)
 		goto fail;
 	if (o->ready_fd != -1)
 		record_hold(&r);
-	if (instance_set_tracing(in, 1) == -1) {
+	if (o->flight == NULL && instance_set_tracing(in, 1) == -1) {
 		snprintf(r.err, sizeof r.err, "cannot start tracing: %s",
 		    strerror(errno));
 		goto fail;
@@ -772,7 +773,9 @@ record_run(struct instance *in, const struct agent_opts *o)
 		goto fail;
 	}
 	log_debug("recording %d CPUs", r.ncpus);
-	record_loop(&r);
+	/* --flight: nothing more comes; the finish reads the rings out */
+	if (o->flight == NULL)
+		record_loop(&r);
 	if (r.failed)
 		goto fail;
 	st = xcalloc(r.ncpus, sizeof *st);

@@ -23,11 +23,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "armed.h"
 #include "buf.h"
 #include "clock.h"
 #include "conn.h"
+#include "instance.h"
 #include "log.h"
 #include "standby.h"
+#include "standby-local.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "xmalloc.h"
@@ -38,30 +41,9 @@
 #define STANDBY_USER_TIMEOUT_MS	15000	/* TCP_USER_TIMEOUT, as net.c's */
 #define STANDBY_ARGS		(2 * TD_MAX_EVENT_ARGS * 2 + 40)
 
-/* The standby agent. */
-struct standby {
-	struct standby_opts	 o;
-	struct conn_target	 t;
-	SSL_CTX			*ctx;
-	struct conn		*c;		/* NULL: not connected */
-	int			 sigfd;
-	char			 self[4096];	/* tdagent's own path */
-	struct td_standby	 me;		/* what STANDBY says */
-	uint32_t		 keepalive_ms;
-	pid_t			 child;		/* the recording, or 0 */
-	uint32_t		 start_req;	/* its START */
-	uint32_t		 stop_req;	/* a STOP for it, 0: none */
-	int			 ready_fd;	/* its --ready-fd's other end */
-	int			 err_fd;	/* its stderr's other end */
-	char			 errline[512];	/* a line of it, in part */
-	size_t			 errlen;
-	char			 why[TD_MAX_ERROR_LEN];	/* its last message */
-	bool			 before_go;	/* it has not been let trace */
-	bool			 quit;
-};
 
 /* Send one whole frame b: 0, or -1 (the connection is gone then). */
-static int
+int
 standby_send(struct standby *sb, struct td_buf *b)
 {
 	int r;
@@ -80,7 +62,7 @@ standby_send(struct standby *sb, struct td_buf *b)
 }
 
 /* ANSWER what for request req. */
-static void
+void
 standby_answer(struct standby *sb, uint32_t req, uint16_t what,
     const char *text)
 {
@@ -260,10 +242,13 @@ standby_stderr(struct standby *sb)
 	}
 }
 
-/* Run the recording r as a child: 0, or -1 and err. */
-static int
-standby_record(struct standby *sb, const struct td_start *r, char *err,
-    size_t errlen)
+/*
+ * Run the recording r as a child, or (flight: an instance) a snapshot of
+ * the frozen armed ring: 0, or -1 and err.
+ */
+int
+standby_record(struct standby *sb, const struct td_start *r,
+    const char *flight, char *err, size_t errlen)
 {
 	const char *argv[STANDBY_ARGS];
 	union { const char **c; char *const *v; } av = { argv };
@@ -298,6 +283,11 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 	}
 	standby_arg(argv, &n, "--name");
 	standby_arg(argv, &n, r->name);
+	if (flight != NULL) {
+		standby_arg(argv, &n, "--flight");
+		standby_arg(argv, &n, flight);
+		goto spawn;
+	}
 	/* the filter goes with every event */
 	snprintf(evs, sizeof evs, "%s", r->events);
 	for (p = evs; (ev = strsep(&p, ",")) != NULL;) {
@@ -323,6 +313,7 @@ standby_record(struct standby *sb, const struct td_start *r, char *err,
 	    sb->o.max_duration);
 	standby_arg(argv, &n, "-s");
 	standby_arg(argv, &n, secs);
+spawn:
 	if (sb->o.verbosity < 0)
 		standby_arg(argv, &n, "-q");
 	/* set up, it says so on fd 3 and waits for the collector's GO */
@@ -399,14 +390,19 @@ standby_start(struct standby *sb, const struct td_start *r)
 	 * (issue 31 row 13).  The total is capped as tdagent's own default
 	 * is (TD_AGENT_RING_TOTAL_KB).
 	 */
-	if ((uint64_t)r->buffer_kb * sb->me.ncpus > TD_AGENT_RING_TOTAL_KB) {
+	if ((uint64_t)(r->buffer_kb + (sb->armed != NULL ?
+	    armed_kb(sb->armed) : 0)) * sb->me.ncpus >
+	    TD_AGENT_RING_TOTAL_KB) {
 		snprintf(err, sizeof err, "buffer of %u KB x %u CPUs over %u KB "
-		    "in all", r->buffer_kb, sb->me.ncpus,
-		    TD_AGENT_RING_TOTAL_KB);
+		    "in all%s", r->buffer_kb, sb->me.ncpus,
+		    TD_AGENT_RING_TOTAL_KB, sb->armed != NULL ?
+		    " (with the armed ring's)" : "");
 		goto refuse;
 	}
-	if (standby_record(sb, r, err, sizeof err) == -1)
+	if (standby_record(sb, r, NULL, err, sizeof err) == -1)
 		goto refuse;
+	sb->rec_kb = r->buffer_kb > 0 ? r->buffer_kb : sb->o.max_buffer <
+	    TD_AGENT_RING_KB ? sb->o.max_buffer : TD_AGENT_RING_KB;
 	log_info("collector's request %u: recording '%s' (%s%s%s), "
 	    "pid %ld", r->req, r->name, r->events, r->filter[0] ? " if " : "",
 	    r->filter, (long)sb->child);
@@ -500,6 +496,10 @@ standby_reap(struct standby *sb)
 		sb->me.recording[0] = '\0';
 		standby_answer(sb, sb->stop_req, TD_ANSWER_FINISHED, text);
 		sb->stop_req = 0;
+		if (sb->snap) {
+			sb->snap = false;
+			standby_flight_rearm(sb, "snapshot sent");
+		}
 	}
 }
 
@@ -507,7 +507,9 @@ standby_reap(struct standby *sb)
 static void
 standby_frame(struct standby *sb, const struct td_frame *f)
 {
+	struct td_snapshot snap;
 	struct td_start *r;
+	struct td_arm *a;
 	struct td_error e;
 	uint32_t req;
 
@@ -544,6 +546,26 @@ standby_frame(struct standby *sb, const struct td_frame *f)
 		}
 		if (sb->child != 0 && req == sb->start_req)
 			standby_go(sb, "the collector's GO: tracing");
+		break;
+	case TD_MSG_ARM:
+		a = xmalloc(sizeof *a);
+		if (td_msg_unpack_arm(f, a) == -1)
+			log_warnx("the collector sent a malformed ARM");
+		else
+			standby_flight_arm(sb, a);
+		free(a);
+		break;
+	case TD_MSG_DISARM:
+		if (td_msg_unpack_disarm(f, &req) == -1)
+			log_warnx("the collector sent a malformed DISARM");
+		else
+			standby_flight_disarm(sb, req);
+		break;
+	case TD_MSG_SNAPSHOT:
+		if (td_msg_unpack_snapshot(f, &snap) == -1)
+			log_warnx("the collector sent a malformed SNAPSHOT");
+		else
+			standby_flight_snapshot(sb, &snap);
 		break;
 	case TD_MSG_ERROR:
 		if (td_msg_unpack_error(f, &e) == 0)
@@ -632,8 +654,16 @@ standby_wait(struct standby *sb, int ms)
 		pfd[3].events = POLLIN;
 		n = 4;
 	}
-	if (poll(pfd, n, ms) <= 0)
+	/* an armed ring with a trigger is looked at now and then */
+	if (sb->armed != NULL && armed_has_trigger(sb->armed) &&
+	    !armed_frozen(sb->armed) && ms > STANDBY_ARMED_POLL_MS)
+		ms = STANDBY_ARMED_POLL_MS;
+	if (poll(pfd, n, ms) <= 0) {
+		standby_flight_look(sb);
+		if (sb->c == NULL)
+			standby_flight_lost(sb);
 		return;
+	}
 	if (pfd[2].revents != 0 && sb->err_fd != -1)
 		standby_stderr(sb);
 	if (pfd[0].revents != 0)
@@ -645,6 +675,9 @@ standby_wait(struct standby *sb, int ms)
 	/* a recording waiting for GO does not wait for a lost collector */
 	if (sb->c == NULL)
 		standby_go(sb, "lost the collector before its GO: tracing");
+	standby_flight_look(sb);
+	if (sb->c == NULL)
+		standby_flight_lost(sb);
 }
 
 int
@@ -697,6 +730,8 @@ standby_main(int argc, char **argv)
 	sb->err_fd = -1;
 	if ((sb->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
 		fatal("signalfd");
+	/* an armed instance goes with a fatal error too */
+	log_set_fatal_hook(instance_cleanup);
 	sb->me.version = TD_STANDBY_VERSION;
 	ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	sb->me.ncpus = ncpus > 0 && ncpus <= TD_MAX_CPUS ? (uint32_t)ncpus : 1;
@@ -709,8 +744,9 @@ standby_main(int argc, char **argv)
 	snprintf(sb->me.allow, sizeof sb->me.allow, "%s", sb->o.allow_events);
 	sb->me.max_buffer = sb->o.max_buffer;
 	sb->me.max_duration = sb->o.max_duration;
-	log_info("standby: events %s, buffer up to %u KB, up to %u s",
-	    sb->o.allow_events, sb->o.max_buffer, sb->o.max_duration);
+	log_info("standby: events %s, buffer up to %u KB, up to %u s%s",
+	    sb->o.allow_events, sb->o.max_buffer, sb->o.max_duration,
+	    sb->o.allow_arm ? ", may be armed" : "");
 	td_buf_init(&ka, TD_FRAME_HEADER);
 	td_msg_pack_keepalive(&ka);
 	while (!sb->quit || sb->child != 0) {
@@ -731,16 +767,28 @@ standby_main(int argc, char **argv)
 			}
 			backoff = 1000;
 			next_ka = td_clock_now_ms() + sb->keepalive_ms;
+			/* still armed: the collector hears it again */
+			if (sb->armed != NULL) {
+				snprintf(err, sizeof err, "%s %s", armed_name(
+				    sb->armed), sb->rearmed ? "re-armed while "
+				    "the collector was away" : "still armed");
+				standby_flight_say(sb, 0, TD_ARMED_REARMED, err);
+				sb->rearmed = false;
+			}
 			continue;
 		}
 		if (sb->c != NULL && now >= next_ka) {
 			standby_send(sb, &ka);
+			/* the window goes with a KEEPALIVE: no wake-up of its
+			   own (tdctl list) */
+			standby_flight_window(sb);
 			next_ka = now + sb->keepalive_ms;
 			continue;
 		}
 		standby_wait(sb, sb->c != NULL ? (int)(next_ka - now) : 1000);
 	}
 	td_buf_free(&ka);
+	armed_free(sb->armed);
 	conn_close(sb->c, true);
 	conn_ctx_free(sb->ctx);
 	for (i = 0; i < sb->o.nheld; i++)

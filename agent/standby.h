@@ -30,6 +30,7 @@ struct standby_opts {
 	const char	*allow_events;	/* --allow-events, a,b,c globs */
 	uint32_t	 max_buffer;	/* --max-buffer KB */
 	uint32_t	 max_duration;	/* --max-duration s */
+	bool		 allow_arm;	/* --allow-arm: ARM taken */
 	const char	*config;	/* -c FILE */
 	int		 verbosity;
 	char		*held[32];	/* strings the file gave (freed) */

@@ -26,6 +26,7 @@ enum {
 	SO_MAX_BUFFER,
 	SO_MAX_DURATION,
 	SO_STANDBY,
+	SO_ALLOW_ARM,
 	SO_HELP,
 };
 
@@ -39,6 +40,7 @@ static const struct option standby_longopts[] = {
 	{ "allow-events", required_argument, NULL, SO_ALLOW },
 	{ "max-buffer", required_argument, NULL, SO_MAX_BUFFER },
 	{ "max-duration", required_argument, NULL, SO_MAX_DURATION },
+	{ "allow-arm", no_argument, NULL, SO_ALLOW_ARM },
 	{ "config", required_argument, NULL, 'c' },
 	{ "help", no_argument, NULL, SO_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -50,14 +52,14 @@ standby_usage(FILE *fp)
 	fprintf(fp,
 "usage: tdagent --standby [-h HOST] [-p PORT] [--cert FILE --key FILE --ca FILE]\n"
 "                [--server-name NAME | --insecure] [--allow-events LIST]\n"
-"                [--max-buffer KB] [--max-duration S] [-u USER]\n"
+"                [--max-buffer KB] [--max-duration S] [--allow-arm] [-u USER]\n"
 "                [-c FILE] [-q | -v]\n"
 "\n"
 "Wait for the collector HOST (tdlisten --control, tdctl start) to ask for\n"
 "recordings, over one outbound connection kept open; record what it asks\n"
 "within this machine's limits.  Unset options come from the configuration\n"
 "file (keys: host port cert key ca server-name insecure allow-events\n"
-"max-buffer max-duration user).\n"
+"max-buffer max-duration allow-arm user).\n"
 "\n"
 "  --allow-events LIST  comma-separated SYSTEM or SYSTEM:EVENT patterns\n"
 "                     (globs) a collector may ask for; a SYSTEM allows its\n"
@@ -66,6 +68,10 @@ standby_usage(FILE *fp)
 "                     (default %d)\n"
 "  --max-duration S   the longest recording; a request without -s gets\n"
 "                     this (default %d)\n"
+"  --allow-arm        let the collector arm a flight recorder here (tdctl\n"
+"                     arm): a ring of its own in overwrite mode, within\n"
+"                     the limits above, streamed only on a snapshot\n"
+"                     (default: refused)\n"
 "  -c, --config FILE  the configuration file (default " STANDBY_CONFIG ";\n"
 "                     that one may be missing)\n"
 "  -u USER            the recordings' unprivileged user (default nobody)\n",
@@ -112,7 +118,15 @@ standby_key(struct standby_opts *o, const char *k, const char *v,
 		slot = &o->user;
 	else if (strcmp(k, "allow-events") == 0)
 		slot = &o->allow_events;
-	else if (strcmp(k, "insecure") == 0) {
+	else if (strcmp(k, "allow-arm") == 0) {
+		if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0) {
+			snprintf(err, errlen, "allow-arm: yes or no");
+			return -1;
+		}
+		if (strcmp(v, "yes") == 0)
+			o->allow_arm = true;
+		return 0;
+	} else if (strcmp(k, "insecure") == 0) {
 		if (strcmp(v, "yes") != 0 && strcmp(v, "no") != 0) {
 			snprintf(err, errlen, "insecure: yes or no");
 			return -1;
@@ -189,7 +203,8 @@ standby_read_config(struct standby_opts *o, const char *path, bool given,
 		end = v + strlen(v);
 		while (end > v && isspace((unsigned char)end[-1]))
 			*--end = '\0';
-		if (*v == '\0' && strcmp(k, "insecure") == 0)
+		if (*v == '\0' && (strcmp(k, "insecure") == 0 ||
+		    strcmp(k, "allow-arm") == 0))
 			v = "yes";
 		if (*v == '\0') {
 			snprintf(err, errlen, "%s:%d: '%s' without a value",
@@ -256,6 +271,9 @@ standby_parse(int argc, char **argv, struct standby_opts *o, char *err,
 			break;
 		case SO_INSECURE:
 			o->insecure = true;
+			break;
+		case SO_ALLOW_ARM:
+			o->allow_arm = true;
 			break;
 		case SO_ALLOW:
 			o->allow_events = optarg;

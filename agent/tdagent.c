@@ -62,6 +62,7 @@ enum {
 	OPT_CYCLES,
 	OPT_KTZERO,
 	OPT_READY_FD,
+	OPT_FLIGHT,
 };
 
 static void
@@ -135,6 +136,9 @@ usage(FILE *fp)
 "  --ready-fd FD      set up and connected, write R to FD and start tracing\n"
 "                     when G comes back (how --standby starts its recordings\n"
 "                     together)\n"
+"  --flight INSTANCE  no tracing of its own: stream what the frozen ftrace\n"
+"                     instance INSTANCE holds and end (how --standby sends\n"
+"                     an armed ring's snapshot)\n"
 "  -u USER            record as USER (default nobody): only a small parent\n"
 "                     keeps root, for the ftrace instance and the command;\n"
 "                     -u root: one process, all of it as root; USER may\n"
@@ -177,6 +181,7 @@ static const struct option tdagent_longopts[] = {
 	{ "cycles-per-sec", required_argument, NULL, OPT_CYCLES },
 	{ "ktzero", required_argument, NULL, OPT_KTZERO },
 	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
+	{ "flight", required_argument, NULL, OPT_FLIGHT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -461,6 +466,9 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 			o->ready_fd = (int)v;
 			fcntl(o->ready_fd, F_SETFD, FD_CLOEXEC);
 			break;
+		case OPT_FLIGHT:
+			o->flight = optarg;
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			exit(0);
@@ -490,6 +498,12 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	    o->cycles_per_sec != 0 || o->ktzero != 0))
 		tdagent_usage_error("--symbols, --cycles-per-sec and --ktzero "
 		    "go with --import-plan9");
+	if (o->flight != NULL && (o->nevents > 0 || o->buffer_kb > 0 ||
+	    o->clock != NULL || o->seconds > 0 || o->argv != NULL ||
+	    o->nguests > 0))
+		tdagent_usage_error("--flight streams an instance as it is: "
+		    "-e, -f, -F, -b, -C, -s, --guest and a command do not go "
+		    "with it");
 	if (o->follow && o->argv == NULL)
 		tdagent_usage_error("-F needs a command (-- COMMAND)");
 	if (o->output == NULL && o->host == NULL)
@@ -693,10 +707,17 @@ main(int argc, char **argv)
 	o.privsep = o.uid != 0;
 	if (instance_check_tracefs(err, sizeof err) == -1)
 		fatalx("%s", err);
-	if ((in = instance_create(NULL, err, sizeof err)) == NULL)
-		fatalx("%s", err);
+	if (o.flight != NULL) {
+		/* the standby agent's armed instance, frozen: borrowed */
+		if ((in = instance_adopt(o.flight, err, sizeof err)) == NULL)
+			fatalx("%s", err);
+		ret = 0;
+	} else {
+		if ((in = instance_create(NULL, err, sizeof err)) == NULL)
+			fatalx("%s", err);
+		ret = tdagent_configure(in, &o);
+	}
 	log_set_fatal_hook(instance_cleanup);
-	ret = tdagent_configure(in, &o);
 	if (ret == 0)
 		ret = record_run(in, &o);
 	instance_destroy(in);

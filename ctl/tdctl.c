@@ -29,12 +29,19 @@ usage(FILE *fp)
 "       tdctl [-S PATH] start [--hosts PATTERN] -e EVENT... [-f FILTER] [-b KB]\n"
 "             [-C CLOCK] [-s SECONDS] [--name NAME]\n"
 "       tdctl [-S PATH] stop [--hosts PATTERN] [RECORDING]\n"
+"       tdctl [-S PATH] arm [--hosts PATTERN] -e EVENT... [-f FILTER] [-b KB]\n"
+"             [--name NAME] [--trigger 'SYSTEM:EVENT if FILTER']\n"
+"             [--fanout group|self] [--trigger-holdoff SECONDS]\n"
+"       tdctl [-S PATH] disarm [--hosts PATTERN]\n"
+"       tdctl [-S PATH] snapshot [--hosts PATTERN] [--name NAME]\n"
 "       tdctl [-S PATH] reload\n"
 "       tdctl --help | --version\n"
 "\n"
 "Talk to tdlisten's control socket: list the standby agents (tdagent\n"
 "--standby), start one recording on every one whose identity or host name\n"
-"matches PATTERN (a shell glob, default *), stop their recordings; reload\n"
+"matches PATTERN (a shell glob, default *), stop their recordings; arm\n"
+"their flight recorders (tdagent --standby --allow-arm), snapshot what\n"
+"those rings hold (files printed as start's are), disarm them; reload\n"
 "tdlisten's CA, CRL and certificates (as SIGHUP, but told the outcome).\n"
 "\n"
 "  -S PATH          the control socket (default " TDCTL_SOCKET ")\n"
@@ -46,7 +53,15 @@ usage(FILE *fp)
 "  -C CLOCK         trace clock\n"
 "  -s SECONDS       duration (default: the agent's --max-duration)\n"
 "  --name NAME      the recording's name, its files' suffix (default\n"
-"                   ctlN, tdlisten's request number)\n"
+"                   ctlN, tdlisten's request number); arm: the group's\n"
+"                   name (default flight); snapshot: the recordings' name\n"
+"                   (default GROUP.snapN)\n"
+"  --trigger SPEC   arm: freeze the ring when an event matches, and snapshot\n"
+"                   (kernel syntax: 'SYSTEM:EVENT if FILTER')\n"
+"  --fanout HOW     arm: a trigger snapshots the whole group (group, the\n"
+"                   default) or the agent it fired on (self)\n"
+"  --trigger-holdoff S  arm: a trigger within S seconds of the group's last\n"
+"                   acted-on one is counted, not acted on (default 30)\n"
 "\n"
 "Exit status: 0 when every agent asked did it, 1 when one refused, was\n"
 "busy, went away, did not answer in time or its recording failed (the\n"
@@ -146,6 +161,10 @@ static const struct {
 	{ "kernel", "KERNEL", "kernel", 0 },
 	{ "clocks", "CLOCKS", "clocks", 2 },
 	{ "peer", "PEER", "peer", 0 },
+	{ "armed", "ARMED", "armed", 0 },
+	{ "armed-since", "SINCE", "armed_since", 1 },
+	{ "ring", "RING", "armed_ring_kb", 1 },
+	{ "window", "WINDOW", "armed_window_s", 1 },
 	{ "refused", "LAST REFUSAL", "refused", 0 },
 };
 #define TDCTL_NCOLS	(sizeof tdctl_cols / sizeof tdctl_cols[0])
@@ -358,12 +377,16 @@ tdctl_ask(const char *path, const char *req, int list, int json)
 	}
 }
 
-enum { O_HOSTS = 1000, O_NAME, O_JSON, O_HELP, O_VERSION };
+enum { O_HOSTS = 1000, O_NAME, O_JSON, O_HELP, O_VERSION, O_TRIGGER,
+    O_FANOUT, O_HOLDOFF };
 
 static const struct option longopts[] = {
 	{ "hosts", required_argument, NULL, O_HOSTS },
 	{ "name", required_argument, NULL, O_NAME },
 	{ "json", no_argument, NULL, O_JSON },
+	{ "trigger", required_argument, NULL, O_TRIGGER },
+	{ "fanout", required_argument, NULL, O_FANOUT },
+	{ "trigger-holdoff", required_argument, NULL, O_HOLDOFF },
 	{ "help", no_argument, NULL, O_HELP },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -374,6 +397,7 @@ main(int argc, char **argv)
 {
 	const char *path = TDCTL_SOCKET, *cmd, *hosts = "", *filter = "";
 	const char *kb = "", *clock = "", *secs = "", *name = "";
+	const char *trigger = "", *fanout = "", *holdoff = "";
 	char events[TDCTL_EVENTS + 1] = "", *req, *end;
 	size_t reqlen, nev, k;
 	int ch, json = 0;
@@ -396,7 +420,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		die_usage("%s", "no command: list, start, stop or reload");
+		die_usage("%s", "no command: list, start, stop, arm, disarm, "
+		    "snapshot or reload");
 	cmd = argv[optind];
 	argc -= optind;
 	argv += optind;
@@ -412,6 +437,27 @@ main(int argc, char **argv)
 			break;
 		case O_JSON:
 			json = 1;
+			break;
+		case O_TRIGGER:
+			trigger = field("--trigger", optarg, TD_MAX_FILTER_LEN);
+			if (strstr(trigger, " if ") == NULL ||
+			    strchr(trigger, ':') == NULL ||
+			    strchr(trigger, ':') > strstr(trigger, " if "))
+				die_usage("--trigger '%s': not 'SYSTEM:EVENT "
+				    "if FILTER'", trigger);
+			break;
+		case O_FANOUT:
+			fanout = optarg;
+			if (strcmp(fanout, "group") != 0 &&
+			    strcmp(fanout, "self") != 0)
+				die_usage("--fanout %s: group or self", fanout);
+			break;
+		case O_HOLDOFF:
+			holdoff = optarg;
+			if (holdoff[0] == '\0' || (strtoul(holdoff, &end,
+			    10), *end != '\0') || holdoff[0] == '-')
+				die_usage("--trigger-holdoff %s: a number of "
+				    "seconds", holdoff);
 			break;
 		case 'e':
 			field("-e", optarg, TD_MAX_NAME_LEN * 2);
@@ -450,7 +496,7 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	reqlen = strlen(events) + strlen(filter) + 1024;
+	reqlen = strlen(events) + strlen(filter) + strlen(trigger) + 1024;
 	req = malloc(reqlen);
 	if (req == NULL)
 		return 2;
@@ -475,12 +521,36 @@ main(int argc, char **argv)
 		snprintf(req, reqlen, "stop\t%s\t%s\n", hosts,
 		    optind < argc ? field("RECORDING", argv[optind],
 		    TD_MAX_NAME_LEN) : "");
+	} else if (strcmp(cmd, "arm") == 0) {
+		if (optind < argc)
+			die_usage("arm: unexpected '%s'", argv[optind]);
+		if (events[0] == '\0')
+			die_usage("%s", "arm needs at least one -e EVENT");
+		if (clock[0] || secs[0])
+			die_usage("%s", "arm takes no -C or -s");
+		snprintf(req, reqlen, "arm\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		    hosts, events, filter, kb, name, trigger, fanout, holdoff);
+	} else if (strcmp(cmd, "disarm") == 0 ||
+	    strcmp(cmd, "snapshot") == 0) {
+		if (optind < argc)
+			die_usage("%s: unexpected '%s'", cmd, argv[optind]);
+		if (events[0] || filter[0] || kb[0] || clock[0] || secs[0] ||
+		    (name[0] && strcmp(cmd, "disarm") == 0))
+			die_usage("%s takes --hosts%s only", cmd,
+			    strcmp(cmd, "snapshot") == 0 ? " and --name" : "");
+		if (strcmp(cmd, "disarm") == 0)
+			snprintf(req, reqlen, "disarm\t%s\n", hosts);
+		else
+			snprintf(req, reqlen, "snapshot\t%s\t%s\n", hosts, name);
 	} else if (strcmp(cmd, "reload") == 0) {
 		if (argc > 1)
 			die_usage("%s", "reload takes no arguments");
 		snprintf(req, reqlen, "reload\n");
 	} else
 		die_usage("unknown command '%s'", cmd);
+	if ((trigger[0] || fanout[0] || holdoff[0]) && strcmp(cmd, "arm") != 0)
+		die_usage("%s", "--trigger, --fanout and --trigger-holdoff go "
+		    "with arm only");
 	if (json && strcmp(cmd, "list") != 0)
 		die_usage("%s", "--json goes with list only");
 	ch = tdctl_ask(path, req, strcmp(cmd, "list") == 0, json);

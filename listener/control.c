@@ -7,6 +7,9 @@
  *	list
  *	start PATTERN EVENTS FILTER KB CLOCK SECONDS NAME
  *	stop PATTERN NAME
+ *	arm PATTERN EVENTS FILTER KB NAME TRIGGER FANOUT HOLDOFF
+ *	disarm PATTERN
+ *	snapshot PATTERN NAME
  *	reload
  * The answer is lines (standby.c writes one per agent as it answers),
  * then "." alone once every agent asked has answered, gone, or
@@ -32,6 +35,7 @@
 #include "buf.h"
 #include "client.h"
 #include "control.h"
+#include "flight.h"
 #include "log.h"
 #include "standby.h"
 #include "tdlimits.h"
@@ -42,7 +46,9 @@
 /* Seconds a request waits for its agents' answers. */
 #define CONTROL_WAIT		120
 /* The longest request line. */
-#define CONTROL_LINE_MAX	(TD_MAX_FILTER_LEN + TD_STANDBY_EVENTS + 512)
+#define CONTROL_LINE_MAX	(2 * TD_MAX_FILTER_LEN + TD_STANDBY_EVENTS + 512)
+/* The most fields of a request (arm's). */
+#define CONTROL_FIELDS		9
 /*
  * One tdctl: its requests and answers in a client of the client layer
  * (client.h), which owns the connection, the CONTROL_WAIT deadline, the
@@ -174,17 +180,49 @@ control_field(char *out, size_t cap, const char *s)
 	return 0;
 }
 
+/*
+ * arm PATTERN EVENTS FILTER KB NAME TRIGGER FANOUT HOLDOFF: ARM sent
+ * (cl->pending set), or -1 with the error and "." said.
+ */
+static int
+control_arm(struct control_client *cl, char **f)
+{
+	struct td_arm *a = xcalloc(1, sizeof *a);
+	long kb, holdoff;
+	bool self = strcmp(f[7], "self") == 0;
+
+	if ((kb = control_number(f[4], UINT32_MAX / 2)) == -1 ||
+	    (holdoff = control_number(f[8], 86400 * 365)) == -1 ||
+	    control_field(a->events, sizeof a->events, f[2]) == -1 ||
+	    control_field(a->filter, sizeof a->filter, f[3]) == -1 ||
+	    control_field(a->name, sizeof a->name, f[5]) == -1 ||
+	    control_field(a->trigger, sizeof a->trigger, f[6]) == -1 ||
+	    (!self && f[7][0] != '\0' && strcmp(f[7], "group") != 0) ||
+	    a->events[0] == '\0') {
+		control_line(cl, "error malformed arm request");
+		control_line(cl, ".");
+		free(a);
+		return -1;
+	}
+	a->buffer_kb = (uint32_t)kb;
+	cl->pending = standby_arm(f[1][0] ? f[1] : "*", a, self,
+	    f[8][0] != '\0' ? (uint32_t)holdoff : FLIGHT_HOLDOFF_DEFAULT,
+	    &cl->reply);
+	free(a);
+	return 0;
+}
+
 /* One request line; false: malformed (the client is closed). */
 static bool
 control_request(struct control_client *cl, char *line)
 {
-	char *f[8], *p = line;
+	char *f[CONTROL_FIELDS], *p = line;
 	struct td_start st;
 	struct td_buf out;
 	int n = 0;
 	long kb, secs;
 
-	while (n < 8 && (f[n] = strsep(&p, "\t")) != NULL)
+	while (n < CONTROL_FIELDS && (f[n] = strsep(&p, "\t")) != NULL)
 		n++;
 	if (p != NULL)
 		return false;
@@ -227,6 +265,14 @@ control_request(struct control_client *cl, char *line)
 		cl->pending = standby_start(f[1][0] ? f[1] : "*", &st, &cl->reply);
 	} else if (n == 3 && strcmp(f[0], "stop") == 0)
 		cl->pending = standby_stop(f[1][0] ? f[1] : "*", f[2], &cl->reply);
+	else if (n == 9 && strcmp(f[0], "arm") == 0) {
+		if (control_arm(cl, f) == -1)
+			return true;
+	} else if (n == 2 && strcmp(f[0], "disarm") == 0)
+		cl->pending = standby_disarm(f[1][0] ? f[1] : "*", &cl->reply);
+	else if (n == 3 && strcmp(f[0], "snapshot") == 0)
+		cl->pending = standby_snapshot(f[1][0] ? f[1] : "*", f[2],
+		    &cl->reply);
 	else
 		return false;
 	if (cl->pending == 0) {
@@ -238,6 +284,10 @@ control_request(struct control_client *cl, char *line)
 		else if (strcmp(f[0], "stop") == 0)
 			control_line(cl, "none: no recording to stop%s%s",
 			    f[1][0] ? " on agents matching " : "", f[1]);
+		else if (strcmp(f[0], "snapshot") == 0 ||
+		    strcmp(f[0], "disarm") == 0)
+			control_line(cl, "none: no armed agent%s%s",
+			    f[1][0] ? " matching " : "", f[1]);
 		else
 			control_line(cl, "none: no agent to ask");
 		control_line(cl, ".");

@@ -28,6 +28,7 @@
 #include "admit.h"
 #include "budget.h"
 #include "conn.h"
+#include "flight.h"
 #include "listener.h"
 #include "metrics.h"
 #include "output.h"
@@ -732,7 +733,28 @@ metrics_json_standby_cb(const struct standby_info *i, void *arg)
 	metrics_jstr(j->out, i->host);
 	evbuffer_add_printf(j->out, ",\"recording\":");
 	metrics_jstr(j->out, i->recording);
-	evbuffer_add_printf(j->out, ",\"cpus\":%" PRIu32 "}", i->ncpus);
+	evbuffer_add_printf(j->out, ",\"cpus\":%" PRIu32 ",\"armed\":",
+	    i->ncpus);
+	metrics_jstr(j->out, i->armed);
+	evbuffer_add_printf(j->out, ",\"armed_since\":%lld}", i->armed_since);
+}
+
+/* flight_each()'s callback: a flight-recorder group and its triggers. */
+static void
+metrics_json_flight_cb(const struct flight_info *i, void *arg)
+{
+	struct metrics_json_conns *j = arg;
+
+	evbuffer_add_printf(j->out, "%s{\"name\":", j->n++ > 0 ? "," : "");
+	metrics_jstr(j->out, i->name);
+	evbuffer_add_printf(j->out, ",\"fanout\":\"%s\",\"holdoff\":%" PRIu32
+	    ",\"triggers\":%" PRIu64 ",\"held_off\":%" PRIu64 ",\"fired_by\":",
+	    i->self ? "self" : "group", i->holdoff, i->acted, i->held);
+	metrics_jstr(j->out, i->fired_by);
+	evbuffer_add_printf(j->out, ",\"fired_ns\":%" PRIu64 ",\"snapshot\":",
+	    i->fired_ns);
+	metrics_jstr(j->out, i->snapshot);
+	evbuffer_add(j->out, "}", 1);
 }
 
 /*
@@ -925,6 +947,9 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 		evbuffer_add(out, "}", 1);
 	}
 	free(jc.sb);
+	evbuffer_add_printf(out, "],\"flight\":[");
+	jc.n = 0;
+	flight_each(metrics_json_flight_cb, &jc);
 	evbuffer_add_printf(out, "],\"on_finish\":");
 	if (cfg->onfinish != NULL) {
 		struct onfinish_stats st;

@@ -86,6 +86,8 @@ session_standby_frame(struct session *s, const struct td_frame *f,
     char *why, size_t len)
 {
 	struct td_answer a;
+	struct td_armed d;
+	struct td_triggered t;
 
 	switch (f->type) {
 	case TD_MSG_KEEPALIVE:
@@ -96,6 +98,20 @@ session_standby_frame(struct session *s, const struct td_frame *f,
 			return -1;
 		}
 		standby_answer(s->sb, &a);
+		return 0;
+	case TD_MSG_ARMED:
+		if (td_msg_unpack_armed(f, &d) == -1) {
+			snprintf(why, len, "malformed ARMED");
+			return -1;
+		}
+		standby_armed(s->sb, &d);
+		return 0;
+	case TD_MSG_TRIGGERED:
+		if (td_msg_unpack_triggered(f, &t) == -1) {
+			snprintf(why, len, "malformed TRIGGERED");
+			return -1;
+		}
+		standby_triggered(s->sb, &t);
 		return 0;
 	default:
 		snprintf(why, len, "%s from a standby agent",

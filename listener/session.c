@@ -874,7 +874,8 @@ session_input(struct session *s, const uint8_t *p, size_t n, uint64_t rx_ns,
 		return -1;
 	}
 	if (s->phase == SESSION_STANDBY && f.type != TD_MSG_KEEPALIVE &&
-	    f.type != TD_MSG_ANSWER) {
+	    f.type != TD_MSG_ANSWER && f.type != TD_MSG_ARMED &&
+	    f.type != TD_MSG_TRIGGERED) {
 		*v = session_close(s, "unexpected frame from a standby agent");
 		return -1;
 	}

@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "buf.h"
+#include "flight.h"
 #include "listener.h"
 #include "log.h"
 #include "output.h"
@@ -41,6 +43,14 @@ struct standby {
 	struct standby_reply	*waiter;	/* who waits for an ANSWER */
 	uint32_t		 req;		/* ... to this request */
 	bool			 ready;		/* READY to req: waits for GO */
+	bool			 snapping;	/* req is a SNAPSHOT: its waiter
+						   waits for FINISHED too */
+	uint16_t		 version;	/* its STANDBY's */
+	char			 armed[TD_MAX_NAME_LEN + 1]; /* its group, "" */
+	time_t			 armed_since;
+	uint32_t		 armed_kb;	/* its ring per CPU */
+	long long		 window_ms;	/* how far back it reaches, -1 */
+	char			 arming[TD_MAX_NAME_LEN + 1]; /* ARM's, waits */
 	struct standby		*prev, *next;
 };
 
@@ -109,6 +119,7 @@ standby_add(const char *identity, const char *peer,
 	sb->max_buffer = st->max_buffer;
 	sb->max_duration = st->max_duration;
 	sb->ncpus = st->ncpus;
+	sb->version = st->version;
 	sb->next = standby_list_head;
 	if (sb->next != NULL)
 		sb->next->prev = sb;
@@ -140,6 +151,7 @@ standby_release(struct standby *sb, const char *why)
 	if (r == NULL)
 		return;
 	sb->waiter = NULL;
+	sb->snapping = false;
 	if (why != NULL)
 		standby_line(r, "%s %s", why, sb->identity);
 	r->settle(r->arg);
@@ -181,6 +193,8 @@ standby_go(struct standby_reply *r, uint32_t req)
 		n++;
 		if (standby_send_go(sb, req) == -1)
 			standby_release(sb, "error cannot queue GO to");
+		else if (sb->snapping)
+			standby_line(r, "go %s", sb->identity);
 		else
 			standby_release(sb, "go");
 	}
@@ -269,6 +283,7 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 	}
 	if (mine) {
 		sb->ready = false;
+		sb->snapping = false;
 		standby_release(sb, NULL);
 		/* it may have been the last of a START not READY */
 		standby_go(r, a->req);
@@ -318,12 +333,19 @@ standby_list(struct td_buf *out)
 		/* refused= last: its value has spaces */
 		td_buf_printf(out, "agent %s host=%s state=%s cpus=%u "
 		    "kernel=%s clocks=%s recording=%s peer=%s allow=%s "
-		    "max-buffer=%" PRIu32 " max-duration=%" PRIu32 "%s%s\n",
+		    "max-buffer=%" PRIu32 " max-duration=%" PRIu32 " armed=%s",
 		    sb->identity, sb->host, standby_state(sb), sb->ncpus,
 		    sb->kernel, clocks[0] ? clocks : "-",
 		    sb->recording[0] ? sb->recording : "-", sb->peer,
 		    sb->allow[0] ? sb->allow : "-", sb->max_buffer,
-		    sb->max_duration, sb->refused[0] ? " refused=" : "",
+		    sb->max_duration, sb->armed[0] ? sb->armed : "-");
+		if (sb->armed[0] != '\0')
+			td_buf_printf(out, " armed-since=%lld ring=%" PRIu32,
+			    (long long)sb->armed_since, sb->armed_kb);
+		if (sb->armed[0] != '\0' && sb->window_ms >= 0)
+			td_buf_printf(out, " window=%lld.%03lld",
+			    sb->window_ms / 1000, sb->window_ms % 1000);
+		td_buf_printf(out, "%s%s\n", sb->refused[0] ? " refused=" : "",
 		    sb->refused);
 	}
 }
@@ -342,6 +364,8 @@ standby_each(void (*fn)(const struct standby_info *, void *), void *arg)
 		i.recording = sb->recording;
 		i.ncpus = sb->ncpus;
 		i.seconds = sb->seconds;
+		i.armed = sb->armed;
+		i.armed_since = sb->armed_since;
 		fn(&i, arg);
 	}
 }
@@ -438,6 +462,7 @@ standby_forget(struct standby_reply *cl, bool say)
 		if (sb->waiter != cl)
 			continue;
 		sb->waiter = NULL;
+		sb->snapping = false;
 		if (sb->ready) {
 			/* set up and waiting: it goes, with or without the
 			   others (and whether or not anyone still listens) */
@@ -448,4 +473,258 @@ standby_forget(struct standby_reply *cl, bool say)
 		} else if (say)
 			standby_line(cl, "timeout %s", sb->identity);
 	}
+}
+
+/* A frame f to sb, made by pack: 0, or -1. */
+static int
+standby_send_buf(struct standby *sb, struct td_buf *f)
+{
+	return sb->send(sb->send_arg, f->data, f->len);
+}
+
+/* Whether sb is busy: recording, or answering someone. */
+static bool
+standby_busy(const struct standby *sb)
+{
+	return sb->recording[0] != '\0' || sb->waiter != NULL;
+}
+
+int
+standby_arm(const char *pattern, struct td_arm *a, bool self,
+    uint32_t holdoff, struct standby_reply *cl)
+{
+	struct standby *sb;
+	struct td_buf f;
+	int n = 0;
+
+	a->req = ++standby_reqs;
+	if (a->name[0] == '\0')
+		snprintf(a->name, sizeof a->name, "flight");
+	td_buf_init(&f, TD_FRAME_HEADER + TD_MAX_ARM_MSG);
+	if (td_msg_pack_arm(&f, a) == -1) {
+		standby_line(cl, "error the request does not fit an ARM");
+		td_buf_free(&f);
+		return 0;
+	}
+	flight_group_set(a->name, self, holdoff);
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		if (!standby_matches(sb, pattern))
+			continue;
+		if (sb->version < 3) {
+			standby_line(cl, "refused %s cannot be armed (a tdagent "
+			    "older than the flight recorder)", sb->identity);
+			continue;
+		}
+		if (sb->waiter != NULL) {
+			standby_line(cl, "busy %s (answering)", sb->identity);
+			continue;
+		}
+		if (standby_send_buf(sb, &f) == -1) {
+			standby_line(cl, "error %s cannot queue ARM",
+			    sb->identity);
+			continue;
+		}
+		sb->waiter = cl;
+		sb->req = a->req;
+		snprintf(sb->arming, sizeof sb->arming, "%s", a->name);
+		n++;
+	}
+	td_buf_free(&f);
+	if (n > 0)
+		log_info("control: ARM '%s' sent to %d standby agents matching "
+		    "'%s'", a->name, n, pattern);
+	return n;
+}
+
+int
+standby_disarm(const char *pattern, struct standby_reply *cl)
+{
+	struct standby *sb;
+	struct td_buf f;
+	uint32_t req = ++standby_reqs;
+	int n = 0;
+
+	td_buf_init(&f, TD_FRAME_HEADER + 4);
+	td_msg_pack_disarm(&f, req);
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		if (!standby_matches(sb, pattern) || sb->armed[0] == '\0')
+			continue;
+		if (sb->waiter != NULL) {
+			standby_line(cl, "busy %s (answering)", sb->identity);
+			continue;
+		}
+		if (standby_send_buf(sb, &f) == -1)
+			continue;
+		sb->waiter = cl;
+		sb->req = req;
+		n++;
+	}
+	td_buf_free(&f);
+	return n;
+}
+
+/*
+ * SNAPSHOT s to sb (s->req, and a name of its own when s has none);
+ * waiter cl, or NULL: nobody waits, its GO goes at once.
+ */
+static int
+standby_send_snapshot(struct standby *sb, struct td_snapshot *s,
+    struct standby_reply *cl)
+{
+	struct td_snapshot one = *s;
+	struct td_buf f;
+	int r;
+
+	if (one.name[0] == '\0')
+		snprintf(one.name, sizeof one.name, "%.40s.snap%" PRIu32,
+		    sb->armed, one.req);
+	td_buf_init(&f, TD_FRAME_HEADER + 18 + 2 * TD_MAX_NAME_LEN);
+	r = td_msg_pack_snapshot(&f, &one);
+	if (r == 0)
+		r = standby_send_buf(sb, &f);
+	td_buf_free(&f);
+	if (r == 0 && one.why != TD_SNAP_REARM) {
+		sb->waiter = cl;
+		sb->req = one.req;
+		sb->snapping = cl != NULL;
+	}
+	return r;
+}
+
+int
+standby_snapshot(const char *pattern, const char *name,
+    struct standby_reply *cl)
+{
+	struct td_snapshot s;
+	struct standby *sb;
+	int n = 0;
+
+	memset(&s, 0, sizeof s);
+	s.req = ++standby_reqs;
+	s.why = TD_SNAP_OPERATOR;
+	snprintf(s.name, sizeof s.name, "%s", name);
+	/* every SNAPSHOT in this one pass: the rings freeze together */
+	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+		if (!standby_matches(sb, pattern) || sb->armed[0] == '\0')
+			continue;
+		if (standby_busy(sb)) {
+			standby_line(cl, "busy %s %s", sb->identity,
+			    sb->recording[0] ? sb->recording : "(answering)");
+			continue;
+		}
+		if (standby_send_snapshot(sb, &s, cl) == -1) {
+			standby_line(cl, "error %s cannot queue SNAPSHOT",
+			    sb->identity);
+			continue;
+		}
+		n++;
+	}
+	if (n > 0)
+		log_info("control: SNAPSHOT sent to %d armed agents", n);
+	return n;
+}
+
+void
+standby_armed(struct standby *sb, const struct td_armed *a)
+{
+	bool mine = sb->waiter != NULL && a->req == sb->req && a->req != 0;
+	char text[TD_MAX_ERROR_LEN + 1];
+
+	/* printable already (the decoder takes nothing else) */
+	snprintf(text, sizeof text, "%s", a->text);
+	switch (a->what) {
+	case TD_ARMED_OK:
+		if (!mine)
+			return;
+		snprintf(sb->armed, sizeof sb->armed, "%s", sb->arming);
+		sb->armed_since = time(NULL);
+		sb->window_ms = -1;
+		/* "NAME INSTANCE KB" */
+		sb->armed_kb = (uint32_t)strtoul(strrchr(text, ' ') != NULL ?
+		    strrchr(text, ' ') + 1 : "0", NULL, 10);
+		log_info("standby %s: armed '%s'", sb->identity, sb->armed);
+		standby_line(sb->waiter, "armed %s %s", sb->identity,
+		    sb->armed);
+		break;
+	case TD_ARMED_FAILED:
+		log_warnx("standby %s: arming refused: %s", sb->identity,
+		    text);
+		if (mine)
+			standby_line(sb->waiter, "refused %s %s", sb->identity,
+			    text);
+		break;
+	case TD_ARMED_DISARMED:
+		log_info("standby %s: disarmed '%s'", sb->identity, sb->armed);
+		sb->armed[0] = '\0';
+		if (mine)
+			standby_line(sb->waiter, "disarmed %s", sb->identity);
+		break;
+	case TD_ARMED_WINDOW:
+		/* "NAME MS", with each KEEPALIVE */
+		if (sb->armed[0] != '\0' && strchr(text, ' ') != NULL)
+			sb->window_ms = strtoll(strchr(text, ' ') + 1, NULL,
+			    10);
+		return;
+	case TD_ARMED_REARMED:
+		/* "NAME why": armed still, after a lost connection */
+		snprintf(sb->armed, sizeof sb->armed, "%.*s",
+		    (int)strcspn(text, " "), text);
+		if (sb->armed_since == 0) {
+			sb->armed_since = time(NULL);
+			sb->window_ms = -1;
+		}
+		log_info("standby %s: %s", sb->identity, text);
+		return;
+	}
+	if (mine) {
+		sb->arming[0] = '\0';
+		standby_release(sb, NULL);
+	}
+}
+
+void
+standby_triggered(struct standby *sb, const struct td_triggered *t)
+{
+	struct td_snapshot s;
+	struct timespec real, mono;
+	struct standby *o;
+	bool self;
+	int n = 0;
+
+	clock_gettime(CLOCK_REALTIME, &real);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	memset(&s, 0, sizeof s);
+	s.when_ns = (uint64_t)real.tv_sec * 1000000000ULL + real.tv_nsec;
+	if (sb->armed[0] == '\0') {
+		log_warnx("standby %s: a trigger, and not armed", sb->identity);
+		return;
+	}
+	log_info("standby %s: trigger of '%s' fired (its clock %" PRIu64
+	    " ns, its real time %" PRIu64 " ns, at most %" PRIu32 " ms "
+	    "before)", sb->identity, sb->armed, t->clock_ns, t->real_ns,
+	    t->late_ms);
+	if (!flight_trigger(sb->armed, sb->identity, s.when_ns,
+	    (uint64_t)mono.tv_sec, s.name, sizeof s.name, &self)) {
+		log_info("standby %s: trigger of '%s' within its hold-off: "
+		    "counted, re-armed", sb->identity, sb->armed);
+		s.why = TD_SNAP_REARM;
+		standby_send_snapshot(sb, &s, NULL);
+		return;
+	}
+	s.req = ++standby_reqs;
+	s.why = TD_SNAP_TRIGGER;
+	snprintf(s.host, sizeof s.host, "%s", sb->identity);
+	for (o = standby_list_head; o != NULL; o = o->next) {
+		if (strcmp(o->armed, sb->armed) != 0 || (self && o != sb))
+			continue;
+		if (standby_busy(o) && o != sb) {
+			log_warnx("standby %s: busy, not in snapshot '%s'",
+			    o->identity, s.name);
+			continue;
+		}
+		if (standby_send_snapshot(o, &s, NULL) == 0)
+			n++;
+	}
+	log_info("control: snapshot '%s' of %d armed agents (trigger on %s)",
+	    s.name, n, sb->identity);
 }

@@ -19,6 +19,9 @@
 #include <stdint.h>
 
 struct td_answer;
+struct td_arm;
+struct td_armed;
+struct td_triggered;
 struct td_buf;
 struct td_standby;
 struct td_start;
@@ -64,6 +67,8 @@ struct standby_info {
 	uint32_t	 ncpus;
 	uint32_t	 seconds;	/* its last START's duration, 0: the
 					   agent's --max-duration */
+	const char	*armed;		/* its flight group, "" */
+	long long	 armed_since;	/* time(), when armed */
 };
 /* fn(info, arg) for each standby agent; fn adds or removes none. */
 void		 standby_each(void (*fn)(const struct standby_info *, void *),
@@ -78,6 +83,23 @@ int		 standby_start(const char *pattern, struct td_start *req,
 /* STOP to the recording agents matching pattern and name ("": any). */
 int		 standby_stop(const char *pattern, const char *name,
 		    struct standby_reply *r);
+/*
+ * The flight recorder (docs/flight-recorder.md; groups: flight.c).  ARM a
+ * to the agents matching pattern that can be armed (version 3), the group
+ * a->name set to fan out to self only or all, with holdoff s between
+ * triggers; DISARM to the armed ones; SNAPSHOT to the armed ones, each
+ * answering as a START's recording does (STARTED, READY, FINISHED and its
+ * file).  Each returns the agents that will answer cl.
+ */
+int		 standby_arm(const char *pattern, struct td_arm *a, bool self,
+		    uint32_t holdoff, struct standby_reply *cl);
+int		 standby_disarm(const char *pattern, struct standby_reply *cl);
+int		 standby_snapshot(const char *pattern, const char *name,
+		    struct standby_reply *cl);
+/* The agent's ARMED and TRIGGERED (a trigger's snapshot, or held off). */
+void		 standby_armed(struct standby *sb, const struct td_armed *a);
+void		 standby_triggered(struct standby *sb,
+		    const struct td_triggered *t);
 /* r goes or gave up: no agent answers it any more ("timeout" lines). */
 void		 standby_forget(struct standby_reply *r, bool say);
 

@@ -63,7 +63,12 @@ struct td_buf;
 	X(STOP,		23, 4,	4)					\
 	X(ANSWER,	24, 8,	8 + TD_MAX_ERROR_LEN)			\
 	X(GO,		25, 4,	4)					\
-	X(CMDLINES,	26, 0,	TD_MAX_FRAME)
+	X(CMDLINES,	26, 0,	TD_MAX_FRAME)				\
+	X(ARM,		27, 16,	TD_MAX_ARM_MSG)				\
+	X(DISARM,	28, 4,	4)					\
+	X(SNAPSHOT,	29, 18,	18 + 2 * TD_MAX_NAME_LEN)		\
+	X(ARMED,	30, 8,	8 + TD_MAX_ERROR_LEN)			\
+	X(TRIGGERED,	31, 20,	20)
 
 enum td_msg_type {
 #define TD_MSG_ENUM(n, v, lo, hi) TD_MSG_##n = v,
@@ -128,7 +133,8 @@ int		 td_frame_header(struct td_buf *b, uint16_t type,
  * types close a connection whose first frame is STANDBY (an unknown type),
  * and agents that predate them never send it.
  */
-#define TD_STANDBY_VERSION	2	/* 2: the allowance added */
+#define TD_STANDBY_VERSION	3	/* 2: the allowance added; 3: it
+					   takes ARM, DISARM, SNAPSHOT */
 #define TD_STANDBY_CLOCKS	256	/* the clocks, space-separated */
 #define TD_STANDBY_EVENTS	1024	/* START's events, comma-separated */
 
@@ -166,6 +172,59 @@ struct td_answer {
 	uint32_t	 req;		/* START's or STOP's; 0: none */
 	uint16_t	 what;		/* TD_ANSWER_* */
 	char		 text[TD_MAX_ERROR_LEN + 1];
+};
+
+/*
+ * The flight recorder (proto/flightmsg.c, docs/tdproto.md "Flight
+ * recorder"): frames of a standby connection whose agent said version 3 or
+ * more; the listener sends an older one none of them.  ARM makes the agent
+ * record into a ring of its own in overwrite mode and send nothing;
+ * SNAPSHOT freezes it and streams what it holds as an ordinary recording
+ * (ANSWER STARTED, READY, FINISHED as for START), then re-arms.
+ */
+/* ARM, listener -> agent. */
+struct td_arm {
+	uint32_t	 req;		/* the listener's number, in ARMED */
+	uint32_t	 buffer_kb;	/* per CPU; 0: the agent's default */
+	char		 name[TD_MAX_NAME_LEN + 1];	/* the snapshots' */
+	char		 events[TD_STANDBY_EVENTS + 1];	/* -e, a,b,c */
+	char		 filter[TD_MAX_FILTER_LEN + 1];	/* -f, "" none */
+	char		 trigger[TD_MAX_FILTER_LEN + 1]; /* "SYS:EV if F", "" */
+};
+
+/* SNAPSHOT, listener -> agent: why. */
+#define TD_SNAP_OPERATOR	1	/* tdctl snapshot */
+#define TD_SNAP_TRIGGER		2	/* an agent's trigger fired */
+#define TD_SNAP_REARM		3	/* a trigger held off: clear, re-arm,
+					   stream nothing */
+struct td_snapshot {
+	uint32_t	 req;		/* ANSWERs name it */
+	uint16_t	 why;		/* TD_SNAP_* */
+	uint64_t	 when_ns;	/* trigger: the listener's
+					   CLOCK_REALTIME at TRIGGERED */
+	char		 name[TD_MAX_NAME_LEN + 1];	/* the recording's */
+	char		 host[TD_MAX_NAME_LEN + 1];	/* trigger: who fired */
+};
+
+/* ARMED, agent -> listener: what became of an ARM or a DISARM. */
+#define TD_ARMED_OK		1	/* text: the instance */
+#define TD_ARMED_FAILED		2	/* text: why (the kernel's words) */
+#define TD_ARMED_DISARMED	3	/* text: "" */
+#define TD_ARMED_REARMED	4	/* req 0: re-armed on its own, text
+					   why */
+#define TD_ARMED_WINDOW		5	/* req 0, text "NAME MS": the seconds
+					   its ring holds now, in ms */
+struct td_armed {
+	uint32_t	 req;		/* ARM's or DISARM's; 0: none */
+	uint16_t	 what;		/* TD_ARMED_* */
+	char		 text[TD_MAX_ERROR_LEN + 1];
+};
+
+/* TRIGGERED, agent -> listener: its trigger froze its ring. */
+struct td_triggered {
+	uint64_t	 clock_ns;	/* the instance's trace clock then */
+	uint64_t	 real_ns;	/* its CLOCK_REALTIME then */
+	uint32_t	 late_ms;	/* noticed at most this after it fired */
 };
 
 /* HELLO, agent -> listener: who is recording what. */
@@ -427,6 +486,19 @@ int	td_msg_pack_go(struct td_buf *b, uint32_t req);
 int	td_msg_unpack_go(const struct td_frame *f, uint32_t *req);
 int	td_msg_pack_answer(struct td_buf *b, const struct td_answer *a);
 int	td_msg_unpack_answer(const struct td_frame *f, struct td_answer *a);
+/* Flight-recorder frames (proto/flightmsg.c); DISARM carries req alone. */
+int	td_msg_pack_arm(struct td_buf *b, const struct td_arm *a);
+int	td_msg_unpack_arm(const struct td_frame *f, struct td_arm *a);
+int	td_msg_pack_disarm(struct td_buf *b, uint32_t req);
+int	td_msg_unpack_disarm(const struct td_frame *f, uint32_t *req);
+int	td_msg_pack_snapshot(struct td_buf *b, const struct td_snapshot *s);
+int	td_msg_unpack_snapshot(const struct td_frame *f,
+	    struct td_snapshot *s);
+int	td_msg_pack_armed(struct td_buf *b, const struct td_armed *a);
+int	td_msg_unpack_armed(const struct td_frame *f, struct td_armed *a);
+int	td_msg_pack_triggered(struct td_buf *b, const struct td_triggered *t);
+int	td_msg_unpack_triggered(const struct td_frame *f,
+	    struct td_triggered *t);
 /* The content of a TD_OPT_TD_GUEST option (not a frame: OPTION wraps it). */
 int	td_msg_pack_guest(struct td_buf *b, const struct td_guest *g);
 int	td_msg_unpack_guest(const uint8_t *p, size_t n, struct td_guest *g);

@@ -77,6 +77,8 @@
 #define TD_MAX_HELLO		1024
 /* A standby frame (STANDBY, START: a filter and the events fit). */
 #define TD_MAX_STANDBY_MSG	(TD_MAX_FILTER_LEN + 2048)
+/* An ARM frame: a filter and a trigger's, the events, a name. */
+#define TD_MAX_ARM_MSG		(2 * TD_MAX_FILTER_LEN + 2048)
 /*
  * Standby connections of one identity at once: one is the normal case, a
  * second lets an agent whose old connection is not yet known dead come

@@ -928,6 +928,159 @@ test_standby_messages(void **state)
 	free(r);
 }
 
+/* Flight-recorder frames round-trip; truncated, long or bad ones do not. */
+static void
+test_flight_messages(void **state)
+{
+	struct td_arm *a = calloc(2, sizeof *a);
+	struct td_snapshot sn, sn2;
+	struct td_armed d, d2;
+	struct td_triggered t, t2;
+	struct td_frame f;
+	struct td_buf b;
+	uint8_t junk[64];
+	uint32_t req;
+	size_t i, k;
+
+	(void)state;
+	assert_non_null(a);
+	td_buf_init(&b, 64 * 1024);
+	a[0].req = 3;
+	a[0].buffer_kb = 512;
+	strcpy(a[0].name, "flight");
+	strcpy(a[0].events, "syscalls:sys_enter_getppid,ftrace:print");
+	strcpy(a[0].filter, "common_pid != 1");
+	strcpy(a[0].trigger, "ftrace:print if buf ~ \"*BOOM*\"");
+	assert_int_equal(td_msg_pack_arm(&b, &a[0]), 0);
+	one_frame(&b, &f);
+	assert_int_equal(f.type, TD_MSG_ARM);
+	assert_int_equal(td_msg_unpack_arm(&f, &a[1]), 0);
+	assert_memory_equal(&a[0], &a[1], sizeof a[0]);
+	for (k = 0; k < f.len; k++) {
+		struct td_frame g = f;
+
+		g.len = k;
+		assert_int_equal(td_msg_unpack_arm(&g, &a[1]), -1);
+	}
+	/* the largest fits its cap */
+	memset(a[0].filter, 'x', TD_MAX_FILTER_LEN);
+	a[0].filter[TD_MAX_FILTER_LEN] = '\0';
+	memset(a[0].trigger, 'y', TD_MAX_FILTER_LEN);
+	memcpy(a[0].trigger, "a:b if ", 7);
+	a[0].trigger[TD_MAX_FILTER_LEN] = '\0';
+	memset(a[0].events, 'e', TD_STANDBY_EVENTS);
+	a[0].events[TD_STANDBY_EVENTS] = '\0';
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_arm(&b, &a[0]), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_arm(&f, &a[1]), 0);
+	/* a trigger without a filter, or no events: refused */
+	strcpy(a[0].trigger, "sched:sched_switch");
+	strcpy(a[0].filter, "");
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_arm(&b, &a[0]), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_arm(&f, &a[1]), -1);
+	assert_int_equal(errno, EBADMSG);
+	a[0].trigger[0] = '\0';
+	a[0].events[0] = '\0';
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_arm(&b, &a[0]), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_arm(&f, &a[1]), -1);
+	/* a tab is not packed */
+	strcpy(a[0].events, "sched");
+	strcpy(a[0].name, "a\tb");
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_arm(&b, &a[0]), -1);
+	assert_int_equal(b.len, 0);
+
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_disarm(&b, 12), 0);
+	one_frame(&b, &f);
+	assert_int_equal(f.type, TD_MSG_DISARM);
+	assert_int_equal(td_msg_unpack_disarm(&f, &req), 0);
+	assert_int_equal(req, 12);
+	f.type = TD_MSG_STOP;
+	assert_int_equal(td_msg_unpack_disarm(&f, &req), -1);
+
+	memset(&sn, 0, sizeof sn);
+	sn.req = 5;
+	sn.why = TD_SNAP_TRIGGER;
+	sn.when_ns = 0x1234567890abcdefULL;
+	strcpy(sn.name, "boom");
+	strcpy(sn.host, "agent07");
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_snapshot(&b, &sn), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_snapshot(&f, &sn2), 0);
+	assert_memory_equal(&sn, &sn2, sizeof sn);
+	assert_int_equal(td_msg_unpack_snapshot(&(struct td_frame){
+	    .type = TD_MSG_SNAPSHOT, .payload = f.payload, .len = f.len - 1 },
+	    &sn2), -1);
+	sn.why = 4;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_snapshot(&b, &sn), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_snapshot(&f, &sn2), -1);
+
+	memset(&d, 0, sizeof d);
+	d.req = 3;
+	d.what = TD_ARMED_FAILED;
+	strcpy(d.text, "trigger: Unknown field\nbuf ~");
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_armed(&b, &d), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_armed(&f, &d2), 0);
+	assert_int_equal(d2.req, 3);
+	assert_int_equal(d2.what, TD_ARMED_FAILED);
+	assert_string_equal(d2.text, "trigger: Unknown field buf ~");
+	d.what = TD_ARMED_WINDOW;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_armed(&b, &d), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_armed(&f, &d2), 0);
+	d.what = TD_ARMED_WINDOW + 1;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_armed(&b, &d), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_armed(&f, &d2), -1);
+	d.what = 0;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_armed(&b, &d), 0);
+	one_frame(&b, &f);
+	assert_int_equal(td_msg_unpack_armed(&f, &d2), -1);
+
+	t.clock_ns = 123456789012ULL;
+	t.real_ns = 1795000000000000000ULL;
+	t.late_ms = 250;
+	td_buf_reset(&b);
+	assert_int_equal(td_msg_pack_triggered(&b, &t), 0);
+	one_frame(&b, &f);
+	assert_int_equal(f.type, TD_MSG_TRIGGERED);
+	assert_int_equal(f.len, 20);
+	assert_int_equal(td_msg_unpack_triggered(&f, &t2), 0);
+	assert_memory_equal(&t, &t2, sizeof t);
+
+	srand(30);
+	for (i = 0; i < 20000; i++) {
+		memset(&f, 0, sizeof f);
+		for (k = 0; k < sizeof junk; k++)
+			junk[k] = (uint8_t)(rand() % 4 == 0 ? rand() % 8 :
+			    rand());
+		f.payload = junk;
+		f.len = (size_t)rand() % sizeof junk;
+		f.type = (uint16_t)(TD_MSG_ARM + rand() % 5);
+		td_msg_unpack_arm(&f, &a[1]);
+		td_msg_unpack_disarm(&f, &req);
+		td_msg_unpack_snapshot(&f, &sn2);
+		td_msg_unpack_armed(&f, &d2);
+		td_msg_unpack_triggered(&f, &t2);
+	}
+	td_buf_free(&b);
+	free(a);
+}
+
 int
 main(void)
 {
@@ -944,6 +1097,7 @@ main(void)
 		cmocka_unit_test(test_guest_option),
 		cmocka_unit_test(test_hcache_messages),
 		cmocka_unit_test(test_standby_messages),
+		cmocka_unit_test(test_flight_messages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

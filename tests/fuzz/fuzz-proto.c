@@ -523,6 +523,73 @@ check_standby(const struct td_frame *f, struct td_buf *b)
 	free(r);
 }
 
+/* The flight recorder's frames: canonical, fields within their caps. */
+static void
+check_flight(const struct td_frame *f, struct td_buf *b)
+{
+	struct td_arm *a = malloc(2 * sizeof *a);
+	struct td_snapshot s, s2;
+	struct td_armed d, d2;
+	struct td_triggered t, t2;
+	struct td_frame g;
+	uint32_t req, req2;
+
+	FUZZ_CHECK(a != NULL);
+	if (td_msg_unpack_arm(f, &a[0]) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_ARM && a[0].events[0] != '\0');
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_arm(b, &a[0]) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_arm(&g, &a[1]) == 0 &&
+		    memcmp(&a[0], &a[1], sizeof a[0]) == 0);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	if (td_msg_unpack_disarm(f, &req) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_DISARM);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_disarm(b, req) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_disarm(&g, &req2) == 0 &&
+		    req2 == req);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	if (td_msg_unpack_snapshot(f, &s) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_SNAPSHOT &&
+		    s.why >= TD_SNAP_OPERATOR && s.why <= TD_SNAP_REARM);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_snapshot(b, &s) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_snapshot(&g, &s2) == 0 &&
+		    memcmp(&s, &s2, sizeof s) == 0);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	if (td_msg_unpack_armed(f, &d) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_ARMED && d.what >= TD_ARMED_OK &&
+		    d.what <= TD_ARMED_WINDOW);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_armed(b, &d) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_armed(&g, &d2) == 0 &&
+		    memcmp(&d, &d2, sizeof d) == 0);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	if (td_msg_unpack_triggered(f, &t) == 0) {
+		FUZZ_CHECK(f->type == TD_MSG_TRIGGERED);
+		td_buf_reset(b);
+		FUZZ_CHECK(td_msg_pack_triggered(b, &t) == 0);
+		same_payload(b, f);
+		reparse(b, &g);
+		FUZZ_CHECK(td_msg_unpack_triggered(&g, &t2) == 0 &&
+		    memcmp(&t, &t2, sizeof t) == 0);
+	} else
+		FUZZ_CHECK(errno == EBADMSG);
+	free(a);
+}
+
 /* Messages without a decoder: packing the payload gives the same frame. */
 static void
 check_plain(const struct td_frame *f, struct td_buf *b)
@@ -581,6 +648,7 @@ check_frame(const uint8_t *p, const struct td_frame *f0, struct td_buf *b,
 	check_section(&f, b);
 	check_hcache(&f, b);
 	check_standby(&f, b);
+	check_flight(&f, b);
 	check_option(&f, b);
 	check_pages(&f, b, *page_size);
 	if (f.len >= 16)

@@ -1,0 +1,338 @@
+/*
+ * armed.c: a standby agent's flight recorder (see armed.h).
+ *
+ * Why overwrite mode and a trigger of the kernel's own: the ring then
+ * always holds the last seconds, at no cost but the events' own (nobody
+ * reads it, so nothing wakes up and nothing goes on the network), and a
+ * `traceoff' trigger stops it in the very event that matched, where a
+ * user-space watcher would let the ring run on and overwrite the seconds
+ * before.  This kernel has no snapshot buffer in instances, so the ring
+ * itself is frozen and read; the agent learns of the freeze by reading
+ * tracing_on every ARMED_POLL_MS (standby.c), the one wake-up an armed
+ * agent has besides its KEEPALIVEs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tracefs.h>
+
+#include "armed.h"
+#include "instance.h"
+#include "standby.h"
+#include "tdlimits.h"
+#include "tdproto.h"
+#include "xmalloc.h"
+#include "banned.h"
+
+/* An armed ring without -b: small, a few seconds of a busy machine. */
+#define ARMED_DEFAULT_KB	1024
+
+/* One armed instance. */
+struct armed {
+	struct instance	*in;
+	char		 name[TD_MAX_NAME_LEN + 1];
+	char		 instance[80];
+	char		 trig_file[TD_MAX_NAME_LEN * 2 + 32];	/* "" none */
+	uint32_t	 kb;
+	int		 on_fd;		/* its tracing_on, read and written */
+	bool		 frozen;
+};
+
+/* Split "SYS:EV if FILTER" into sys, ev, filter (in buf): 0, or -1. */
+static int
+armed_split(char *buf, char **sys, char **ev, char **filter)
+{
+	char *p = strstr(buf, " if ");
+
+	if (p == NULL)
+		return -1;
+	*p = '\0';
+	*filter = p + 4;
+	*sys = buf;
+	if ((p = strchr(buf, ':')) == NULL || p == buf || p[1] == '\0')
+		return -1;
+	*p = '\0';
+	*ev = p + 1;
+	if (strpbrk(*sys, "/*?[. ") != NULL || strpbrk(*ev, "/*?[. ") != NULL)
+		return -1;
+	return 0;
+}
+
+/*
+ * The kernel's complaint about the last write, into err after what, on one
+ * line: error_log's "[TIME] event_filter_parse_error: error: Field not
+ * found\n  Command: ...\n  ^" without the time stamp and the caret.
+ */
+static void
+armed_klog(struct armed *ar, const char *what, char *err, size_t errlen)
+{
+	char *klog = tracefs_error_last(instance_tracefs(ar->in));
+	char *p, *line;
+	size_t n;
+
+	n = (size_t)snprintf(err, errlen, "%s%s%s", what, errno != 0 ?
+	    ": " : "", errno != 0 ? strerror(errno) : "");
+	for (p = klog; p != NULL && (line = strsep(&p, "\n")) != NULL;) {
+		if (line[0] == '[' && strchr(line, ']') != NULL)
+			line = strchr(line, ']') + 1;
+		line += strspn(line, " \t");
+		if (line[strspn(line, " ^")] == '\0' || n >= errlen)
+			continue;
+		n += (size_t)snprintf(err + n, errlen - n, "%s%s",
+		    n > 0 ? ": " : "", line);
+	}
+	free(klog);
+}
+
+/* Install the trigger "traceoff if FILTER" of spec: 0, or -1 and err. */
+static int
+armed_trigger(struct armed *ar, const struct standby_opts *o,
+    const char *spec, char *err, size_t errlen)
+{
+	char buf[TD_MAX_FILTER_LEN + 1], *sys, *ev, *filter, *cmd;
+	struct td_start st;
+	int ret;
+
+	snprintf(buf, sizeof buf, "%s", spec);
+	if (armed_split(buf, &sys, &ev, &filter) == -1) {
+		snprintf(err, errlen, "trigger '%.200s': not 'SYSTEM:EVENT if "
+		    "FILTER'", spec);
+		return -1;
+	}
+	/* the trigger's event is one the collector may ask for */
+	memset(&st, 0, sizeof st);
+	snprintf(st.events, sizeof st.events, "%.500s:%.500s", sys, ev);
+	if (!standby_allowed(o, &st, "", err, errlen))
+		return -1;
+	if (strlen(sys) > TD_MAX_NAME_LEN || strlen(ev) > TD_MAX_NAME_LEN) {
+		snprintf(err, errlen, "trigger '%.200s': no such event", spec);
+		return -1;
+	}
+	snprintf(ar->trig_file, sizeof ar->trig_file, "events/%.64s/%.64s/"
+	    "trigger", sys, ev);
+	xasprintf(&cmd, "traceoff if %s", filter);
+	tracefs_error_clear(instance_tracefs(ar->in));
+	errno = 0;
+	ret = tracefs_instance_file_write(instance_tracefs(ar->in),
+	    ar->trig_file, cmd);
+	free(cmd);
+	if (ret < 0) {
+		char what[TD_MAX_FILTER_LEN + 64];
+
+		snprintf(what, sizeof what, "trigger '%.200s' refused", spec);
+		armed_klog(ar, what, err, errlen);
+		ar->trig_file[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+/* The events of a, each with a's filter: 0, or -1 and err. */
+static int
+armed_events(struct armed *ar, const struct td_arm *a, char *err,
+    size_t errlen)
+{
+	char evs[TD_STANDBY_EVENTS + 1], *p, *ev;
+
+	snprintf(evs, sizeof evs, "%s", a->events);
+	for (p = evs; (ev = strsep(&p, ",")) != NULL;) {
+		if (instance_enable(ar->in, ev, err, errlen) == -1)
+			return -1;
+		if (a->filter[0] != '\0' &&
+		    instance_filter(ar->in, ev, a->filter, err, errlen) == -1) {
+			for (size_t i = 0; err[i] != '\0'; i++)
+				if (err[i] == '\n')
+					err[i] = ' ';
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct armed *
+armed_new(const struct standby_opts *o, const struct td_arm *a,
+    uint32_t ncpus, uint32_t used_kb, char *err, size_t errlen)
+{
+	struct td_start st;
+	struct armed *ar;
+	char *path;
+
+	if (!o->allow_arm) {
+		snprintf(err, errlen, "arming is not allowed here (tdagent "
+		    "--standby --allow-arm)");
+		return NULL;
+	}
+	/* the limits of a recording: events, buffer, name */
+	memset(&st, 0, sizeof st);
+	snprintf(st.events, sizeof st.events, "%s", a->events);
+	snprintf(st.name, sizeof st.name, "%s", a->name);
+	st.buffer_kb = a->buffer_kb;
+	if (!standby_allowed(o, &st, "", err, errlen))
+		return NULL;
+	ar = xcalloc(1, sizeof *ar);
+	ar->on_fd = -1;
+	ar->kb = a->buffer_kb > 0 ? a->buffer_kb : ARMED_DEFAULT_KB;
+	if (ar->kb > o->max_buffer)
+		ar->kb = o->max_buffer;
+	/* an armed ring counts against the memory a recording may take */
+	if ((uint64_t)(ar->kb + used_kb) * ncpus > TD_AGENT_RING_TOTAL_KB) {
+		snprintf(err, errlen, "ring of %u KB x %u CPUs (and %u KB "
+		    "recording) over %u KB in all", ar->kb, ncpus, used_kb,
+		    TD_AGENT_RING_TOTAL_KB);
+		free(ar);
+		return NULL;
+	}
+	snprintf(ar->name, sizeof ar->name, "%s", a->name[0] != '\0' ?
+	    a->name : "flight");
+	if ((ar->in = instance_create("flight", err, errlen)) == NULL) {
+		free(ar);
+		return NULL;
+	}
+	snprintf(ar->instance, sizeof ar->instance, "%s",
+	    tracefs_instance_get_name(instance_tracefs(ar->in)));
+	if (instance_set_buffer_kb(ar->in, (int)ar->kb, err, errlen) == -1 ||
+	    armed_events(ar, a, err, errlen) == -1)
+		goto out_free;
+	/* the ring keeps the newest events: the seconds before now */
+	if (tracefs_instance_file_write(instance_tracefs(ar->in),
+	    "options/overwrite", "1") < 0) {
+		snprintf(err, errlen, "cannot set overwrite mode: %s",
+		    strerror(errno));
+		goto out_free;
+	}
+	/*
+	 * An application's trace_marker (the top level's) reaches the ring
+	 * too, where the kernel has the option (6.17 on): its writes can be
+	 * a trigger, and mark the incident in every armed machine's window.
+	 */
+	if (tracefs_file_exists(instance_tracefs(ar->in),
+	    "options/copy_trace_marker"))
+		tracefs_instance_file_write(instance_tracefs(ar->in),
+		    "options/copy_trace_marker", "1");
+	if (a->trigger[0] != '\0' &&
+	    armed_trigger(ar, o, a->trigger, err, errlen) == -1)
+		goto out_free;
+	if ((path = instance_path(ar->in, "tracing_on")) == NULL)
+		goto out_sys;
+	ar->on_fd = open(path, O_RDWR | O_CLOEXEC);
+	free(path);
+	if (ar->on_fd == -1 || armed_rearm(ar) == -1)
+		goto out_sys;
+	return ar;
+out_sys:
+	snprintf(err, errlen, "cannot start the armed instance: %s",
+	    strerror(errno));
+out_free:
+	armed_free(ar);
+	return NULL;
+}
+
+void
+armed_free(struct armed *ar)
+{
+	if (ar == NULL)
+		return;
+	if (ar->on_fd != -1)
+		close(ar->on_fd);
+	/* a trigger left in place may keep the instance from going */
+	if (ar->trig_file[0] != '\0')
+		tracefs_instance_file_write(instance_tracefs(ar->in),
+		    ar->trig_file, "!traceoff");
+	instance_destroy(ar->in);
+	free(ar);
+}
+
+const char *
+armed_instance(const struct armed *ar)
+{
+	return ar->instance;
+}
+
+const char *
+armed_name(const struct armed *ar)
+{
+	return ar->name;
+}
+
+uint32_t
+armed_kb(const struct armed *ar)
+{
+	return ar->kb;
+}
+
+bool
+armed_has_trigger(const struct armed *ar)
+{
+	return ar->trig_file[0] != '\0';
+}
+
+bool
+armed_frozen(const struct armed *ar)
+{
+	return ar->frozen;
+}
+
+int
+armed_freeze(struct armed *ar)
+{
+	ar->frozen = true;
+	return pwrite(ar->on_fd, "0", 1, 0) == 1 ? 0 : -1;
+}
+
+bool
+armed_fired(struct armed *ar)
+{
+	char c = '1';
+
+	if (ar->frozen || pread(ar->on_fd, &c, 1, 0) != 1 || c != '0')
+		return false;
+	ar->frozen = true;
+	return true;
+}
+
+long long
+armed_window_ms(struct armed *ar, int ncpus)
+{
+	long long best = -1, ms;
+	double oldest, now;
+	char file[64], *t, *p;
+	int cpu;
+
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		snprintf(file, sizeof file, "per_cpu/cpu%d/stats", cpu);
+		t = tracefs_instance_file_read(instance_tracefs(ar->in), file,
+		    NULL);
+		if (t == NULL)
+			continue;
+		oldest = now = -1;
+		if ((p = strstr(t, "oldest event ts:")) != NULL)
+			oldest = strtod(p + 16, NULL);
+		if ((p = strstr(t, "now ts:")) != NULL)
+			now = strtod(p + 7, NULL);
+		free(t);
+		if (oldest <= 0 || now < oldest)
+			continue;
+		ms = (long long)((now - oldest) * 1000);
+		if (best == -1 || ms < best)
+			best = ms;
+	}
+	return best;
+}
+
+int
+armed_rearm(struct armed *ar)
+{
+	struct tracefs_instance *ti = instance_tracefs(ar->in);
+
+	/* a snapshot's recorder left its own pids out: they are gone */
+	tracefs_instance_file_clear(ti, "set_event_notrace_pid");
+	if (instance_clear(ar->in) == -1 ||
+	    pwrite(ar->on_fd, "1", 1, 0) != 1)
+		return -1;
+	ar->frozen = false;
+	return 0;
+}

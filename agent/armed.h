@@ -1,0 +1,61 @@
+/*
+ * armed.h: a standby agent's flight recorder (docs/flight-recorder.md):
+ * the ftrace instance an ARM makes, recording into its ring in overwrite
+ * mode with nothing read or sent, frozen for a snapshot (or by its own
+ * kernel trigger, `traceoff if FILTER'), then cleared and re-armed.
+ *
+ * The instance is tracedock-<pid>-flight, the standby agent's own; a
+ * snapshot's recording (tdagent --flight INSTANCE) borrows it and reads
+ * its rings to the end.  Failures return -1 (or NULL) with a message in
+ * the caller's err, the kernel's own words for a filter or a trigger it
+ * refused; nothing here logs.  The standby agent's thread only.
+ */
+#ifndef TD_ARMED_H
+#define TD_ARMED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct standby_opts;
+struct td_arm;
+
+struct armed;
+
+/*
+ * Arm as a asks, within o's limits (--allow-arm, --allow-events,
+ * --max-buffer; used_kb: the KB per CPU a recording holds now, counted
+ * against TD_AGENT_RING_TOTAL_KB with the ring's): tracing on.
+ */
+struct armed	*armed_new(const struct standby_opts *o, const struct td_arm *a,
+		    uint32_t ncpus, uint32_t used_kb, char *err,
+		    size_t errlen);
+/* Trigger removed, instance removed, memory freed (NULL: nothing). */
+void		 armed_free(struct armed *ar);
+/* The instance's name in tracefs (for tdagent --flight). */
+const char	*armed_instance(const struct armed *ar);
+/* The ARM's name (the snapshots' recording names start with it). */
+const char	*armed_name(const struct armed *ar);
+/* Its ring in KB per CPU. */
+uint32_t	 armed_kb(const struct armed *ar);
+/* Whether it has a trigger (its tracing_on is then looked at). */
+bool		 armed_has_trigger(const struct armed *ar);
+/* Whether it is frozen (by armed_freeze() or its trigger). */
+bool		 armed_frozen(const struct armed *ar);
+/* Stop its tracing (the ring keeps what it holds): 0, or -1. */
+int		 armed_freeze(struct armed *ar);
+/*
+ * Whether its trigger froze it since the last look (reads tracing_on; a
+ * freeze of our own is not one).
+ */
+bool		 armed_fired(struct armed *ar);
+/*
+ * How far back the ring reaches now, in ms (per_cpu/cpuN/stats: "now ts"
+ * less "oldest event ts", the shortest of the CPUs that hold events): the
+ * window a snapshot would bring.  -1 when no CPU holds one yet.
+ */
+long long	 armed_window_ms(struct armed *ar, int ncpus);
+/* Empty the ring and trace again: 0, or -1. */
+int		 armed_rearm(struct armed *ar);
+
+#endif
