@@ -14,11 +14,13 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "meta.h"
 #include "page.h"
 #include "recorder.h"
 #include "ring.h"
+#include "uplink.h"
 #include "banned.h"
 
 /* At most this many pages of one CPU before the others get their turn. */
@@ -88,8 +90,10 @@ drain_batch(struct recorder *r, struct record_cpu *c, size_t n)
 		if (drain_page(r, c, pages + (size_t)k * r->page_size,
 		    r->page_size, &info) == -1)
 			return -1;
-	if (r->final && uplink_final_send(r) == -1)
+	if (r->final && uplink_final_send(r->up) == -1) {
+		r->failed = true;
 		return -1;
+	}
 	return np;
 }
 
@@ -115,8 +119,11 @@ drain_cpu(struct recorder *r, struct record_cpu *c, enum record_drain how)
 	int i = 0;
 
 	while (final || i < DRAIN_BURST_PAGES) {
-		if (!uplink_room(r, final))
+		if (!uplink_room(r->up, final, r->in_round)) {
+			if (final)
+				r->left_unread++;
 			return 0;
+		}
 		if ((n = ring_fill(c->ring)) > 0) {
 			if ((n = drain_batch(r, c, (size_t)n)) == -1)
 				return -1;
@@ -133,11 +140,33 @@ drain_cpu(struct recorder *r, struct record_cpu *c, enum record_drain how)
 			return drain_read_failed(r, c);
 		if (drain_page(r, c, r->page, (size_t)n, &info) == -1)
 			return -1;
-		if (r->final && uplink_final_send(r) == -1)
+		if (r->final && uplink_final_send(r->up) == -1) {
+			r->failed = true;
 			return -1;
+		}
 		if (!final && info.data_len < cap * 3 / 4)
 			return 0;
 		i++;
 	}
 	return 0;
+}
+
+/*
+ * The stream's watermarks (uplink_ops.pause): the rings are read again,
+ * or not; while they wait the kernel counts what they lose.
+ */
+void
+drain_pause(struct recorder *r, bool pause)
+{
+	struct epoll_event ev;
+	int i;
+
+	for (i = 0; i < r->ncpus; i++) {
+		if (r->cpu[i].ring == NULL)
+			continue;
+		memset(&ev, 0, sizeof ev);
+		ev.events = pause ? 0 : EPOLLIN;
+		ev.data.u32 = i;
+		epoll_ctl(r->epfd, EPOLL_CTL_MOD, ring_fd(r->cpu[i].ring), &ev);
+	}
 }

@@ -44,6 +44,7 @@
 #include "tdfile.h"
 #include "tdlimits.h"
 #include "tsync.h"
+#include "uplink.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -54,6 +55,9 @@
 #define RECORD_HOLD_S		150
 /* See record_setup(). */
 #define RECORD_BUFFER_PERCENT	10
+/* epoll ids of the uplink's descriptors (the CPUs' are their numbers). */
+#define RECORD_NET_ID		(UINT32_MAX - 2)
+#define RECORD_NET_EV		(UINT32_MAX - 3)
 /* epoll id of the privileged parent's socket. */
 #define RECORD_PRIV_ID		(UINT32_MAX - 4)
 /* Seconds between two looks at the guests' vCPU threads (--guest). */
@@ -135,7 +139,9 @@ record_spawn(struct recorder *r)
 static int
 record_guest_cb(void *arg, const void *p, size_t n)
 {
-	return uplink_option(arg, TD_OPT_TD_GUEST, p, n);
+	struct recorder *r = arg;
+
+	return uplink_option(r->up, TD_OPT_TD_GUEST, p, n);
 }
 
 /*
@@ -287,6 +293,72 @@ out_fail:
 	    strerror(errno));
 	return -1;
 }
+/* Pages read from one CPU's ring so far, for the END (uplink_ops). */
+static uint64_t
+record_pages_cb(void *arg, int cpu)
+{
+	struct recorder *r = arg;
+
+	return r->cpu[cpu].pages;
+}
+
+/* The stream is full, or has room again (uplink_ops). */
+static void
+record_pause_cb(void *arg, bool pause)
+{
+	drain_pause(arg, pause);
+}
+
+/* The network is given up for good: time sync needs the listener. */
+static void
+record_gone_cb(void *arg)
+{
+	struct recorder *r = arg;
+
+	tsync_free(r->tsync);
+	r->tsync = NULL;
+}
+
+/* The command lines for CMDLINES during the recording (uplink_ops). */
+static char *
+record_cmdlines_cb(void *arg, size_t *len)
+{
+	struct recorder *r = arg;
+
+	return instance_read_top(r->in, "saved_cmdlines", len);
+}
+
+/* The stream to the listener, not connected yet (set-up, as root). */
+static int
+record_uplink(struct recorder *r)
+{
+	static const struct uplink_ops ops = {
+		.pages = record_pages_cb,
+		.pause = record_pause_cb,
+		.gone = record_gone_cb,
+		.cmdlines = record_cmdlines_cb
+	};
+	struct uplink_params up;
+
+	memset(&up, 0, sizeof up);
+	up.o = r->o;
+	up.what = "recording";
+	up.ncpus = r->ncpus;
+	up.page_size = r->page_size;
+	up.commit_size = r->commit_size;
+	up.long_size = sizeof(long);
+	up.trace_id = r->trace_id;
+	up.clock = instance_clock(r->in);
+	up.sinks = r->sinks;
+	up.local = r->file != NULL;
+	up.ops = &ops;
+	up.arg = r;
+	up.err = r->err;
+	up.errlen = sizeof r->err;
+	r->up = uplink_new(&up);
+	return r->up != NULL ? 0 : -1;
+}
+
 /*
  * Everything that needs root, before the recorder drops it (privsep): the
  * instance's settings, the output file, the stream with its TLS context
@@ -357,7 +429,7 @@ record_setup(struct recorder *r)
 		snprintf(what, sizeof what, "cannot write '%s'", r->o->output);
 		meta_tee_add(r->sinks, &fs, what);
 	}
-	if (r->o->host != NULL && uplink_new(r) == -1)
+	if (r->o->host != NULL && record_uplink(r) == -1)
 		return -1;
 	/*
 	 * Read as root now; with privsep recorded into a memfd that the
@@ -375,7 +447,7 @@ record_setup(struct recorder *r)
 	if (meta_write_headers(r->in, hs, r->err, sizeof r->err) == -1)
 		return -1;
 	/* made now, used if the listener asks for time sync */
-	if (r->net != NULL)
+	if (r->up != NULL)
 		r->tsync = tsync_new(r->in, r->tsync_err, sizeof r->tsync_err);
 	if (strcmp(instance_clock(r->in), "x86-tsc") == 0)
 		r->tsc_have = tsync_tsc_factors(&r->tsc_mult,
@@ -423,11 +495,10 @@ record_start(struct recorder *r)
 		if (ret == -1)
 			return -1;
 	}
-	if (uplink_start(r) == -1)
+	if (uplink_start(r->up) == -1 || tsyncsched_connected(r) == -1)
 		return -1;
 	/* the anchor round before the events, on an empty queue */
-	if (r->tsync != NULL && r->net != NULL && net_up(r->net))
-		tsyncsched_round(r, true);
+	tsyncsched_round(r, true);
 
 	if ((r->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		goto sys;
@@ -459,7 +530,7 @@ record_start(struct recorder *r)
 		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->priv_fd, &ev) == -1)
 			goto sys;
 	}
-	if (uplink_watch(r) == -1)
+	if (uplink_watch(r->up, r->epfd, RECORD_NET_ID, RECORD_NET_EV) == -1)
 		goto sys;
 	for (i = 0; i < r->ncpus; i++) {
 		if (r->cpu[i].ring == NULL)
@@ -505,15 +576,19 @@ record_loop(struct recorder *r)
 				record_signal(r);
 			else if (id == RECORD_PRIV_ID)
 				record_priv(r);
-			else if (id == RECORD_NET_ID)
-				uplink_readable(r, evs[i].events);
-			else if (id == RECORD_NET_EV)
-				uplink_back(r);
+			else if (id == RECORD_NET_ID) {
+				if (uplink_readable(r->up, evs[i].events) == -1)
+					r->failed = true;
+			} else if (id == RECORD_NET_EV) {
+				if (uplink_back(r->up) == -1)
+					r->failed = true;
+			}
 			else if (id == UINT32_MAX - 1) {
 				while (read(r->timerfd, &ticks,
 				    sizeof ticks) > 0)
 					;
-				for (int c = 0; c < r->ncpus && !r->paused; c++)
+				for (int c = 0; c < r->ncpus &&
+				    !uplink_paused(r->up); c++)
 					if (r->cpu[c].ring != NULL &&
 					    drain_cpu(r, &r->cpu[c],
 					    DRAIN_TICK) == -1)
@@ -521,17 +596,18 @@ record_loop(struct recorder *r)
 				if (r->o->seconds > 0 &&
 				    record_elapsed(r) >= r->o->seconds)
 					r->stop = true;
-				uplink_tick(r);
+				if (uplink_tick(r->up) == -1)
+					r->failed = true;
 				tsyncsched_tick(r);
 				record_guests_tick(r);
 				summary_status(r, false);
-			} else if (!r->paused)
+			} else if (!uplink_paused(r->up))
 				drain_cpu(r, &r->cpu[id], DRAIN_WAKE);
 			if (!r->failed)
 				r->sink.batch_end(r->sink.arg);
 		}
-		if (!r->failed)
-			uplink_pump(r);
+		if (!r->failed && uplink_pump(r->up) == -1)
+			r->failed = true;
 	}
 }
 
@@ -594,7 +670,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 		    "privileged parent is gone", r->o->output);
 		return -1;
 	}
-	return uplink_finish(r);
+	return uplink_finish(r->up);
 }
 
 static void
@@ -606,7 +682,8 @@ record_free(struct recorder *r)
 		ring_close(r->cpu[i].ring);
 	if (r->file != NULL)
 		td_file_free(r->file);
-	uplink_free(r);
+	uplink_free(r->up);
+	r->up = NULL;
 	guest_watch_free(r->guests);
 	metadefer_free(r->defer);
 	meta_tee_free(r->sinks);
@@ -637,7 +714,8 @@ record_release(void *arg)
 {
 	struct recorder *r = arg;
 
-	uplink_free(r);
+	uplink_free(r->up);
+	r->up = NULL;
 	record_unreserve(r);	/* the recorder's copy holds the room */
 	guest_watch_free(r->guests);
 	r->guests = NULL;
@@ -679,8 +757,8 @@ record_hold(struct recorder *r)
 		goto out;
 	}
 	for (;;) {
-		uplink_pump(r);
-		uplink_tick(r);
+		if (uplink_pump(r->up) == -1 || uplink_tick(r->up) == -1)
+			r->failed = true;
 		pfd[0].fd = r->o->ready_fd;
 		pfd[0].events = POLLIN;
 		pfd[1].fd = r->sigfd;

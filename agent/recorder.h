@@ -4,10 +4,12 @@
  *
  *	record.c	set-up, the loop and its epoll set, the finish
  *	drain.c		pages from the rings into the sink, ring pausing
- *	uplink.c	the network's part: connect, congestion, lost and
- *			resumed connections, -o going on alone, DONE
  *	tsyncsched.c	when time-sync rounds run, and what they count
  *	summary.c	the progress line and the end-of-recording summary
+ *
+ * and the network's part, r->up, is a struct uplink (uplink.h: connect,
+ * congestion, lost and resumed connections, -o going on alone, DONE) that
+ * the recorder drives like any producer.
  *
  * One recorder, one thread (the loop's): nothing here is locked.  Pages
  * and metadata go through one meta_sink (sink, a tee of the file writer
@@ -26,18 +28,14 @@
 
 #include "meta.h"
 
-/* epoll ids of the network's descriptors (the CPUs' are their numbers). */
-#define RECORD_NET_ID		(UINT32_MAX - 2)
-#define RECORD_NET_EV		(UINT32_MAX - 3)
-
 struct agent_opts;
 struct guest_watch;
 struct instance;
 struct metadefer;
-struct net;
 struct ring;
 struct td_file;
 struct tsync;
+struct uplink;
 
 /* How much of a ring a drain takes (drain_cpu()). */
 enum record_drain {
@@ -60,12 +58,10 @@ struct recorder {
 	const struct agent_opts	*o;
 	struct instance		*in;
 	struct td_file		*file;
-	struct net		*net;
-	struct net		*net_gone;	/* given up, closed at the end */
+	struct uplink		*up;		/* -h, or NULL */
 	struct meta_sink	 sink;		/* where everything goes */
 	struct meta_tee		*sinks;		/* the file, the network */
 	struct metadefer	*defer;		/* headers for the recorder */
-	bool			 paused;	/* rings wait for the network */
 	uint64_t		 trace_id;
 	struct tsync		*tsync;		/* NULL: no time sync */
 	char			 tsync_err[512];	/* why tsync_new() failed */
@@ -98,14 +94,8 @@ struct recorder {
 	int			 stop_sig;
 	bool			 failed;
 	bool			 status_shown;
-	bool			 reconnecting;
 	bool			 final;		/* the last drain */
 	bool			 in_round;	/* between time-sync probes */
-	/* the command lines sent during the recording (uplink.c) */
-	uint64_t		 cmd_hash;	/* of the last sent, 0: none */
-	double			 next_cmd;	/* elapsed time of the next look */
-	unsigned int		 cmd_reconnects;	/* when it was sent */
-	bool			 final_slow;	/* it stopped sending */
 	uint64_t		 left_unread;	/* final drain stopped: full */
 	double			 next_status;	/* elapsed time of the next line */
 	struct timespec		 start;
@@ -130,45 +120,16 @@ record_elapsed(const struct recorder *r)
 int	drain_cpu(struct recorder *r, struct record_cpu *c,
 	    enum record_drain how);
 
-/*
- * uplink.c, each a no-op without a network (-h); -1 with r->err when the
- * recording cannot go on.
- */
-/* The stream to the listener, not connected yet (set-up, as root). */
-int	uplink_new(struct recorder *r);
-/* The first connection, and the headers out before the first probes. */
-int	uplink_start(struct recorder *r);
-/* Add the connection and the reconnection thread to the epoll set. */
-int	uplink_watch(struct recorder *r);
-/* Whether the drain may read on (at the end: after waiting for room). */
-bool	uplink_room(struct recorder *r, bool final);
-/* The final drain queued a page: send once much waits. */
-int	uplink_final_send(struct recorder *r);
-/* The connection broke (reason in r->err): reconnect, or give up. */
-int	uplink_lost(struct recorder *r);
-/* The connection has events ev (epoll's): ACKs, DONE, ERROR, close. */
-void	uplink_readable(struct recorder *r, uint32_t ev);
-/* The reconnection thread is done. */
-void	uplink_back(struct recorder *r);
-/* The timer: a KEEPALIVE on a quiet link. */
-void	uplink_tick(struct recorder *r);
-/* After events: send, and pause or resume the rings. */
-int	uplink_pump(struct recorder *r);
-/*
- * An option for the listener only, not for the -o file (a guest's vCPU
- * threads: the listener turns them into GUEST options).
- */
-int	uplink_option(struct recorder *r, uint16_t id, const void *p,
-	    size_t n);
-/* END, everything sent, the listener's DONE. */
-int	uplink_finish(struct recorder *r);
-/* Close the stream, and one given up. */
-void	uplink_free(struct recorder *r);
+/* drain.c: stop reading the rings (the stream is full), or read on. */
+void	drain_pause(struct recorder *r, bool pause);
 
 /*
- * tsyncsched.c: one time-sync round now (anchor: the first or the last);
- * a round if one is due (the loop's timer).
+ * tsyncsched.c: the first connection is up: time sync as the listener
+ * wants it (the headers out before the first probes), -1 when the
+ * recording cannot go on; one time-sync round now (anchor: the first or
+ * the last); a round if one is due (the loop's timer).
  */
+int	tsyncsched_connected(struct recorder *r);
 void	tsyncsched_round(struct recorder *r, bool anchor);
 void	tsyncsched_tick(struct recorder *r);
 

@@ -14,6 +14,7 @@
 #include "net.h"
 #include "recorder.h"
 #include "tdfile.h"
+#include "uplink.h"
 #include "banned.h"
 
 /* The progress line starts after this many seconds. */
@@ -29,6 +30,7 @@ summary_status(struct recorder *r, bool final)
 	uint64_t pages = 0, events = 0, marked = 0;
 	double t = record_elapsed(r);
 	bool tty = isatty(STDERR_FILENO);
+	struct net *n;
 	int i;
 
 	if (r->o->verbosity < 0)
@@ -50,10 +52,10 @@ summary_status(struct recorder *r, bool final)
 	fprintf(stderr, "%stdagent: %.1f s, %" PRIu64 " events, %.1f MB, "
 	    "%" PRIu64 " pages with lost events", tty ? "\r" : "", t, events,
 	    pages * (double)r->page_size / 1e6, marked);
-	if (r->net != NULL)
-		fprintf(stderr, ", %.1f MB sent, %.1f MB/s%s", net_sent(r->net) /
-		    1e6, t > 0 ? net_sent(r->net) / 1e6 / t : 0.0,
-		    r->reconnecting ? ", reconnecting" : "");
+	if ((n = uplink_net(r->up)) != NULL)
+		fprintf(stderr, ", %.1f MB sent, %.1f MB/s%s", net_sent(n) /
+		    1e6, t > 0 ? net_sent(n) / 1e6 / t : 0.0,
+		    uplink_reconnecting(r->up) ? ", reconnecting" : "");
 	fprintf(stderr, "%s", final || !tty ? "\n" : "   ");
 	r->status_shown = true;
 }
@@ -87,8 +89,9 @@ summary_log(struct recorder *r, const struct meta_cpustat *st)
 		snprintf(where, sizeof where, " in '%s' (%.1f MB)",
 		    r->o->output, td_file_size(r->file) / 1e6);
 	else
-		snprintf(where, sizeof where, " sent to %s", r->net != NULL ?
-		    net_where(r->net) : r->o->host);
+		snprintf(where, sizeof where, " sent to %s",
+		    uplink_net(r->up) != NULL ? net_where(uplink_net(r->up)) :
+		    r->o->host);
 	log_info("%.2f s: %s; lost %" PRIu64 " (overrun %" PRIu64
 	    ", dropped %" PRIu64 ", %" PRIu64 " pages marked); %" PRIu64
 	    " events%s", record_elapsed(r), line, overrun + dropped, overrun,
