@@ -54,16 +54,16 @@ struct uplink {
 	size_t			 errlen;
 	uint32_t		 ncpus;
 	struct net		*net;		/* NULL: given up */
-	struct net		*net_gone;	/* given up, closed at the end */
+	struct net		*net_gone;	/* given up, closed at end */
 	bool			 reconnecting;
 	bool			 paused;	/* the input waits (ops.pause) */
 	bool			 final_slow;	/* the final read stopped
-						   sending: the spool has it */
+						   sending: spooled */
 	int			 epfd;		/* -1: not an epoll loop */
 	uint32_t		 conn_id;
 	uint32_t		 event_id;
-	bool			 polled_conn;	/* uplink_pollfd() gave the
-						   connection, not the eventfd */
+	bool			 polled_conn;	/* uplink_pollfd(): the
+						   connection, not eventfd */
 	/* the command lines sent during the recording */
 	uint64_t		 cmd_hash;	/* of the last sent, 0: none */
 	uint64_t		 next_cmd_ms;	/* the next look */
