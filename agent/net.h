@@ -213,7 +213,7 @@ void		 net_stop(struct net *n);
  * A stopping signal (SIGINT, SIGTERM, SIGHUP) pending, or 0.  They stay
  * blocked for the recorder's loop; net_serve() looks at them while it
  * waits for an unreachable listener at the end (a signal then gives the
- * wait up), uplink_net_start() while it tries the collectors.
+ * wait up), uplink_start() while it tries the collectors.
  */
 int		 net_stop_signal(void);
 void		 net_close(struct net *n);

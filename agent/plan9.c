@@ -20,10 +20,10 @@
  * trace-cmd shows the counter.
  *
  * One loop, one thread, poll(): the input, a signalfd, and with -h the
- * connection (ACKs, sending) or the reconnection thread's eventfd.  No
- * ring can overflow here, so when the stream's memory and spool are full
- * the input waits for the listener (net_make_room()) instead of the
- * network being given up.
+ * uplink's descriptor (uplink.h: the connection, or the reconnection
+ * thread's eventfd).  No ring can overflow here, so the import gives the
+ * uplink no pause: when the stream's memory and spool are full the input
+ * waits for the listener instead of the network being given up.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,7 +42,6 @@
 #include "buf.h"
 #include "log.h"
 #include "meta.h"
-#include "net.h"
 #include "pagebuild.h"
 #include "plan9.h"
 #include "plan9read.h"
@@ -134,9 +133,7 @@ struct plan9 {
 	int			 sigfd;
 	bool			 eof;
 	struct td_file		*file;
-	struct net		*net;
-	struct net		*net_gone;	/* given up, closed at end */
-	bool			 reconnecting;
+	struct uplink		*up;		/* -h, or NULL */
 	struct meta_tee		*sinks;
 	struct meta_sink	 sink;		/* the file, the network */
 	struct td_pagebuild	*pb;
@@ -549,77 +546,20 @@ out:
 }
 
 /*
- * The listener is lost for good (err says why): with a local file the
- * import goes on into it alone; without one there is nowhere left to go.
+ * The network's turn after each round of the loop (with the revents of the
+ * uplink's descriptor, whether the loop was idle): the pages framed, then
+ * the uplink's (uplink_polled()).
  */
 static int
-plan9_net_gone(struct plan9 *p)
+plan9_net(struct plan9 *p, short revents, bool idle)
 {
-	if (p->file == NULL)
-		return -1;
-	log_warnx("%s; the import goes on into '%s' only", p->err,
-	    p->o->output);
-	p->err[0] = '\0';
-	net_stop(p->net);
-	meta_tee_drop(p->sinks, p->net);
-	p->net_gone = p->net;
-	p->net = NULL;
-	return 0;
-}
-
-/* The connection broke (p->err): reconnect unless it is pointless. */
-static int
-plan9_net_lost(struct plan9 *p)
-{
-	if (!net_fatal(p->net)) {
-		if (!p->reconnecting)
-			log_warnx("%s; reconnecting, the import goes on",
-			    p->err);
-		p->err[0] = '\0';
-		p->reconnecting = true;
-		net_down(p->net);
-		if (!net_fatal(p->net))
-			return 0;
-	}
-	return plan9_net_gone(p);
-}
-
-/*
- * The network's turn after each round of the loop (with the connection's
- * poll events, whether the reconnection thread is done, whether the loop
- * was idle): send, read ACKs, notice a lost connection or one back, keep
- * an idle link alive, and hold the input while the stream is full.
- */
-static int
-plan9_net(struct plan9 *p, short revents, bool back, bool idle)
-{
-	if (p->net == NULL)
+	if (uplink_net(p->up) == NULL)
 		return 0;
 	if (p->sink.batch_end(p->sink.arg) == -1) {
 		snprintf(p->err, sizeof p->err, "cannot frame the pages");
 		return -1;
 	}
-	if (!net_up(p->net) && back) {
-		if (net_reconnected(p->net, p->err, sizeof p->err) == 0) {
-			p->reconnecting = false;
-			log_info("reconnected to %s: resuming (%" PRIu64
-			    " bytes not acknowledged)", net_where(p->net),
-			    net_unacked(p->net));
-		} else if (p->err[0] != '\0' && net_fatal(p->net))
-			return plan9_net_gone(p);
-		p->err[0] = '\0';	/* not yet, or another attempt runs */
-	}
-	if (net_up(p->net) && (((revents & (POLLIN | POLLHUP | POLLERR)) &&
-	    net_readable(p->net, p->err, sizeof p->err) == -1) ||
-	    net_flush(p->net, p->err, sizeof p->err) == -1 ||
-	    (idle && net_keepalive(p->net, p->err, sizeof p->err) == -1)) &&
-	    plan9_net_lost(p) == -1)
-		return -1;
-	if (p->net != NULL && net_congested(p->net) &&
-	    net_make_room(p->net, p->o->reconnect_wait, p->err,
-	    sizeof p->err) == -1)
-		return plan9_net_gone(p);
-	return 0;
+	return uplink_polled(p->up, revents, idle);
 }
 
 /* Read the input to its end (or a signal), feeding the network. */
@@ -640,13 +580,8 @@ plan9_loop(struct plan9 *p)
 		fds[nfds].fd = p->sigfd;
 		fds[nfds++].events = POLLIN;
 		net_i = -1;
-		if (p->net != NULL) {
-			net_i = nfds;
-			fds[nfds].fd = net_up(p->net) ? net_fd(p->net) :
-			    net_event_fd(p->net);
-			fds[nfds++].events = POLLIN | (net_up(p->net) &&
-			    net_want_write(p->net) ? POLLOUT : 0);
-		}
+		if (uplink_pollfd(p->up, &fds[nfds]))
+			net_i = nfds++;
 		for (r = 0; r < nfds; r++)
 			fds[r].revents = 0;
 		r = poll(fds, nfds, PLAN9_TICK_MS);
@@ -673,9 +608,8 @@ plan9_loop(struct plan9 *p)
 			    (size_t)n) == -1)
 				goto out;
 		}
-		if (plan9_net(p, net_i >= 0 && p->net != NULL &&
-		    net_up(p->net) ? fds[net_i].revents : 0, net_i >= 0 &&
-		    fds[net_i].revents != 0, r == 0) == -1)
+		if (plan9_net(p, net_i >= 0 ? fds[net_i].revents : 0,
+		    r == 0) == -1)
 			goto out;
 	}
 	ret = 0;
@@ -702,19 +636,28 @@ plan9_finish(struct plan9 *p)
 		    p->o->output, strerror(errno));
 		return -1;
 	}
-	if (p->net != NULL && uplink_net_finish(p->net, p->o, &p->pages, 1,
-	    p->file != NULL, p->err, sizeof p->err) == -1)
+	if (uplink_finish(p->up) == -1)
 		return -1;
 	return 0;
+}
+
+/* The pages sent, for the END (uplink_ops: all on CPU 0). */
+static uint64_t
+plan9_pages_cb(void *arg, int cpu)
+{
+	struct plan9 *p = arg;
+
+	return cpu == 0 ? p->pages : 0;
 }
 
 /* The input, the signals, the outputs and the header sections. */
 static int
 plan9_setup(struct plan9 *p)
 {
+	static const struct uplink_ops ops = { .pages = plan9_pages_cb };
 	struct td_file_params fp;
+	struct uplink_params up;
 	struct meta_sink s;
-	struct td_hello h;
 	struct plan9_input_cb cb;
 	sigset_t set;
 	char label[4200];
@@ -772,25 +715,28 @@ plan9_setup(struct plan9 *p)
 		meta_tee_add(p->sinks, &s, label);
 	}
 	if (p->o->host != NULL) {
-		memset(&h, 0, sizeof h);
-		h.ncpus = 1;
-		h.page_size = PLAN9_PAGE_SIZE;
-		h.long_size = PLAN9_LONG_SIZE;
-		h.commit_size = PLAN9_COMMIT_SIZE;
-		h.recording_id = p->trace_id ^ 0x5a5a5a5a5a5a5a5aULL;
-		h.trace_id = p->trace_id;
-		snprintf(h.clock, sizeof h.clock, "%s", PLAN9_CLOCK);
-		p->net = uplink_net_new(p->o, &h, p->err, sizeof p->err);
-		if (p->net == NULL)
+		memset(&up, 0, sizeof up);
+		up.o = p->o;
+		up.what = "import";
+		up.ncpus = 1;
+		up.page_size = PLAN9_PAGE_SIZE;
+		up.long_size = PLAN9_LONG_SIZE;
+		up.commit_size = PLAN9_COMMIT_SIZE;
+		up.trace_id = p->trace_id;
+		up.clock = PLAN9_CLOCK;
+		up.sinks = p->sinks;
+		up.local = p->file != NULL;
+		up.ops = &ops;
+		up.arg = p;
+		up.err = p->err;
+		up.errlen = sizeof p->err;
+		if ((p->up = uplink_new(&up)) == NULL)
 			return -1;
-		net_meta_sink(p->net, &s);
-		meta_tee_add(p->sinks, &s, "cannot queue pages");
 	}
 	/* into the file, and the stream's queue until it connects */
 	if (plan9_headers(p) == -1)
 		return -1;
-	if (p->net != NULL && uplink_net_start(p->net, p->o, p->err,
-	    sizeof p->err) == -1)
+	if (uplink_start(p->up) == -1)
 		return -1;
 	return 0;
 }
@@ -800,10 +746,7 @@ plan9_free(struct plan9 *p)
 {
 	if (p->file != NULL)
 		td_file_free(p->file);
-	if (p->net != NULL)
-		meta_tee_drop(p->sinks, p->net);
-	net_close(p->net);
-	net_close(p->net_gone);
+	uplink_free(p->up);
 	meta_tee_free(p->sinks);
 	td_pagebuild_free(p->pb);
 	plan9_reorder_free(p->order);

@@ -11,6 +11,10 @@
  * (quiet CPUs, keepalives, time-sync rounds, progress).  At the end the
  * rings are drained whole, the last sections and options written, the
  * file finished and the network's DONE awaited.
+ *
+ * The loop's own state (struct record_loop, r->loop: its descriptors, the
+ * command, the privileged parent, the guests, the room held for a full
+ * disk) is this file's alone; the other parts have theirs (recorder.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,14 +40,12 @@
 #include "log.h"
 #include "meta.h"
 #include "metadefer.h"
-#include "net.h"
 #include "priv.h"
 #include "record.h"
 #include "recorder.h"
-#include "ring.h"
 #include "tdfile.h"
 #include "tdlimits.h"
-#include "tsync.h"
+#include "uplink.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -54,6 +56,9 @@
 #define RECORD_HOLD_S		150
 /* See record_setup(). */
 #define RECORD_BUFFER_PERCENT	10
+/* epoll ids of the uplink's descriptors (the CPUs' are their numbers). */
+#define RECORD_NET_ID		(UINT32_MAX - 2)
+#define RECORD_NET_EV		(UINT32_MAX - 3)
 /* epoll id of the privileged parent's socket. */
 #define RECORD_PRIV_ID		(UINT32_MAX - 4)
 /* Seconds between two looks at the guests' vCPU threads (--guest). */
@@ -67,6 +72,27 @@
 #define RECORD_RESERVE		(512 * 1024)
 #define RECORD_RESERVE_CPU(ps)	((TD_CHUNK_PAGES + 1) * (size_t)(ps) + \
 				    16 * 1024)
+
+/* The loop and the command: record.c's part of a recorder. */
+struct record_loop {
+	struct metadefer	*defer;		/* headers for the recorder */
+	uint64_t		 trace_id;
+	int			 epfd;
+	int			 sigfd;
+	int			 timerfd;
+	pid_t			 child;		/* the command, while it runs */
+	int			 child_status;
+	int			 go_fd;
+	int			 priv_fd;	/* to the privileged parent */
+	int			 reserve_fd;	/* -o: room for finishing a
+						   file the disk filled */
+	struct guest_watch	*guests;	/* --guest, or NULL */
+	double			 next_guests;	/* elapsed time of the next
+						   look at them */
+	bool			 stop;
+	int			 stop_sig;
+};
+
 /* Handle one signal from the signalfd. */
 static void
 record_signal(struct recorder *r)
@@ -74,19 +100,20 @@ record_signal(struct recorder *r)
 	struct signalfd_siginfo si;
 	int status;
 
-	while (read(r->sigfd, &si, sizeof si) == sizeof si) {
+	while (read(r->loop->sigfd, &si, sizeof si) == sizeof si) {
 		if (si.ssi_signo == SIGCHLD) {
-			if (r->child > 0 &&
-			    waitpid(r->child, &status, WNOHANG) == r->child) {
-				r->child_status = status;
-				r->child = 0;
-				r->stop = true;
+			if (r->loop->child > 0 &&
+			    waitpid(r->loop->child, &status, WNOHANG) ==
+			    r->loop->child) {
+				r->loop->child_status = status;
+				r->loop->child = 0;
+				r->loop->stop = true;
 			}
 			continue;
 		}
 		log_debug("signal %d: stopping", (int)si.ssi_signo);
-		r->stop = true;
-		r->stop_sig = si.ssi_signo;
+		r->loop->stop = true;
+		r->loop->stop_sig = si.ssi_signo;
 	}
 }
 
@@ -97,17 +124,17 @@ record_priv(struct recorder *r)
 	struct priv_msg m;
 	int ret;
 
-	while ((ret = priv_recv(r->priv_fd, &m, false)) == 1) {
-		if (m.type == PRIV_EXIT && r->child > 0) {
-			r->child_status = m.value;
-			r->child = 0;
-			r->stop = true;
+	while ((ret = priv_recv(r->loop->priv_fd, &m, false)) == 1) {
+		if (m.type == PRIV_EXIT && r->loop->child > 0) {
+			r->loop->child_status = m.value;
+			r->loop->child = 0;
+			r->loop->stop = true;
 		}
 	}
 	if (ret == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
 		log_warnx("the privileged parent is gone: stopping");
-		epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->priv_fd, NULL);
-		r->stop = true;
+		epoll_ctl(r->loop->epfd, EPOLL_CTL_DEL, r->loop->priv_fd, NULL);
+		r->loop->stop = true;
 	}
 }
 
@@ -118,12 +145,12 @@ record_priv(struct recorder *r)
 static int
 record_spawn(struct recorder *r)
 {
-	r->child = priv_spawn(r->o->argv, &r->go_fd);
-	if (r->child == -1) {
-		r->child = 0;
+	r->loop->child = priv_spawn(r->o->argv, &r->loop->go_fd);
+	if (r->loop->child == -1) {
+		r->loop->child = 0;
 		return -1;
 	}
-	if (r->o->follow && instance_follow_pid(r->in, r->child) == -1) {
+	if (r->o->follow && instance_follow_pid(r->in, r->loop->child) == -1) {
 		snprintf(r->err, sizeof r->err, "cannot follow the command "
 		    "(set_event_pid): %s", strerror(errno));
 		return -1;
@@ -135,7 +162,9 @@ record_spawn(struct recorder *r)
 static int
 record_guest_cb(void *arg, const void *p, size_t n)
 {
-	return uplink_option(arg, TD_OPT_TD_GUEST, p, n);
+	struct recorder *r = arg;
+
+	return uplink_option(r->up, TD_OPT_TD_GUEST, p, n);
 }
 
 /*
@@ -153,28 +182,25 @@ record_guests_open(struct recorder *r)
 	if (r->o->nguests == 0)
 		return 0;
 	if (strcmp(instance_clock(r->in), "x86-tsc") == 0) {
-		if (r->tsync == NULL || !tsync_tsc2nsec(r->tsync, &mult,
-		    &shift)) {
-			mult = r->tsc_have ? r->tsc_mult : 0;
-			shift = r->tsc_have ? r->tsc_shift : 0;
-		}
+		if (!tsyncsched_tsc2nsec(r, &mult, &shift))
+			mult = shift = 0;
 	}
-	r->guests = guest_watch_open(r->o->guests, r->o->nguests, mult,
+	r->loop->guests = guest_watch_open(r->o->guests, r->o->nguests, mult,
 	    shift, r->err, sizeof r->err);
-	if (r->guests == NULL)
+	if (r->loop->guests == NULL)
 		return -1;
-	return guest_watch_poll(r->guests, true, record_guest_cb, r, r->err,
-	    sizeof r->err);
+	return guest_watch_poll(r->loop->guests, true, record_guest_cb, r,
+	    r->err, sizeof r->err);
 }
 
 /* Once a second: what changed in the guests goes to the listener. */
 static void
 record_guests_tick(struct recorder *r)
 {
-	if (r->guests == NULL || record_elapsed(r) < r->next_guests)
+	if (r->loop->guests == NULL || record_elapsed(r) < r->loop->next_guests)
 		return;
-	r->next_guests = record_elapsed(r) + RECORD_GUESTS_S;
-	if (guest_watch_poll(r->guests, false, record_guest_cb, r, r->err,
+	r->loop->next_guests = record_elapsed(r) + RECORD_GUESTS_S;
+	if (guest_watch_poll(r->loop->guests, false, record_guest_cb, r, r->err,
 	    sizeof r->err) == -1)
 		r->failed = true;
 }
@@ -220,9 +246,9 @@ record_reserve(const char *path, size_t n)
 static void
 record_unreserve(struct recorder *r)
 {
-	if (r->reserve_fd != -1)
-		close(r->reserve_fd);
-	r->reserve_fd = -1;
+	if (r->loop->reserve_fd != -1)
+		close(r->loop->reserve_fd);
+	r->loop->reserve_fd = -1;
 }
 
 /*
@@ -239,6 +265,7 @@ record_keep_partial(struct recorder *r)
 	    TD_OPT_PRINTK };
 	struct meta_sink fs;
 	uint64_t events = 0, zero = 0;
+	struct drain_count n;
 	char err[512], *inc;
 	size_t i;
 	int k;
@@ -259,13 +286,13 @@ record_keep_partial(struct recorder *r)
 		    sizeof zero) == -1)
 			goto out_fail;
 	}
-	if (meta_write_options(r->in, &fs, r->trace_id, err,
+	if (meta_write_options(r->in, &fs, r->loop->trace_id, err,
 	    sizeof err) == -1 || td_file_finish(r->file) == -1)
 		goto out_fail;
 	inc = priv_incomplete_path(r->o->output);
 	if (r->o->privsep) {
 		/* the parent moves PATH.part there */
-		if (priv_send(r->priv_fd, PRIV_FILE, 1) == -1) {
+		if (priv_send(r->loop->priv_fd, PRIV_FILE, 1) == -1) {
 			log_warnx("cannot keep '%s': the privileged parent is "
 			    "gone", inc);
 			free(inc);
@@ -276,8 +303,10 @@ record_keep_partial(struct recorder *r)
 		free(inc);
 		return 0;
 	}
-	for (k = 0; k < r->ncpus; k++)
-		events += r->cpu[k].events;
+	for (k = 0; k < r->ncpus; k++) {
+		drain_count(r, k, &n);
+		events += n.events;
+	}
 	log_warnx("kept the %llu events recorded until the disk filled up "
 	    "as '%s'", (unsigned long long)events, inc);
 	free(inc);
@@ -287,6 +316,72 @@ out_fail:
 	    strerror(errno));
 	return -1;
 }
+/* Pages read from one CPU's ring so far, for the END (uplink_ops). */
+static uint64_t
+record_pages_cb(void *arg, int cpu)
+{
+	struct recorder *r = arg;
+
+	struct drain_count n;
+
+	drain_count(r, cpu, &n);
+	return n.pages;
+}
+
+/* The stream is full, or has room again (uplink_ops). */
+static void
+record_pause_cb(void *arg, bool pause)
+{
+	drain_pause(arg, pause);
+}
+
+/* The network is given up for good: time sync needs the listener. */
+static void
+record_gone_cb(void *arg)
+{
+	tsyncsched_off(arg);
+}
+
+/* The command lines for CMDLINES during the recording (uplink_ops). */
+static char *
+record_cmdlines_cb(void *arg, size_t *len)
+{
+	struct recorder *r = arg;
+
+	return instance_read_top(r->in, "saved_cmdlines", len);
+}
+
+/* The stream to the listener, not connected yet (set-up, as root). */
+static int
+record_uplink(struct recorder *r)
+{
+	static const struct uplink_ops ops = {
+		.pages = record_pages_cb,
+		.pause = record_pause_cb,
+		.gone = record_gone_cb,
+		.cmdlines = record_cmdlines_cb
+	};
+	struct uplink_params up;
+
+	memset(&up, 0, sizeof up);
+	up.o = r->o;
+	up.what = "recording";
+	up.ncpus = r->ncpus;
+	up.page_size = r->page_size;
+	up.commit_size = r->commit_size;
+	up.long_size = sizeof(long);
+	up.trace_id = r->loop->trace_id;
+	up.clock = instance_clock(r->in);
+	up.sinks = r->sinks;
+	up.local = r->file != NULL;
+	up.ops = &ops;
+	up.arg = r;
+	up.err = r->err;
+	up.errlen = sizeof r->err;
+	r->up = uplink_new(&up);
+	return r->up != NULL ? 0 : -1;
+}
+
 /*
  * Everything that needs root, before the recorder drops it (privsep): the
  * instance's settings, the output file, the stream with its TLS context
@@ -300,7 +395,6 @@ record_setup(struct recorder *r)
 	struct meta_sink fs, ds;
 	const struct meta_sink *hs;
 	char what[4200];
-	int i;
 
 	r->ncpus = (int)sysconf(_SC_NPROCESSORS_CONF);
 	if (r->ncpus < 1 || r->ncpus > TD_MAX_CPUS) {
@@ -326,14 +420,14 @@ record_setup(struct recorder *r)
 			log_debug("cannot exclude tdagent's own events: %s",
 			    strerror(errno));
 	}
-	r->page = xmalloc(r->page_size);
-	r->cpu = xcalloc(r->ncpus, sizeof *r->cpu);
+	r->drain = drain_new(r);
 	r->sinks = meta_tee_new();
 	meta_sink_tee(&r->sink, r->sinks);
 
-	if (getrandom(&r->trace_id, sizeof r->trace_id, 0) !=
-	    sizeof r->trace_id)
-		r->trace_id = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (getrandom(&r->loop->trace_id, sizeof r->loop->trace_id, 0) !=
+	    sizeof r->loop->trace_id)
+		r->loop->trace_id = (uint64_t)time(NULL) ^
+		    ((uint64_t)getpid() << 32);
 	if (r->o->output != NULL) {
 		memset(&fp, 0, sizeof fp);
 		fp.version = r->o->file_version;
@@ -351,13 +445,14 @@ record_setup(struct recorder *r)
 			    "%s", r->o->output, strerror(errno));
 			return -1;
 		}
-		r->reserve_fd = record_reserve(r->o->output, RECORD_RESERVE +
-		    (size_t)r->ncpus * RECORD_RESERVE_CPU(r->page_size));
+		r->loop->reserve_fd = record_reserve(r->o->output,
+		    RECORD_RESERVE + (size_t)r->ncpus *
+		    RECORD_RESERVE_CPU(r->page_size));
 		meta_sink_file(&fs, r->file);
 		snprintf(what, sizeof what, "cannot write '%s'", r->o->output);
 		meta_tee_add(r->sinks, &fs, what);
 	}
-	if (r->o->host != NULL && uplink_new(r) == -1)
+	if (r->o->host != NULL && record_uplink(r) == -1)
 		return -1;
 	/*
 	 * Read as root now; with privsep recorded into a memfd that the
@@ -368,30 +463,18 @@ record_setup(struct recorder *r)
 	 */
 	hs = &r->sink;
 	if (r->o->privsep && r->o->nguests == 0 &&
-	    (r->defer = metadefer_new()) != NULL) {
-		metadefer_sink(&ds, r->defer);
+	    (r->loop->defer = metadefer_new()) != NULL) {
+		metadefer_sink(&ds, r->loop->defer);
 		hs = &ds;
 	}
 	if (meta_write_headers(r->in, hs, r->err, sizeof r->err) == -1)
 		return -1;
 	/* made now, used if the listener asks for time sync */
-	if (r->net != NULL)
-		r->tsync = tsync_new(r->in, r->tsync_err, sizeof r->tsync_err);
-	if (strcmp(instance_clock(r->in), "x86-tsc") == 0)
-		r->tsc_have = tsync_tsc_factors(&r->tsc_mult,
-		    &r->tsc_shift) == 0;
+	r->ts = tsyncsched_new(r);
 	if (record_guests_open(r) == -1)
 		return -1;
-	for (i = 0; i < r->ncpus; i++) {
-		r->cpu[i].ring = ring_open(r->in, i, r->page_size, true);
-		if (r->cpu[i].ring == NULL) {
-			if (errno == ENOENT)
-				continue;	/* CPU not present */
-			snprintf(r->err, sizeof r->err, "cannot open CPU %d "
-			    "ring buffer: %s", i, strerror(errno));
-			return -1;
-		}
-	}
+	if (drain_open(r) == -1)
+		return -1;
 	/* --flight: the frozen ring is the recording, never cleared */
 	if (instance_keep(r->in, "tracing_on", false, O_WRONLY) == -1 ||
 	    meta_keep_end_files(r->in, r->ncpus) == -1 ||
@@ -413,63 +496,57 @@ record_start(struct recorder *r)
 	struct epoll_event ev;
 	struct itimerspec its;
 	sigset_t set;
-	int i, ret;
+	int ret;
 
-	if (r->defer != NULL) {
+	if (r->loop->defer != NULL) {
 		/* the header sections, first in the file and the stream */
-		ret = metadefer_replay(r->defer, &r->sink, r->err,
+		ret = metadefer_replay(r->loop->defer, &r->sink, r->err,
 		    sizeof r->err);
-		metadefer_free(r->defer);
-		r->defer = NULL;
+		metadefer_free(r->loop->defer);
+		r->loop->defer = NULL;
 		if (ret == -1)
 			return -1;
 	}
-	if (uplink_start(r) == -1)
+	if (uplink_start(r->up) == -1 || tsyncsched_connected(r) == -1)
 		return -1;
 	/* the anchor round before the events, on an empty queue */
-	if (r->tsync != NULL && r->net != NULL && net_up(r->net))
-		tsyncsched_round(r, true);
+	tsyncsched_round(r, true);
 
-	if ((r->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+	if ((r->loop->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		goto sys;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGCHLD);
-	r->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	r->timerfd = timerfd_create(CLOCK_MONOTONIC,
+	r->loop->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	r->loop->timerfd = timerfd_create(CLOCK_MONOTONIC,
 	    TFD_NONBLOCK | TFD_CLOEXEC);
-	if (r->sigfd == -1 || r->timerfd == -1)
+	if (r->loop->sigfd == -1 || r->loop->timerfd == -1)
 		goto sys;
 	memset(&its, 0, sizeof its);
 	its.it_interval.tv_nsec = RECORD_TICK_MS * 1000000L;
 	its.it_value = its.it_interval;
-	if (timerfd_settime(r->timerfd, 0, &its, NULL) == -1)
+	if (timerfd_settime(r->loop->timerfd, 0, &its, NULL) == -1)
 		goto sys;
 	memset(&ev, 0, sizeof ev);
 	ev.events = EPOLLIN;
 	ev.data.u32 = UINT32_MAX;
-	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev) == -1)
+	if (epoll_ctl(r->loop->epfd, EPOLL_CTL_ADD, r->loop->sigfd, &ev) == -1)
 		goto sys;
 	ev.data.u32 = UINT32_MAX - 1;
-	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev) == -1)
+	if (epoll_ctl(r->loop->epfd, EPOLL_CTL_ADD, r->loop->timerfd,
+	    &ev) == -1)
 		goto sys;
-	if (r->priv_fd != -1) {
+	if (r->loop->priv_fd != -1) {
 		ev.data.u32 = RECORD_PRIV_ID;
-		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->priv_fd, &ev) == -1)
+		if (epoll_ctl(r->loop->epfd, EPOLL_CTL_ADD, r->loop->priv_fd,
+		    &ev) == -1)
 			goto sys;
 	}
-	if (uplink_watch(r) == -1)
+	if (uplink_watch(r->up, r->loop->epfd, RECORD_NET_ID,
+	    RECORD_NET_EV) == -1 || drain_watch(r, r->loop->epfd) == -1)
 		goto sys;
-	for (i = 0; i < r->ncpus; i++) {
-		if (r->cpu[i].ring == NULL)
-			continue;
-		ev.data.u32 = i;
-		if (epoll_ctl(r->epfd, EPOLL_CTL_ADD,
-		    ring_fd(r->cpu[i].ring), &ev) == -1)
-			goto sys;
-	}
 	if (!r->o->privsep && r->o->argv != NULL && record_spawn(r) == -1) {
 		if (r->err[0] != '\0')
 			return -1;
@@ -483,14 +560,14 @@ sys:
 }
 
 static void
-record_loop(struct recorder *r)
+record_main_loop(struct recorder *r)
 {
 	struct epoll_event evs[64];
 	uint64_t ticks;
 	int i, n;
 
-	while (!r->stop && !r->failed) {
-		n = epoll_wait(r->epfd, evs, 64, -1);
+	while (!r->loop->stop && !r->failed) {
+		n = epoll_wait(r->loop->epfd, evs, 64, -1);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -506,33 +583,33 @@ record_loop(struct recorder *r)
 				record_signal(r);
 			else if (id == RECORD_PRIV_ID)
 				record_priv(r);
-			else if (id == RECORD_NET_ID)
-				uplink_readable(r, evs[i].events);
-			else if (id == RECORD_NET_EV)
-				uplink_back(r);
+			else if (id == RECORD_NET_ID) {
+				if (uplink_readable(r->up, evs[i].events) == -1)
+					r->failed = true;
+			} else if (id == RECORD_NET_EV) {
+				if (uplink_back(r->up) == -1)
+					r->failed = true;
+			}
 			else if (id == UINT32_MAX - 1) {
-				while (read(r->timerfd, &ticks,
+				while (read(r->loop->timerfd, &ticks,
 				    sizeof ticks) > 0)
 					;
-				for (int c = 0; c < r->ncpus && !r->paused; c++)
-					if (r->cpu[c].ring != NULL &&
-					    drain_cpu(r, &r->cpu[c],
-					    DRAIN_TICK) == -1)
-						break;
+				drain_all(r, DRAIN_TICK);
 				if (r->o->seconds > 0 &&
 				    record_elapsed(r) >= r->o->seconds)
-					r->stop = true;
-				uplink_tick(r);
+					r->loop->stop = true;
+				if (uplink_tick(r->up) == -1)
+					r->failed = true;
 				tsyncsched_tick(r);
 				record_guests_tick(r);
 				summary_status(r, false);
-			} else if (!r->paused)
-				drain_cpu(r, &r->cpu[id], DRAIN_WAKE);
+			} else
+				drain_wake(r, id);
 			if (!r->failed)
 				r->sink.batch_end(r->sink.arg);
 		}
-		if (!r->failed)
-			uplink_pump(r);
+		if (!r->failed && uplink_pump(r->up) == -1)
+			r->failed = true;
 	}
 }
 
@@ -540,14 +617,9 @@ record_loop(struct recorder *r)
 static int
 record_finish(struct recorder *r, struct meta_cpustat *st)
 {
-	int i;
-
 	instance_set_tracing(r->in, 0);
-	r->final = true;
-	for (i = 0; i < r->ncpus; i++)
-		if (r->cpu[i].ring != NULL &&
-		    drain_cpu(r, &r->cpu[i], DRAIN_FINAL) == -1)
-			return -1;
+	if (drain_all(r, DRAIN_FINAL) == -1)
+		return -1;
 	if (strcmp(instance_clock(r->in), "x86-tsc") == 0) {
 		struct { uint32_t mult, shift; uint64_t offset; } t2n = { 0 };
 
@@ -555,13 +627,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 		 * trace-cmd turns x86-tsc cycles into ns with these; the
 		 * time-sync samples were made with the same ones
 		 */
-		bool have = r->tsync != NULL ? tsync_tsc2nsec(r->tsync,
-		    &t2n.mult, &t2n.shift) : r->tsc_have;
-
-		if (r->tsync == NULL) {
-			t2n.mult = r->tsc_mult;
-			t2n.shift = r->tsc_shift;
-		}
+		bool have = tsyncsched_tsc2nsec(r, &t2n.mult, &t2n.shift);
 
 		if (have && r->sink.option(r->sink.arg, TD_OPT_TSC2NSEC, &t2n,
 		    sizeof t2n) == -1) {
@@ -571,7 +637,7 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 	}
 	tsyncsched_round(r, true);
 	if (meta_write_cmdlines(r->in, &r->sink, r->err, sizeof r->err) == -1 ||
-	    meta_write_options(r->in, &r->sink, r->trace_id, r->err,
+	    meta_write_options(r->in, &r->sink, r->loop->trace_id, r->err,
 	    sizeof r->err) == -1 ||
 	    meta_write_cpustats(r->in, r->ncpus, &r->sink, st, r->err,
 	    sizeof r->err) == -1) {
@@ -589,42 +655,42 @@ record_finish(struct recorder *r, struct meta_cpustat *st)
 		return -1;
 	}
 	/* the parent moves PATH.part into place */
-	if (r->file != NULL && r->priv_fd != -1 &&
-	    priv_send(r->priv_fd, PRIV_FILE, 0) == -1) {
+	if (r->file != NULL && r->loop->priv_fd != -1 &&
+	    priv_send(r->loop->priv_fd, PRIV_FILE, 0) == -1) {
 		snprintf(r->err, sizeof r->err, "cannot finish '%s': the "
 		    "privileged parent is gone", r->o->output);
 		return -1;
 	}
-	return uplink_finish(r);
+	return uplink_finish(r->up);
 }
 
 static void
 record_free(struct recorder *r)
 {
-	int i;
-
-	for (i = 0; r->cpu != NULL && i < r->ncpus; i++)
-		ring_close(r->cpu[i].ring);
+	drain_free(r->drain);
+	r->drain = NULL;
 	if (r->file != NULL)
 		td_file_free(r->file);
-	uplink_free(r);
-	guest_watch_free(r->guests);
-	metadefer_free(r->defer);
+	uplink_free(r->up);
+	r->up = NULL;
+	guest_watch_free(r->loop->guests);
+	metadefer_free(r->loop->defer);
 	meta_tee_free(r->sinks);
-	tsync_free(r->tsync);
-	if (r->epfd > 0)
-		close(r->epfd);
-	if (r->sigfd > 0)
-		close(r->sigfd);
-	if (r->timerfd > 0)
-		close(r->timerfd);
-	if (r->go_fd > 0)
-		close(r->go_fd);
-	if (r->priv_fd > 0)
-		close(r->priv_fd);
+	tsyncsched_free(r->ts);
+	r->ts = NULL;
+	summary_free(r->sum);
+	r->sum = NULL;
+	if (r->loop->epfd > 0)
+		close(r->loop->epfd);
+	if (r->loop->sigfd > 0)
+		close(r->loop->sigfd);
+	if (r->loop->timerfd > 0)
+		close(r->loop->timerfd);
+	if (r->loop->go_fd > 0)
+		close(r->loop->go_fd);
+	if (r->loop->priv_fd > 0)
+		close(r->loop->priv_fd);
 	record_unreserve(r);
-	free(r->cpu);
-	free(r->page);
 }
 
 /*
@@ -638,14 +704,14 @@ record_release(void *arg)
 {
 	struct recorder *r = arg;
 
-	uplink_free(r);
+	uplink_free(r->up);
+	r->up = NULL;
 	record_unreserve(r);	/* the recorder's copy holds the room */
-	guest_watch_free(r->guests);
-	r->guests = NULL;
-	metadefer_free(r->defer);
-	r->defer = NULL;
-	free(r->page);
-	r->page = NULL;
+	guest_watch_free(r->loop->guests);
+	r->loop->guests = NULL;
+	metadefer_free(r->loop->defer);
+	r->loop->defer = NULL;
+	drain_release(r);
 	malloc_trim(0);
 }
 
@@ -680,11 +746,11 @@ record_hold(struct recorder *r)
 		goto out;
 	}
 	for (;;) {
-		uplink_pump(r);
-		uplink_tick(r);
+		if (uplink_pump(r->up) == -1 || uplink_tick(r->up) == -1)
+			r->failed = true;
 		pfd[0].fd = r->o->ready_fd;
 		pfd[0].events = POLLIN;
-		pfd[1].fd = r->sigfd;
+		pfd[1].fd = r->loop->sigfd;
 		pfd[1].events = POLLIN;
 		if (poll(pfd, 2, RECORD_TICK_MS) > 0) {
 			if (pfd[1].revents != 0)
@@ -715,14 +781,18 @@ int
 record_run(struct instance *in, const struct agent_opts *o)
 {
 	struct recorder r;
+	struct record_loop loop;
 	struct meta_cpustat *st = NULL;
 	int ret = 1, status;
 
 	memset(&r, 0, sizeof r);
+	memset(&loop, 0, sizeof loop);
 	r.o = o;
 	r.in = in;
-	r.epfd = r.sigfd = r.timerfd = r.go_fd = r.priv_fd = -1;
-	r.reserve_fd = -1;
+	r.loop = &loop;
+	r.sum = summary_new();
+	loop.epfd = loop.sigfd = loop.timerfd = loop.go_fd = loop.priv_fd = -1;
+	loop.reserve_fd = -1;
 	if (record_setup(&r) == -1)
 		goto fail;
 	if (o->privsep) {
@@ -737,8 +807,8 @@ record_run(struct instance *in, const struct agent_opts *o)
 		pp.gid = o->gid;
 		pp.release = record_release;
 		pp.arg = &r;
-		ret = priv_fork(&pp, &r.priv_fd, &r.child, &status, r.err,
-		    sizeof r.err);
+		ret = priv_fork(&pp, &loop.priv_fd, &loop.child, &status,
+		    r.err, sizeof r.err);
 		if (ret == -1)
 			goto fail;
 		if (ret == 1) {
@@ -759,23 +829,23 @@ record_run(struct instance *in, const struct agent_opts *o)
 		goto fail;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &r.start);
-	if (r.go_fd != -1) {
-		if (priv_go(r.go_fd) == -1) {
+	if (loop.go_fd != -1) {
+		if (priv_go(loop.go_fd) == -1) {
 			snprintf(r.err, sizeof r.err, "cannot start '%s': %s",
 			    o->argv[0], strerror(errno));
 			goto fail;
 		}
-		close(r.go_fd);
-		r.go_fd = -1;
+		close(loop.go_fd);
+		loop.go_fd = -1;
 	}
-	if (r.priv_fd != -1 && priv_send(r.priv_fd, PRIV_GO, 0) == -1) {
+	if (loop.priv_fd != -1 && priv_send(loop.priv_fd, PRIV_GO, 0) == -1) {
 		snprintf(r.err, sizeof r.err, "the privileged parent is gone");
 		goto fail;
 	}
 	log_debug("recording %d CPUs", r.ncpus);
 	/* --flight: nothing more comes; the finish reads the rings out */
 	if (o->flight == NULL)
-		record_loop(&r);
+		record_main_loop(&r);
 	if (r.failed)
 		goto fail;
 	st = xcalloc(r.ncpus, sizeof *st);
@@ -783,26 +853,26 @@ record_run(struct instance *in, const struct agent_opts *o)
 		goto fail;
 	summary_log(&r, st);
 	ret = 0;
-	if (r.child > 0) {
+	if (loop.child > 0) {
 		/* stopped by a signal or -s: the command goes too (with
 		   privsep, the parent stops it when the recorder is done) */
-		if (r.priv_fd == -1)
-			priv_reap(r.child, &status);
-		r.child = 0;
-		ret = r.stop_sig ? 128 + r.stop_sig : 0;
+		if (loop.priv_fd == -1)
+			priv_reap(loop.child, &status);
+		loop.child = 0;
+		ret = loop.stop_sig ? 128 + loop.stop_sig : 0;
 	} else if (o->argv != NULL)
-		ret = record_exit_status(r.child_status);
-	else if (r.stop_sig != 0 && r.stop_sig != SIGINT &&
-	    r.stop_sig != SIGTERM)
-		ret = 128 + r.stop_sig;
+		ret = record_exit_status(loop.child_status);
+	else if (loop.stop_sig != 0 && loop.stop_sig != SIGINT &&
+	    loop.stop_sig != SIGTERM)
+		ret = 128 + loop.stop_sig;
 	goto out;
 fail:
 	log_warnx("%s", r.err);
 	instance_set_tracing(in, 0);
 	if (r.file != NULL && !(r.disk_full && record_keep_partial(&r) == 0))
 		td_file_abort(r.file);
-	if (r.child > 0 && r.priv_fd == -1)
-		priv_reap(r.child, &status);
+	if (loop.child > 0 && loop.priv_fd == -1)
+		priv_reap(loop.child, &status);
 	ret = 1;
 out:
 	free(st);

@@ -3,22 +3,89 @@
  * recorder.h): an anchor round before the events and one after them, one
  * every interval the listener asked for in between, each over the session
  * by tsyncround.c while the rings go on being read; what the rounds made
- * is counted for the summary.
+ * is counted for the summary.  The time-sync state (struct tsyncsched,
+ * r->ts: the sync instance, the rounds' counts, the x86-tsc factors) is
+ * this file's alone.
  */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 
+#include "instance.h"
 #include "log.h"
 #include "net.h"
 #include "recorder.h"
 #include "tdproto.h"
+#include "tsync.h"
 #include "tsyncround.h"
+#include "uplink.h"
+#include "xmalloc.h"
 #include "banned.h"
 
 /* Probes in a batch of a round (tsync_pick() picks one of each batch). */
 #define TSYNCSCHED_PROBES	64
+/* At most this long for the headers to go out before the first probes. */
+#define TSYNCSCHED_HEADERS_MS	10000
+
+/* The recorder's time sync. */
+struct tsyncsched {
+	struct tsync	*tsync;		/* NULL: no time sync */
+	char		 err[512];	/* why tsync_new() failed */
+	uint32_t	 round;
+	uint32_t	 failed;
+	uint32_t	 samples;	/* rounds that made one */
+	double		 next;		/* elapsed time of the next round */
+	bool		 tsc_have;	/* x86-tsc factors, no tsync */
+	uint32_t	 tsc_mult;
+	uint32_t	 tsc_shift;
+};
+
+/*
+ * Set-up, as root: the sync instance, made now and used if the listener
+ * asks for time sync (with -h), and the kernel's x86-tsc factors.
+ */
+struct tsyncsched *
+tsyncsched_new(struct recorder *r)
+{
+	struct tsyncsched *ts = xcalloc(1, sizeof *ts);
+
+	if (r->up != NULL)
+		ts->tsync = tsync_new(r->in, ts->err, sizeof ts->err);
+	if (strcmp(instance_clock(r->in), "x86-tsc") == 0)
+		ts->tsc_have = tsync_tsc_factors(&ts->tsc_mult,
+		    &ts->tsc_shift) == 0;
+	return ts;
+}
+
+/* The network is given up for good: time sync needs the listener. */
+void
+tsyncsched_off(struct recorder *r)
+{
+	if (r->ts == NULL)
+		return;
+	tsync_free(r->ts->tsync);
+	r->ts->tsync = NULL;
+}
+
+/*
+ * The x86-tsc factors TSC2NSEC carries (the same the samples were made
+ * with): the sync instance's, else the kernel's; false: none.
+ */
+bool
+tsyncsched_tsc2nsec(const struct recorder *r, uint32_t *mult,
+    uint32_t *shift)
+{
+	const struct tsyncsched *ts = r->ts;
+
+	if (ts->tsync != NULL)
+		return tsync_tsc2nsec(ts->tsync, mult, shift);
+	*mult = ts->tsc_have ? ts->tsc_mult : 0;
+	*shift = ts->tsc_have ? ts->tsc_shift : 0;
+	return ts->tsc_have;
+}
 
 /*
  * Between the probes of a time-sync round: the finished pages of every CPU
@@ -29,17 +96,33 @@
 static void
 tsyncsched_idle_cb(void *arg)
 {
-	struct recorder *r = arg;
-	int i;
+	drain_all(arg, DRAIN_ROUND);
+}
 
-	if (r->final || r->paused || r->failed)
-		return;
-	r->in_round = true;
-	for (i = 0; i < r->ncpus; i++)
-		if (r->cpu[i].ring != NULL &&
-		    drain_cpu(r, &r->cpu[i], DRAIN_WAKE) == -1)
-			break;
-	r->in_round = false;
+/*
+ * The first connection is up: the listener wants time sync or not.  When
+ * it does, the headers that waited in the stream for the connection go
+ * out first: the first probes go out on an empty queue.
+ */
+int
+tsyncsched_connected(struct recorder *r)
+{
+	struct net *n = uplink_net(r->up);
+	struct tsyncsched *ts = r->ts;
+
+	if (n == NULL)
+		return 0;
+	if (net_tsync_interval(n) == TD_TSYNC_OFF) {
+		tsync_free(ts->tsync);
+		ts->tsync = NULL;
+	} else if (ts->tsync == NULL)
+		log_warnx("time sync is off: %s", ts->err);
+	if (ts->tsync != NULL && uplink_flush(r->up,
+	    TSYNCSCHED_HEADERS_MS) == -1) {
+		r->failed = true;
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -49,37 +132,39 @@ tsyncsched_idle_cb(void *arg)
 void
 tsyncsched_round(struct recorder *r, bool anchor)
 {
+	struct net *n = uplink_net(r->up);
+	struct tsyncsched *ts = r->ts;
 	struct td_tsync_sample s;
 	char err[512];
 	int ret;
 
-	if (r->tsync == NULL || r->net == NULL || !net_up(r->net))
+	if (ts->tsync == NULL || n == NULL || !net_up(n))
 		return;
-	ret = tsyncround_run(r->net, r->tsync, r->tsync_round++,
+	ret = tsyncround_run(n, ts->tsync, ts->round++,
 	    TSYNCSCHED_PROBES, anchor, tsyncsched_idle_cb, r, &s, err,
 	    sizeof err);
-	if (ret == -1 && (!net_up(r->net) || net_fatal(r->net))) {
-		snprintf(r->err, sizeof r->err, "%s", err);
-		uplink_lost(r);
+	if (ret == -1 && (!net_up(n) || net_fatal(n))) {
+		if (uplink_lost(r->up, err) == -1)
+			r->failed = true;
 		return;
 	}
 	if (ret == 2) {
 		/* the probes failed, a coarse sample went */
-		if (r->tsync_failed++ == 0)
+		if (ts->failed++ == 0)
 			log_warnx("time sync: %s; a coarse sample instead, "
 			    "+-%" PRIu64 " ns", err, s.bound);
 		else
 			log_debug("time sync: %s; a coarse sample instead, "
 			    "+-%" PRIu64 " ns", err, s.bound);
-		r->tsync_samples++;
+		ts->samples++;
 	} else if (ret == 1)
 		log_debug("time sync: %s", err);
-	else if (ret == -1 && r->tsync_failed++ == 0)
+	else if (ret == -1 && ts->failed++ == 0)
 		log_warnx("time sync: %s", err);
 	else if (ret == -1)
 		log_debug("time sync: %s", err);
 	else {
-		r->tsync_samples++;
+		ts->samples++;
 		log_debug("time sync round %u: offset %" PRId64 " at %"
 		    PRIu64 ", +-%" PRIu64 " ns (%u probes)", s.round,
 		    s.offset, s.ts, s.bound, s.probes);
@@ -89,20 +174,48 @@ tsyncsched_round(struct recorder *r, bool anchor)
 	 * (ACKs, an ERROR) may wait in the connection's input or in OpenSSL,
 	 * where the loop's epoll does not look: it is handled now.
 	 */
-	uplink_readable(r, EPOLLIN);
+	if (uplink_readable(r->up, EPOLLIN) == -1)
+		r->failed = true;
 }
 
 /* The loop's timer: a round when the listener's interval is over. */
 void
 tsyncsched_tick(struct recorder *r)
 {
-	if (r->tsync != NULL && r->net != NULL && net_up(r->net) &&
-	    net_tsync_interval(r->net) > 0 &&
-	    record_elapsed(r) >= r->next_tsync) {
+	struct net *n = uplink_net(r->up);
+	struct tsyncsched *ts = r->ts;
+
+	if (ts->tsync != NULL && n != NULL && net_up(n) &&
+	    net_tsync_interval(n) > 0 && record_elapsed(r) >= ts->next) {
 		tsyncsched_round(r, false);
-		/* a round that lost the listener for good (-o) drops r->net */
-		if (r->net != NULL)
-			r->next_tsync = record_elapsed(r) +
-			    net_tsync_interval(r->net) / 1e3;
+		/* a round that lost the listener for good (-o) drops the
+		   network */
+		if ((n = uplink_net(r->up)) != NULL)
+			ts->next = record_elapsed(r) +
+			    net_tsync_interval(n) / 1e3;
 	}
+}
+
+/* The end's summary: rounds that failed (several), and the counts. */
+void
+tsyncsched_log(const struct recorder *r)
+{
+	const struct tsyncsched *ts = r->ts;
+
+	if (ts->failed > 1)
+		log_warnx("time sync: %u of %u rounds failed", ts->failed,
+		    ts->round);
+	if (ts->tsync != NULL)
+		log_debug("time sync: %u rounds, %u samples sent, %u failed",
+		    ts->round, ts->samples, ts->failed);
+}
+
+/* Remove the sync instance (in the privileged parent too, at the end). */
+void
+tsyncsched_free(struct tsyncsched *ts)
+{
+	if (ts == NULL)
+		return;
+	tsync_free(ts->tsync);
+	free(ts);
 }

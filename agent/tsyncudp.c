@@ -18,6 +18,7 @@
 #include "tsudp.h"
 #include "tsync.h"
 #include "tsyncudp.h"
+#include "udpstamp.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -113,39 +114,22 @@ static uint32_t
 tsyncudp_take(struct tsyncudp *u, uint32_t round, struct tsyncudp_probe *p,
     uint32_t n)
 {
-	union {
-		char		buf[CMSG_SPACE(sizeof(struct timespec))];
-		struct cmsghdr	align;
-	} ctl;
-	const struct timespec *stamp;
 	uint8_t buf[TD_TSUDP_LEN + 1];
 	struct tsyncudp_probe *q;
-	struct cmsghdr *cm;
+	struct timespec stamp;
 	struct td_tsudp m;
-	struct msghdr msg;
-	struct iovec iov;
 	uint64_t t4_err;
 	uint32_t got = 0, i;
 	ssize_t len;
 
 	for (i = 0; i < TSYNCUDP_BATCH; i++) {
-		memset(&msg, 0, sizeof msg);
-		iov.iov_base = buf;
-		iov.iov_len = sizeof buf;
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = ctl.buf;
-		msg.msg_controllen = sizeof ctl.buf;
-		len = recvmsg(u->fd, &msg, MSG_DONTWAIT);
+		len = td_udpstamp_recv(u->fd, buf, sizeof buf, NULL, NULL,
+		    &stamp);
+		if (len < 0 && errno == EMSGSIZE)
+			continue;	/* not a reply */
 		if (len < 0)
 			return got;
-		stamp = NULL;
-		for (cm = CMSG_FIRSTHDR(&msg); cm != NULL;
-		    cm = CMSG_NXTHDR(&msg, cm))
-			if (cm->cmsg_level == SOL_SOCKET &&
-			    cm->cmsg_type == SCM_TIMESTAMPNS)
-				stamp = (const struct timespec *)CMSG_DATA(cm);
-		if (stamp == NULL ||
+		if ((stamp.tv_sec == 0 && stamp.tv_nsec == 0) ||
 		    td_tsudp_peek(buf, (size_t)len, &m) == -1 ||
 		    m.type != TD_TSUDP_REPLY || m.id != u->id ||
 		    m.round != round || m.seq >= n ||
@@ -154,8 +138,8 @@ tsyncudp_take(struct tsyncudp *u, uint32_t round, struct tsyncudp_probe *p,
 			continue;
 		q->answered = true;
 		got++;
-		q->t4 = td_clock_real_to_mono((uint64_t)stamp->tv_sec *
-		    1000000000ULL + (uint64_t)stamp->tv_nsec, &t4_err);
+		q->t4 = td_clock_real_to_mono((uint64_t)stamp.tv_sec *
+		    1000000000ULL + (uint64_t)stamp.tv_nsec, &t4_err);
 		/* answered, but not usable when not causal */
 		q->ok = td_tsudp_offset(&m, q->t4, t4_err, &q->off,
 		    &q->nbound, &q->delay) == 0;

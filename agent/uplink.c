@@ -1,17 +1,18 @@
 /*
- * uplink.c: the network's part of a recording (see recorder.h): the
- * stream to the listener made during set-up, its first connection, the
- * back-pressure that pauses the rings, a connection lost and resumed, the
+ * uplink.c: a recording's network, whoever produces the recording (see
+ * uplink.h): the stream made during set-up, the first connection, the
+ * back-pressure that stops the input, a connection lost and resumed, the
  * local file (-o) going on alone when the network is given up, and the
  * END/DONE of the recording.  The session itself (tdproto, the stream's
  * bytes, reconnecting) is net.c's; this file decides what the recording
- * does about it, and logs what the user must know.  The set-up, first
- * connection and end of a stream are also there for a producer without
- * a recorder (uplink.h: the Plan 9 import).
+ * does about it, and logs what the user must know.  Its one copy: the
+ * recorder (record.c) and the Plan 9 import (plan9.c) drive it through
+ * their loops and struct uplink_ops.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,27 +23,54 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "instance.h"
+#include "clock.h"
 #include "log.h"
 #include "meta.h"
 #include "net.h"
-#include "recorder.h"
-#include "ring.h"
 #include "tdlimits.h"
-#include "tsync.h"
 #include "uplink.h"
 #include "xmalloc.h"
 #include "banned.h"
 
-/* The final drain sends as it reads once this much waits. */
+/* The final read sends as it reads once this much waits. */
 #define UPLINK_FINAL		(8u * 1024 * 1024)
 #define UPLINK_FINAL_LOW	(4u * 1024 * 1024)
 /* How often the command lines are looked at during the recording. */
-#define UPLINK_CMDLINES_S	1.0
-/* At most this long for the headers to go out before the first probes. */
-#define UPLINK_HEADERS_MS	10000
+#define UPLINK_CMDLINES_MS	1000
 
-static int	uplink_end(struct recorder *, bool);
+/* uplink_readable() takes epoll's events and poll's alike. */
+_Static_assert(EPOLLIN == POLLIN && EPOLLHUP == POLLHUP &&
+    EPOLLERR == POLLERR, "epoll and poll events differ");
+
+/* One recording's network. */
+struct uplink {
+	const struct agent_opts	*o;
+	const char		*what;		/* "recording", "import" */
+	struct uplink_ops	 ops;
+	void			*arg;
+	struct meta_tee		*sinks;
+	bool			 local;		/* -o goes on alone */
+	char			*err;		/* the producer's */
+	size_t			 errlen;
+	uint32_t		 ncpus;
+	struct net		*net;		/* NULL: given up */
+	struct net		*net_gone;	/* given up, closed at end */
+	bool			 reconnecting;
+	bool			 paused;	/* the input waits (ops.pause) */
+	bool			 final_slow;	/* the final read stopped
+						   sending: spooled */
+	int			 epfd;		/* -1: not an epoll loop */
+	uint32_t		 conn_id;
+	uint32_t		 event_id;
+	bool			 polled_conn;	/* uplink_pollfd(): the
+						   connection, not eventfd */
+	/* the command lines sent during the recording */
+	uint64_t		 cmd_hash;	/* of the last sent, 0: none */
+	uint64_t		 next_cmd_ms;	/* the next look */
+	unsigned int		 cmd_reconnects;	/* when it was sent */
+};
+
+static int	uplink_end(struct uplink *, bool);
 
 /* Whether an unnamed spool file can be made in dir. */
 static int
@@ -64,9 +92,9 @@ uplink_spool_usable(const char *dir)
 /*
  * The stream of a recording (h: the recording's side of the HELLO), from
  * the command line: where the listener is, the TLS files, the spool; not
- * connected yet.  Shared by every producer of recordings (uplink.h).
+ * connected yet.
  */
-struct net *
+static struct net *
 uplink_net_new(const struct agent_opts *o, struct td_hello *h, char *err,
     size_t errlen)
 {
@@ -104,37 +132,52 @@ uplink_net_new(const struct agent_opts *o, struct td_hello *h, char *err,
 	return net_new(&np, h, err, errlen);
 }
 
-/* The stream to the listener, not connected yet (uplink_start()). */
-int
-uplink_new(struct recorder *r)
+/* The stream to the listener, not connected yet (uplink.h). */
+struct uplink *
+uplink_new(const struct uplink_params *p)
 {
 	struct meta_sink ns;
 	struct td_hello h;
+	struct uplink *u;
 
 	memset(&h, 0, sizeof h);
-	h.ncpus = r->ncpus;
-	h.page_size = r->page_size;
-	h.long_size = sizeof(long);
-	h.commit_size = r->commit_size;
-	h.recording_id = r->trace_id ^ 0x5a5a5a5a5a5a5a5aULL;
-	h.trace_id = r->trace_id;
-	snprintf(h.clock, sizeof h.clock, "%s", instance_clock(r->in));
-	r->net = uplink_net_new(r->o, &h, r->err, sizeof r->err);
-	if (r->net == NULL)
-		return -1;
-	net_meta_sink(r->net, &ns);
-	meta_tee_add(r->sinks, &ns, "cannot queue pages");
-	return 0;
+	h.ncpus = p->ncpus;
+	h.page_size = p->page_size;
+	h.long_size = p->long_size;
+	h.commit_size = p->commit_size;
+	h.recording_id = p->trace_id ^ 0x5a5a5a5a5a5a5a5aULL;
+	h.trace_id = p->trace_id;
+	snprintf(h.clock, sizeof h.clock, "%s", p->clock);
+	u = xcalloc(1, sizeof *u);
+	u->o = p->o;
+	u->what = p->what;
+	u->ops = *p->ops;
+	u->arg = p->arg;
+	u->sinks = p->sinks;
+	u->local = p->local;
+	u->err = p->err;
+	u->errlen = p->errlen;
+	u->ncpus = p->ncpus;
+	u->epfd = -1;
+	u->net = uplink_net_new(p->o, &h, p->err, p->errlen);
+	if (u->net == NULL) {
+		free(u);
+		return NULL;
+	}
+	net_meta_sink(u->net, &ns);
+	meta_tee_add(u->sinks, &ns, "cannot queue pages");
+	return u;
 }
 
+/* An option for the listener only (uplink.h). */
 int
-uplink_option(struct recorder *r, uint16_t id, const void *p, size_t n)
+uplink_option(struct uplink *u, uint16_t id, const void *p, size_t n)
 {
 	struct meta_sink ns;
 
-	if (r->net == NULL)
+	if (u == NULL || u->net == NULL)
 		return 0;
-	net_meta_sink(r->net, &ns);
+	net_meta_sink(u->net, &ns);
 	return ns.option(ns.arg, id, p, n);
 }
 
@@ -172,16 +215,20 @@ uplink_reasons(struct net *n, char why[][512], char *err, size_t errlen)
  * reading).  Then err holds every collector's reason.
  */
 int
-uplink_net_start(struct net *n, const struct agent_opts *o, char *err,
-    size_t errlen)
+uplink_start(struct uplink *u)
 {
 	char why[TD_MAX_COLLECTORS][512];
 	char tls[160];
 	bool refused[TD_MAX_COLLECTORS] = { false };
 	struct timespec t0, now;
 	bool told = false, later, any;
-	int i, k = net_collectors(n), sig;
+	struct net *n;
+	int i, k, sig;
 
+	if (u == NULL || u->net == NULL)
+		return 0;
+	n = u->net;
+	k = net_collectors(n);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		later = any = false;
@@ -198,22 +245,22 @@ uplink_net_start(struct net *n, const struct agent_opts *o, char *err,
 				    why[i], refused[i] ? " (refused for good)"
 				    : "");
 		}
-		uplink_reasons(n, why, err, errlen);
+		uplink_reasons(n, why, u->err, u->errlen);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (!any || !later || (now.tv_sec - t0.tv_sec) +
-		    (now.tv_nsec - t0.tv_nsec) / 1e9 >= o->reconnect_wait)
+		    (now.tv_nsec - t0.tv_nsec) / 1e9 >= u->o->reconnect_wait)
 			return -1;
-		/* the signals wait blocked for the recorder's loop: one
+		/* the signals wait blocked for the producer's loop: one
 		   that came meanwhile ends the trying */
 		if ((sig = net_stop_signal()) != 0) {
-			snprintf(err, errlen, "stopped by %s before the "
+			snprintf(u->err, u->errlen, "stopped by %s before the "
 			    "listener took the recording", sig == SIGINT ?
 			    "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
 			return -1;
 		}
 		if (!told)
-			log_warnx("%s; trying again for up to %d s", err,
-			    o->reconnect_wait);
+			log_warnx("%s; trying again for up to %d s", u->err,
+			    u->o->reconnect_wait);
 		told = true;
 		net_pause(n);
 	}
@@ -234,219 +281,216 @@ up:
 }
 
 /*
- * The first connection (unprivileged): the headers that waited in the
- * stream go out, then the first time-sync round if the listener wants
- * time sync.
+ * Everything queued out, waiting up to ms (the headers that waited in the
+ * stream for the connection, before the first probes).  A listener lost
+ * now (killed, the link cut while megabytes of headers go out) is lost
+ * like any later: the headers stay in the stream until acknowledged, a
+ * thread reconnects, the recording starts anyway.
  */
 int
-uplink_start(struct recorder *r)
+uplink_flush(struct uplink *u, int ms)
 {
-	if (r->net == NULL)
+	if (u == NULL || u->net == NULL)
 		return 0;
-	if (uplink_net_start(r->net, r->o, r->err, sizeof r->err) == -1)
-		return -1;
-	if (net_tsync_interval(r->net) == TD_TSYNC_OFF) {
-		tsync_free(r->tsync);
-		r->tsync = NULL;
-	} else if (r->tsync == NULL)
-		log_warnx("time sync is off: %s", r->tsync_err);
-	/* the first probes go out on an empty queue: the headers
-	   first (they waited in it for the connection) */
-	if (r->tsync != NULL && net_batch_end(r->net) == -1) {
-		snprintf(r->err, sizeof r->err, "cannot frame the "
-		    "headers");
+	if (net_batch_end(u->net) == -1) {
+		snprintf(u->err, u->errlen, "cannot frame the headers");
 		return -1;
 	}
-	/*
-	 * A listener lost now (killed, the link cut while megabytes
-	 * of headers go out) is lost like any later: the headers
-	 * stay in the stream until acknowledged, a thread
-	 * reconnects, the recording starts anyway.
-	 */
-	if (r->tsync != NULL && net_flush_to(r->net, 0,
-	    UPLINK_HEADERS_MS, r->err, sizeof r->err) == -1 &&
-	    uplink_lost(r) == -1)
-		return -1;
+	if (net_flush_to(u->net, 0, ms, u->err, u->errlen) == -1)
+		return uplink_end(u, false);
 	return 0;
 }
 
-/* The loop watches the connection and the reconnection thread. */
-int
-uplink_watch(struct recorder *r)
+/* epoll_ctl() of the connection or the eventfd in the producer's set. */
+static int
+uplink_ctl(struct uplink *u, int op, int fd, uint32_t id, uint32_t events)
 {
 	struct epoll_event ev;
 
-	if (r->net == NULL)
-		return 0;
 	memset(&ev, 0, sizeof ev);
-	ev.events = EPOLLIN;
-	ev.data.u32 = RECORD_NET_ID;
-	if (net_up(r->net) && epoll_ctl(r->epfd, EPOLL_CTL_ADD,
-	    net_fd(r->net), &ev) == -1)
-		return -1;
-	ev.data.u32 = RECORD_NET_EV;
-	return epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_event_fd(r->net), &ev);
+	ev.events = events;
+	ev.data.u32 = id;
+	return epoll_ctl(u->epfd, op, fd, op == EPOLL_CTL_DEL ? NULL : &ev);
 }
 
-/* Let the rings be read again, or not. */
-static void
-uplink_pause(struct recorder *r, bool pause)
-{
-	struct epoll_event ev;
-	int i;
-
-	if (pause == r->paused)
-		return;
-	r->paused = pause;
-	log_debug("%s reading the rings: %" PRIu64 " bytes not acknowledged",
-	    pause ? "pause" : "resume", r->net ? net_unacked(r->net) : 0);
-	for (i = 0; i < r->ncpus; i++) {
-		if (r->cpu[i].ring == NULL)
-			continue;
-		memset(&ev, 0, sizeof ev);
-		ev.events = pause ? 0 : EPOLLIN;
-		ev.data.u32 = i;
-		epoll_ctl(r->epfd, EPOLL_CTL_MOD, ring_fd(r->cpu[i].ring), &ev);
-	}
-}
-
-/*
- * The connection broke.  Unless the listener refused for good, the
- * recording goes on into memory and the spool while a thread reconnects.
- * For good: with a local file the recording goes on into it alone; without
- * one there is nowhere left to put the data.
- */
+/* The loop's epoll set watches the connection and the reconnection. */
 int
-uplink_lost(struct recorder *r)
+uplink_watch(struct uplink *u, int epfd, uint32_t conn_id,
+    uint32_t event_id)
 {
-	return uplink_end(r, false);
+	if (u == NULL || u->net == NULL)
+		return 0;
+	u->epfd = epfd;
+	u->conn_id = conn_id;
+	u->event_id = event_id;
+	if (net_up(u->net) && uplink_ctl(u, EPOLL_CTL_ADD, net_fd(u->net),
+	    conn_id, EPOLLIN) == -1)
+		return -1;
+	return uplink_ctl(u, EPOLL_CTL_ADD, net_event_fd(u->net), event_id,
+	    EPOLLIN);
+}
+
+/* A poll loop's entry: the connection, or the reconnection's eventfd. */
+bool
+uplink_pollfd(struct uplink *u, struct pollfd *pfd)
+{
+	if (u == NULL || u->net == NULL)
+		return false;
+	u->polled_conn = net_up(u->net);
+	pfd->fd = u->polled_conn ? net_fd(u->net) : net_event_fd(u->net);
+	pfd->events = POLLIN | (u->polled_conn && net_want_write(u->net) ?
+	    POLLOUT : 0);
+	pfd->revents = 0;
+	return true;
+}
+
+/* Let the input be read again, or not. */
+static void
+uplink_pause(struct uplink *u, bool pause)
+{
+	if (pause == u->paused)
+		return;
+	u->paused = pause;
+	log_debug("%s reading the rings: %" PRIu64 " bytes not acknowledged",
+	    pause ? "pause" : "resume", u->net ? net_unacked(u->net) : 0);
+	if (u->ops.pause != NULL)
+		u->ops.pause(u->arg, pause);
+}
+
+/* The connection broke (the reason in err): uplink.h. */
+int
+uplink_lost(struct uplink *u, const char *why)
+{
+	if (u == NULL || u->net == NULL)
+		return 0;
+	if (why != u->err)
+		snprintf(u->err, u->errlen, "%s", why);
+	return uplink_end(u, false);
 }
 
 /*
- * The stream's memory and spool are full.  Without a local file the rings
- * wait (1: stop reading).  With one, the local file must not lose what the
- * network cannot take: the network goes (0: read on).
+ * The stream's memory and spool are full.  Without a local file the input
+ * waits (1: stop reading).  With one, the local file must not lose what
+ * the network cannot take: the network goes (0: read on).
  */
 static int
-uplink_full(struct recorder *r)
+uplink_full(struct uplink *u)
 {
-	if (r->file == NULL)
+	if (!u->local)
 		return 1;
-	snprintf(r->err, sizeof r->err, "the listener cannot keep up and "
-	    "the spool is full");
-	uplink_end(r, true);
+	snprintf(u->err, u->errlen, "the listener cannot keep up and the "
+	    "spool is full");
+	uplink_end(u, true);
 	return 0;
 }
 
+/*
+ * The connection broke (err says why).  Unless the listener refused for
+ * good (or for_good), the recording goes on into memory and the spool
+ * while a thread reconnects.  For good: with a local file the recording
+ * goes on into it alone; without one there is nowhere left to put the
+ * data (-1).
+ */
 static int
-uplink_end(struct recorder *r, bool for_good)
+uplink_end(struct uplink *u, bool for_good)
 {
-	if (net_up(r->net))
-		epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_fd(r->net), NULL);
-	if (!for_good && !net_fatal(r->net)) {
-		if (!r->reconnecting)
-			log_warnx("%s; reconnecting, the recording goes on",
-			    r->err);
-		r->err[0] = '\0';
-		r->reconnecting = true;
-		net_down(r->net);
-		if (!net_fatal(r->net))
+	if (u->epfd != -1 && net_up(u->net))
+		uplink_ctl(u, EPOLL_CTL_DEL, net_fd(u->net), 0, 0);
+	if (!for_good && !net_fatal(u->net)) {
+		if (!u->reconnecting)
+			log_warnx("%s; reconnecting, the %s goes on", u->err,
+			    u->what);
+		u->err[0] = '\0';
+		u->reconnecting = true;
+		net_down(u->net);
+		if (!net_fatal(u->net))
 			return 0;
 	}
-	if (r->file == NULL) {
-		r->failed = true;
+	if (!u->local)
 		return -1;
-	}
-	log_warnx("%s; the recording goes on into '%s' only", r->err,
-	    r->o->output);
-	r->err[0] = '\0';
-	epoll_ctl(r->epfd, EPOLL_CTL_DEL, net_event_fd(r->net), NULL);
+	log_warnx("%s; the %s goes on into '%s' only", u->err, u->what,
+	    u->o->output);
+	u->err[0] = '\0';
+	if (u->epfd != -1)
+		uplink_ctl(u, EPOLL_CTL_DEL, net_event_fd(u->net), 0, 0);
 	/* a connection attempt may take seconds to give up: not now */
-	net_stop(r->net);
-	r->net_gone = r->net;
-	r->net = NULL;
-	r->reconnecting = false;
-	/* time sync needs the listener */
-	tsync_free(r->tsync);
-	r->tsync = NULL;
-	meta_tee_drop(r->sinks, r->net_gone);
-	uplink_pause(r, false);
+	net_stop(u->net);
+	meta_tee_drop(u->sinks, u->net);
+	u->net_gone = u->net;
+	u->net = NULL;
+	u->reconnecting = false;
+	if (u->ops.gone != NULL)
+		u->ops.gone(u->arg);
+	uplink_pause(u, false);
 	return 0;
 }
 
-/*
- * Whether the drain may read on: not when the stream's memory and spool
- * are full and no local file lets the network go (uplink_full()); nowhere
- * left to keep pages, the rest stays (in the loop, until the network takes
- * some; at the end, tracing is off and the rest waits for it, after
- * waiting for room as long as --reconnect-wait allows).  Between the
- * probes of a time-sync round the network is never given up.
- */
+/* Whether the input may be read on (uplink.h). */
 bool
-uplink_room(struct recorder *r, bool final)
+uplink_room(struct uplink *u, bool final, bool in_round)
 {
 	for (;;) {
-		if (r->net == NULL || !net_congested(r->net) ||
-		    (!r->in_round && uplink_full(r) == 0))
+		if (u == NULL || u->net == NULL || !net_congested(u->net) ||
+		    (!in_round && uplink_full(u) == 0))
 			return true;
-		if (final && !r->in_round && net_make_room(r->net,
-		    r->o->reconnect_wait, r->err, sizeof r->err) == 0)
+		if (final && !in_round && net_make_room(u->net,
+		    u->o->reconnect_wait, u->err, u->errlen) == 0)
 			continue;
-		if (final)
-			r->left_unread++;
 		return false;
 	}
 }
 
 /*
- * The final drain reads whole rings without going back to the loop:
- * keep the queue bounded by sending as it fills.
+ * The final read takes whole rings without going back to the loop: keep
+ * the queue bounded by sending as it fills.
  */
 int
-uplink_final_send(struct recorder *r)
+uplink_final_send(struct uplink *u)
 {
-	if (r->final_slow || r->net == NULL || !net_up(r->net) ||
-	    net_pending(r->net) <= UPLINK_FINAL)
+	if (u == NULL || u->final_slow || u->net == NULL ||
+	    !net_up(u->net) || net_pending(u->net) <= UPLINK_FINAL)
 		return 0;
-	if (net_batch_end(r->net) == -1 || net_flush_to(r->net,
-	    UPLINK_FINAL_LOW, 100, r->err, sizeof r->err) == -1)
-		return uplink_lost(r);
+	if (net_batch_end(u->net) == -1 || net_flush_to(u->net,
+	    UPLINK_FINAL_LOW, 100, u->err, u->errlen) == -1)
+		return uplink_end(u, false);
 	/* a link this slow gets the rest from the spool later */
-	if (net_pending(r->net) > UPLINK_FINAL)
-		r->final_slow = true;
+	if (net_pending(u->net) > UPLINK_FINAL)
+		u->final_slow = true;
 	return 0;
 }
 
-/* The listener spoke, or the connection broke (epoll events ev). */
-void
-uplink_readable(struct recorder *r, uint32_t ev)
+/* The listener spoke, or the connection broke (events ev). */
+int
+uplink_readable(struct uplink *u, uint32_t ev)
 {
-	if (r->net != NULL && net_up(r->net) &&
+	if (u != NULL && u->net != NULL && net_up(u->net) &&
 	    (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) &&
-	    net_readable(r->net, r->err, sizeof r->err) == -1)
-		uplink_lost(r);
+	    net_readable(u->net, u->err, u->errlen) == -1)
+		return uplink_end(u, false);
+	return 0;
 }
 
 /*
  * The command lines during the recording (CMDLINES, version 6), every
- * UPLINK_CMDLINES_S when they changed or the connection was resumed: a
+ * UPLINK_CMDLINES_MS when they changed or the connection was resumed: a
  * listener that cuts the recording into pieces (--rotate) writes the
  * latest into each piece it seals before the section of the end, or
  * trace-cmd shows the pieces' tasks as <...>.  Too many for a frame: the
  * lines that fit.
  */
 static void
-uplink_cmdlines(struct recorder *r)
+uplink_cmdlines(struct uplink *u)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = 0xcbf29ce484222325ULL, now = td_clock_now_ms();
+	char err[512];
 	size_t n = 0, i;
 	char *t;
 
-	if (r->final || !net_up(r->net) || net_version(r->net) < 6 ||
-	    record_elapsed(r) < r->next_cmd)
+	if (u->ops.cmdlines == NULL || !net_up(u->net) ||
+	    net_version(u->net) < 6 || now < u->next_cmd_ms)
 		return;
-	r->next_cmd = record_elapsed(r) + UPLINK_CMDLINES_S;
-	if ((t = instance_read_top(r->in, "saved_cmdlines", &n)) == NULL)
+	u->next_cmd_ms = now + UPLINK_CMDLINES_MS;
+	if ((t = u->ops.cmdlines(u->arg, &n)) == NULL)
 		return;
 	if (n > TD_MAX_FRAME) {
 		for (n = TD_MAX_FRAME; n > 0 && t[n - 1] != '\n'; n--)
@@ -455,80 +499,100 @@ uplink_cmdlines(struct recorder *r)
 	for (i = 0; i < n; i++)
 		h = (h ^ (uint8_t)t[i]) * 0x100000001b3ULL;
 	h |= 1;
-	if (h != r->cmd_hash || net_reconnects(r->net) != r->cmd_reconnects) {
-		if (net_cmdlines(r->net, t, n, r->err, sizeof r->err) == 0) {
-			r->cmd_hash = h;
-			r->cmd_reconnects = net_reconnects(r->net);
+	if (h != u->cmd_hash || net_reconnects(u->net) != u->cmd_reconnects) {
+		if (net_cmdlines(u->net, t, n, err, sizeof err) == 0) {
+			u->cmd_hash = h;
+			u->cmd_reconnects = net_reconnects(u->net);
 		} else
-			log_warnx("%s", r->err);
+			log_warnx("%s", err);
 	}
 	free(t);
 }
 
-/* The loop's timer: a KEEPALIVE if the link is quiet; the command lines. */
-void
-uplink_tick(struct recorder *r)
+/* The loop's timer: the command lines; a KEEPALIVE if the link is quiet. */
+int
+uplink_tick(struct uplink *u)
 {
-	if (r->net == NULL)
-		return;
-	uplink_cmdlines(r);
-	if (net_keepalive(r->net, r->err, sizeof r->err) == -1)
-		uplink_lost(r);
+	if (u == NULL || u->net == NULL)
+		return 0;
+	uplink_cmdlines(u);
+	if (net_keepalive(u->net, u->err, u->errlen) == -1)
+		return uplink_end(u, false);
+	return 0;
 }
 
 /* The reconnection thread is done. */
-void
-uplink_back(struct recorder *r)
+int
+uplink_back(struct uplink *u)
 {
-	struct epoll_event ev;
-
-	if (r->net == NULL)
-		return;
-	if (net_reconnected(r->net, r->err, sizeof r->err) == -1) {
-		if (r->err[0] == '\0')
-			return;		/* not yet */
-		uplink_lost(r);
-		return;
+	if (u == NULL || u->net == NULL)
+		return 0;
+	u->err[0] = '\0';
+	if (net_reconnected(u->net, u->err, u->errlen) == -1) {
+		if (u->err[0] == '\0')
+			return 0;	/* not yet */
+		return uplink_end(u, false);
 	}
-	r->reconnecting = false;
+	u->reconnecting = false;
 	log_info("reconnected to %s: resuming (%" PRIu64 " bytes not "
-	    "acknowledged)", net_where(r->net), net_unacked(r->net));
-	memset(&ev, 0, sizeof ev);
-	ev.events = EPOLLIN;
-	ev.data.u32 = RECORD_NET_ID;
-	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, net_fd(r->net), &ev) == -1) {
-		snprintf(r->err, sizeof r->err, "epoll: %s", strerror(errno));
-		uplink_lost(r);
+	    "acknowledged)", net_where(u->net), net_unacked(u->net));
+	if (u->epfd != -1 && uplink_ctl(u, EPOLL_CTL_ADD, net_fd(u->net),
+	    u->conn_id, EPOLLIN) == -1) {
+		snprintf(u->err, u->errlen, "epoll: %s", strerror(errno));
+		return uplink_end(u, false);
 	}
+	return 0;
 }
 
 /*
- * Send what the network takes, and pause or resume the ring readers around
- * the stream's memory watermarks: when memory and spool are full the
- * kernel ring absorbs the difference (its overruns are counted and marked)
- * instead of the agent's memory.
+ * Send what the network takes.  An input that can wait is stopped and
+ * resumed around the stream's memory watermarks: when memory and spool
+ * are full the kernel ring absorbs the difference (its overruns are
+ * counted and marked) instead of the agent's memory.  One that cannot
+ * (no ops.pause) waits here until the listener takes enough.
  */
 int
-uplink_pump(struct recorder *r)
+uplink_pump(struct uplink *u)
 {
-	struct epoll_event ev;
+	if (u == NULL || u->net == NULL)
+		return 0;
+	if (net_up(u->net) && net_flush(u->net, u->err, u->errlen) == -1)
+		return uplink_end(u, false);
+	if (u->net == NULL)
+		return 0;
+	if (u->ops.pause == NULL) {
+		if (net_congested(u->net) && net_make_room(u->net,
+		    u->o->reconnect_wait, u->err, u->errlen) == -1)
+			return uplink_end(u, true);
+		return 0;
+	}
+	if (!u->paused && net_congested(u->net) && uplink_full(u) == 0)
+		return 0;
+	uplink_pause(u, u->paused ? !net_relieved(u->net) :
+	    net_congested(u->net));
+	if (!net_up(u->net) || u->epfd == -1)
+		return 0;
+	uplink_ctl(u, EPOLL_CTL_MOD, net_fd(u->net), u->conn_id, EPOLLIN |
+	    (net_want_write(u->net) ? EPOLLOUT : 0));
+	return 0;
+}
 
-	if (r->net == NULL)
+/*
+ * A poll loop's turn (uplink.h): the reconnection done or the listener's
+ * events, sending and room, and when the loop was idle a KEEPALIVE.
+ */
+int
+uplink_polled(struct uplink *u, short revents, bool idle)
+{
+	if (u == NULL || u->net == NULL)
 		return 0;
-	if (net_up(r->net) && net_flush(r->net, r->err, sizeof r->err) == -1)
-		return uplink_lost(r);
-	if (r->net == NULL)
-		return 0;
-	if (!r->paused && net_congested(r->net) && uplink_full(r) == 0)
-		return 0;
-	uplink_pause(r, r->paused ? !net_relieved(r->net) :
-	    net_congested(r->net));
-	if (!net_up(r->net))
-		return 0;
-	memset(&ev, 0, sizeof ev);
-	ev.events = EPOLLIN | (net_want_write(r->net) ? EPOLLOUT : 0);
-	ev.data.u32 = RECORD_NET_ID;
-	epoll_ctl(r->epfd, EPOLL_CTL_MOD, net_fd(r->net), &ev);
+	if (revents != 0 && (u->polled_conn ? uplink_readable(u,
+	    (uint32_t)revents) : uplink_back(u)) == -1)
+		return -1;
+	if (uplink_pump(u) == -1)
+		return -1;
+	if (idle)
+		return uplink_tick(u);
 	return 0;
 }
 
@@ -538,43 +602,35 @@ uplink_pump(struct recorder *r)
  * listener's DONE.  A listener lost with a local file is only a warning.
  */
 int
-uplink_finish(struct recorder *r)
+uplink_finish(struct uplink *u)
 {
-	uint64_t *pages;
-	int i, ret;
-
-	if (r->net == NULL)
-		return 0;
-	pages = xcalloc(r->ncpus, sizeof *pages);
-	for (i = 0; i < r->ncpus; i++)
-		pages[i] = r->cpu[i].pages;
-	ret = uplink_net_finish(r->net, r->o, pages, r->ncpus,
-	    r->file != NULL, r->err, sizeof r->err);
-	free(pages);
-	return ret;
-}
-
-/*
- * The end of a recording on the network, whoever produced it: END with
- * the page counts, everything sent, the listener's DONE (uplink.h).
- */
-int
-uplink_net_finish(struct net *n, const struct agent_opts *o,
-    const uint64_t *pages, int ncpus, bool local, char *err, size_t errlen)
-{
+	const struct agent_opts *o;
 	char path[512];
+	uint64_t *pages;
+	struct net *n;
+	uint32_t i;
+	int ret;
 
+	if (u == NULL || u->net == NULL)
+		return 0;
+	o = u->o;
+	n = u->net;
 	if (!net_up(n) && o->reconnect_wait > 0)
 		log_info("waiting up to %d s for the listener to take "
 		    "the rest of the recording (SIGINT or SIGTERM: give up)",
 		    o->reconnect_wait);
-	if (net_finish(n, pages, ncpus, o->reconnect_wait, path, sizeof path,
-	    err, errlen) == -1) {
-		if (!local)
+	pages = xcalloc(u->ncpus, sizeof *pages);
+	for (i = 0; i < u->ncpus; i++)
+		pages[i] = u->ops.pages(u->arg, (int)i);
+	ret = net_finish(n, pages, (int)u->ncpus, o->reconnect_wait, path,
+	    sizeof path, u->err, u->errlen);
+	free(pages);
+	if (ret == -1) {
+		if (!u->local)
 			return -1;
-		log_warnx("%s; the recording is complete in '%s' only", err,
-		    o->output);
-		err[0] = '\0';
+		log_warnx("%s; the recording is complete in '%s' only",
+		    u->err, o->output);
+		u->err[0] = '\0';
 		return 0;
 	}
 	log_info("the listener wrote '%s' (%.1f MB sent%s%s%s)", path,
@@ -593,17 +649,39 @@ uplink_net_finish(struct net *n, const struct agent_opts *o,
 	return 0;
 }
 
+/* The stream, until the network is given up. */
+struct net *
+uplink_net(const struct uplink *u)
+{
+	return u != NULL ? u->net : NULL;
+}
+
+/* Whether the input waits for the network. */
+bool
+uplink_paused(const struct uplink *u)
+{
+	return u != NULL && u->paused;
+}
+
+/* Whether a lost connection is being dialed again. */
+bool
+uplink_reconnecting(const struct uplink *u)
+{
+	return u != NULL && u->reconnecting;
+}
+
 /*
  * Close the stream and one given up (the privileged parent's copies once
  * the recorder runs, or everything at the end).
  */
 void
-uplink_free(struct recorder *r)
+uplink_free(struct uplink *u)
 {
-	if (r->net != NULL)
-		meta_tee_drop(r->sinks, r->net);
-	net_close(r->net);
-	r->net = NULL;
-	net_close(r->net_gone);
-	r->net_gone = NULL;
+	if (u == NULL)
+		return;
+	if (u->net != NULL)
+		meta_tee_drop(u->sinks, u->net);
+	net_close(u->net);
+	net_close(u->net_gone);
+	free(u);
 }

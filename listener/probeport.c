@@ -22,6 +22,7 @@
 #include "log.h"
 #include "probeport.h"
 #include "tsudp.h"
+#include "udpstamp.h"
 #include "xmalloc.h"
 #include "banned.h"
 
@@ -177,44 +178,23 @@ probeport_handle(struct probeport_sock *ps, const uint8_t *buf, size_t len,
 static void
 probeport_read(struct probeport_sock *ps)
 {
-	int fd = ps->fd;
-	union {
-		char		buf[CMSG_SPACE(sizeof(struct timespec))];
-		struct cmsghdr	align;
-	} ctl;
 	struct sockaddr_storage from;
-	const struct timespec *stamp;
-	struct cmsghdr *cm;
 	uint8_t buf[TD_TSUDP_LEN + 1];
-	struct msghdr msg;
-	struct iovec iov;
+	struct timespec stamp;
+	socklen_t fromlen;
 	ssize_t got;
 	int i;
 
 	for (i = 0; i < PROBEPORT_BATCH; i++) {
-		memset(&msg, 0, sizeof msg);
-		iov.iov_base = buf;
-		iov.iov_len = sizeof buf;
-		msg.msg_name = &from;
-		msg.msg_namelen = sizeof from;
-		msg.msg_iov = &iov;
-		msg.msg_iovlen = 1;
-		msg.msg_control = ctl.buf;
-		msg.msg_controllen = sizeof ctl.buf;
-		got = recvmsg(fd, &msg, MSG_DONTWAIT);
+		got = td_udpstamp_recv(ps->fd, buf, sizeof buf, &from,
+		    &fromlen, &stamp);
+		if (got < 0 && errno == EMSGSIZE)
+			continue;
 		if (got < 0)
 			return;
-		stamp = NULL;
-		for (cm = CMSG_FIRSTHDR(&msg); cm != NULL;
-		    cm = CMSG_NXTHDR(&msg, cm))
-			if (cm->cmsg_level == SOL_SOCKET &&
-			    cm->cmsg_type == SCM_TIMESTAMPNS)
-				stamp = (const struct timespec *)CMSG_DATA(cm);
-		if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0)
-			continue;
 		pthread_mutex_lock(&pp_lock);
-		probeport_handle(ps, buf, (size_t)got, &from,
-		    msg.msg_namelen, stamp);
+		probeport_handle(ps, buf, (size_t)got, &from, fromlen,
+		    stamp.tv_sec == 0 && stamp.tv_nsec == 0 ? NULL : &stamp);
 		pthread_mutex_unlock(&pp_lock);
 	}
 }

@@ -54,6 +54,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "udpstamp.h"
+
 #define TDDELAY_MAX_CONNS	64
 #define TDDELAY_MAX_FLOWS	64
 #define TDDELAY_QUEUE		1024	/* datagrams held, as netem's limit */
@@ -353,43 +355,27 @@ tddelay_flow(const struct sockaddr_storage *from, socklen_t len)
 static void
 tddelay_take(int fd, int back, int flow)
 {
-	union {
-		char		buf[CMSG_SPACE(sizeof(struct timespec))];
-		struct cmsghdr	align;
-	} ctl;
 	struct tddelay_way *w = &dl_way[back];
 	struct sockaddr_storage from;
-	const struct timespec *stamp = NULL;
+	struct timespec stamp;
 	struct tddelay_pkt *p;
-	struct cmsghdr *cm;
-	struct msghdr msg;
-	struct iovec iov;
+	socklen_t fromlen;
 	int64_t d;
 	ssize_t r;
 
 	p = malloc(sizeof *p);
 	if (p == NULL)
 		return;
-	memset(&msg, 0, sizeof msg);
-	iov.iov_base = p->data;
-	iov.iov_len = sizeof p->data;
-	msg.msg_name = &from;
-	msg.msg_namelen = sizeof from;
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = ctl.buf;
-	msg.msg_controllen = sizeof ctl.buf;
-	r = recvmsg(fd, &msg, MSG_DONTWAIT);
+	r = td_udpstamp_recv(fd, p->data, sizeof p->data, &from, &fromlen,
+	    &stamp);
 	if (r < 0) {
+		if (errno == EMSGSIZE)
+			w->dropped++;
 		free(p);
 		return;
 	}
-	for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm))
-		if (cm->cmsg_level == SOL_SOCKET &&
-		    cm->cmsg_type == SCM_TIMESTAMPNS)
-			stamp = (const struct timespec *)CMSG_DATA(cm);
 	if (!back)
-		flow = tddelay_flow(&from, msg.msg_namelen);
+		flow = tddelay_flow(&from, fromlen);
 	if (flow == -1 || dl_nq == TDDELAY_QUEUE) {
 		w->dropped++;
 		free(p);
@@ -401,7 +387,8 @@ tddelay_take(int fd, int back, int flow)
 		    (int64_t)w->jitter;
 	if (d < 0)
 		d = 0;
-	p->due = tddelay_to_mono(stamp) + (uint64_t)d;
+	p->due = tddelay_to_mono(stamp.tv_sec == 0 && stamp.tv_nsec == 0 ?
+	    NULL : &stamp) + (uint64_t)d;
 	p->flow = flow;
 	p->back = back;
 	p->len = (size_t)r;
