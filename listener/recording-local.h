@@ -52,6 +52,7 @@ struct recording {
 	bool			 no_tsync;	/* the producer has none */
 	const char		*producer;	/* a static string */
 	void			(*taken)(void *);
+	void			(*ready)(void *);	/* a cut is over */
 	void			*owner;		/* NULL: waits for a resume */
 	enum recording_fault	 fault;
 	char			 why[600];
@@ -64,6 +65,41 @@ int		 recording_write_state(struct recording *r);
 /* r's file is in place as path (complete: finished): say so. */
 void		 recording_done(const struct recording *r, const char *path,
 		    bool complete);
+/* The loop of recording_set_base(), or NULL (none: cuts copy at once). */
+struct event_base *recording_loop(void);
+/* r's cut is over (copied, or failed): its owner hears it.  r may go. */
+void		 recording_ready(struct recording *r);
+/*
+ * recording-piece.c: the copy of the header sections (and the producer's
+ * options) of the piece finished at old into the next piece's writer at
+ * path, in steps of at most TD_ROTATE_COPY_CHUNK bytes: a cut's.
+ * cmdlines: whether the finished piece's CMDLINES is the producer's (then
+ * copied; else the next piece waits for it); no_tsync and file_trace_id:
+ * whether DATE and TRACEID are the producer's (copied) or the listener's.
+ * Opened: NULL with errno and err.  A step: 1 (more to do), 0 (done: the
+ * writer has it all), -1 with errno (recording_piece_copy_why() says it).
+ * Free: the writer too when abort, else it is the caller's
+ * (recording_piece_copy_file()).  _all copies at once (at start, where
+ * nobody waits): the writer, or NULL with errno and err; *copied is the
+ * stored bytes of the sections copied.
+ */
+struct piece_copy;
+struct piece_copy *recording_piece_copy_open(const struct listener_config *c,
+		    const char *old, const char *path, bool cmdlines,
+		    bool no_tsync, uint64_t file_trace_id, char *err,
+		    size_t errlen);
+int		 recording_piece_copy_step(struct piece_copy *job);
+void		 recording_piece_copy_why(const struct piece_copy *job,
+		    char *err, size_t errlen);
+struct td_file	*recording_piece_copy_file(const struct piece_copy *job);
+uint64_t	 recording_piece_copy_bytes(const struct piece_copy *job);
+/* What job holds (0 for NULL). */
+uint64_t	 recording_piece_copy_mem(const struct piece_copy *job);
+void		 recording_piece_copy_free(struct piece_copy *job, bool abort);
+struct td_file	*recording_piece_copy_all(const struct listener_config *c,
+		    const char *old, const char *path, bool cmdlines,
+		    bool no_tsync, uint64_t file_trace_id, uint64_t *copied,
+		    char *err, size_t errlen);
 /* Events and marked pages of every CPU. */
 uint64_t	 recording_events(const struct recording *r, uint64_t *marked);
 

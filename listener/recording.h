@@ -34,6 +34,7 @@
 
 #include "recparams.h"
 
+struct event_base;
 struct finished;
 struct listener_config;
 struct output_done;
@@ -58,6 +59,26 @@ struct recording *recording_open(const struct listener_config *cfg,
 		    const struct recording_params *p, const char *label,
 		    void (*taken)(void *), void *arg, int conns, char *err,
 		    size_t errlen, enum recording_fault *fault);
+/*
+ * The loop recordings run on: a cut (tdlisten --rotate) copies its header
+ * sections into the next piece a piece a turn of base.  Without one (NULL,
+ * the default) a cut copies at once.
+ */
+void		 recording_set_base(struct event_base *base);
+/*
+ * Whether r is cutting to its next piece (--rotate): its owner must not
+ * feed it (sections, options, pages, END) until ready(owner) is called,
+ * which recording_set_ready() names; the owner's checkpoints wait too.
+ */
+bool		 recording_busy(const struct recording *r);
+/*
+ * ready(arg) when a cut of r is over (its owner's arg of recording_open()
+ * or recording_attach(); NULL: nobody).  Set again after each attach.
+ * The owner reads its producer again then; a cut that failed shows in
+ * its next recording_checkpoint().
+ */
+void		 recording_set_ready(struct recording *r,
+		    void (*ready)(void *));
 /*
  * cb(d, arg) for every file a recording puts in place, finished or kept
  * as NAME.incomplete.dat (tdlisten --on-finish); NULL: nobody.  Called

@@ -1,13 +1,11 @@
 /*
  * rotate.c: a recording as a series of pieces (see rotate.h).
  *
- * Why the cut reads the header sections back from the piece it just
- * finished rather than keeping them: kallsyms is megabytes, a recording
- * recovered after a crash of tdlisten has nothing of them in memory, and
- * the finished piece holds exactly the bytes its writer was handed.  A
- * section goes over as it is stored (compressed or not), in pieces of
- * TD_ROTATE_COPY_CHUNK counted in the recording's budget (issue 31, row
- * 3: a peer's sections may be 256 MiB each, which compress to nothing).
+ * A cut copies the header sections into the next piece a step of
+ * recording-piece.c (TD_ROTATE_COPY_CHUNK) a turn of the loop, its
+ * producer not read meanwhile (issue 31, row 3: a peer's sections may be
+ * 256 MiB each, which compress to nothing; copied at once they stalled
+ * the loop for the whole copy).
  *
  * Why each piece carries every time-sync sample of the recording so far
  * (TIME_SHIFT through timeline_write()): trace-cmd interpolates between
@@ -27,6 +25,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <event2/event.h>
 
 #include "buf.h"
 #include "checkpoint.h"
@@ -54,11 +54,26 @@
  * the header sections copied into it (0: none, the first piece), and the
  * producer's latest command lines (rotate_cmdlines()).
  */
+/*
+ * A cut under way: the copy into the next piece (r->file is its writer),
+ * its next step's event, and the piece finished (path, state, bytes).
+ */
+struct rotate_cut {
+	struct piece_copy *pc;
+	struct event	*ev;
+	char		*old;
+	char		*oldstate;
+	size_t		 baselen;
+	uint64_t	 size;
+};
+
 struct rotate {
 	struct timespec	 since;
 	uint64_t	 headers;
 	uint8_t		*cmd;		/* u64 length, then the text */
 	size_t		 ncmd;		/* 0: none yet */
+	struct rotate_cut *job;		/* a cut copying, or NULL */
+	char		*broken;	/* why a cut failed after the seal */
 };
 
 /* r's rotation state, made when first needed. */
@@ -93,7 +108,9 @@ rotate_cmdlines(struct recording *r, const void *p, size_t n)
 uint64_t
 rotate_mem(const struct rotate *rot)
 {
-	return rot == NULL ? 0 : sizeof *rot + rot->ncmd;
+	return rot == NULL ? 0 : sizeof *rot + rot->ncmd +
+	    (rot->job != NULL ? sizeof *rot->job +
+	    recording_piece_copy_mem(rot->job->pc) : 0);
 }
 
 /* A finished piece of a recording, for --keep. */
@@ -293,161 +310,6 @@ rotate_unclaim(const char *path)
 	free(part);
 }
 
-/* The next piece's writer and which options of the last it takes. */
-struct rotate_copy {
-	struct td_file	*f;
-	bool		 no_tsync;	/* the producer's DATE is kept */
-	uint64_t	 file_trace_id;	/* !0: the listener writes TRACEID */
-};
-
-/* Which options of a finished piece go on into the next: the producer's. */
-static int
-rotate_option_cb(void *arg, uint16_t id, const void *p, size_t n)
-{
-	struct rotate_copy *cp = arg;
-
-	switch (id) {
-	case TD_OPT_DONE: case TD_OPT_BUFFER: case TD_OPT_CPUCOUNT:
-	case TD_OPT_TIME_SHIFT: case TD_OPT_GUEST: case TD_OPT_TD_TSYNC:
-		return 0;	/* the writer's, or the listener's (sealed) */
-	case TD_OPT_DATE:
-		if (!cp->no_tsync)
-			return 0;
-		break;
-	case TD_OPT_TRACEID:
-		if (cp->file_trace_id != 0)
-			return 0;
-		break;
-	default:
-		if (id >= TD_OPT_STRINGS && id <= TD_OPT_BUFFER_TEXT)
-			return 0;
-	}
-	return td_file_add_option(cp->f, id, p, n) == -1 ? -1 : 0;
-}
-
-/*
- * The parameters of the piece finished as rd for the next, this
- * listener's bounds and shared context.
- */
-static void
-rotate_params(const struct listener_config *c, struct td_read *rd,
-    struct td_file_params *fp)
-{
-	memset(fp, 0, sizeof *fp);
-	fp->version = td_read_version(rd);
-	fp->codec = td_read_codec(rd);
-	fp->page_size = td_read_page_size(rd);
-	fp->long_size = (uint8_t)td_read_long_size(rd);
-	fp->ncpus = td_read_ncpus(rd);
-	fp->clock = td_read_clock(rd);
-	fp->codec_ctx = fp->codec == c->codec ? c->codec_ctx : NULL;
-	fp->mode = c->file_mode;
-	fp->chunk_mem = TD_WRITER_CHUNK_MEM;
-	fp->spool_fds = TD_WRITER_SPOOL_FDS;
-}
-
-/*
- * Copy section id of rd into f, adding its stored bytes to *copied: in
- * pieces of at most TD_ROTATE_COPY_CHUNK through b, never held whole (a
- * peer's sections may be 256 MiB each, issue 31, row 3); a compressed
- * block as it is stored (the same codec: never decompressed).  Only a
- * compressed block the writer cannot take as it is (it does not
- * compress) is read whole (td_read_section()).
- */
-static int
-rotate_copy_section(struct td_read *rd, struct td_file *f, enum td_opt id,
-    struct td_buf *b, uint64_t *copied)
-{
-	uint64_t off, n, k;
-	bool z;
-
-	if (td_read_section_span(rd, id, &off, &n, &z) == -1)
-		return -1;
-	/* the writer has rd's codec (rotate_params()) */
-	if (z && td_file_section_raw_begin(f, id) == -1) {
-		if (td_read_section(rd, id, b) == -1 ||
-		    td_file_section_add(f, id, b->data, b->len) == -1)
-			return -1;
-		*copied += b->len;
-		return 0;
-	}
-	if (!z && td_file_section_begin(f, id) == -1)
-		return -1;
-	td_buf_reset(b);
-	if (n > 0 && td_buf_add_zero(b, n < TD_ROTATE_COPY_CHUNK ? n :
-	    TD_ROTATE_COPY_CHUNK) == -1)
-		return -1;
-	while (n > 0) {
-		k = n < TD_ROTATE_COPY_CHUNK ? n : TD_ROTATE_COPY_CHUNK;
-		if (td_read_bytes(rd, off, b->data, k) == -1 ||
-		    (z ? td_file_section_raw_write(f, b->data, k) :
-		    td_file_section_write(f, b->data, k)) == -1)
-			return -1;
-		off += k;
-		n -= k;
-		*copied += k;
-	}
-	td_buf_reset(b);
-	return z ? td_file_section_raw_end(f) : td_file_section_end(f);
-}
-
-/*
- * The next piece's writer at path, with the header sections (*copied:
- * their bytes) and the producer's options of the piece finished at old
- * (cp: which), or NULL with errno and err.  cmdlines: whether its
- * CMDLINES is the producer's (else the next piece waits for it).
- */
-static struct td_file *
-rotate_open_next(const struct listener_config *c, const char *old,
-    const char *path, bool cmdlines, struct rotate_copy *cp,
-    uint64_t *copied, char *err, size_t errlen)
-{
-	struct td_file_params fp;
-	struct td_read *rd;
-	struct td_buf b;
-	int i, e;
-
-	if ((rd = td_read_open(old)) == NULL) {
-		e = errno;
-		snprintf(err, errlen, "cannot read '%s' back: %s", old,
-		    strerror(e));
-		errno = e;
-		return NULL;
-	}
-	rotate_params(c, rd, &fp);
-	if ((cp->f = td_file_create(path, &fp)) == NULL) {
-		e = errno;
-		snprintf(err, errlen, "cannot create '%s': %s", path,
-		    strerror(e));
-		td_read_close(rd);
-		errno = e;
-		return NULL;
-	}
-	td_buf_init(&b, TD_MAX_SECTION_SIZE);
-	*copied = 0;
-	for (i = TD_OPT_HEADER_INFO; i <= (cmdlines ? TD_OPT_CMDLINES :
-	    TD_OPT_PRINTK); i++) {
-		if (rotate_copy_section(rd, cp->f, i, &b, copied) == -1)
-			goto out_fail;
-	}
-	td_buf_free(&b);
-	if (td_read_options(rd, rotate_option_cb, cp) != 0)
-		goto out_fail;
-	td_read_close(rd);
-	return cp->f;
-out_fail:
-	e = errno;
-	snprintf(err, errlen, "cannot copy the headers of '%s' into '%s': %s",
-	    old, path, strerror(e));
-	td_buf_free(&b);
-	td_read_close(rd);
-	td_file_abort(cp->f);
-	td_file_free(cp->f);
-	cp->f = NULL;
-	errno = e;
-	return NULL;
-}
-
 static int
 rotate_old_cmp(const void *a, const void *b)
 {
@@ -554,21 +416,182 @@ rotate_last(struct recording *r)
 	rotate_keep(r, r->path, baselen);
 }
 
+/* Free a cut (its writer is the recording's, or freed already). */
+static void
+rotate_cut_free(struct rotate_cut *job)
+{
+	if (job == NULL)
+		return;
+	if (job->ev != NULL)
+		event_free(job->ev);
+	recording_piece_copy_free(job->pc, false);
+	free(job->old);
+	free(job->oldstate);
+	free(job);
+}
+
+/*
+ * The end of r's cut: the sections and options are in the next piece's
+ * writer (r->file), which takes the place of the piece finished: its
+ * lock, its first checkpoint; the piece finished is done (--on-finish,
+ * --keep).
+ */
+static void
+rotate_cut_end(struct recording *r, struct rotate_cut *job)
+{
+	char *part;
+	uint32_t n;
+	int fd;
+
+	for (n = 0; n < r->p.ncpus; n++)
+		r->cpu[n].piece_seq = r->cpu[n].next_seq;
+	/* the new piece's lock, then its first checkpoint */
+	xasprintf(&part, "%s.part", r->path);
+	fd = reclock_take(part);
+	free(part);
+	reclock_release(r->lockfd);
+	r->lockfd = fd;
+	if (recording_write_state(r) == -1)
+		log_warn("%s: cannot write '%s' (the next checkpoint tries "
+		    "again)", r->label, r->state_path);
+	checkpoint_remove(job->oldstate);
+	clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
+	r->rot->headers = recording_piece_copy_bytes(job->pc);
+	rotate_done(r, job->old, job->baselen, job->size);
+	log_info("%s: next piece '%s'", r->label, r->path);
+}
+
+/*
+ * r's cut stopped after its piece was put in place (err: why): the next
+ * piece's files go, the piece is done, and r cannot go on
+ * (rotate_broken()).
+ */
+static void
+rotate_cut_fail(struct recording *r, struct rotate_cut *job,
+    const char *err)
+{
+	recording_piece_copy_free(job->pc, true);
+	job->pc = NULL;
+	r->file = NULL;
+	rotate_unclaim(r->path);
+	checkpoint_remove(job->oldstate);
+	rotate_done(r, job->old, job->baselen, job->size);
+	free(r->rot->broken);
+	r->rot->broken = xstrdup(err);
+}
+
+/*
+ * Copy on with r's cut until it is done (all: at once, else one step),
+ * then end it.  0 while it goes on; 1 when it ended (r->rot->broken: how).
+ */
+static int
+rotate_cut_steps(struct recording *r, bool all)
+{
+	struct rotate_cut *job = r->rot->job;
+	char err[700];
+	int ret;
+
+	do {
+		ret = recording_piece_copy_step(job->pc);
+	} while (ret == 1 && all);
+	if (ret == 1)
+		return 0;
+	r->rot->job = NULL;
+	if (ret == -1) {
+		recording_piece_copy_why(job->pc, err, sizeof err);
+		rotate_cut_fail(r, job, err);
+	} else
+		rotate_cut_end(r, job);
+	rotate_cut_free(job);
+	return 1;
+}
+
+/*
+ * A turn of the loop: the next piece of r's copy, and the turn after for
+ * the rest.  When it ends the owner hears it (recording_ready(): it reads
+ * its producer again, or closes it), last: r may be gone then.
+ */
+static void
+rotate_step_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct recording *r = arg;
+	struct timeval now = { 0, 0 };
+
+	if (rotate_cut_steps(r, false) == 0) {
+		evtimer_add(r->rot->job->ev, &now);
+		return;
+	}
+	recording_ready(r);
+}
+
+bool
+rotate_busy(const struct recording *r)
+{
+	return r->rot != NULL && r->rot->job != NULL;
+}
+
+const char *
+rotate_broken(const struct recording *r)
+{
+	return r->rot != NULL ? r->rot->broken : NULL;
+}
+
+void
+rotate_settle(struct recording *r)
+{
+	if (rotate_busy(r))
+		rotate_cut_steps(r, true);
+}
+
+void
+rotate_stop(struct recording *r, bool leave)
+{
+	struct rotate_cut *job;
+
+	if (!rotate_busy(r))
+		return;
+	job = r->rot->job;
+	r->rot->job = NULL;
+	if (!leave) {
+		rotate_cut_fail(r, job, "the recording ended in a cut");
+		rotate_cut_free(job);
+		return;
+	}
+	/*
+	 * tdlisten stops: as if it stopped in the cut.  The cut's state and
+	 * the piece in place are what the next tdlisten takes up
+	 * (rotate_recover()), which begins the next piece again.
+	 */
+	recording_piece_copy_free(job->pc, true);
+	job->pc = NULL;
+	r->file = NULL;
+	rotate_unclaim(r->path);
+	free(r->path);
+	free(r->state_path);
+	r->path = job->old;
+	r->state_path = job->oldstate;
+	job->old = job->oldstate = NULL;
+	rotate_cut_free(job);
+}
+
 int
 rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 {
-	struct rotate_copy cp;
-	char *next, *old, *oldstate, *part, why[160];
-	uint64_t size, zero = 0, copied = 0;
+	struct rotate_cut *job;
+	struct piece_copy *pc;
+	struct event_base *base;
+	struct timeval now = { 0, 0 };
+	char *next, *old, *oldstate, why[160];
+	uint64_t size, zero = 0;
 	size_t baselen;
 	uint32_t n;
 	bool cmdlines;
-	int e, fd;
+	int e;
 
 	*sealed = false;
 	if ((r->cfg->rotate_bytes == 0 && r->cfg->rotate_secs == 0) ||
-	    r->file == NULL || (n = rotate_piece(r->path, &baselen)) == 0 ||
-	    !rotate_due(r))
+	    r->file == NULL || rotate_busy(r) ||
+	    (n = rotate_piece(r->path, &baselen)) == 0 || !rotate_due(r))
 		return 0;
 	/* the copy's piece counts in the recording's budget: it waits */
 	if (recording_account(r, TD_ROTATE_COPY_CHUNK, why, sizeof why) == -1) {
@@ -623,13 +646,11 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 	oldstate = r->state_path;
 	r->path = next;
 	xasprintf(&r->state_path, "%s.state", next);
-	memset(&cp, 0, sizeof cp);
-	cp.no_tsync = r->no_tsync;
-	cp.file_trace_id = r->p.file_trace_id;
 	td_file_free(r->file);
-	r->file = rotate_open_next(r->cfg, old, next, cmdlines, &cp, &copied,
-	    err, errlen);
-	if (r->file == NULL) {
+	r->file = NULL;
+	pc = recording_piece_copy_open(r->cfg, old, next, cmdlines,
+	    r->no_tsync, r->p.file_trace_id, err, errlen);
+	if (pc == NULL) {
 		e = errno;
 		rotate_unclaim(next);
 		checkpoint_remove(oldstate);
@@ -639,24 +660,28 @@ rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 		errno = e;
 		return -1;
 	}
-	for (n = 0; n < r->p.ncpus; n++)
-		r->cpu[n].piece_seq = r->cpu[n].next_seq;
-	/* the new piece's lock, then its first checkpoint */
-	xasprintf(&part, "%s.part", next);
-	fd = reclock_take(part);
-	free(part);
-	reclock_release(r->lockfd);
-	r->lockfd = fd;
-	if (recording_write_state(r) == -1)
-		log_warn("%s: cannot write '%s' (the next checkpoint tries "
-		    "again)", r->label, r->state_path);
-	checkpoint_remove(oldstate);
-	clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
-	r->rot->headers = copied;
-	rotate_done(r, old, baselen, size);
-	log_info("%s: next piece '%s'", r->label, next);
-	free(old);
-	free(oldstate);
+	job = xcalloc(1, sizeof *job);
+	job->pc = pc;
+	job->old = old;
+	job->oldstate = oldstate;
+	job->baselen = baselen;
+	job->size = size;
+	r->file = recording_piece_copy_file(pc);
+	r->rot->job = job;
+	/* without a loop (fuzz-session) at once, else a piece a turn */
+	base = recording_loop();
+	if (base == NULL) {
+		rotate_cut_steps(r, true);
+		if (r->rot->broken == NULL)
+			return 0;
+		snprintf(err, errlen, "%s", r->rot->broken);
+		errno = EIO;
+		return -1;
+	}
+	job->ev = evtimer_new(base, rotate_step_cb, r);
+	evtimer_add(job->ev, &now);
+	log_debug("%s: cutting: the sections of '%s' go into '%s' a piece "
+	    "of %u bytes a turn", r->label, old, next, TD_ROTATE_COPY_CHUNK);
 	return 0;
 }
 
@@ -704,7 +729,7 @@ rotate_recover(const struct listener_config *c, const char *identity,
     const char *statepath, char **done)
 {
 	struct checkpoint ck;
-	struct rotate_copy cp;
+	struct td_file *f;
 	struct td_read *rd;
 	struct td_buf b;
 	char *path, *next = NULL, *nstate = NULL, err[600];
@@ -751,28 +776,26 @@ rotate_recover(const struct listener_config *c, const char *identity,
 		    "%s", path, strerror(errno));
 		goto out;
 	}
-	memset(&cp, 0, sizeof cp);
-	cp.file_trace_id = ck.params.file_trace_id;
 	/* the recovered recording's piece has no minimum (rotate_due()) */
-	if (rotate_open_next(c, path, next, cmdlines, &cp, &copied, err,
-	    sizeof err) == NULL) {
+	if ((f = recording_piece_copy_all(c, path, next, cmdlines, false,
+	    ck.params.file_trace_id, &copied, err, sizeof err)) == NULL) {
 		rotate_unclaim(next);
 		goto out;
 	}
 	for (i = 0; i < ck.params.ncpus; i++)
 		ck.cpu[i].piece_seq = ck.cpu[i].next_seq;
-	ck.file = cp.f;
+	ck.file = f;
 	xasprintf(&nstate, "%s.state", next);
 	if (checkpoint_write(nstate, &ck, &len) == -1) {
 		snprintf(err, sizeof err, "cannot write '%s': %s", nstate,
 		    strerror(errno));
-		td_file_abort(cp.f);
-		td_file_free(cp.f);
+		td_file_abort(f);
+		td_file_free(f);
 		free(nstate);
 		nstate = NULL;
 		goto out;
 	}
-	td_file_release(cp.f);
+	td_file_release(f);
 	checkpoint_remove(statepath);
 	log_info("'%s': the piece was in place, the next one begins as '%s'",
 	    statepath, next);
@@ -796,8 +819,12 @@ out:
 void
 rotate_free(struct rotate *rot)
 {
-	if (rot != NULL)
+	if (rot != NULL) {
 		free(rot->cmd);
+		free(rot->broken);
+		/* its writer is the recording's (rotate_stop() first) */
+		rotate_cut_free(rot->job);
+	}
 	free(rot);
 }
 

@@ -16,6 +16,11 @@
  * the piece being written, nor one whose --on-finish command has not
  * succeeded yet (PATH.onfinish beside it).
  *
+ * The copy of the sections into the next piece is not done at once: a
+ * piece of TD_ROTATE_COPY_CHUNK a turn of the loop (rotate_busy() until it
+ * is done, and the recording's owner does not feed it meanwhile), unless
+ * the recording has no loop (recording_set_base()).
+ *
  * Called by recording.c only, on the loop's thread.  Lower layers' rule:
  * -1 with errno and err filled, nothing logged, except the pieces' own
  * life (wrote, removed), which is logged here under the recording's
@@ -56,6 +61,18 @@ uint32_t rotate_piece(const char *path, size_t *baselen);
  */
 int	rotate_check(struct recording *r, bool *sealed, char *err,
 	    size_t errlen);
+/* Whether r's cut is copying (its producer must wait: recording_busy()). */
+bool	rotate_busy(const struct recording *r);
+/* Why r's cut failed once its piece was in place (r cannot go on), or NULL. */
+const char *rotate_broken(const struct recording *r);
+/* Copy the rest of r's cut at once (a rewind or an END cannot wait). */
+void	rotate_settle(struct recording *r);
+/*
+ * r ends in a cut: the next piece's files go.  leave (tdlisten stops):
+ * r's path and state are the piece's again, whose cut the next tdlisten
+ * begins again (rotate_recover()); else the piece is done, r is broken.
+ */
+void	rotate_stop(struct recording *r, bool leave);
 /*
  * Write the options the listener writes itself (time sync, TRACEID,
  * GUEST) and finish r's file, putting it in place: the end of a piece and

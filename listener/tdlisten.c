@@ -846,6 +846,7 @@ main(int argc, char **argv)
 		    base);
 		evsignal_add(sigs[i], NULL);
 	}
+	recording_set_base(base);
 	conn_init(base, &cfg, ctx);
 	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
 	    sizeof err) == -1)
