@@ -23,8 +23,8 @@
  *		its descriptors (4) and holds nearly nothing
  *	standby	a STANDBY (host "hostile", the kernel of --kernel STR), then
  *		its WELCOME: a standby agent that never records (issue 31)
- *	sections  a HELLO of 1 CPU, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS
- *		and PRINTK of 255 MiB each (HEADER_INFO small), paced at
+ *	sections  a HELLO of 1 CPU, HEADER_INFO, FTRACE_EVENTS,
+ *		EVENT_FORMATS, KALLSYMS and PRINTK of 255 MiB each, paced at
  *		4 MiB each 5 ms, then 16 pages a second for 4 s (under
  *		--rotate the first piece is cut: its sections are copied
  *		into the next), CMDLINES, END: the listener's DONE is the
@@ -462,12 +462,13 @@ attack_standby(void)
 
 /*
  * Section id as trace.dat version 6 lays it out (what the listener reads
- * back at a cut): head (hn bytes), then n bytes of c, in frames of at
+ * back at a cut): head (hn bytes), n bytes of c, tail (tn), in frames of at
  * most 1 MiB, 4 MiB each 5 ms (the listener's turns stay short: what the
  * test measures is the cut's copy).
  */
 static bool
-section(uint16_t id, const void *head, size_t hn, size_t n, int c)
+section_tail(uint16_t id, const void *head, size_t hn, size_t n, int c,
+    const void *tail, size_t tn)
 {
 	const struct timespec pace = { 0, 5 * 1000 * 1000 };
 	const size_t piece = TD_MAX_FRAME - 64;
@@ -489,8 +490,16 @@ section(uint16_t id, const void *head, size_t hn, size_t n, int c)
 		}
 	}
 	free(p);
+	if (tn > 0)
+		td_msg_pack_section_data(&out, tail, tn);
 	td_msg_pack_section_end(&out);
 	return ok && flush_out();
+}
+
+static bool
+section(uint16_t id, const void *head, size_t hn, size_t n, int c)
+{
+	return section_tail(id, head, hn, n, c, NULL, 0);
 }
 
 /* A v6 list section (u32 size, then the bytes) of n bytes of c. */
@@ -527,18 +536,24 @@ section_list(uint16_t id, const char *sys, uint64_t n, int c)
 static bool
 attack_sections(void)
 {
-	static const char hinfo[] = "header_page\0\0\0\0\0\0\0\0\0"
-	    "header_event\0\0\0\0\0\0\0\0\0";
+	static const char tail[] = "header_event\0\0\0\0\0\0\0\0\0";
+	uint8_t hinfo[12 + 8];
 	struct timespec gap = { 0, 250 * 1000 * 1000 };
 	const uint32_t big = 255u * 1024 * 1024;
 	const uint64_t none = 0;
+	uint64_t big64;
 	struct td_end e;
 	uint64_t seq = 0;
 	int i;
 
 	if (!welcomed(1, 4096))
 		return false;
-	if (!section(TD_OPT_HEADER_INFO, hinfo, sizeof hinfo - 1, 0, 0) ||
+	/* header_page of 255 MiB - 33, an empty header_event */
+	memcpy(hinfo, "header_page", 12);
+	big64 = big - 12 - 8 - (sizeof tail - 1);
+	memcpy(hinfo + 12, &big64, 8);
+	if (!section_tail(TD_OPT_HEADER_INFO, hinfo, sizeof hinfo, big64,
+	    'h', tail, sizeof tail - 1) ||
 	    !section_list(TD_OPT_FTRACE_EVENTS, NULL, big, 'f') ||
 	    !section_list(TD_OPT_EVENT_FORMATS, "x", big, 'e') ||
 	    !section_text(TD_OPT_KALLSYMS, big, 'k') ||
