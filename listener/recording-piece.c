@@ -1,7 +1,17 @@
 /*
- * recording-piece.c: the pieces of a recording (tdlisten --rotate): the
- * copy of a finished piece's header sections and of its producer's
- * options into the next piece's writer (see recording-local.h).
+ * recording-piece.c: the mechanism of a recording's pieces (see
+ * recording-piece.h; rotate.c is the policy: when, names, --keep,
+ * recovery): the seal that ends a piece (and a recording), the cut to a
+ * next piece (a checkpoint at the cut, the seal, the next writer with the
+ * header sections and the producer's options of the piece before, its
+ * lock and first checkpoint), what the piece being written holds.
+ *
+ * A cut copies the header sections a step (TD_ROTATE_COPY_CHUNK) a turn
+ * of the loop from an event of its own, its producer not read meanwhile
+ * (recording_busy()): a peer's sections may be 256 MiB each, which
+ * compress to nothing, and copied at once they stalled every other
+ * session, the status page and the time sync for the whole copy (1.2 to
+ * 2.4 s for 1020 MiB, issue 31, row 3).
  *
  * Why the copy reads the header sections back from the piece just
  * finished rather than keeping them: kallsyms is megabytes, a recording
@@ -12,19 +22,59 @@
  * 3: a peer's sections may be 256 MiB each, which compress to nothing).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
 
 #include "buf.h"
+#include "checkpoint.h"
+#include "guests.h"
 #include "listener.h"
+#include "log.h"
 #include "recording-local.h"
-#include "rotate.h"
+#include "recording-piece.h"
+#include "reclock.h"
 #include "tdfile.h"
 #include "tdlimits.h"
+#include "tdproto.h"
 #include "tdread.h"
+#include "timeline.h"
 #include "xmalloc.h"
 #include "banned.h"
+
+/*
+ * A cut under way: the copy into the next piece (r->file is its writer),
+ * its next step's event, the piece finished (path, state, bytes) and who
+ * hears that it is in place.
+ */
+struct piece_cut {
+	struct piece_copy *pc;
+	struct event	*ev;
+	char		*old;
+	char		*oldstate;
+	uint64_t	 size;
+	recording_piece_done_cb done;
+};
+
+/*
+ * The pieces of a recording: when the one being written began, the bytes
+ * of the header sections copied into it (0: none, the first piece), the
+ * producer's latest command lines (recording_cmdlines()), a cut under
+ * way, and why one failed once its piece was in place.
+ */
+struct piece_state {
+	struct timespec	 since;
+	uint64_t	 headers;
+	uint8_t		*cmd;		/* u64 length, then the text */
+	size_t		 ncmd;		/* 0: none yet */
+	struct piece_cut *cut;		/* NULL: none */
+	char		*broken;	/* NULL: none */
+};
 
 static struct event_base *recording_base;
 
@@ -34,16 +84,10 @@ recording_set_base(struct event_base *base)
 	recording_base = base;
 }
 
-struct event_base *
-recording_loop(void)
-{
-	return recording_base;
-}
-
 bool
 recording_busy(const struct recording *r)
 {
-	return rotate_busy(r);
+	return r->piece != NULL && r->piece->cut != NULL;
 }
 
 void
@@ -52,8 +96,9 @@ recording_set_ready(struct recording *r, void (*ready)(void *))
 	r->ready = ready;
 }
 
-void
-recording_ready(struct recording *r)
+/* r's cut is over (copied, or failed): its owner hears it.  r may go. */
+static void
+piece_ready(struct recording *r)
 {
 	if (r->ready != NULL && r->owner != NULL)
 		r->ready(r->owner);
@@ -62,13 +107,8 @@ recording_ready(struct recording *r)
 /*
  * A copy of the header sections of a finished piece into the next one's
  * writer (recording_piece_copy_step()), and then the producer's options.
- * A cut copies TD_ROTATE_COPY_CHUNK per turn of the loop (rotate.c) while
- * its producer is not read (recording_busy()): a peer's sections
- * may be 256 MiB each, which compress to nothing, and copied at once they
- * stalled every other session, the status page and the time sync for the
- * whole copy (1.3 s for 510 MiB, issue 31, row 3).  Only a compressed
- * block the writer cannot take as it is (it does not compress) is read
- * whole (td_read_section()).
+ * Only a compressed block the writer cannot take as it is (it does not
+ * compress) is read whole (td_read_section()).
  */
 struct piece_copy {
 	struct td_read	*rd;
@@ -305,4 +345,363 @@ recording_piece_copy_all(const struct listener_config *c, const char *old,
 	f = job->f;
 	recording_piece_copy_free(job, false);
 	return f;
+}
+
+/* r's piece state, made when first needed. */
+static struct piece_state *
+piece_get(struct recording *r)
+{
+	if (r->piece == NULL) {
+		r->piece = xcalloc(1, sizeof *r->piece);
+		clock_gettime(CLOCK_MONOTONIC, &r->piece->since);
+	}
+	return r->piece;
+}
+
+void
+recording_cmdlines(struct recording *r, const void *p, size_t n)
+{
+	struct piece_state *ps;
+	uint64_t len = n;
+
+	if (r->cfg->rotate_bytes == 0 && r->cfg->rotate_secs == 0)
+		return;
+	ps = piece_get(r);
+	free(ps->cmd);
+	/* the section as the producer's would be: its size in its order */
+	ps->cmd = xmalloc(sizeof len + n);
+	memcpy(ps->cmd, &len, sizeof len);
+	if (n > 0)
+		memcpy(ps->cmd + sizeof len, p, n);
+	ps->ncmd = sizeof len + n;
+}
+
+/* Free a cut (its writer is the recording's, or freed already). */
+static void
+piece_cut_free(struct piece_cut *cut)
+{
+	if (cut == NULL)
+		return;
+	if (cut->ev != NULL)
+		event_free(cut->ev);
+	recording_piece_copy_free(cut->pc, false);
+	free(cut->old);
+	free(cut->oldstate);
+	free(cut);
+}
+
+uint64_t
+recording_piece_mem(const struct recording *r)
+{
+	const struct piece_state *ps = r->piece;
+
+	if (ps == NULL)
+		return 0;
+	return sizeof *ps + ps->ncmd + (ps->cut != NULL ? sizeof *ps->cut +
+	    recording_piece_copy_mem(ps->cut->pc) : 0);
+}
+
+void
+recording_piece_free(struct recording *r)
+{
+	if (r->piece == NULL)
+		return;
+	free(r->piece->cmd);
+	free(r->piece->broken);
+	/* its writer is the recording's (recording_cut_stop() first) */
+	piece_cut_free(r->piece->cut);
+	free(r->piece);
+	r->piece = NULL;
+}
+
+const struct listener_config *
+recording_config(const struct recording *r)
+{
+	return r->cfg;
+}
+
+void
+recording_piece(struct recording *r, struct recording_piece *pi)
+{
+	struct timespec now;
+	int i;
+
+	memset(pi, 0, sizeof *pi);
+	if (r->file == NULL || recording_busy(r) ||
+	    td_file_in_section(r->file))
+		return;
+	piece_get(r);	/* the first piece's span begins at its first look */
+	pi->whole = true;
+	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_PRINTK; i++)
+		if (!td_file_has_section(r->file, i))
+			pi->whole = false;
+	for (i = 0; i < (int)r->p.ncpus; i++)
+		pi->page_bytes += td_file_cpu_pages(r->file, i) *
+		    r->p.page_size;
+	pi->written = td_file_written(r->file);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pi->headers = r->piece->headers;
+	pi->secs = (uint64_t)(now.tv_sec - r->piece->since.tv_sec);
+}
+
+int
+recording_seal(struct recording *r)
+{
+	if (r->cfg->tsync_interval != TD_TSYNC_OFF && !r->no_tsync &&
+	    timeline_write(r->ts, r->guests, r->file, &r->p, r->trace_id,
+	    r->label) == -1)
+		return -1;
+	if (r->p.file_trace_id != 0 && td_file_add_option(r->file,
+	    TD_OPT_TRACEID, &r->p.file_trace_id,
+	    sizeof r->p.file_trace_id) == -1)
+		return -1;
+	if (guests_options(r->guests, r->file) == -1)
+		return -1;
+	return td_file_finish(r->file);
+}
+
+/* Remove the next piece's placeholder (or the writer's .part) at path. */
+static void
+piece_unclaim(const char *path)
+{
+	char *part;
+
+	xasprintf(&part, "%s.part", path);
+	unlink(part);
+	free(part);
+}
+
+/*
+ * The end of r's cut: the sections and options are in the next piece's
+ * writer (r->file), which takes the place of the piece finished: its
+ * lock, its first checkpoint; the piece finished is done.
+ */
+static void
+piece_cut_end(struct recording *r, struct piece_cut *cut)
+{
+	char *part;
+	uint32_t n;
+	int fd;
+
+	for (n = 0; n < r->p.ncpus; n++)
+		r->cpu[n].piece_seq = r->cpu[n].next_seq;
+	/* the new piece's lock, then its first checkpoint */
+	xasprintf(&part, "%s.part", r->path);
+	fd = reclock_take(part);
+	free(part);
+	reclock_release(r->lockfd);
+	r->lockfd = fd;
+	if (recording_write_state(r) == -1)
+		log_warn("%s: cannot write '%s' (the next checkpoint tries "
+		    "again)", r->label, r->state_path);
+	checkpoint_remove(cut->oldstate);
+	clock_gettime(CLOCK_MONOTONIC, &r->piece->since);
+	r->piece->headers = recording_piece_copy_bytes(cut->pc);
+	cut->done(r, cut->old, cut->size);
+	log_info("%s: next piece '%s'", r->label, r->path);
+}
+
+/*
+ * r's cut stopped after its piece was put in place (err: why): the next
+ * piece's files go, the piece is done, and r cannot go on.
+ */
+static void
+piece_cut_fail(struct recording *r, struct piece_cut *cut, const char *err)
+{
+	recording_piece_copy_free(cut->pc, true);
+	cut->pc = NULL;
+	r->file = NULL;
+	piece_unclaim(r->path);
+	checkpoint_remove(cut->oldstate);
+	cut->done(r, cut->old, cut->size);
+	free(r->piece->broken);
+	r->piece->broken = xstrdup(err);
+}
+
+/*
+ * Copy on with r's cut until it is done (all: at once, else one step),
+ * then end it.  0 while it goes on; 1 when it ended (r->piece->broken:
+ * how).
+ */
+static int
+piece_cut_steps(struct recording *r, bool all)
+{
+	struct piece_cut *cut = r->piece->cut;
+	char err[700];
+	int ret;
+
+	do {
+		ret = recording_piece_copy_step(cut->pc);
+	} while (ret == 1 && all);
+	if (ret == 1)
+		return 0;
+	r->piece->cut = NULL;
+	if (ret == -1) {
+		recording_piece_copy_why(cut->pc, err, sizeof err);
+		piece_cut_fail(r, cut, err);
+	} else
+		piece_cut_end(r, cut);
+	piece_cut_free(cut);
+	return 1;
+}
+
+/*
+ * A turn of the loop: the next step of r's copy, and the turn after for
+ * the rest.  When it ends the owner hears it (piece_ready(): it reads
+ * its producer again, or closes it), last: r may be gone then.
+ */
+static void
+piece_step_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct recording *r = arg;
+	struct timeval now = { 0, 0 };
+
+	if (piece_cut_steps(r, false) == 0) {
+		evtimer_add(r->piece->cut->ev, &now);
+		return;
+	}
+	piece_ready(r);
+}
+
+const char *
+recording_cut_broken(const struct recording *r)
+{
+	return r->piece != NULL ? r->piece->broken : NULL;
+}
+
+void
+recording_cut_settle(struct recording *r)
+{
+	if (recording_busy(r))
+		piece_cut_steps(r, true);
+}
+
+void
+recording_cut_stop(struct recording *r, bool leave)
+{
+	struct piece_cut *cut;
+
+	if (!recording_busy(r))
+		return;
+	cut = r->piece->cut;
+	r->piece->cut = NULL;
+	if (!leave) {
+		piece_cut_fail(r, cut, "the recording ended in a cut");
+		piece_cut_free(cut);
+		return;
+	}
+	/*
+	 * tdlisten stops: as if it stopped in the cut.  The cut's state and
+	 * the piece in place are what the next tdlisten takes up
+	 * (rotate_recover()), which begins the next piece again.
+	 */
+	recording_piece_copy_free(cut->pc, true);
+	cut->pc = NULL;
+	r->file = NULL;
+	piece_unclaim(r->path);
+	free(r->path);
+	free(r->state_path);
+	r->path = cut->old;
+	r->state_path = cut->oldstate;
+	cut->old = cut->oldstate = NULL;
+	piece_cut_free(cut);
+}
+
+/*
+ * Seal r's piece for a cut: its CMDLINES first when the producer has not
+ * sent its own yet (the latest set it sent during the recording, version
+ * 6, else an empty one: its tasks show as <...>; the next piece does not
+ * take this section over).  *cmdlines: whether the producer's is there.
+ */
+static int
+piece_seal_for_cut(struct recording *r, bool *cmdlines)
+{
+	struct piece_state *ps = piece_get(r);
+	uint64_t zero = 0;
+
+	*cmdlines = td_file_has_section(r->file, TD_OPT_CMDLINES);
+	if (!*cmdlines && (ps->ncmd > 0 ? td_file_section_add(r->file,
+	    TD_OPT_CMDLINES, ps->cmd, ps->ncmd) :
+	    td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
+	    sizeof zero)) == -1)
+		return -1;
+	return recording_seal(r);
+}
+
+int
+recording_cut(struct recording *r, const char *next,
+    recording_piece_done_cb done, bool *sealed, char *err, size_t errlen)
+{
+	struct piece_cut *cut;
+	struct piece_copy *pc;
+	struct timeval now = { 0, 0 };
+	char *old, *oldstate;
+	uint64_t size;
+	bool cmdlines;
+	int e;
+
+	*sealed = false;
+	/*
+	 * A checkpoint at the cut first: a crash after the piece is in
+	 * place and before the next one's first checkpoint leaves this
+	 * state with the piece whole, which rotate_recover() takes up.
+	 */
+	if (recording_write_state(r) == -1) {
+		e = errno;
+		snprintf(err, errlen, "cannot write '%s': %s", r->state_path,
+		    strerror(e));
+		errno = e;
+		return -1;
+	}
+	r->acked = r->position;
+	if (piece_seal_for_cut(r, &cmdlines) == -1) {
+		e = errno;
+		snprintf(err, errlen, "cannot finish '%s': %s", r->path,
+		    strerror(e));
+		errno = e;
+		return -1;
+	}
+	/* the piece is in place: from here on r goes on, or ends */
+	*sealed = true;
+	size = td_file_size(r->file);
+	old = r->path;
+	oldstate = r->state_path;
+	r->path = xstrdup(next);
+	xasprintf(&r->state_path, "%s.state", next);
+	td_file_free(r->file);
+	r->file = NULL;
+	pc = recording_piece_copy_open(r->cfg, old, next, cmdlines,
+	    r->no_tsync, r->p.file_trace_id, err, errlen);
+	if (pc == NULL) {
+		e = errno;
+		piece_unclaim(next);
+		checkpoint_remove(oldstate);
+		done(r, old, size);
+		free(old);
+		free(oldstate);
+		errno = e;
+		return -1;
+	}
+	cut = xcalloc(1, sizeof *cut);
+	cut->pc = pc;
+	cut->old = old;
+	cut->oldstate = oldstate;
+	cut->size = size;
+	cut->done = done;
+	r->file = recording_piece_copy_file(pc);
+	r->piece->cut = cut;
+	/* without a loop (fuzz-session) at once, else a step a turn */
+	if (recording_base == NULL) {
+		piece_cut_steps(r, true);
+		if (r->piece->broken == NULL)
+			return 0;
+		snprintf(err, errlen, "%s", r->piece->broken);
+		errno = EIO;
+		return -1;
+	}
+	cut->ev = evtimer_new(recording_base, piece_step_cb, r);
+	evtimer_add(cut->ev, &now);
+	log_debug("%s: cutting: the sections of '%s' go into '%s' a piece "
+	    "of %u bytes a turn", r->label, old, next, TD_ROTATE_COPY_CHUNK);
+	return 0;
 }

@@ -89,6 +89,13 @@ void		 recording_set_done(void (*cb)(const struct output_done *,
 /* The producer that callback names ("tdproto" unless told). */
 void		 recording_set_producer(struct recording *r,
 		    const char *producer);
+/*
+ * r's file is in place as path (complete: finished, else kept as
+ * incomplete): the done callback hears it.  Also for each piece put in
+ * place (recording-piece.h, rotate.c).
+ */
+void		 recording_done(const struct recording *r, const char *path,
+		    bool complete);
 /* Whether r has an owner now (one that resumes it takes it over). */
 bool		 recording_owned(const struct recording *r);
 /*
@@ -183,7 +190,12 @@ void		 recording_lost_pages(struct recording *r, uint64_t n);
  * producer's clock and the log does not wait for samples.
  */
 void		 recording_no_tsync(struct recording *r);
-/* The producer's command lines now (CMDLINES): rotate_cmdlines(). */
+/*
+ * The producer's command lines now (CMDLINES, version 6: n bytes of
+ * saved_cmdlines text), kept as the latest set under --rotate: a piece
+ * sealed before the producer's own CMDLINES section gets them (each
+ * piece is read alone and needs its tasks' names).
+ */
 void		 recording_cmdlines(struct recording *r, const void *p,
 		    size_t n);
 /* A time-sync sample; absurd ones are dropped and counted. */

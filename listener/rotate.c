@@ -1,11 +1,9 @@
 /*
- * rotate.c: a recording as a series of pieces (see rotate.h).
- *
- * A cut copies the header sections into the next piece a step of
- * recording-piece.c (TD_ROTATE_COPY_CHUNK) a turn of the loop, its
- * producer not read meanwhile (issue 31, row 3: a peer's sections may be
- * 256 MiB each, which compress to nothing; copied at once they stalled
- * the loop for the whole copy).
+ * rotate.c: a recording as a series of pieces (see rotate.h): the
+ * policy (when a piece is due, the pieces' names, --keep, recovery of a
+ * cut at start).  The mechanism (the seal, the cut, the copy of the
+ * header sections a step a turn of the loop) is the recording's
+ * (recording-piece.h); nothing here looks inside a recording.
  *
  * Why each piece carries every time-sync sample of the recording so far
  * (TIME_SHIFT through timeline_write()): trace-cmd interpolates between
@@ -26,8 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "buf.h"
 #include "checkpoint.h"
 #include "guests.h"
@@ -35,7 +31,7 @@
 #include "log.h"
 #include "output.h"
 #include "recording.h"
-#include "recording-local.h"
+#include "recording-piece.h"
 #include "reclock.h"
 #include "size.h"
 #include "rotate.h"
@@ -48,70 +44,6 @@
 #include "timesync.h"
 #include "xmalloc.h"
 #include "banned.h"
-
-/*
- * A recording's pieces: when the one being written began, the bytes of
- * the header sections copied into it (0: none, the first piece), and the
- * producer's latest command lines (rotate_cmdlines()).
- */
-/*
- * A cut under way: the copy into the next piece (r->file is its writer),
- * its next step's event, and the piece finished (path, state, bytes).
- */
-struct rotate_cut {
-	struct piece_copy *pc;
-	struct event	*ev;
-	char		*old;
-	char		*oldstate;
-	size_t		 baselen;
-	uint64_t	 size;
-};
-
-struct rotate {
-	struct timespec	 since;
-	uint64_t	 headers;
-	uint8_t		*cmd;		/* u64 length, then the text */
-	size_t		 ncmd;		/* 0: none yet */
-	struct rotate_cut *job;		/* a cut copying, or NULL */
-	char		*broken;	/* why a cut failed after the seal */
-};
-
-/* r's rotation state, made when first needed. */
-static struct rotate *
-rotate_get(struct recording *r)
-{
-	if (r->rot == NULL) {
-		r->rot = xcalloc(1, sizeof *r->rot);
-		clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
-	}
-	return r->rot;
-}
-
-void
-rotate_cmdlines(struct recording *r, const void *p, size_t n)
-{
-	struct rotate *rot;
-	uint64_t len = n;
-
-	if (r->cfg->rotate_bytes == 0 && r->cfg->rotate_secs == 0)
-		return;
-	rot = rotate_get(r);
-	free(rot->cmd);
-	/* the section as the producer's would be: its size in its order */
-	rot->cmd = xmalloc(sizeof len + n);
-	memcpy(rot->cmd, &len, sizeof len);
-	if (n > 0)
-		memcpy(rot->cmd + sizeof len, p, n);
-	rot->ncmd = sizeof len + n;
-}
-
-uint64_t
-rotate_mem(const struct rotate *rot)
-{
-	return rot == NULL ? 0 : sizeof *rot + rot->ncmd +
-	    (rot->job != NULL ? sizeof *rot->job +
-	    recording_piece_copy_mem(rot->job->pc) : 0);
-}
 
 /* A finished piece of a recording, for --keep. */
 struct rotate_old {
@@ -210,55 +142,25 @@ rotate_name(const char *path, size_t baselen, uint32_t n)
 	return p;
 }
 
-int
-rotate_seal(struct recording *r)
-{
-	if (r->cfg->tsync_interval != TD_TSYNC_OFF && !r->no_tsync &&
-	    timeline_write(r->ts, r->guests, r->file, &r->p, r->trace_id,
-	    r->label) == -1)
-		return -1;
-	if (r->p.file_trace_id != 0 && td_file_add_option(r->file,
-	    TD_OPT_TRACEID, &r->p.file_trace_id,
-	    sizeof r->p.file_trace_id) == -1)
-		return -1;
-	if (guests_options(r->guests, r->file) == -1)
-		return -1;
-	return td_file_finish(r->file);
-}
-
 /*
- * Whether r's piece is due: --rotate's size or span reached, and pages in
- * it that hold at least as many bytes as the header sections copied into
- * it.  Every piece repeats the sections (kallsyms: megabytes; a peer may
- * send 256 MiB each, which compress to nothing): without that minimum a
- * piece was cut after one page once they alone passed --rotate, and 20
- * pages cost 672 MiB of copies (issue 31, row 3).  With it the copies are
- * at most the data received; the first piece, which copied nothing, has
- * no minimum.
+ * Whether the piece pi is due: --rotate's size or span reached, and pages
+ * in it that hold at least as many bytes as the header sections copied
+ * into it.  Every piece repeats the sections (kallsyms: megabytes; a peer
+ * may send 256 MiB each, which compress to nothing, or are stored as they
+ * are in version 6): without that minimum a piece was cut after one page
+ * once they alone passed --rotate, and 20 pages cost 672 MiB of copies
+ * (issue 31, row 3).  With it the copies are at most the data received;
+ * the first piece, which copied nothing, has no minimum.
  */
 static bool
-rotate_due(struct recording *r)
+rotate_due(const struct listener_config *c,
+    const struct recording_piece *pi)
 {
-	const struct listener_config *c = r->cfg;
-	struct timespec now;
-	uint64_t pages = 0;
-	int i;
-
-	rotate_get(r);
-	if (td_file_in_section(r->file))
+	if (!pi->whole || pi->page_bytes == 0 || pi->page_bytes < pi->headers)
 		return false;
-	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_PRINTK; i++)
-		if (!td_file_has_section(r->file, i))
-			return false;
-	for (i = 0; i < (int)r->p.ncpus; i++)
-		pages += td_file_cpu_pages(r->file, i);
-	if (pages == 0 || pages * r->p.page_size < r->rot->headers)
-		return false;
-	if (c->rotate_bytes > 0 && td_file_written(r->file) >= c->rotate_bytes)
+	if (c->rotate_bytes > 0 && pi->written >= c->rotate_bytes)
 		return true;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return c->rotate_secs > 0 &&
-	    now.tv_sec - r->rot->since.tv_sec >= (time_t)c->rotate_secs;
+	return c->rotate_secs > 0 && pi->secs >= c->rotate_secs;
 }
 
 /*
@@ -325,7 +227,8 @@ rotate_old_cmp(const void *a, const void *b)
 static void
 rotate_keep(struct recording *r, const char *path, size_t baselen)
 {
-	const struct listener_config *c = r->cfg;
+	const struct listener_config *c = recording_config(r);
+	const char *label = recording_label(r);
 	const char *slash = strrchr(path, '/');
 	struct rotate_old *old = NULL;
 	struct dirent *d;
@@ -371,18 +274,18 @@ rotate_keep(struct recording *r, const char *path, size_t baselen)
 		xasprintf(&side, "%s.onfinish", old[i].path);
 		if (access(side, F_OK) == 0)
 			log_info("%s: kept '%s' beyond --keep: its --on-finish "
-			    "command has not succeeded yet", r->label,
+			    "command has not succeeded yet", label,
 			    old[i].path);
 		else if (unlink(old[i].path) == -1)
-			log_warn("%s: cannot remove '%s' (--keep)", r->label,
+			log_warn("%s: cannot remove '%s' (--keep)", label,
 			    old[i].path);
 		else {
 			if (c->keep_n > 0)
 				log_info("%s: removed '%s': --keep %u pieces",
-				    r->label, old[i].path, c->keep_n);
+				    label, old[i].path, c->keep_n);
 			else
 				log_info("%s: removed '%s': --keep %" PRIu64
-				    " bytes of pieces", r->label, old[i].path,
+				    " bytes of pieces", label, old[i].path,
 				    c->keep_bytes);
 			tally_piece_removed();
 		}
@@ -393,295 +296,72 @@ rotate_keep(struct recording *r, const char *path, size_t baselen)
 	free(old);
 }
 
-/* Piece path is in place (size bytes): say so, count it, --keep. */
+/* Piece path of r is in place (size bytes): say so, count it, --keep. */
 static void
-rotate_done(struct recording *r, const char *path, size_t baselen,
-    uint64_t size)
+rotate_done_cb(struct recording *r, const char *path, uint64_t size)
 {
-	log_info("%s: wrote piece '%s' (%" PRIu64 " bytes)", r->label, path,
-	    size);
+	size_t baselen;
+
+	log_info("%s: wrote piece '%s' (%" PRIu64 " bytes)",
+	    recording_label(r), path, size);
 	tally_piece();
 	recording_done(r, path, true);
-	rotate_keep(r, path, baselen);
+	if (rotate_piece(path, &baselen) != 0)
+		rotate_keep(r, path, baselen);
 }
 
 void
 rotate_last(struct recording *r)
 {
+	const char *path = recording_path(r);
 	size_t baselen;
 
-	if (rotate_piece(r->path, &baselen) == 0)
+	if (rotate_piece(path, &baselen) == 0)
 		return;
 	tally_piece();
-	rotate_keep(r, r->path, baselen);
-}
-
-/* Free a cut (its writer is the recording's, or freed already). */
-static void
-rotate_cut_free(struct rotate_cut *job)
-{
-	if (job == NULL)
-		return;
-	if (job->ev != NULL)
-		event_free(job->ev);
-	recording_piece_copy_free(job->pc, false);
-	free(job->old);
-	free(job->oldstate);
-	free(job);
-}
-
-/*
- * The end of r's cut: the sections and options are in the next piece's
- * writer (r->file), which takes the place of the piece finished: its
- * lock, its first checkpoint; the piece finished is done (--on-finish,
- * --keep).
- */
-static void
-rotate_cut_end(struct recording *r, struct rotate_cut *job)
-{
-	char *part;
-	uint32_t n;
-	int fd;
-
-	for (n = 0; n < r->p.ncpus; n++)
-		r->cpu[n].piece_seq = r->cpu[n].next_seq;
-	/* the new piece's lock, then its first checkpoint */
-	xasprintf(&part, "%s.part", r->path);
-	fd = reclock_take(part);
-	free(part);
-	reclock_release(r->lockfd);
-	r->lockfd = fd;
-	if (recording_write_state(r) == -1)
-		log_warn("%s: cannot write '%s' (the next checkpoint tries "
-		    "again)", r->label, r->state_path);
-	checkpoint_remove(job->oldstate);
-	clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
-	r->rot->headers = recording_piece_copy_bytes(job->pc);
-	rotate_done(r, job->old, job->baselen, job->size);
-	log_info("%s: next piece '%s'", r->label, r->path);
-}
-
-/*
- * r's cut stopped after its piece was put in place (err: why): the next
- * piece's files go, the piece is done, and r cannot go on
- * (rotate_broken()).
- */
-static void
-rotate_cut_fail(struct recording *r, struct rotate_cut *job,
-    const char *err)
-{
-	recording_piece_copy_free(job->pc, true);
-	job->pc = NULL;
-	r->file = NULL;
-	rotate_unclaim(r->path);
-	checkpoint_remove(job->oldstate);
-	rotate_done(r, job->old, job->baselen, job->size);
-	free(r->rot->broken);
-	r->rot->broken = xstrdup(err);
-}
-
-/*
- * Copy on with r's cut until it is done (all: at once, else one step),
- * then end it.  0 while it goes on; 1 when it ended (r->rot->broken: how).
- */
-static int
-rotate_cut_steps(struct recording *r, bool all)
-{
-	struct rotate_cut *job = r->rot->job;
-	char err[700];
-	int ret;
-
-	do {
-		ret = recording_piece_copy_step(job->pc);
-	} while (ret == 1 && all);
-	if (ret == 1)
-		return 0;
-	r->rot->job = NULL;
-	if (ret == -1) {
-		recording_piece_copy_why(job->pc, err, sizeof err);
-		rotate_cut_fail(r, job, err);
-	} else
-		rotate_cut_end(r, job);
-	rotate_cut_free(job);
-	return 1;
-}
-
-/*
- * A turn of the loop: the next piece of r's copy, and the turn after for
- * the rest.  When it ends the owner hears it (recording_ready(): it reads
- * its producer again, or closes it), last: r may be gone then.
- */
-static void
-rotate_step_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct recording *r = arg;
-	struct timeval now = { 0, 0 };
-
-	if (rotate_cut_steps(r, false) == 0) {
-		evtimer_add(r->rot->job->ev, &now);
-		return;
-	}
-	recording_ready(r);
-}
-
-bool
-rotate_busy(const struct recording *r)
-{
-	return r->rot != NULL && r->rot->job != NULL;
-}
-
-const char *
-rotate_broken(const struct recording *r)
-{
-	return r->rot != NULL ? r->rot->broken : NULL;
-}
-
-void
-rotate_settle(struct recording *r)
-{
-	if (rotate_busy(r))
-		rotate_cut_steps(r, true);
-}
-
-void
-rotate_stop(struct recording *r, bool leave)
-{
-	struct rotate_cut *job;
-
-	if (!rotate_busy(r))
-		return;
-	job = r->rot->job;
-	r->rot->job = NULL;
-	if (!leave) {
-		rotate_cut_fail(r, job, "the recording ended in a cut");
-		rotate_cut_free(job);
-		return;
-	}
-	/*
-	 * tdlisten stops: as if it stopped in the cut.  The cut's state and
-	 * the piece in place are what the next tdlisten takes up
-	 * (rotate_recover()), which begins the next piece again.
-	 */
-	recording_piece_copy_free(job->pc, true);
-	job->pc = NULL;
-	r->file = NULL;
-	rotate_unclaim(r->path);
-	free(r->path);
-	free(r->state_path);
-	r->path = job->old;
-	r->state_path = job->oldstate;
-	job->old = job->oldstate = NULL;
-	rotate_cut_free(job);
+	rotate_keep(r, path, baselen);
 }
 
 int
 rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 {
-	struct rotate_cut *job;
-	struct piece_copy *pc;
-	struct event_base *base;
-	struct timeval now = { 0, 0 };
-	char *next, *old, *oldstate, why[160];
-	uint64_t size, zero = 0;
+	const struct listener_config *c = recording_config(r);
+	const char *path = recording_path(r);
+	struct recording_piece pi;
+	char *next, why[160];
 	size_t baselen;
 	uint32_t n;
-	bool cmdlines;
 	int e;
 
 	*sealed = false;
-	if ((r->cfg->rotate_bytes == 0 && r->cfg->rotate_secs == 0) ||
-	    r->file == NULL || rotate_busy(r) ||
-	    (n = rotate_piece(r->path, &baselen)) == 0 || !rotate_due(r))
+	if ((c->rotate_bytes == 0 && c->rotate_secs == 0) ||
+	    (n = rotate_piece(path, &baselen)) == 0)
+		return 0;
+	recording_piece(r, &pi);
+	if (!rotate_due(c, &pi))
 		return 0;
 	/* the copy's piece counts in the recording's budget: it waits */
 	if (recording_account(r, TD_ROTATE_COPY_CHUNK, why, sizeof why) == -1) {
-		log_debug("%s: the cut waits: %s", r->label, why);
+		log_debug("%s: the cut waits: %s", recording_label(r), why);
 		return 0;
 	}
-	if ((next = rotate_claim(r->cfg, r->path, baselen, n)) == NULL) {
+	if ((next = rotate_claim(c, path, baselen, n)) == NULL) {
 		e = errno;
 		snprintf(err, errlen, "cannot name the piece after '%s': %s",
-		    r->path, strerror(e));
+		    path, strerror(e));
 		errno = e;
 		return -1;
 	}
-	/*
-	 * A checkpoint at the cut first: a crash after the piece is in
-	 * place and before the next one's first checkpoint leaves this
-	 * state with the piece whole, which rotate_recover() takes up.
-	 */
-	if (recording_write_state(r) == -1) {
+	if (recording_cut(r, next, rotate_done_cb, sealed, err,
+	    errlen) == -1) {
 		e = errno;
-		snprintf(err, errlen, "cannot write '%s': %s", r->state_path,
-		    strerror(e));
-		rotate_unclaim(next);
+		if (!*sealed)
+			rotate_unclaim(next);
 		free(next);
 		errno = e;
 		return -1;
 	}
-	r->acked = r->position;
-	/*
-	 * The agent sends its command lines section at the end: a piece
-	 * before that gets the latest set it sent during the recording
-	 * (CMDLINES, version 6), else an empty one (its tasks show as
-	 * <...>); the next piece does not take this section over.
-	 */
-	cmdlines = td_file_has_section(r->file, TD_OPT_CMDLINES);
-	if ((!cmdlines && (r->rot->ncmd > 0 ? td_file_section_add(r->file,
-	    TD_OPT_CMDLINES, r->rot->cmd, r->rot->ncmd) :
-	    td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
-	    sizeof zero)) == -1) || rotate_seal(r) == -1) {
-		e = errno;
-		snprintf(err, errlen, "cannot finish '%s': %s", r->path,
-		    strerror(e));
-		rotate_unclaim(next);
-		free(next);
-		errno = e;
-		return -1;
-	}
-	/* the piece is in place: from here on r goes on, or ends */
-	*sealed = true;
-	size = td_file_size(r->file);
-	old = r->path;
-	oldstate = r->state_path;
-	r->path = next;
-	xasprintf(&r->state_path, "%s.state", next);
-	td_file_free(r->file);
-	r->file = NULL;
-	pc = recording_piece_copy_open(r->cfg, old, next, cmdlines,
-	    r->no_tsync, r->p.file_trace_id, err, errlen);
-	if (pc == NULL) {
-		e = errno;
-		rotate_unclaim(next);
-		checkpoint_remove(oldstate);
-		rotate_done(r, old, baselen, size);
-		free(old);
-		free(oldstate);
-		errno = e;
-		return -1;
-	}
-	job = xcalloc(1, sizeof *job);
-	job->pc = pc;
-	job->old = old;
-	job->oldstate = oldstate;
-	job->baselen = baselen;
-	job->size = size;
-	r->file = recording_piece_copy_file(pc);
-	r->rot->job = job;
-	/* without a loop (fuzz-session) at once, else a piece a turn */
-	base = recording_loop();
-	if (base == NULL) {
-		rotate_cut_steps(r, true);
-		if (r->rot->broken == NULL)
-			return 0;
-		snprintf(err, errlen, "%s", r->rot->broken);
-		errno = EIO;
-		return -1;
-	}
-	job->ev = evtimer_new(base, rotate_step_cb, r);
-	evtimer_add(job->ev, &now);
-	log_debug("%s: cutting: the sections of '%s' go into '%s' a piece "
-	    "of %u bytes a turn", r->label, old, next, TD_ROTATE_COPY_CHUNK);
+	free(next);
 	return 0;
 }
 
@@ -814,18 +494,6 @@ out:
 	free(next);
 	free(path);
 	return nstate;
-}
-
-void
-rotate_free(struct rotate *rot)
-{
-	if (rot != NULL) {
-		free(rot->cmd);
-		free(rot->broken);
-		/* its writer is the recording's (rotate_stop() first) */
-		rotate_cut_free(rot->job);
-	}
-	free(rot);
 }
 
 void
