@@ -27,7 +27,9 @@
 #      cut copies them a piece per turn of the loop with the peer's reads
 #      paused, never at once: the status page answers within LOOP_MS all
 #      along, the honest recording stays exact, and the peer's second
-#      piece (16 pages) is never cut (issue 31, row 3).
+#      piece (16 pages) is never cut (issue 31, row 3);
+#   7. tdlisten stopped while a cut copies: the piece in place stays,
+#      the next one is dropped, and the next start begins it again.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 P=$WORK/pki
@@ -396,4 +398,38 @@ check "hostile sections: the honest workload was recorded ($l events)" \
     test "${l:-0}" -gt 240000 -a "${l:-0}" -lt 255000
 check "hostile sections: the honest pieces hold exactly its events, CPU by CPU" \
     cmp -s "$WORK/hon.l" "$WORK/hon.r"
+# 7. tdlisten stops while the cut of part 6 copies (a step a turn of the
+# loop): the piece in place stays with the cut's state, the next piece's
+# files go, and the next start begins the next piece again from the one
+# in place (rotate_recover(), as after a crash in the cut)
+OUT=$WORK/out7
+start_listener "$WORK/l7.log" -d "$OUT" $TLS --rotate 1M --file-version 6 ||
+    exit 99
+"$TDHOSTILE" --cert "$P/evil.pem" --key "$P/evil.key" --ca "$P/ca.pem" \
+    127.0.0.1 "$LPORT" sections > "$WORK/evil7.out" 2>&1 &
+HP=$!
+wait_until $((1200 * SLOW)) grep -q "cutting: the sections of '.*hostile-0001.dat'" \
+    "$WORK/l7.log"
+stop_listener
+wait "$HP"
+p1=$(ls "$OUT"/evil/*-hostile-0001.dat 2>/dev/null)
+check "stopped in a cut: it was copying then" \
+    grep -q "cutting: the sections of '.*hostile-0001.dat'" "$WORK/l7.log"
+check "stopped in a cut: ... and had not finished" sh -c \
+    "! grep -q \"next piece '.*hostile-0002.dat'\" '$WORK/l7.log'"
+check "stopped in a cut: the piece is in place" test -n "$p1"
+check "stopped in a cut: ... with the cut's state" test -f "$p1.state"
+check "stopped in a cut: nothing of the next piece left" sh -c \
+    "! ls '$OUT'/evil/*-hostile-0002.dat* 2>/dev/null | grep -q ."
+LPORT_FIXED=$LPORT start_listener "$WORK/l7b.log" -d "$OUT" $TLS \
+    --rotate 1M --file-version 6 || exit 99
+unset LPORT_FIXED
+wait_until $((1200 * SLOW)) grep -q "recovered '.*hostile-0002.dat'" \
+    "$WORK/l7b.log"
+check "stopped in a cut: the next start begins the next piece" grep -q \
+    "the piece was in place, the next one begins as '.*hostile-0002.dat'" \
+    "$WORK/l7b.log"
+check "stopped in a cut: ... and waits for its agent" \
+    grep -q "recovered '.*hostile-0002.dat'" "$WORK/l7b.log"
+stop_listener
 finish
