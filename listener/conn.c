@@ -83,6 +83,7 @@ struct conn {
 	bool			 big;		/* sockio_big() said so */
 	size_t			 rlow;		/* bev's read watermark now */
 	bool			 out_blocked;	/* replies unread: no reads */
+	bool			 rec_wait;	/* a cut copies: no reads */
 	char			 peer[128];
 };
 
@@ -241,11 +242,29 @@ conn_flush(struct conn *c)
 	td_buf_reset(out);
 }
 
-/* The session wrote on its own (a standby agent's START): send it. */
+/*
+ * The session wrote on its own (a standby agent's START): send it.  Or
+ * its recording's cut is over: read again, once the checkpoint that
+ * follows it is taken (a cut that failed closes the session there).
+ */
 static void
 conn_kick_cb(void *arg)
 {
-	conn_flush(arg);
+	struct conn *c = arg;
+	enum session_verdict v;
+
+	conn_flush(c);
+	if (!c->rec_wait || c->state != C_OPEN || session_waits(c->s))
+		return;
+	c->rec_wait = false;
+	if ((v = session_tick(c->s)) != SESSION_GO) {
+		conn_verdict(c, v);	/* c may be gone */
+		return;
+	}
+	conn_flush(c);
+	bufferevent_enable(c->bev, EV_READ);
+	bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
+	    BEV_TRIG_DEFER_CALLBACKS);
 }
 
 /* Arm the idle timeout of a streaming session. */
@@ -283,6 +302,12 @@ conn_hold_back(struct conn *c, size_t coming)
 
 	if (c->state != C_OPEN || session_phase(c->s) != SESSION_STREAM)
 		return false;
+	/* its recording cuts: read again when the copy is done */
+	if (session_waits(c->s)) {
+		c->rec_wait = true;
+		bufferevent_disable(c->bev, EV_READ);
+		return true;
+	}
 	if ((v = session_account(c->s, conn_held(c, coming))) != SESSION_GO) {
 		conn_verdict(c, v);
 		return true;

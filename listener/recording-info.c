@@ -198,7 +198,7 @@ recording_set_producer(struct recording *r, const char *producer)
 }
 
 /*
- * r's file is in place as path (recording-local.h).  The name the done
+ * r's file is in place as path (recording.h).  The name the done
  * callback hears is the one in the file's name (output_sanitize()), never
  * the agent's raw --name: it reaches --on-finish commands (issue 31, row
  * 5: a name "$(touch /tmp/x)" ran in a site's command).

@@ -36,6 +36,7 @@
 #include "page.h"
 #include "recording.h"
 #include "recording-local.h"
+#include "recording-piece.h"
 #include "reclock.h"
 #include "registry.h"
 #include "rotate.h"
@@ -132,7 +133,7 @@ recording_free(struct recording *r)
 	free(r->zbuf);
 	timesync_free(r->ts);
 	guests_free(r->guests);
-	rotate_free(r->rot);
+	recording_piece_free(r);
 	free(r->cpu);
 	free(r->path);
 	free(r->state_path);
@@ -330,6 +331,13 @@ recording_attach(struct recording *r, const char *label,
 	if (r->owner != NULL && r->taken != NULL)
 		r->taken(r->owner);	/* it lets go; it may rewind r */
 	r->owner = NULL;
+	r->ready = NULL;
+	if (recording_cut_broken(r) != NULL) {
+		snprintf(err, errlen, "%s", recording_cut_broken(r));
+		log_warnx("%s: closing: %s", r->label, err);
+		recording_close(r);
+		return -1;
+	}
 	/* paused by a full disk or the quota: not back before there is room */
 	if (r->rewound && (r->paused_errno == ENOSPC ||
 	    r->paused_errno == EDQUOT || r->paused_errno == EFBIG) &&
@@ -370,10 +378,13 @@ recording_detach(struct recording *r, const char *why)
 
 	r->owner = NULL;
 	r->taken = NULL;
+	r->ready = NULL;
 	if (why != NULL)
 		log_warnx("%s: %s; the recording waits %d s for the agent to "
 		    "resume", r->label, why, r->cfg->resume_wait);
-	if (r->file != NULL && !r->rewound && recording_write_state(r) == 0)
+	/* a cut copying writes the next piece's state when it is done */
+	if (r->file != NULL && !r->rewound && !recording_busy(r) &&
+	    recording_write_state(r) == 0)
 		r->acked = r->position;
 	recording_account(r, 0, acct, sizeof acct);
 	registry_set_deadline(r->reg, recording_now_ms() +
@@ -448,12 +459,6 @@ recording_section_end(struct recording *r)
 		return recording_write_failed(r, "cannot write a section",
 		    "SECTION_END outside a section");
 	return 0;
-}
-
-void
-recording_cmdlines(struct recording *r, const void *p, size_t n)
-{
-	rotate_cmdlines(r, p, n);
 }
 
 int
@@ -623,6 +628,9 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 	size_t dl = strlen(r->cfg->dir);
 	uint32_t i;
 
+	recording_cut_settle(r);	/* its owner waits for a cut: not here */
+	if (recording_cut_broken(r) != NULL)
+		return recording_fail(r, REC_FAIL, "%s", recording_cut_broken(r));
 	for (i = 0; i < ncpus && i < r->p.ncpus; i++)
 		if (pages[i] != r->cpu[i].next_seq)
 			return recording_fail(r, REC_INPUT, "CPU %u: the agent "
@@ -633,7 +641,7 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 			return recording_fail(r, REC_INPUT, "END before "
 			    "section %u", i);
 	/* the listener's options, and the file in place (a piece's too) */
-	if (rotate_seal(r) == -1) {
+	if (recording_seal(r) == -1) {
 		if (recording_no_room(errno))
 			return recording_fail(r, REC_ROOM, "cannot finish the "
 			    "file");
@@ -668,7 +676,12 @@ recording_checkpoint(struct recording *r, uint64_t *acked)
 	bool sealed;
 
 	*acked = r->acked;
-	if (r->file == NULL || r->finished || r->rewound ||
+	if (recording_cut_broken(r) != NULL) {
+		errno = EIO;
+		return recording_fail(r, REC_FAIL, "%s", recording_cut_broken(r));
+	}
+	/* a cut copying: its own first checkpoint comes when it is done */
+	if (r->file == NULL || r->finished || r->rewound || recording_busy(r) ||
 	    r->position == r->acked)
 		return 0;
 	/* state writes stay within TD_CK_AMPLIFY x what arrived */
@@ -711,6 +724,8 @@ recording_rewind(struct recording *r, const char *what, int errnum)
 	/* "over the --quota ...", "over the memory budget ...": no strerror */
 	bool over = what != NULL && strncmp(what, "over ", 5) == 0;
 
+	/* the checkpoint to go back to is the next piece's: done first */
+	recording_cut_settle(r);
 	if (what != NULL) {
 		log_warnx("%s: %s%s%s; the recording pauses, the agent keeps "
 		    "its data and resumes when there is room", r->label, what,
@@ -741,7 +756,7 @@ recording_held(const struct recording *r)
 		n += td_file_mem(r->file);
 	if (r->zbuf != NULL)
 		n += (uint64_t)TD_CHUNK_PAGES * r->p.page_size;
-	return n + rotate_mem(r->rot);
+	return n + recording_piece_mem(r);
 }
 
 int
@@ -785,6 +800,7 @@ recording_close(struct recording *r)
 	uint64_t events, marked;
 	char err[600];
 
+	recording_cut_stop(r, false);	/* the piece in place is what is kept */
 	if (r->rewound && !r->finished) {
 		/* what the checkpoint holds is what can be kept */
 		if (recording_read_state(r, r->state_path, err,
@@ -820,6 +836,7 @@ recording_close(struct recording *r)
 void
 recording_leave(struct recording *r)
 {
+	recording_cut_stop(r, true);	/* the cut begins again at the next start */
 	if (r->file != NULL && !r->rewound && !r->finished &&
 	    recording_write_state(r) == -1 && errno != EBUSY)
 		log_warnx("%s: cannot write '%s': %s", r->label,

@@ -34,6 +34,7 @@
 
 #include "recparams.h"
 
+struct event_base;
 struct finished;
 struct listener_config;
 struct output_done;
@@ -59,6 +60,26 @@ struct recording *recording_open(const struct listener_config *cfg,
 		    void (*taken)(void *), void *arg, int conns, char *err,
 		    size_t errlen, enum recording_fault *fault);
 /*
+ * The loop recordings run on: a cut (tdlisten --rotate) copies its header
+ * sections into the next piece a piece a turn of base.  Without one (NULL,
+ * the default) a cut copies at once.
+ */
+void		 recording_set_base(struct event_base *base);
+/*
+ * Whether r is cutting to its next piece (--rotate): its owner must not
+ * feed it (sections, options, pages, END) until ready(owner) is called,
+ * which recording_set_ready() names; the owner's checkpoints wait too.
+ */
+bool		 recording_busy(const struct recording *r);
+/*
+ * ready(arg) when a cut of r is over (its owner's arg of recording_open()
+ * or recording_attach(); NULL: nobody).  Set again after each attach.
+ * The owner reads its producer again then; a cut that failed shows in
+ * its next recording_checkpoint().
+ */
+void		 recording_set_ready(struct recording *r,
+		    void (*ready)(void *));
+/*
  * cb(d, arg) for every file a recording puts in place, finished or kept
  * as NAME.incomplete.dat (tdlisten --on-finish); NULL: nobody.  Called
  * after the file is in place and logged.
@@ -68,6 +89,13 @@ void		 recording_set_done(void (*cb)(const struct output_done *,
 /* The producer that callback names ("tdproto" unless told). */
 void		 recording_set_producer(struct recording *r,
 		    const char *producer);
+/*
+ * r's file is in place as path (complete: finished, else kept as
+ * incomplete): the done callback hears it.  Also for each piece put in
+ * place (recording-piece.h, rotate.c).
+ */
+void		 recording_done(const struct recording *r, const char *path,
+		    bool complete);
 /* Whether r has an owner now (one that resumes it takes it over). */
 bool		 recording_owned(const struct recording *r);
 /*
@@ -162,7 +190,12 @@ void		 recording_lost_pages(struct recording *r, uint64_t n);
  * producer's clock and the log does not wait for samples.
  */
 void		 recording_no_tsync(struct recording *r);
-/* The producer's command lines now (CMDLINES): rotate_cmdlines(). */
+/*
+ * The producer's command lines now (CMDLINES, version 6: n bytes of
+ * saved_cmdlines text), kept as the latest set under --rotate: a piece
+ * sealed before the producer's own CMDLINES section gets them (each
+ * piece is read alone and needs its tasks' names).
+ */
 void		 recording_cmdlines(struct recording *r, const void *p,
 		    size_t n);
 /* A time-sync sample; absurd ones are dropped and counted. */

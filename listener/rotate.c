@@ -1,13 +1,9 @@
 /*
- * rotate.c: a recording as a series of pieces (see rotate.h).
- *
- * Why the cut reads the header sections back from the piece it just
- * finished rather than keeping them: kallsyms is megabytes, a recording
- * recovered after a crash of tdlisten has nothing of them in memory, and
- * the finished piece holds exactly the bytes its writer was handed.  A
- * section goes over as it is stored (compressed or not), in pieces of
- * TD_ROTATE_COPY_CHUNK counted in the recording's budget (issue 31, row
- * 3: a peer's sections may be 256 MiB each, which compress to nothing).
+ * rotate.c: a recording as a series of pieces (see rotate.h): the
+ * policy (when a piece is due, the pieces' names, --keep, recovery of a
+ * cut at start).  The mechanism (the seal, the cut, the copy of the
+ * header sections a step a turn of the loop) is the recording's
+ * (recording-piece.h); nothing here looks inside a recording.
  *
  * Why each piece carries every time-sync sample of the recording so far
  * (TIME_SHIFT through timeline_write()): trace-cmd interpolates between
@@ -35,7 +31,7 @@
 #include "log.h"
 #include "output.h"
 #include "recording.h"
-#include "recording-local.h"
+#include "recording-piece.h"
 #include "reclock.h"
 #include "size.h"
 #include "rotate.h"
@@ -48,53 +44,6 @@
 #include "timesync.h"
 #include "xmalloc.h"
 #include "banned.h"
-
-/*
- * A recording's pieces: when the one being written began, the bytes of
- * the header sections copied into it (0: none, the first piece), and the
- * producer's latest command lines (rotate_cmdlines()).
- */
-struct rotate {
-	struct timespec	 since;
-	uint64_t	 headers;
-	uint8_t		*cmd;		/* u64 length, then the text */
-	size_t		 ncmd;		/* 0: none yet */
-};
-
-/* r's rotation state, made when first needed. */
-static struct rotate *
-rotate_get(struct recording *r)
-{
-	if (r->rot == NULL) {
-		r->rot = xcalloc(1, sizeof *r->rot);
-		clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
-	}
-	return r->rot;
-}
-
-void
-rotate_cmdlines(struct recording *r, const void *p, size_t n)
-{
-	struct rotate *rot;
-	uint64_t len = n;
-
-	if (r->cfg->rotate_bytes == 0 && r->cfg->rotate_secs == 0)
-		return;
-	rot = rotate_get(r);
-	free(rot->cmd);
-	/* the section as the producer's would be: its size in its order */
-	rot->cmd = xmalloc(sizeof len + n);
-	memcpy(rot->cmd, &len, sizeof len);
-	if (n > 0)
-		memcpy(rot->cmd + sizeof len, p, n);
-	rot->ncmd = sizeof len + n;
-}
-
-uint64_t
-rotate_mem(const struct rotate *rot)
-{
-	return rot == NULL ? 0 : sizeof *rot + rot->ncmd;
-}
 
 /* A finished piece of a recording, for --keep. */
 struct rotate_old {
@@ -193,55 +142,25 @@ rotate_name(const char *path, size_t baselen, uint32_t n)
 	return p;
 }
 
-int
-rotate_seal(struct recording *r)
-{
-	if (r->cfg->tsync_interval != TD_TSYNC_OFF && !r->no_tsync &&
-	    timeline_write(r->ts, r->guests, r->file, &r->p, r->trace_id,
-	    r->label) == -1)
-		return -1;
-	if (r->p.file_trace_id != 0 && td_file_add_option(r->file,
-	    TD_OPT_TRACEID, &r->p.file_trace_id,
-	    sizeof r->p.file_trace_id) == -1)
-		return -1;
-	if (guests_options(r->guests, r->file) == -1)
-		return -1;
-	return td_file_finish(r->file);
-}
-
 /*
- * Whether r's piece is due: --rotate's size or span reached, and pages in
- * it that hold at least as many bytes as the header sections copied into
- * it.  Every piece repeats the sections (kallsyms: megabytes; a peer may
- * send 256 MiB each, which compress to nothing): without that minimum a
- * piece was cut after one page once they alone passed --rotate, and 20
- * pages cost 672 MiB of copies (issue 31, row 3).  With it the copies are
- * at most the data received; the first piece, which copied nothing, has
- * no minimum.
+ * Whether the piece pi is due: --rotate's size or span reached, and pages
+ * in it that hold at least as many bytes as the header sections copied
+ * into it.  Every piece repeats the sections (kallsyms: megabytes; a peer
+ * may send 256 MiB each, which compress to nothing, or are stored as they
+ * are in version 6): without that minimum a piece was cut after one page
+ * once they alone passed --rotate, and 20 pages cost 672 MiB of copies
+ * (issue 31, row 3).  With it the copies are at most the data received;
+ * the first piece, which copied nothing, has no minimum.
  */
 static bool
-rotate_due(struct recording *r)
+rotate_due(const struct listener_config *c,
+    const struct recording_piece *pi)
 {
-	const struct listener_config *c = r->cfg;
-	struct timespec now;
-	uint64_t pages = 0;
-	int i;
-
-	rotate_get(r);
-	if (td_file_in_section(r->file))
+	if (!pi->whole || pi->page_bytes == 0 || pi->page_bytes < pi->headers)
 		return false;
-	for (i = TD_OPT_HEADER_INFO; i <= TD_OPT_PRINTK; i++)
-		if (!td_file_has_section(r->file, i))
-			return false;
-	for (i = 0; i < (int)r->p.ncpus; i++)
-		pages += td_file_cpu_pages(r->file, i);
-	if (pages == 0 || pages * r->p.page_size < r->rot->headers)
-		return false;
-	if (c->rotate_bytes > 0 && td_file_written(r->file) >= c->rotate_bytes)
+	if (c->rotate_bytes > 0 && pi->written >= c->rotate_bytes)
 		return true;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return c->rotate_secs > 0 &&
-	    now.tv_sec - r->rot->since.tv_sec >= (time_t)c->rotate_secs;
+	return c->rotate_secs > 0 && pi->secs >= c->rotate_secs;
 }
 
 /*
@@ -293,161 +212,6 @@ rotate_unclaim(const char *path)
 	free(part);
 }
 
-/* The next piece's writer and which options of the last it takes. */
-struct rotate_copy {
-	struct td_file	*f;
-	bool		 no_tsync;	/* the producer's DATE is kept */
-	uint64_t	 file_trace_id;	/* !0: the listener writes TRACEID */
-};
-
-/* Which options of a finished piece go on into the next: the producer's. */
-static int
-rotate_option_cb(void *arg, uint16_t id, const void *p, size_t n)
-{
-	struct rotate_copy *cp = arg;
-
-	switch (id) {
-	case TD_OPT_DONE: case TD_OPT_BUFFER: case TD_OPT_CPUCOUNT:
-	case TD_OPT_TIME_SHIFT: case TD_OPT_GUEST: case TD_OPT_TD_TSYNC:
-		return 0;	/* the writer's, or the listener's (sealed) */
-	case TD_OPT_DATE:
-		if (!cp->no_tsync)
-			return 0;
-		break;
-	case TD_OPT_TRACEID:
-		if (cp->file_trace_id != 0)
-			return 0;
-		break;
-	default:
-		if (id >= TD_OPT_STRINGS && id <= TD_OPT_BUFFER_TEXT)
-			return 0;
-	}
-	return td_file_add_option(cp->f, id, p, n) == -1 ? -1 : 0;
-}
-
-/*
- * The parameters of the piece finished as rd for the next, this
- * listener's bounds and shared context.
- */
-static void
-rotate_params(const struct listener_config *c, struct td_read *rd,
-    struct td_file_params *fp)
-{
-	memset(fp, 0, sizeof *fp);
-	fp->version = td_read_version(rd);
-	fp->codec = td_read_codec(rd);
-	fp->page_size = td_read_page_size(rd);
-	fp->long_size = (uint8_t)td_read_long_size(rd);
-	fp->ncpus = td_read_ncpus(rd);
-	fp->clock = td_read_clock(rd);
-	fp->codec_ctx = fp->codec == c->codec ? c->codec_ctx : NULL;
-	fp->mode = c->file_mode;
-	fp->chunk_mem = TD_WRITER_CHUNK_MEM;
-	fp->spool_fds = TD_WRITER_SPOOL_FDS;
-}
-
-/*
- * Copy section id of rd into f, adding its stored bytes to *copied: in
- * pieces of at most TD_ROTATE_COPY_CHUNK through b, never held whole (a
- * peer's sections may be 256 MiB each, issue 31, row 3); a compressed
- * block as it is stored (the same codec: never decompressed).  Only a
- * compressed block the writer cannot take as it is (it does not
- * compress) is read whole (td_read_section()).
- */
-static int
-rotate_copy_section(struct td_read *rd, struct td_file *f, enum td_opt id,
-    struct td_buf *b, uint64_t *copied)
-{
-	uint64_t off, n, k;
-	bool z;
-
-	if (td_read_section_span(rd, id, &off, &n, &z) == -1)
-		return -1;
-	/* the writer has rd's codec (rotate_params()) */
-	if (z && td_file_section_raw_begin(f, id) == -1) {
-		if (td_read_section(rd, id, b) == -1 ||
-		    td_file_section_add(f, id, b->data, b->len) == -1)
-			return -1;
-		*copied += b->len;
-		return 0;
-	}
-	if (!z && td_file_section_begin(f, id) == -1)
-		return -1;
-	td_buf_reset(b);
-	if (n > 0 && td_buf_add_zero(b, n < TD_ROTATE_COPY_CHUNK ? n :
-	    TD_ROTATE_COPY_CHUNK) == -1)
-		return -1;
-	while (n > 0) {
-		k = n < TD_ROTATE_COPY_CHUNK ? n : TD_ROTATE_COPY_CHUNK;
-		if (td_read_bytes(rd, off, b->data, k) == -1 ||
-		    (z ? td_file_section_raw_write(f, b->data, k) :
-		    td_file_section_write(f, b->data, k)) == -1)
-			return -1;
-		off += k;
-		n -= k;
-		*copied += k;
-	}
-	td_buf_reset(b);
-	return z ? td_file_section_raw_end(f) : td_file_section_end(f);
-}
-
-/*
- * The next piece's writer at path, with the header sections (*copied:
- * their bytes) and the producer's options of the piece finished at old
- * (cp: which), or NULL with errno and err.  cmdlines: whether its
- * CMDLINES is the producer's (else the next piece waits for it).
- */
-static struct td_file *
-rotate_open_next(const struct listener_config *c, const char *old,
-    const char *path, bool cmdlines, struct rotate_copy *cp,
-    uint64_t *copied, char *err, size_t errlen)
-{
-	struct td_file_params fp;
-	struct td_read *rd;
-	struct td_buf b;
-	int i, e;
-
-	if ((rd = td_read_open(old)) == NULL) {
-		e = errno;
-		snprintf(err, errlen, "cannot read '%s' back: %s", old,
-		    strerror(e));
-		errno = e;
-		return NULL;
-	}
-	rotate_params(c, rd, &fp);
-	if ((cp->f = td_file_create(path, &fp)) == NULL) {
-		e = errno;
-		snprintf(err, errlen, "cannot create '%s': %s", path,
-		    strerror(e));
-		td_read_close(rd);
-		errno = e;
-		return NULL;
-	}
-	td_buf_init(&b, TD_MAX_SECTION_SIZE);
-	*copied = 0;
-	for (i = TD_OPT_HEADER_INFO; i <= (cmdlines ? TD_OPT_CMDLINES :
-	    TD_OPT_PRINTK); i++) {
-		if (rotate_copy_section(rd, cp->f, i, &b, copied) == -1)
-			goto out_fail;
-	}
-	td_buf_free(&b);
-	if (td_read_options(rd, rotate_option_cb, cp) != 0)
-		goto out_fail;
-	td_read_close(rd);
-	return cp->f;
-out_fail:
-	e = errno;
-	snprintf(err, errlen, "cannot copy the headers of '%s' into '%s': %s",
-	    old, path, strerror(e));
-	td_buf_free(&b);
-	td_read_close(rd);
-	td_file_abort(cp->f);
-	td_file_free(cp->f);
-	cp->f = NULL;
-	errno = e;
-	return NULL;
-}
-
 static int
 rotate_old_cmp(const void *a, const void *b)
 {
@@ -463,7 +227,8 @@ rotate_old_cmp(const void *a, const void *b)
 static void
 rotate_keep(struct recording *r, const char *path, size_t baselen)
 {
-	const struct listener_config *c = r->cfg;
+	const struct listener_config *c = recording_config(r);
+	const char *label = recording_label(r);
 	const char *slash = strrchr(path, '/');
 	struct rotate_old *old = NULL;
 	struct dirent *d;
@@ -509,18 +274,18 @@ rotate_keep(struct recording *r, const char *path, size_t baselen)
 		xasprintf(&side, "%s.onfinish", old[i].path);
 		if (access(side, F_OK) == 0)
 			log_info("%s: kept '%s' beyond --keep: its --on-finish "
-			    "command has not succeeded yet", r->label,
+			    "command has not succeeded yet", label,
 			    old[i].path);
 		else if (unlink(old[i].path) == -1)
-			log_warn("%s: cannot remove '%s' (--keep)", r->label,
+			log_warn("%s: cannot remove '%s' (--keep)", label,
 			    old[i].path);
 		else {
 			if (c->keep_n > 0)
 				log_info("%s: removed '%s': --keep %u pieces",
-				    r->label, old[i].path, c->keep_n);
+				    label, old[i].path, c->keep_n);
 			else
 				log_info("%s: removed '%s': --keep %" PRIu64
-				    " bytes of pieces", r->label, old[i].path,
+				    " bytes of pieces", label, old[i].path,
 				    c->keep_bytes);
 			tally_piece_removed();
 		}
@@ -531,132 +296,72 @@ rotate_keep(struct recording *r, const char *path, size_t baselen)
 	free(old);
 }
 
-/* Piece path is in place (size bytes): say so, count it, --keep. */
+/* Piece path of r is in place (size bytes): say so, count it, --keep. */
 static void
-rotate_done(struct recording *r, const char *path, size_t baselen,
-    uint64_t size)
+rotate_done_cb(struct recording *r, const char *path, uint64_t size)
 {
-	log_info("%s: wrote piece '%s' (%" PRIu64 " bytes)", r->label, path,
-	    size);
+	size_t baselen;
+
+	log_info("%s: wrote piece '%s' (%" PRIu64 " bytes)",
+	    recording_label(r), path, size);
 	tally_piece();
 	recording_done(r, path, true);
-	rotate_keep(r, path, baselen);
+	if (rotate_piece(path, &baselen) != 0)
+		rotate_keep(r, path, baselen);
 }
 
 void
 rotate_last(struct recording *r)
 {
+	const char *path = recording_path(r);
 	size_t baselen;
 
-	if (rotate_piece(r->path, &baselen) == 0)
+	if (rotate_piece(path, &baselen) == 0)
 		return;
 	tally_piece();
-	rotate_keep(r, r->path, baselen);
+	rotate_keep(r, path, baselen);
 }
 
 int
 rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 {
-	struct rotate_copy cp;
-	char *next, *old, *oldstate, *part, why[160];
-	uint64_t size, zero = 0, copied = 0;
+	const struct listener_config *c = recording_config(r);
+	const char *path = recording_path(r);
+	struct recording_piece pi;
+	char *next, why[160];
 	size_t baselen;
 	uint32_t n;
-	bool cmdlines;
-	int e, fd;
+	int e;
 
 	*sealed = false;
-	if ((r->cfg->rotate_bytes == 0 && r->cfg->rotate_secs == 0) ||
-	    r->file == NULL || (n = rotate_piece(r->path, &baselen)) == 0 ||
-	    !rotate_due(r))
+	if ((c->rotate_bytes == 0 && c->rotate_secs == 0) ||
+	    (n = rotate_piece(path, &baselen)) == 0)
+		return 0;
+	recording_piece(r, &pi);
+	if (!rotate_due(c, &pi))
 		return 0;
 	/* the copy's piece counts in the recording's budget: it waits */
 	if (recording_account(r, TD_ROTATE_COPY_CHUNK, why, sizeof why) == -1) {
-		log_debug("%s: the cut waits: %s", r->label, why);
+		log_debug("%s: the cut waits: %s", recording_label(r), why);
 		return 0;
 	}
-	if ((next = rotate_claim(r->cfg, r->path, baselen, n)) == NULL) {
+	if ((next = rotate_claim(c, path, baselen, n)) == NULL) {
 		e = errno;
 		snprintf(err, errlen, "cannot name the piece after '%s': %s",
-		    r->path, strerror(e));
+		    path, strerror(e));
 		errno = e;
 		return -1;
 	}
-	/*
-	 * A checkpoint at the cut first: a crash after the piece is in
-	 * place and before the next one's first checkpoint leaves this
-	 * state with the piece whole, which rotate_recover() takes up.
-	 */
-	if (recording_write_state(r) == -1) {
+	if (recording_cut(r, next, rotate_done_cb, sealed, err,
+	    errlen) == -1) {
 		e = errno;
-		snprintf(err, errlen, "cannot write '%s': %s", r->state_path,
-		    strerror(e));
-		rotate_unclaim(next);
+		if (!*sealed)
+			rotate_unclaim(next);
 		free(next);
 		errno = e;
 		return -1;
 	}
-	r->acked = r->position;
-	/*
-	 * The agent sends its command lines section at the end: a piece
-	 * before that gets the latest set it sent during the recording
-	 * (CMDLINES, version 6), else an empty one (its tasks show as
-	 * <...>); the next piece does not take this section over.
-	 */
-	cmdlines = td_file_has_section(r->file, TD_OPT_CMDLINES);
-	if ((!cmdlines && (r->rot->ncmd > 0 ? td_file_section_add(r->file,
-	    TD_OPT_CMDLINES, r->rot->cmd, r->rot->ncmd) :
-	    td_file_section_add(r->file, TD_OPT_CMDLINES, &zero,
-	    sizeof zero)) == -1) || rotate_seal(r) == -1) {
-		e = errno;
-		snprintf(err, errlen, "cannot finish '%s': %s", r->path,
-		    strerror(e));
-		rotate_unclaim(next);
-		free(next);
-		errno = e;
-		return -1;
-	}
-	/* the piece is in place: from here on r goes on, or ends */
-	*sealed = true;
-	size = td_file_size(r->file);
-	old = r->path;
-	oldstate = r->state_path;
-	r->path = next;
-	xasprintf(&r->state_path, "%s.state", next);
-	memset(&cp, 0, sizeof cp);
-	cp.no_tsync = r->no_tsync;
-	cp.file_trace_id = r->p.file_trace_id;
-	td_file_free(r->file);
-	r->file = rotate_open_next(r->cfg, old, next, cmdlines, &cp, &copied,
-	    err, errlen);
-	if (r->file == NULL) {
-		e = errno;
-		rotate_unclaim(next);
-		checkpoint_remove(oldstate);
-		rotate_done(r, old, baselen, size);
-		free(old);
-		free(oldstate);
-		errno = e;
-		return -1;
-	}
-	for (n = 0; n < r->p.ncpus; n++)
-		r->cpu[n].piece_seq = r->cpu[n].next_seq;
-	/* the new piece's lock, then its first checkpoint */
-	xasprintf(&part, "%s.part", next);
-	fd = reclock_take(part);
-	free(part);
-	reclock_release(r->lockfd);
-	r->lockfd = fd;
-	if (recording_write_state(r) == -1)
-		log_warn("%s: cannot write '%s' (the next checkpoint tries "
-		    "again)", r->label, r->state_path);
-	checkpoint_remove(oldstate);
-	clock_gettime(CLOCK_MONOTONIC, &r->rot->since);
-	r->rot->headers = copied;
-	rotate_done(r, old, baselen, size);
-	log_info("%s: next piece '%s'", r->label, next);
-	free(old);
-	free(oldstate);
+	free(next);
 	return 0;
 }
 
@@ -704,7 +409,7 @@ rotate_recover(const struct listener_config *c, const char *identity,
     const char *statepath, char **done)
 {
 	struct checkpoint ck;
-	struct rotate_copy cp;
+	struct td_file *f;
 	struct td_read *rd;
 	struct td_buf b;
 	char *path, *next = NULL, *nstate = NULL, err[600];
@@ -751,28 +456,26 @@ rotate_recover(const struct listener_config *c, const char *identity,
 		    "%s", path, strerror(errno));
 		goto out;
 	}
-	memset(&cp, 0, sizeof cp);
-	cp.file_trace_id = ck.params.file_trace_id;
 	/* the recovered recording's piece has no minimum (rotate_due()) */
-	if (rotate_open_next(c, path, next, cmdlines, &cp, &copied, err,
-	    sizeof err) == NULL) {
+	if ((f = recording_piece_copy_all(c, path, next, cmdlines, false,
+	    ck.params.file_trace_id, &copied, err, sizeof err)) == NULL) {
 		rotate_unclaim(next);
 		goto out;
 	}
 	for (i = 0; i < ck.params.ncpus; i++)
 		ck.cpu[i].piece_seq = ck.cpu[i].next_seq;
-	ck.file = cp.f;
+	ck.file = f;
 	xasprintf(&nstate, "%s.state", next);
 	if (checkpoint_write(nstate, &ck, &len) == -1) {
 		snprintf(err, sizeof err, "cannot write '%s': %s", nstate,
 		    strerror(errno));
-		td_file_abort(cp.f);
-		td_file_free(cp.f);
+		td_file_abort(f);
+		td_file_free(f);
 		free(nstate);
 		nstate = NULL;
 		goto out;
 	}
-	td_file_release(cp.f);
+	td_file_release(f);
 	checkpoint_remove(statepath);
 	log_info("'%s': the piece was in place, the next one begins as '%s'",
 	    statepath, next);
@@ -791,14 +494,6 @@ out:
 	free(next);
 	free(path);
 	return nstate;
-}
-
-void
-rotate_free(struct rotate *rot)
-{
-	if (rot != NULL)
-		free(rot->cmd);
-	free(rot);
 }
 
 void

@@ -16,6 +16,10 @@
  * the piece being written, nor one whose --on-finish command has not
  * succeeded yet (PATH.onfinish beside it).
  *
+ * The policy only: the cut itself (seal, copy, checkpoint) is the
+ * recording's (recording-piece.h), which copies the sections a step of
+ * TD_ROTATE_COPY_CHUNK a turn of the loop (recording_busy()).
+ *
  * Called by recording.c only, on the loop's thread.  Lower layers' rule:
  * -1 with errno and err filled, nothing logged, except the pieces' own
  * life (wrote, removed), which is logged here under the recording's
@@ -30,7 +34,6 @@
 
 struct listener_config;
 struct recording;
-struct rotate;
 
 /*
  * Parse --rotate's value: SIZE (bytes, K, M or G; at least
@@ -56,24 +59,8 @@ uint32_t rotate_piece(const char *path, size_t *baselen);
  */
 int	rotate_check(struct recording *r, bool *sealed, char *err,
 	    size_t errlen);
-/*
- * Write the options the listener writes itself (time sync, TRACEID,
- * GUEST) and finish r's file, putting it in place: the end of a piece and
- * of a recording.  -1 with errno.
- */
-int	rotate_seal(struct recording *r);
 /* r's last piece is in place (recording_finish()): count it, --keep. */
 void	rotate_last(struct recording *r);
-void	rotate_free(struct rotate *rot);
-/*
- * The producer's command lines now (CMDLINES, version 6: n bytes of
- * saved_cmdlines text), kept as the latest set: a piece sealed before the
- * producer's own CMDLINES section gets them (each piece is read alone and
- * needs its tasks' names).  Not kept without --rotate.
- */
-void	rotate_cmdlines(struct recording *r, const void *p, size_t n);
-/* The memory rot holds (0 for NULL). */
-uint64_t rotate_mem(const struct rotate *rot);
 /*
  * At start, before the recording of statepath is recovered: when it is a
  * piece put in place whose next piece never began (tdlisten stopped in

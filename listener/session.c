@@ -339,6 +339,27 @@ session_taken_cb(void *arg)
 	s->gone(s->gone_arg);	/* s may be freed now */
 }
 
+/*
+ * The recording's cut is over (recording_busy() no longer): the
+ * connection reads on (session_waits()); kicked as when the session
+ * writes on its own.
+ */
+static void
+session_ready_cb(void *arg)
+{
+	struct session *s = arg;
+
+	if (s->kick != NULL)
+		s->kick(s->kick_arg);
+}
+
+bool
+session_waits(const struct session *s)
+{
+	return s->phase == SESSION_STREAM && s->rec != NULL &&
+	    recording_busy(s->rec);
+}
+
 /* Whether a HELLO's CPUs, sizes and clock are those of recording p. */
 static bool
 session_fits(const struct recording_params *p, const struct td_hello *h)
@@ -402,6 +423,7 @@ session_resume(struct session *s, const struct td_hello *h)
 		return session_close(s, "the recording cannot be resumed");
 	}
 	s->rec = t;
+	recording_set_ready(t, session_ready_cb);
 	s->page_size = p->page_size;
 	s->phase = SESSION_STREAM;
 	session_welcome(s, true, recording_trace_id(t), recording_position(t));
@@ -473,6 +495,7 @@ session_hello(struct session *s, const struct td_frame *f, int conns)
 			return session_close(s, "the recording cannot be "
 			    "taken over");
 		s->rec = t;
+		recording_set_ready(t, session_ready_cb);
 		recording_received(t, f->total);
 		s->page_size = h.page_size;
 		s->phase = SESSION_STREAM;
@@ -504,6 +527,7 @@ session_hello(struct session *s, const struct td_frame *f, int conns)
 	if (s->rec == NULL)
 		return session_end_with(s, fault == REC_ROOM ? TD_ERR_RETRY :
 		    TD_ERR_FATAL, err);
+	recording_set_ready(s->rec, session_ready_cb);
 	recording_received(s->rec, f->total);
 	s->page_size = p.page_size;
 	s->phase = SESSION_STREAM;

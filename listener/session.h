@@ -112,6 +112,12 @@ enum session_verdict session_account(struct session *s, uint64_t extra);
 /* Checkpoint and acknowledge what arrived (the connection's tick). */
 enum session_verdict session_tick(struct session *s);
 /*
+ * Whether s must not be fed now: its recording is cutting to its next
+ * piece (recording_busy()).  The connection stops reading; the session's
+ * kick (session_set_kick()) says when it may read again.
+ */
+bool		 session_waits(const struct session *s);
+/*
  * The connection went (why: for the log, NULL when a PAUSE's ERROR went
  * out): a streaming recording waits for a resume; the session is over.
  * Returns CLOSE when the recording could not wait (--resume-wait 0).

@@ -849,6 +849,7 @@ main(int argc, char **argv)
 		evsignal_add(sigs[i], NULL);
 	}
 	client_init(base, &cfg);
+	recording_set_base(base);
 	conn_init(base, &cfg, ctx);
 	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
 	    sizeof err) == -1)

@@ -22,11 +22,19 @@
 #      names its tasks (the agent's CMDLINES during the recording, the
 #      listener's latest set in each piece it seals), none "<...>" for
 #      it (a task younger than the latest set, up to 1 s, may be), and
-#      the pieces still hold exactly the local file's events (issue 28).
+#      the pieces still hold exactly the local file's events (issue 28);
+#   6. a hostile peer's 255 MiB sections beside an honest recording: the
+#      cut copies them a piece per turn of the loop with the peer's reads
+#      paused, never at once: the status page answers within LOOP_MS all
+#      along, the honest recording stays exact, and the peer's second
+#      piece (16 pages) is never cut (issue 31, row 3);
+#   7. tdlisten stopped while a cut copies: the piece in place stays,
+#      the next one is dropped, and the next start begins it again.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 P=$WORK/pki
-pki "$P" web1 || { echo "FAIL: cannot make certificates"; exit 99; }
+pki "$P" web1 evil || { echo "FAIL: cannot make certificates"; exit 99; }
+TDHOSTILE=$B/tests/tdhostile
 TLS="--cert $P/listener.pem --key $P/listener.key --ca $P/ca.pem"
 # peak RSS (parts 3 and 4): under a sanitizer (shadow memory, ASan's
 # quarantine of freed blocks) or valgrind it is not the program's
@@ -317,4 +325,111 @@ check "cmdlines: the workload was recorded ($l events)" \
     test "${l:-0}" -gt 240000 -a "${l:-0}" -lt 255000
 check "cmdlines: the pieces hold exactly the local file's events, CPU by CPU" \
     cmp -s "$WORK/cmd.l" "$WORK/cmd.r"
+# 6. issue 31, row 3: a hostile peer (tdhostile sections) sends five
+# header sections of 255 MiB each, stored as they came (version 6), then
+# a few pages, while an honest agent records beside it.  Its first piece,
+# which copied nothing, is cut after a few pages, and the cut copies
+# 1275 MiB into the next piece: TD_ROTATE_COPY_CHUNK per turn of the loop
+# with the peer's reads paused (tdlisten(8), SECURITY).  The status page
+# is asked all along, one request after the other; each one asked from
+# the end of the peer's sections to its first piece in place (the cut's
+# copy is in there) is answered within LOOP_MS: the copy at once, on the
+# loop, held one for 1.2 to 2.4 s with 1020 MiB and 24 s with 1275 MiB
+# (this machine shared, load 9 to 15: noisy); a piece a turn, 0.5 s at
+# most.  The peer's second piece holds 16 pages, far
+# fewer bytes than its sections: never cut (the copies stay within the
+# data received).
+LOOP_MS=$((1000 * SLOW))
+OUT=$WORK/out6
+start_listener "$WORK/l6.log" -d "$OUT" $TLS --rotate 1M --file-version 6 \
+    --http 127.0.0.1:0 || exit 99
+wait_until $((100 * SLOW)) grep -q "status page and metrics at" "$WORK/l6.log"
+HPORT=$(sed -n 's|.*status page and metrics at http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+    "$WORK/l6.log")
+# poll_status FILE STOP: "W MS" in FILE for each /status request, one
+# after the other, until STOP exists: MS its time, W 1 when it was asked
+# between the end of the peer's sections and its first piece in place
+poll_status() {
+	while [ ! -e "$2" ]; do
+		w=0
+		if grep -qx sections "$WORK/evil.out" 2>/dev/null &&
+		    ! grep -q "wrote piece '.*hostile-0001.dat'" "$WORK/l6.log"; then
+			w=1
+		fi
+		curl -sS -o /dev/null --max-time 60 -w '%{time_total}\n' \
+		    "http://127.0.0.1:$HPORT/status" 2>/dev/null |
+		    awk -v w=$w '{ printf "%d %d\n", w, $1 * 1000 }' >> "$1"
+	done
+}
+agent_bg hon 12
+HON=$APID
+wait_recording "$HON"
+wait_session "$WORK/l6.log"
+poll_status "$WORK/poll" "$WORK/poll.stop" &
+POLL=$!
+"$TDHOSTILE" --cert "$P/evil.pem" --key "$P/evil.key" --ca "$P/ca.pem" \
+    127.0.0.1 "$LPORT" sections > "$WORK/evil.out" 2>&1
+eq "hostile sections: the peer's recording ends with DONE" $? 0
+touch "$WORK/poll.stop"
+wait "$POLL"
+wait "$HON"
+eq "hostile sections: the honest tdagent exits 0" $? 0
+wait_until $((400 * SLOW)) grep -q "session web1 'hon'.*: done after" "$WORK/l6.log"
+stop_listener
+m=$(awk '$1 == 1 { print $2 }' "$WORK/poll" | sort -n | tail -1)
+echo "# /status: $(wc -l < "$WORK/poll") requests, the longest of all" \
+    "$(awk '{ print $2 }' "$WORK/poll" | sort -n | tail -1) ms," \
+    "$(grep -c '^1 ' "$WORK/poll") around the cut, the longest ${m:-none} ms"
+check "hostile sections: the cut copied into a second piece" \
+    grep -q "next piece '.*evil/.*-hostile-0002.dat'" "$WORK/l6.log"
+check "hostile sections: /status asked around the cut" test -n "$m"
+check "hostile sections: each answer within $LOOP_MS ms around the cut ($m)" \
+    test "${m:-99999}" -le "$LOOP_MS"
+ev=$(ls "$OUT"/evil/*-hostile-[0-9][0-9][0-9][0-9].dat 2>/dev/null | wc -l)
+eq "hostile sections: the peer's recording is two pieces" "$ev" 2
+t=$(cat "$OUT"/evil/*-hostile-[0-9]*.dat | wc -c)
+check "hostile sections: its pieces take twice its sections, no more ($t)" \
+    test "$t" -lt $((2 * 1276 * 1048576))
+"$TDCOUNT" "$WORK/hon.local.dat" | awk '$1 == "events" || $1 ~ /^cpu[0-9]+$/' |
+    sort > "$WORK/hon.l"
+count_pieces "$OUT" hon > "$WORK/hon.r"
+l=$(field events < "$WORK/hon.l")
+check "hostile sections: the honest workload was recorded ($l events)" \
+    test "${l:-0}" -gt 240000 -a "${l:-0}" -lt 255000
+check "hostile sections: the honest pieces hold exactly its events, CPU by CPU" \
+    cmp -s "$WORK/hon.l" "$WORK/hon.r"
+# 7. tdlisten stops while the cut of part 6 copies (a step a turn of the
+# loop): the piece in place stays with the cut's state, the next piece's
+# files go, and the next start begins the next piece again from the one
+# in place (rotate_recover(), as after a crash in the cut)
+OUT=$WORK/out7
+start_listener "$WORK/l7.log" -d "$OUT" $TLS --rotate 1M --file-version 6 ||
+    exit 99
+"$TDHOSTILE" --cert "$P/evil.pem" --key "$P/evil.key" --ca "$P/ca.pem" \
+    127.0.0.1 "$LPORT" sections > "$WORK/evil7.out" 2>&1 &
+HP=$!
+wait_until $((1200 * SLOW)) grep -q "cutting: the sections of '.*hostile-0001.dat'" \
+    "$WORK/l7.log"
+stop_listener
+wait "$HP"
+p1=$(ls "$OUT"/evil/*-hostile-0001.dat 2>/dev/null)
+check "stopped in a cut: it was copying then" \
+    grep -q "cutting: the sections of '.*hostile-0001.dat'" "$WORK/l7.log"
+check "stopped in a cut: ... and had not finished" sh -c \
+    "! grep -q \"next piece '.*hostile-0002.dat'\" '$WORK/l7.log'"
+check "stopped in a cut: the piece is in place" test -n "$p1"
+check "stopped in a cut: ... with the cut's state" test -f "$p1.state"
+check "stopped in a cut: nothing of the next piece left" sh -c \
+    "! ls '$OUT'/evil/*-hostile-0002.dat* 2>/dev/null | grep -q ."
+LPORT_FIXED=$LPORT start_listener "$WORK/l7b.log" -d "$OUT" $TLS \
+    --rotate 1M --file-version 6 || exit 99
+unset LPORT_FIXED
+wait_until $((1200 * SLOW)) grep -q "recovered '.*hostile-0002.dat'" \
+    "$WORK/l7b.log"
+check "stopped in a cut: the next start begins the next piece" grep -q \
+    "the piece was in place, the next one begins as '.*hostile-0002.dat'" \
+    "$WORK/l7b.log"
+check "stopped in a cut: ... and waits for its agent" \
+    grep -q "recovered '.*hostile-0002.dat'" "$WORK/l7b.log"
+stop_listener
 finish

@@ -23,6 +23,13 @@
  *		its descriptors (4) and holds nearly nothing
  *	standby	a STANDBY (host "hostile", the kernel of --kernel STR), then
  *		its WELCOME: a standby agent that never records (issue 31)
+ *	sections  a HELLO of 1 CPU, HEADER_INFO, FTRACE_EVENTS,
+ *		EVENT_FORMATS, KALLSYMS and PRINTK of 255 MiB each, paced at
+ *		4 MiB each 5 ms, then 16 pages a second for 4 s (under
+ *		--rotate the first piece is cut: its sections are copied
+ *		into the next), CMDLINES, END: the listener's DONE is the
+ *		expected end (issue 31, row 3); "sections" is printed once
+ *		they are sent
  *
  * A session sends its HELLO and waits for the WELCOME ("welcome"), as an
  * agent does, before it goes on (span excepted).  chunks, trickle, fds and
@@ -453,6 +460,125 @@ attack_standby(void)
 	return answer(TD_MSG_WELCOME) == 'R';
 }
 
+/*
+ * Section id as trace.dat version 6 lays it out (what the listener reads
+ * back at a cut): head (hn bytes), n bytes of c, tail (tn), in frames of at
+ * most 1 MiB, 4 MiB each 5 ms (the listener's turns stay short: what the
+ * test measures is the cut's copy).
+ */
+static bool
+section_tail(uint16_t id, const void *head, size_t hn, size_t n, int c,
+    const void *tail, size_t tn)
+{
+	const struct timespec pace = { 0, 5 * 1000 * 1000 };
+	const size_t piece = TD_MAX_FRAME - 64;
+	uint8_t *p = malloc(piece);
+	size_t k;
+	bool ok = true;
+
+	memset(p, c, piece);
+	td_msg_pack_section(&out, id);
+	if (hn > 0)
+		td_msg_pack_section_data(&out, head, hn);
+	while (n > 0 && ok) {
+		k = n < piece ? n : piece;
+		td_msg_pack_section_data(&out, p, k);
+		n -= k;
+		if (out.len > 4 * 1024 * 1024) {
+			ok = flush_out();
+			nanosleep(&pace, NULL);
+		}
+	}
+	free(p);
+	if (tn > 0)
+		td_msg_pack_section_data(&out, tail, tn);
+	td_msg_pack_section_end(&out);
+	return ok && flush_out();
+}
+
+static bool
+section(uint16_t id, const void *head, size_t hn, size_t n, int c)
+{
+	return section_tail(id, head, hn, n, c, NULL, 0);
+}
+
+/* A v6 list section (u32 size, then the bytes) of n bytes of c. */
+static bool
+section_text(uint16_t id, uint32_t n, int c)
+{
+	return section(id, &n, sizeof n, n, c);
+}
+
+/*
+ * FTRACE_EVENTS (sys NULL) or EVENT_FORMATS of one system sys: a list of
+ * one format of n bytes of c.
+ */
+static bool
+section_list(uint16_t id, const char *sys, uint64_t n, int c)
+{
+	uint8_t head[64];
+	uint32_t one = 1;
+	size_t hn = 0;
+
+	if (sys != NULL) {
+		memcpy(head, &one, sizeof one);
+		hn += sizeof one;
+		memcpy(head + hn, sys, strlen(sys) + 1);
+		hn += strlen(sys) + 1;
+	}
+	memcpy(head + hn, &one, sizeof one);
+	hn += sizeof one;
+	memcpy(head + hn, &n, sizeof n);
+	hn += sizeof n;
+	return section(id, head, hn, n, c);
+}
+
+static bool
+attack_sections(void)
+{
+	static const char tail[] = "header_event\0\0\0\0\0\0\0\0\0";
+	uint8_t hinfo[12 + 8];
+	struct timespec gap = { 0, 250 * 1000 * 1000 };
+	const uint32_t big = 255u * 1024 * 1024;
+	const uint64_t none = 0;
+	uint64_t big64;
+	struct td_end e;
+	uint64_t seq = 0;
+	int i;
+
+	if (!welcomed(1, 4096))
+		return false;
+	/* header_page of 255 MiB - 33, an empty header_event */
+	memcpy(hinfo, "header_page", 12);
+	big64 = big - 12 - 8 - (sizeof tail - 1);
+	memcpy(hinfo + 12, &big64, 8);
+	if (!section_tail(TD_OPT_HEADER_INFO, hinfo, sizeof hinfo, big64,
+	    'h', tail, sizeof tail - 1) ||
+	    !section_list(TD_OPT_FTRACE_EVENTS, NULL, big, 'f') ||
+	    !section_list(TD_OPT_EVENT_FORMATS, "x", big, 'e') ||
+	    !section_text(TD_OPT_KALLSYMS, big, 'k') ||
+	    !section_text(TD_OPT_PRINTK, big, 'p'))
+		return false;
+	printf("sections\n");
+	for (i = 0; i < 16; i++) {
+		td_msg_pack_pages_head(&out, 0, 4, seq, 4096);
+		td_buf_add_zero(&out, 4 * 4096);
+		seq += 4;
+		if (!flush_out())
+			return false;
+		nanosleep(&gap, NULL);
+	}
+	if (probe_reply() != 'R' ||
+	    !section(TD_OPT_CMDLINES, &none, sizeof none, 0, 0))
+		return false;
+	memset(&e, 0, sizeof e);
+	e.ncpus = 1;
+	e.pages[0] = seq;
+	td_msg_pack_end(&out, &e);
+	flush_out();
+	return answer(TD_MSG_DONE) == 'R';
+}
+
 static const struct {
 	const char	*name;
 	bool		(*run)(void);
@@ -466,6 +592,7 @@ static const struct {
 	{ "partial", attack_partial },
 	{ "hello", attack_hello },
 	{ "standby", attack_standby },
+	{ "sections", attack_sections },
 };
 
 static void
