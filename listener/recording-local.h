@@ -103,4 +103,7 @@ void		 recording_cut_stop(struct recording *r, bool leave);
 /* Events and marked pages of every CPU. */
 uint64_t	 recording_events(const struct recording *r, uint64_t *marked);
 
+/* the --rotate policy given (recording_set_policy()), NULL: none */
+extern const struct recording_policy *recording_policy;
+
 #endif

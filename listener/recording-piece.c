@@ -84,6 +84,15 @@ recording_set_base(struct event_base *base)
 	recording_base = base;
 }
 
+/* recording.h: what --rotate decides, asked by recording.c */
+const struct recording_policy *recording_policy;
+
+void
+recording_set_policy(const struct recording_policy *p)
+{
+	recording_policy = p;
+}
+
 bool
 recording_busy(const struct recording *r)
 {

@@ -39,7 +39,6 @@
 #include "recording-piece.h"
 #include "reclock.h"
 #include "registry.h"
-#include "rotate.h"
 #include "tally.h"
 #include "tdfile.h"
 #include "tdproto.h"
@@ -665,7 +664,8 @@ recording_finish(struct recording *r, const uint64_t *pages, uint32_t ncpus,
 	log_info("%s: wrote '%s' (%" PRIu64 " bytes)", r->label, r->path,
 	    d->size);
 	recording_done(r, r->path, true);
-	rotate_last(r);
+	if (recording_policy != NULL)
+		recording_policy->last(r);
 	return 0;
 }
 
@@ -695,7 +695,8 @@ recording_checkpoint(struct recording *r, uint64_t *acked)
 		    "identity");
 	}
 	/* --rotate: a cut here writes the next piece's first checkpoint */
-	if (rotate_check(r, &sealed, msg, sizeof msg) == -1)
+	if (recording_policy != NULL &&
+	    recording_policy->check(r, &sealed, msg, sizeof msg) == -1)
 		return recording_fail(r, !sealed && recording_no_room(errno) ?
 		    REC_ROOM : REC_FAIL, "%s", msg);
 	*acked = r->acked;
@@ -865,7 +866,8 @@ recording_leave_all(void)
 
 	while ((r = registry_any()) != NULL)
 		recording_leave(r);
-	rotate_cleanup();
+	if (recording_policy != NULL)
+		recording_policy->cleanup();
 }
 
 /*
@@ -960,10 +962,14 @@ recording_recover(const struct listener_config *cfg, const char *identity,
 		log_warnx("'%s': not recovered (--resume-wait 0)", statepath);
 		return;
 	}
-	if (rotate_recovered(statepath))
+	if (recording_policy != NULL && recording_policy->recovered(statepath))
 		return;
 	/* stopped in a cut (rotate.h): the next piece's state instead */
-	next = rotate_recover(cfg, identity, statepath, &done);
+	next = NULL;
+	done = NULL;
+	if (recording_policy != NULL)
+		next = recording_policy->recover(cfg, identity, statepath,
+		    &done);
 	r = recording_recover_state(cfg, identity, next != NULL ? next :
 	    statepath);
 	if (r != NULL && done != NULL)

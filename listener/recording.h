@@ -66,6 +66,29 @@ struct recording *recording_open(const struct listener_config *cfg,
  */
 void		 recording_set_base(struct event_base *base);
 /*
+ * What --rotate decides (rotate.c's rotate_policy), given by whoever runs
+ * recordings (tdlisten.c, the tests): the recording asks its policy, the
+ * policy never reaches into the recording's fields.  Without one (NULL,
+ * the default) a recording is one file and nothing is recovered in a cut.
+ *   check:     at a checkpoint: cut to the next piece if one is due (-1
+ *              with err: the recording fails; *sealed: its piece is whole)
+ *   last:      r finished: --keep's removals
+ *   recovered: statepath is a piece another recovery took up already
+ *   recover:   statepath stopped in a cut: the state to recover instead
+ *              (NULL: statepath's own), *done a finished piece to report
+ *   cleanup:   the listener stops
+ */
+struct recording_policy {
+	int	 (*check)(struct recording *r, bool *sealed, char *err,
+		    size_t errlen);
+	void	 (*last)(struct recording *r);
+	bool	 (*recovered)(const char *statepath);
+	char	*(*recover)(const struct listener_config *c,
+		    const char *identity, const char *statepath, char **done);
+	void	 (*cleanup)(void);
+};
+void		 recording_set_policy(const struct recording_policy *p);
+/*
  * Whether r is cutting to its next piece (--rotate): its owner must not
  * feed it (sections, options, pages, END) until ready(owner) is called,
  * which recording_set_ready() names; the owner's checkpoints wait too.

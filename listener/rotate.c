@@ -310,7 +310,8 @@ rotate_done_cb(struct recording *r, const char *path, uint64_t size)
 		rotate_keep(r, path, baselen);
 }
 
-void
+/* r's last piece is in place (recording_finish()): count it, --keep. */
+static void
 rotate_last(struct recording *r)
 {
 	const char *path = recording_path(r);
@@ -322,7 +323,13 @@ rotate_last(struct recording *r)
 	rotate_keep(r, path, baselen);
 }
 
-int
+/*
+ * At a checkpoint of r: when its piece is due (--rotate), cut it.  0 (cut
+ * or not), -1 with errno and err when a cut failed; *sealed then says
+ * whether the piece was already put in place (the recording cannot go
+ * on: close it) or not (r is as it was: a pause on ENOSPC and the like).
+ */
+static int
 rotate_check(struct recording *r, bool *sealed, char *err, size_t errlen)
 {
 	const struct listener_config *c = recording_config(r);
@@ -398,13 +405,22 @@ rotate_scrap(const char *path, size_t baselen, uint32_t n, uint32_t ncpus)
 /* The state path rotate_recover() made last (output_states() may list it). */
 static char *rotate_made;
 
-bool
+/* Whether statepath is the one rotate_recover() made (recovered already). */
+static bool
 rotate_recovered(const char *statepath)
 {
 	return rotate_made != NULL && strcmp(statepath, rotate_made) == 0;
 }
 
-char *
+/*
+ * At start, before the recording of statepath is recovered: when it is a
+ * piece put in place whose next piece never began (tdlisten stopped in
+ * the cut), begin that one (headers from the piece, the counters of the
+ * state, which the cut wrote) and give its state path (caller frees), and
+ * in *done the piece's path (caller frees; its --on-finish is due); NULL
+ * when there is nothing to do or it failed (logged).
+ */
+static char *
 rotate_recover(const struct listener_config *c, const char *identity,
     const char *statepath, char **done)
 {
@@ -496,9 +512,19 @@ out:
 	return nstate;
 }
 
-void
+/* At exit: what rotate_recover() remembers. */
+static void
 rotate_cleanup(void)
 {
 	free(rotate_made);
 	rotate_made = NULL;
 }
+
+/* recording.h: the recording asks, rotate.c decides */
+const struct recording_policy rotate_policy = {
+	.check = rotate_check,
+	.last = rotate_last,
+	.recovered = rotate_recovered,
+	.recover = rotate_recover,
+	.cleanup = rotate_cleanup,
+};

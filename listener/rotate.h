@@ -51,29 +51,7 @@ int	rotate_parse_keep(const char *s, uint32_t *n, uint64_t *bytes,
  * 0 for another name; *baselen: the length of the name before "-NNNN".
  */
 uint32_t rotate_piece(const char *path, size_t *baselen);
-/*
- * At a checkpoint of r: when its piece is due (--rotate), cut it.  0 (cut
- * or not), -1 with errno and err when a cut failed; *sealed then says
- * whether the piece was already put in place (the recording cannot go
- * on: close it) or not (r is as it was: a pause on ENOSPC and the like).
- */
-int	rotate_check(struct recording *r, bool *sealed, char *err,
-	    size_t errlen);
-/* r's last piece is in place (recording_finish()): count it, --keep. */
-void	rotate_last(struct recording *r);
-/*
- * At start, before the recording of statepath is recovered: when it is a
- * piece put in place whose next piece never began (tdlisten stopped in
- * the cut), begin that one (headers from the piece, the counters of the
- * state, which the cut wrote) and give its state path (caller frees), and
- * in *done the piece's path (caller frees; its --on-finish is due); NULL
- * when there is nothing to do or it failed (logged).
- */
-char	*rotate_recover(const struct listener_config *c, const char *identity,
-	    const char *statepath, char **done);
-/* Whether statepath is the one rotate_recover() made (recovered already). */
-bool	rotate_recovered(const char *statepath);
-/* At exit: what rotate_recover() remembers. */
-void	rotate_cleanup(void);
+/* The policy a recording asks (recording_set_policy()). */
+extern const struct recording_policy rotate_policy;
 
 #endif

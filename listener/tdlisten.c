@@ -850,6 +850,7 @@ main(int argc, char **argv)
 	}
 	client_init(base, &cfg);
 	recording_set_base(base);
+	recording_set_policy(&rotate_policy);
 	conn_init(base, &cfg, ctx);
 	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
 	    sizeof err) == -1)

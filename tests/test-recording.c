@@ -559,6 +559,8 @@ setup(void **unused)
 	zstd = td_codec_new(TD_CODEC_ZSTD, 0);
 	testdata_meta_init(&meta);
 	finished_load(topdir);
+	/* --rotate, --keep and a cut's recovery: as tdlisten.c gives it */
+	recording_set_policy(&rotate_policy);
 	return zstd == NULL ? -1 : 0;
 }
 
@@ -567,7 +569,6 @@ teardown(void **unused)
 {
 	(void)unused;
 	recording_leave_all();
-	rotate_cleanup();
 	finished_free();
 	testdata_meta_free(&meta);
 	td_codec_free(zstd);
