@@ -22,7 +22,7 @@
 
 #include "armed.h"
 #include "instance.h"
-#include "standby.h"
+#include "standbycfg.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "xmalloc.h"

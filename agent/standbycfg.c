@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "standby.h"
+#include "standbycfg.h"
 #include "xmalloc.h"
 #include "banned.h"
 

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "standby.h"
+#include "standbycfg.h"
 
 static const char *clocks = "local global mono x86-tsc";
 
