@@ -46,6 +46,7 @@
 #include <event2/listener.h>
 
 #include "acceptpause.h"
+#include "admit.h"
 #include "listener.h"
 #include "output.h"
 #include "server.h"
@@ -651,15 +652,17 @@ uf_accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	output_sanitize(addr);
 	same = uf_count(addr);
 	if (same >= TD_UF_MAX_CLIENTS_ADDR) {
-		log_warnx("uftrace %s:%s: refused: %d clients of that address "
-		    "already", host, serv, same);
+		/* at a bounded rate, as every refusal (a flood of them
+		   flooded the log: issue 31) */
+		admit_refused(ADMIT_R_ADDRESS, "uftrace %s:%s: refused: %d "
+		    "clients of that address already", host, serv, same);
 		evutil_closesocket(fd);
 		return;
 	}
 	if (uf_nclients >= TD_UF_MAX_CLIENTS) {
 		if ((v = uf_victim(same)) == NULL) {
-			log_warnx("uftrace %s:%s: refused: %d clients already",
-			    host, serv, uf_nclients);
+			admit_refused(ADMIT_R_FULL, "uftrace %s:%s: refused: "
+			    "%d clients already", host, serv, uf_nclients);
 			evutil_closesocket(fd);
 			return;
 		}
