@@ -164,6 +164,39 @@ guests_new(const char *identity, uint64_t trace_id, const char *clock,
 	return g;
 }
 
+/*
+ * Pairings taken back from a checkpoint: only those the configuration
+ * allows now.  A tdlisten restarted without a --guest pair it had must
+ * not keep that pairing (issue 31: restored pairings were never checked
+ * again); both ends drop it, each when its own recording is restored.
+ */
+static void
+guests_recheck(struct guests *g)
+{
+	uint32_t i, k;
+
+	if (g->paired && !guests_may(g->host_name, g->identity)) {
+		log_warnx("%s: no --guest %s:%s any more: its pairing with "
+		    "the host's recording %016" PRIx64 " is dropped",
+		    g->label, g->host_name, g->identity, g->host_id);
+		g->paired = false;
+		g->host_id = 0;
+		g->host_name[0] = '\0';
+	}
+	for (i = k = 0; i < g->npair; i++) {
+		if (guests_may(g->identity, g->pair[i].name)) {
+			g->pair[k++] = g->pair[i];
+			continue;
+		}
+		log_warnx("%s: no --guest %s:%s any more: its pairing with "
+		    "the guest's recording %016" PRIx64 " is dropped",
+		    g->label, g->identity, g->pair[i].name,
+		    g->pair[i].trace_id);
+		free(g->pair[i].thread);
+	}
+	g->npair = k;
+}
+
 void
 guests_describe(struct guests *g, const char *identity, uint64_t trace_id,
     const char *clock)
@@ -171,6 +204,7 @@ guests_describe(struct guests *g, const char *identity, uint64_t trace_id,
 	snprintf(g->identity, sizeof g->identity, "%s", identity);
 	snprintf(g->clock, sizeof g->clock, "%s", clock);
 	g->trace_id = trace_id;
+	guests_recheck(g);
 }
 
 void

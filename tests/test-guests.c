@@ -497,6 +497,49 @@ test_checkpoint(void **state)
 }
 
 /*
+ * Issue 31: pairings taken back from checkpoints are checked against
+ * --guest again.  hv1 and vm1 (allowed) paired and checkpointed; a
+ * tdlisten that allows neither vm4 on hv1 nor vm1 on hv3 finds the same
+ * states as vm4's and hv3's: each restored recording drops the pairing,
+ * so neither file names the other.
+ */
+static void
+test_checkpoint_recheck(void **state)
+{
+	struct guests *h = guests_new("hv1", 0x1111, "x86-tsc", "host");
+	struct guests *g = guests_new("vm1", 0x2222, "x86-tsc", "guest");
+	struct td_buf hb, gb;
+
+	(void)state;
+	guests_start(h);
+	guests_start(g);
+	declare(h, "vm1", 42, 2, 500, TD_GUEST_KVM, -1000, 1, 0);
+	paired(g, 0x1111);
+	save(h, &hb);
+	save(g, &gb);
+	guests_free(g);
+	guests_free(h);
+
+	g = load(&gb, "vm4", 0x2222, "x86-tsc");
+	unpaired(g);
+	guests_start(g);
+	unpaired(g);
+	h = load(&hb, "hv3", 0x1111, "x86-tsc");
+	guests_start(h);
+	check_options(h, NULL, 0);
+	unpaired(g);
+	guests_free(g);
+	guests_free(h);
+
+	/* still allowed: kept (test_checkpoint does the rest) */
+	g = load(&gb, "vm1", 0x2222, "x86-tsc");
+	paired(g, 0x1111);
+	guests_free(g);
+	td_buf_free(&hb);
+	td_buf_free(&gb);
+}
+
+/*
  * Issue 31, row 2: identity "evil" says it runs "vm1" (and its own
  * "vm2"), first: nothing of it pairs; vm1's real host, allowed, pairs.
  */
@@ -546,6 +589,7 @@ main(void)
 		cmocka_unit_test(test_two_hosts),
 		cmocka_unit_test(test_kvm),
 		cmocka_unit_test(test_checkpoint),
+		cmocka_unit_test(test_checkpoint_recheck),
 	};
 
 	/* tdlisten --guest hv1:vm1 --guest hv2:vm1 --guest hv1:vm3 */
