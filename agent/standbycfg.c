@@ -347,11 +347,17 @@ standby_word(const char *s, const char *extra)
 static bool
 standby_event_ok(const char *allow, const char *ev)
 {
-	char list[TD_STANDBY_EVENTS + 1], *p, *pat;
+	char *list, *p, *pat;
+	bool ok = false;
 	size_t n;
 
-	snprintf(list, sizeof list, "%s", allow);
-	for (p = list; (pat = strsep(&p, ",")) != NULL;) {
+	/*
+	 * The whole list, however long: cut at a fixed size, its last
+	 * pattern could come out wider ("irq:irq_handler_entry" as "irq",
+	 * every irq event; found by fuzz-standby).
+	 */
+	list = xstrdup(allow);
+	for (p = list; !ok && (pat = strsep(&p, ",")) != NULL;) {
 		/* "a, b" in a file: the spaces are no part of a pattern */
 		while (isspace((unsigned char)*pat))
 			pat++;
@@ -361,14 +367,15 @@ standby_event_ok(const char *allow, const char *ev)
 		if (*pat == '\0')
 			continue;
 		if (fnmatch(pat, ev, 0) == 0)
-			return true;
+			ok = true;
 		/* a system allows each of its events */
 		n = strlen(pat);
 		if (strchr(pat, ':') == NULL && strncmp(ev, pat, n) == 0 &&
 		    ev[n] == ':')
-			return true;
+			ok = true;
 	}
-	return false;
+	free(list);
+	return ok;
 }
 
 /* Whether clock is a word of clocks. */

@@ -123,8 +123,15 @@ control_done(struct control_client *cl)
 	control_line(cl, ".");
 	if (control_full(cl))
 		cl->paused = true;
-	else
+	else {
 		bufferevent_enable(cl->bev, EV_READ);
+		/* requests read already wait for no more bytes (found by
+		   fuzz-control); on the loop's next turn, not inside the
+		   agent's answer that brought us here */
+		if (evbuffer_get_length(bufferevent_get_input(cl->bev)) > 0)
+			bufferevent_trigger(cl->bev, EV_READ,
+			    BEV_TRIG_DEFER_CALLBACKS);
+	}
 }
 
 /* An agent's answer, a line. */
@@ -222,6 +229,12 @@ control_request(struct control_client *cl, char *line)
 	int n = 0;
 	long kb, secs;
 
+	/* printable ASCII and tabs only: a field may be echoed back (found
+	   by fuzz-control), and no frame to an agent carries other bytes */
+	for (p = line; *p != '\0'; p++)
+		if ((*p < 0x20 && *p != '\t') || *p > 0x7e)
+			return false;
+	p = line;
 	while (n < CONTROL_FIELDS && (f[n] = strsep(&p, "\t")) != NULL)
 		n++;
 	if (p != NULL)

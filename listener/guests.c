@@ -25,6 +25,8 @@
  * sample; vCPUs with different parameters, or a guest not in x86-tsc,
  * keep the probe sync.
  */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -113,17 +115,57 @@ struct guests_allowed {
 static struct guests_allowed *guests_allowed;
 static uint32_t guests_nallowed;
 
+/*
+ * One side of a --guest pair, from p[0..n) into out: an identity as the
+ * directories name it (never a ':'), or an address in brackets, "[ADDR]"
+ * (IPv6 or IPv4), which names the identity that address has with
+ * --insecure: "[2001:db8::1]" is "_2001_db8__1_", as conn.c makes it of
+ * the peer "[2001:db8::1]:PORT" (any spelling of the address: it is
+ * written as the kernel writes it).  -1 when malformed.
+ */
+static int
+guests_side(const char *p, size_t n, char *out, size_t len)
+{
+	char addr[INET6_ADDRSTRLEN + 2], *c;
+	unsigned char bin[sizeof(struct in6_addr)];
+
+	if (n > 0 && p[0] == '[') {
+		if (n < 3 || p[n - 1] != ']' || n - 2 >= sizeof addr)
+			return -1;
+		snprintf(addr, sizeof addr, "%.*s", (int)(n - 2), p + 1);
+		if (inet_pton(AF_INET6, addr, bin) == 1) {
+			inet_ntop(AF_INET6, bin, addr, sizeof addr);
+			snprintf(out, len, "[%s]", addr);
+		} else if (inet_pton(AF_INET, addr, bin) == 1)
+			inet_ntop(AF_INET, bin, out, (socklen_t)len);
+		else
+			return -1;
+		/* as output_sanitize() (conn.c's --insecure identities) */
+		for (c = out; *c != '\0'; c++)
+			if (!isalnum((unsigned char)*c) && *c != '_' &&
+			    ((*c != '.' && *c != '-') || c == out))
+				*c = '_';
+		return 0;
+	}
+	if (n == 0 || n >= len || memchr(p, ':', n) != NULL)
+		return -1;
+	snprintf(out, len, "%.*s", (int)n, p);
+	return 0;
+}
+
 int
 guests_allow(const char *spec)
 {
-	const char *colon = strchr(spec, ':');
+	const char *colon;
+	char host[TD_MAX_NAME_LEN + 1], guest[TD_MAX_NAME_LEN + 1];
 	struct guests_allowed *a;
-	size_t hl;
 
-	if (colon == NULL || colon == spec || colon[1] == '\0' ||
-	    strchr(colon + 1, ':') != NULL ||
-	    (hl = (size_t)(colon - spec)) > TD_MAX_NAME_LEN ||
-	    strlen(colon + 1) > TD_MAX_NAME_LEN) {
+	/* the separator: the first ':' outside brackets */
+	colon = spec[0] == '[' && strchr(spec, ']') != NULL ?
+	    strchr(strchr(spec, ']'), ':') : strchr(spec, ':');
+	if (colon == NULL || guests_side(spec, (size_t)(colon - spec), host,
+	    sizeof host) == -1 || guests_side(colon + 1, strlen(colon + 1),
+	    guest, sizeof guest) == -1) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -134,8 +176,8 @@ guests_allow(const char *spec)
 	guests_allowed = xreallocarray(guests_allowed, guests_nallowed + 1,
 	    sizeof *guests_allowed);
 	a = &guests_allowed[guests_nallowed++];
-	snprintf(a->host, sizeof a->host, "%.*s", (int)hl, spec);
-	snprintf(a->guest, sizeof a->guest, "%s", colon + 1);
+	snprintf(a->host, sizeof a->host, "%s", host);
+	snprintf(a->guest, sizeof a->guest, "%s", guest);
 	return 0;
 }
 
@@ -164,6 +206,39 @@ guests_new(const char *identity, uint64_t trace_id, const char *clock,
 	return g;
 }
 
+/*
+ * Pairings taken back from a checkpoint: only those the configuration
+ * allows now.  A tdlisten restarted without a --guest pair it had must
+ * not keep that pairing (issue 31: restored pairings were never checked
+ * again); both ends drop it, each when its own recording is restored.
+ */
+static void
+guests_recheck(struct guests *g)
+{
+	uint32_t i, k;
+
+	if (g->paired && !guests_may(g->host_name, g->identity)) {
+		log_warnx("%s: no --guest %s:%s any more: its pairing with "
+		    "the host's recording %016" PRIx64 " is dropped",
+		    g->label, g->host_name, g->identity, g->host_id);
+		g->paired = false;
+		g->host_id = 0;
+		g->host_name[0] = '\0';
+	}
+	for (i = k = 0; i < g->npair; i++) {
+		if (guests_may(g->identity, g->pair[i].name)) {
+			g->pair[k++] = g->pair[i];
+			continue;
+		}
+		log_warnx("%s: no --guest %s:%s any more: its pairing with "
+		    "the guest's recording %016" PRIx64 " is dropped",
+		    g->label, g->identity, g->pair[i].name,
+		    g->pair[i].trace_id);
+		free(g->pair[i].thread);
+	}
+	g->npair = k;
+}
+
 void
 guests_describe(struct guests *g, const char *identity, uint64_t trace_id,
     const char *clock)
@@ -171,6 +246,7 @@ guests_describe(struct guests *g, const char *identity, uint64_t trace_id,
 	snprintf(g->identity, sizeof g->identity, "%s", identity);
 	snprintf(g->clock, sizeof g->clock, "%s", clock);
 	g->trace_id = trace_id;
+	guests_recheck(g);
 }
 
 void

@@ -676,14 +676,17 @@ uf_admit(const char *host, const char *serv, const char *addr)
 		return true;
 	same = uf_count(addr);
 	if (verdict == CLIENT_ADDRESS) {
-		log_warnx("uftrace %s:%s: refused: %d clients of that address "
-		    "already", host, serv, same);
+		/* at a bounded rate, as every refusal (a flood of them
+		   flooded the log: issue 31) */
+		admit_refused(ADMIT_R_ADDRESS, "uftrace %s:%s: refused: %d "
+		    "clients of that address already", host, serv, same);
 		return false;
 	}
 	if ((v = uf_victim(same)) == NULL) {
 		if (verdict == CLIENT_KIND_FULL)
-			log_warnx("uftrace %s:%s: refused: %d clients already",
-			    host, serv, client_count(CLIENT_UFTRACE));
+			admit_refused(ADMIT_R_FULL, "uftrace %s:%s: refused: "
+			    "%d clients already", host, serv,
+			    client_count(CLIENT_UFTRACE));
 		else
 			admit_refused(ADMIT_R_SESSIONS, "uftrace %s:%s: "
 			    "refused: %d sessions of every kind already "

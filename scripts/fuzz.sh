@@ -2,7 +2,7 @@
 # fuzz.sh [-b] [-j JOBS] [-t TARGET,...] [SECONDS]: build the libFuzzer
 # targets of tests/fuzz/ (make fuzz: clang, ASan + UBSan) in build-fuzz/
 # and run each one (or those of -t: proto, page, tdread, session, restore,
-# plan9, ufmsg, tcmsg, resync)
+# plan9, ufmsg, tcmsg, resync, standby, control)
 # for SECONDS (default 30) on a copy of its seed corpus, JOBS targets at a
 # time (default 1), under nice.  Prints one summary line per target
 # (executions, coverage, new corpus units) and exits 1 if any target
@@ -16,7 +16,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=$top/build-fuzz
 F=$top/tests/fuzz
-TARGETS="proto page tdread session restore plan9 ufmsg tcmsg resync"
+TARGETS="proto page tdread session restore plan9 ufmsg tcmsg resync standby control"
 build_only=0
 jobs=1
 run=$TARGETS
@@ -70,7 +70,7 @@ if [ ! -f "$B/Makefile" ] || [ "$top/configure" -nt "$B/Makefile" ]; then
 	(cd "$B" && "$top/configure" -q)
 fi
 make -C "$B" -s -j"$(nproc)" fuzz
-echo "== built: $(for t in $TARGETS; do printf 'fuzz-%s ' "$t"; done)seedgen"
+echo "== built: $(for t in $TARGETS; do printf 'fuzz-%s ' "$t"; done)seedgen seedgen-standby"
 [ $build_only = 1 ] && exit 0
 
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$F/ubsan.supp
@@ -98,8 +98,11 @@ run_one() {
 	n0=$(find "$work" -type f | wc -l)
 	opts=""
 	[ -f "$F/$t.dict" ] && opts="-dict=$F/$t.dict"
-	# tdlisten's log lines (fuzz-session) go nowhere; reports still do
-	[ "$t" = session ] && opts="$opts -close_fd_mask=2"
+	# tdlisten's log lines (fuzz-session, fuzz-standby, fuzz-control) go
+	# nowhere; reports still do
+	case $t in
+	session|standby|control) opts="$opts -close_fd_mask=2" ;;
+	esac
 	start=$(date +%s)
 	set +e
 	nice -n 10 "$B/fuzz/fuzz-$t" -max_total_time="$secs" \

@@ -176,6 +176,51 @@ eq "a client that reads late gets all its answers" "$(cat "$WORK/slow.out")" 500
 kill $SBPID
 wait $SBPID 2>/dev/null
 
+# the other bounds of tdlisten(8) SECURITY, "A control client": 64 clients
+# at once (70 connect and hold: 6 are closed at once), a request of more
+# than 5632 bytes (CONTROL_LINE_MAX) or with a byte that is not printable
+# closes its client; each time the others are still answered
+perl -MIO::Socket::UNIX -e '
+    my @s;
+    $SIG{ALRM} = sub { print "hung\n"; exit 0 };
+    alarm 30;
+    for (1 .. 70) {
+        my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or exit 3;
+        push @s, $s;
+    }
+    sleep 2;
+    my $closed = 0;
+    for my $s (@s) {
+        $s->blocking(0);
+        my $n = sysread($s, my $b, 1);
+        $closed++ if defined $n && $n == 0;
+    }
+    print "$closed\n";' "$CTL" > "$WORK/many.out"
+eq "a 65th control client and beyond are closed at once" \
+    "$(cat "$WORK/many.out")" 6
+check "... each one logged" grep -q "control: 64 clients already: refusing one" \
+    "$WORK/listen.log"
+# ctl_closed TEXT [NL]: TEXT (and a newline with NL) to a new client
+ctl_closed() {
+	perl -MIO::Socket::UNIX -e '
+	    my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or exit 3;
+	    $SIG{ALRM} = sub { print "hung\n"; exit 0 };
+	    alarm 20;
+	    print $s $ARGV[1], $ARGV[2] ? "\n" : "";
+	    $s->flush;
+	    my $l = <$s>;
+	    print defined $l ? "answered\n" : "closed\n";' "$CTL" "$1" "${2:-}"
+}
+eq "a request of 5633 bytes closes its client" \
+    "$(ctl_closed "$(printf '%05633d' 0)")" closed
+check "... logged" grep -q "control: a request longer than 5632 bytes" \
+    "$WORK/listen.log"
+eq "a request with a control byte closes its client" \
+    "$(ctl_closed "$(printf 'stop\t\033[2J\t')" 1)" closed
+eq "a well-formed one is answered" "$(ctl_closed list 1)" answered
+"$TDCTL" -S "$CTL" list > /dev/null 2>&1
+eq "... and tdctl still is" $? 0
+
 # ---- item 5: a reload that fails is loud --------------------------------
 "$TDCTL" -S "$CTL" reload > "$WORK/reload1.out" 2>&1
 eq "tdctl reload: exit 0" $? 0

@@ -228,6 +228,13 @@ eq "the output directory holds the uftrace host directory only" \
 "$UFPOKE" "$UPORT" flood > "$WORK/flood.out" 2>&1
 eq "a 17th client of one address is closed, the 16 others not" "$?" 0
 check "... and logged" logged "$L" "refused: 16 clients of that address already"
+# ... and 200 more refused after it: logged at a bounded rate as every
+# other refusal (issue 31: they flooded the log), at most 5 lines an
+# interval of 10 s (the flood takes one or two) and the rest summed up
+n=$(grep -c "refused: 16 clients of that address already" "$L")
+check "201 refusals: at most 10 lines of them ($n)" test "$n" -le 10
+wait_until $((300 * SLOW)) logged "$L" "more connections refused or closed"
+check "... the rest summed up" logged "$L" "more connections refused or closed"
 wait_until $((400 * SLOW)) sh -c \
     "[ \$(ls -d '$OUT'/uftrace-127.0.0.1/*.incomplete | wc -l) -ge 23 ]"
 eq "the 16 runs kept as incomplete when they went away" \

@@ -497,6 +497,49 @@ test_checkpoint(void **state)
 }
 
 /*
+ * Issue 31: pairings taken back from checkpoints are checked against
+ * --guest again.  hv1 and vm1 (allowed) paired and checkpointed; a
+ * tdlisten that allows neither vm4 on hv1 nor vm1 on hv3 finds the same
+ * states as vm4's and hv3's: each restored recording drops the pairing,
+ * so neither file names the other.
+ */
+static void
+test_checkpoint_recheck(void **state)
+{
+	struct guests *h = guests_new("hv1", 0x1111, "x86-tsc", "host");
+	struct guests *g = guests_new("vm1", 0x2222, "x86-tsc", "guest");
+	struct td_buf hb, gb;
+
+	(void)state;
+	guests_start(h);
+	guests_start(g);
+	declare(h, "vm1", 42, 2, 500, TD_GUEST_KVM, -1000, 1, 0);
+	paired(g, 0x1111);
+	save(h, &hb);
+	save(g, &gb);
+	guests_free(g);
+	guests_free(h);
+
+	g = load(&gb, "vm4", 0x2222, "x86-tsc");
+	unpaired(g);
+	guests_start(g);
+	unpaired(g);
+	h = load(&hb, "hv3", 0x1111, "x86-tsc");
+	guests_start(h);
+	check_options(h, NULL, 0);
+	unpaired(g);
+	guests_free(g);
+	guests_free(h);
+
+	/* still allowed: kept (test_checkpoint does the rest) */
+	g = load(&gb, "vm1", 0x2222, "x86-tsc");
+	paired(g, 0x1111);
+	guests_free(g);
+	td_buf_free(&hb);
+	td_buf_free(&gb);
+}
+
+/*
  * Issue 31, row 2: identity "evil" says it runs "vm1" (and its own
  * "vm2"), first: nothing of it pairs; vm1's real host, allowed, pairs.
  */
@@ -532,6 +575,42 @@ test_claim_refused(void **state)
 	assert_int_equal(guests_allow("hv1:"), -1);
 	assert_int_equal(guests_allow("hv1:vm1:x"), -1);
 	assert_int_equal(errno, EINVAL);
+	assert_int_equal(guests_allow("2001:db8::1:vm1"), -1);
+	assert_int_equal(guests_allow("[2001:db8::1:vm1"), -1);
+	assert_int_equal(guests_allow("[]:vm1"), -1);
+	assert_int_equal(guests_allow("[zz]:vm1"), -1);
+	assert_int_equal(guests_allow("hv1:[2001:db8::1"), -1);
+}
+
+/*
+ * Issue 31: an IPv6 identity (--insecure: the address) can be named in
+ * --guest, in brackets, however the address is spelled: the host
+ * [2001:db8::1] is the identity "_2001_db8__1_" (conn.c), its guest at
+ * [::ffff:10.0.0.7] "___ffff_10.0.0.7_", an IPv4 one [10.0.0.9] "10.0.0.9".
+ */
+static void
+test_allow_bracketed(void **state)
+{
+	struct guests *h = guests_new("_2001_db8__1_", 0x1111, "x86-tsc",
+	    "host");
+	struct guests *g = guests_new("___ffff_10.0.0.7_", 0x2222, "x86-tsc",
+	    "guest");
+	struct guests *v = guests_new("10.0.0.9", 0x3333, "x86-tsc", "v4");
+
+	(void)state;
+	assert_int_equal(guests_allow("[2001:0db8:0:0::1]:[::ffff:10.0.0.7]"),
+	    0);
+	assert_int_equal(guests_allow("[2001:db8::1]:[10.0.0.9]"), 0);
+	guests_start(h);
+	guests_start(g);
+	guests_start(v);
+	declare(h, "___ffff_10.0.0.7_", 42, 1, 500, 0, 0, 1, 0);
+	declare(h, "10.0.0.9", 43, 1, 600, 0, 0, 1, 0);
+	paired(g, 0x1111);
+	paired(v, 0x1111);
+	guests_free(v);
+	guests_free(g);
+	guests_free(h);
 }
 
 int
@@ -539,6 +618,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_claim_refused),
+		cmocka_unit_test(test_allow_bracketed),
 		cmocka_unit_test(test_guest_after_host),
 		cmocka_unit_test(test_guest_before_host),
 		cmocka_unit_test(test_no_host),
@@ -546,6 +626,7 @@ main(void)
 		cmocka_unit_test(test_two_hosts),
 		cmocka_unit_test(test_kvm),
 		cmocka_unit_test(test_checkpoint),
+		cmocka_unit_test(test_checkpoint_recheck),
 	};
 
 	/* tdlisten --guest hv1:vm1 --guest hv2:vm1 --guest hv1:vm3 */

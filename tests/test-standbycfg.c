@@ -124,6 +124,23 @@ test_allowed(void **state)
 	assert_false(standby_allowed(&o, r, clocks, err, sizeof err));
 	strcpy(r->clock, "x86-tsc");
 	assert_true(standby_allowed(&o, r, clocks, err, sizeof err));
+	/*
+	 * A list longer than a START's events, read whole: cut at 1024
+	 * bytes, "irq:irq_handler_entry" was "irq", every irq event
+	 * (fuzz-standby's standby-allow-truncated)
+	 */
+	{
+		static char long_allow[2048];
+
+		memset(long_allow, 'x', 1020);
+		memcpy(long_allow, "sched_", 6);
+		strcpy(long_allow + 1020, ",irq:irq_handler_entry");
+		o.allow_events = long_allow;
+		assert_false(standby_allowed(&o, req("irq:softirq_entry", 0, 0),
+		    clocks, err, sizeof err));
+		assert_true(standby_allowed(&o, req("irq:irq_handler_entry",
+		    0, 0), clocks, err, sizeof err));
+	}
 	drop(&o);
 }
 

@@ -14,7 +14,8 @@
  *   vanish   closes the connection (no SEND_END)
  *   noinfo   SEND_END without the info file
  *   flood    16 such runs at once, then a 17th connection: closed, and
- *            the 16 are not (tdlisten takes 16 per address)
+ *            the 16 are not (tdlisten takes 16 per address); then 200
+ *            more, each closed
  * and, but for vanish, waits (30 s at most) for the listener to close the
  * connection.  Exit 0 when it did (or for vanish), 1 when it did not, 2 on
  * a local error.
@@ -134,6 +135,7 @@ ufpoke_begin(void)
  * one is closed (the listener's cap per address), the others are not.
  */
 #define FLOOD_N	16
+#define FLOOD_MORE	200
 static int
 ufpoke_flood(const struct sockaddr_in *sin)
 {
@@ -152,6 +154,18 @@ ufpoke_flood(const struct sockaddr_in *sin)
 		fprintf(stderr, "ufpoke: flood: connection %d not closed\n",
 		    FLOOD_N + 1);
 		return 1;
+	}
+	close(ufpoke_fd);
+	/* and FLOOD_MORE more, each refused: the log stays bounded */
+	for (i = 0; i < FLOOD_MORE; i++) {
+		if (ufpoke_connect(sin) == -1)
+			return 2;
+		if (!ufpoke_closed()) {
+			fprintf(stderr, "ufpoke: flood: connection %d not "
+			    "closed\n", FLOOD_N + 2 + i);
+			return 1;
+		}
+		close(ufpoke_fd);
 	}
 	for (i = 0; i < FLOOD_N; i++) {
 		pfd.fd = fds[i];

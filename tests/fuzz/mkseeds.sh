@@ -27,6 +27,25 @@ done
 "$G" tdread "$C/tdread"
 "$G" session "$C/session"
 "$G" restore "$C/restore"
+# fuzz-standby's frames (seedgen-standby.c), fuzz-control's requests
+mkdir -p "$C/standby" "$C/control"
+find "$C/standby" "$C/control" -type f -delete
+build-fuzz/fuzz/seedgen-standby "$C/standby"
+printf 'list\n' > "$C/control/list"
+printf 'list\nlist\nlist\n' > "$C/control/list3"
+awk 'BEGIN { for (i = 0; i < 200; i++) print "list" }' > "$C/control/list-many"
+printf 'reload\nreload\n' > "$C/control/reload"
+printf 'start\t*\tsched\t\t0\t\t10\trec\n' > "$C/control/start-all"
+printf 'start\thost0\tsched,irq\tprev_pid > 0\t1024\tglobal\t0\t\nlist\nstop\t*\t\n' \
+    > "$C/control/start-stop"
+printf 'stop\t*\trec\nstop\tnone\t\n' > "$C/control/stop-none"
+printf 'start\t*\t\t\t\t\t\t\n' > "$C/control/start-malformed"
+printf 'bogus\n' > "$C/control/bogus"
+# four clients: reads, reads nothing, hangs up, shuts its writing down
+{
+	printf 'list\n#tdfuzz#\002start\t*\tsched\t\t0\t\t0\t\n'
+	printf '#tdfuzz#\001list\nlist\n#tdfuzz#\003stop\t\t\n'
+} > "$C/control/clients"
 
 if [ "${1:-}" = --real ]; then
 	agent=""
