@@ -178,8 +178,9 @@ wait $SBPID 2>/dev/null
 
 # the other bounds of tdlisten(8) SECURITY, "A control client": 64 clients
 # at once (70 connect and hold: 6 are closed at once), a request of more
-# than 5632 bytes (CONTROL_LINE_MAX) or with a byte that is not printable
-# closes its client; each time the others are still answered
+# than 9728 bytes (CONTROL_LINE_MAX: two filters, arm's and its
+# trigger's) or with a byte that is not printable closes its client; each
+# time the others are still answered
 perl -MIO::Socket::UNIX -e '
     my @s;
     $SIG{ALRM} = sub { print "hung\n"; exit 0 };
@@ -211,9 +212,9 @@ ctl_closed() {
 	    my $l = <$s>;
 	    print defined $l ? "answered\n" : "closed\n";' "$CTL" "$1" "${2:-}"
 }
-eq "a request of 5633 bytes closes its client" \
-    "$(ctl_closed "$(printf '%05633d' 0)")" closed
-check "... logged" grep -q "control: a request longer than 5632 bytes" \
+eq "a request of 9729 bytes closes its client" \
+    "$(ctl_closed "$(printf '%09729d' 0)")" closed
+check "... logged" grep -q "control: a request longer than 9728 bytes" \
     "$WORK/listen.log"
 eq "a request with a control byte closes its client" \
     "$(ctl_closed "$(printf 'stop\t\033[2J\t')" 1)" closed
