@@ -41,6 +41,7 @@
 
 #include "budget.h"
 #include "buf.h"
+#include "client.h"
 #include "control.h"
 #include "listener.h"
 #include "log.h"
@@ -65,7 +66,7 @@ struct agent {
 };
 
 /* A control client. */
-struct client {
+struct fz_client {
 	int		 fd;		/* -1: gone */
 	int		 how;		/* b % 4 */
 	char		 line[8192];	/* what it read, a line in part */
@@ -268,7 +269,7 @@ agents_free(void)
 
 /* What c can read now: each line checked. */
 static void
-client_read(struct client *c)
+fz_client_read(struct fz_client *c)
 {
 	ssize_t n;
 	char *nl;
@@ -299,7 +300,7 @@ client_read(struct client *c)
 
 /* The loop's turns until nothing moves (the agents answer in between). */
 static void
-turn(struct client *cl, int n)
+turn(struct fz_client *cl, int n)
 {
 	int i, k;
 
@@ -307,19 +308,19 @@ turn(struct client *cl, int n)
 		event_base_loop(base, EVLOOP_NONBLOCK);
 		for (i = 0; i < n; i++)
 			if (cl[i].how != 2)
-				client_read(&cl[i]);
+				fz_client_read(&cl[i]);
 		if (!agents_answer()) {
 			event_base_loop(base, EVLOOP_NONBLOCK);
 			for (i = 0; i < n; i++)
 				if (cl[i].how != 2)
-					client_read(&cl[i]);
+					fz_client_read(&cl[i]);
 			return;
 		}
 	}
 }
 
-static struct client *
-client_new(struct client *c, int how)
+static struct fz_client *
+fz_client_new(struct fz_client *c, int how)
 {
 	struct sockaddr_un sun;
 
@@ -337,7 +338,7 @@ client_new(struct client *c, int how)
 
 /* c sends p[0..n) in pieces of piece bytes, the loop turning between. */
 static void
-client_send(struct client *cl, int ncl, struct client *c, const uint8_t *p,
+fz_client_send(struct fz_client *cl, int ncl, struct fz_client *c, const uint8_t *p,
     size_t n, size_t piece)
 {
 	const uint8_t *q, *line = p;
@@ -404,6 +405,8 @@ setup(void)
 	dir = fuzz_tmpdir("fuzz-control");
 	FUZZ_CHECK(asprintf(&path, "%s/control.sock", dir) > 0);
 	FUZZ_CHECK((base = event_base_new()) != NULL);
+	/* as tdlisten.c: the client layer control.c's clients live in */
+	client_init(base, &cfg);
 	FUZZ_CHECK(control_start(base, path, (uid_t)-1, (gid_t)-1, err,
 	    sizeof err) == 0);
 	control_set_reload(reload_cb);
@@ -418,7 +421,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct budget_caps caps = { TD_SESSION_MEM, TD_IDENTITY_MEM,
 	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE, 0 };
 	static bool once;
-	struct client cl[FUZZ_CTL_CLIENTS];
+	struct fz_client cl[FUZZ_CTL_CLIENTS];
 	const uint8_t *sep;
 	size_t pos = 0, end, piece = 64;
 	int n = 0, i, how = 0, lowfd;
@@ -444,9 +447,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			how = data[end + FUZZ_CONN_SEP_LEN] % 4;
 		} else
 			how = 0;
-		client_new(&cl[n], how);
+		fz_client_new(&cl[n], how);
 		n++;
-		client_send(cl, n, &cl[n - 1], data + pos, end - pos, piece);
+		fz_client_send(cl, n, &cl[n - 1], data + pos, end - pos, piece);
 		if (how == 1) {
 			close(cl[n - 1].fd);
 			cl[n - 1].fd = -1;
@@ -476,7 +479,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(cl[i].ends == cl[i].requests);
 	for (i = 0; i < n; i++)
 		if (cl[i].fd != -1) {
-			client_read(&cl[i]);
+			fz_client_read(&cl[i]);
 			close(cl[i].fd);
 		}
 	turn(cl, 0);

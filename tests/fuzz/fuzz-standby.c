@@ -302,7 +302,11 @@ check_list(void)
 {
 	static const char *const keys[] = { "host=", "state=", "cpus=",
 	    "kernel=", "clocks=", "recording=", "peer=", "allow=",
-	    "max-buffer=", "max-duration=" };
+	    "max-buffer=", "max-duration=", "armed=" };
+	/* an armed agent's (the flight recorder's), in this order */
+	static const char *const armed[] = { "armed-since=", "ring=",
+	    "window=" };
+	size_t a;
 	struct td_buf out;
 	char *line, *save, *w, *ws;
 	size_t k;
@@ -327,7 +331,12 @@ check_list(void)
 			FUZZ_CHECK(w != NULL &&
 			    strncmp(w, keys[k], strlen(keys[k])) == 0);
 		}
-		FUZZ_CHECK(strtok_r(NULL, " ", &ws) == NULL);
+		for (a = 0; (w = strtok_r(NULL, " ", &ws)) != NULL; a++) {
+			while (a < sizeof armed / sizeof armed[0] &&
+			    strncmp(w, armed[a], strlen(armed[a])) != 0)
+				a++;
+			FUZZ_CHECK(a < sizeof armed / sizeof armed[0]);
+		}
 	}
 	td_buf_free(&out);
 	for (i = 0, k = 0; i < FUZZ_SB_CONNS; i++) {
