@@ -54,6 +54,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "udpstamp.h"
 
 #define TDDELAY_MAX_CONNS	64
@@ -93,15 +94,6 @@ static int			 dl_nflows;
 static struct tddelay_pkt	*dl_q[TDDELAY_QUEUE];	/* by due, a heap */
 static int			 dl_nq;
 static uint64_t			 dl_rand;
-
-static uint64_t
-tddelay_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* xorshift64*: a reproducible draw for a given seed */
 static uint64_t
@@ -311,21 +303,6 @@ tddelay_heap_pop(void)
 	return top;
 }
 
-/* A kernel's realtime stamp as CLOCK_MONOTONIC. */
-static uint64_t
-tddelay_to_mono(const struct timespec *ts)
-{
-	uint64_t m0, r, m1, real;
-
-	if (ts == NULL)
-		return tddelay_ns(CLOCK_MONOTONIC);
-	real = (uint64_t)ts->tv_sec * 1000000000ULL + (uint64_t)ts->tv_nsec;
-	m0 = tddelay_ns(CLOCK_MONOTONIC);
-	r = tddelay_ns(CLOCK_REALTIME);
-	m1 = tddelay_ns(CLOCK_MONOTONIC);
-	return real - r + m0 + (m1 - m0) / 2;
-}
-
 /* The sender's flow, made at its first datagram; -1 if none can be. */
 static int
 tddelay_flow(const struct sockaddr_storage *from, socklen_t len)
@@ -360,6 +337,7 @@ tddelay_take(int fd, int back, int flow)
 	struct timespec stamp;
 	struct tddelay_pkt *p;
 	socklen_t fromlen;
+	uint64_t err;
 	int64_t d;
 	ssize_t r;
 
@@ -387,8 +365,13 @@ tddelay_take(int fd, int back, int flow)
 		    (int64_t)w->jitter;
 	if (d < 0)
 		d = 0;
-	p->due = tddelay_to_mono(stamp.tv_sec == 0 && stamp.tv_nsec == 0 ?
-	    NULL : &stamp) + (uint64_t)d;
+	/* the kernel's stamp, or now when it gave none */
+	if (stamp.tv_sec == 0 && stamp.tv_nsec == 0)
+		p->due = td_clock_now_ns();
+	else
+		p->due = td_clock_real_to_mono((uint64_t)stamp.tv_sec *
+		    1000000000ULL + (uint64_t)stamp.tv_nsec, &err);
+	p->due += (uint64_t)d;
 	p->flow = flow;
 	p->back = back;
 	p->len = (size_t)r;
@@ -436,9 +419,9 @@ tddelay_udp(void *arg)
 				tddelay_take(dl_flow[i].fd, 1, i);
 		/* what is due within the spin, each at its time */
 		while (dl_nq > 0 && dl_q[0]->due <=
-		    tddelay_ns(CLOCK_MONOTONIC) + TDDELAY_SPIN_NS) {
+		    td_clock_now_ns() + TDDELAY_SPIN_NS) {
 			p = tddelay_heap_pop();
-			while ((now = tddelay_ns(CLOCK_MONOTONIC)) < p->due)
+			while ((now = td_clock_now_ns()) < p->due)
 				;
 			if (p->back)
 				sendto(front, p->data, p->len, MSG_DONTWAIT,
@@ -495,7 +478,7 @@ main(int argc, char **argv)
 	sigset_t set;
 	int c, front, sig;
 
-	dl_rand = (uint64_t)tddelay_ns(CLOCK_REALTIME) | 1;
+	dl_rand = (uint64_t)td_clock_ns(CLOCK_REALTIME) | 1;
 	while ((c = getopt(argc, argv, "o:b:u:s:")) != -1) {
 		switch (c) {
 		case 'o':
