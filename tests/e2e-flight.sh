@@ -24,7 +24,9 @@
 #     tells the next listener, which sees every agent armed again;
 #   - tdctl disarm: the instances are gone;
 #   - a ring that wrapped: what it kept and what it overwrote add up to the
-#     ticker's calls, and the file marks the loss.
+#     ticker's calls, and the file marks the loss;
+#   - --fanout self: a trigger on one agent of the group snapshots that
+#     agent alone (exactly one new file, its; none from the others).
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 # never sanitized: an ASan runtime makes getppid calls of its own
@@ -320,6 +322,39 @@ check "a wrapped ring: the loss is marked in the file, read cleanly" sh -c "
     [ \$(awk '\$1 == \"missed\" { print \$2 }' '$WORK/c.wrap') -ge 1 ] && [ $3 -ge 1 ]" ||
     echo "# $done_line"
 check "a wrapped ring: trace-cmd reads it without a warning" tc_clean "$f"
+"$TDCTL" -S "$CTL" disarm > /dev/null 2>&1
+
+# ---- --fanout self: a trigger snapshots its own agent alone ---------------------
+# every agent armed in group solo with --fanout self, host03 with a trigger
+# of its own: its marker makes exactly one new file, host03's; the others none
+"$TDCTL" -S "$CTL" arm --hosts host03 -e syscalls:sys_enter_getppid -b 64 \
+    --name solo --fanout self --trigger 'ftrace:print if buf ~ "*SOLO-host03*"' \
+    > "$WORK/solo.out" 2>&1
+eq "tdctl arm host03 --fanout self (trigger): exit 0" $? 0
+"$TDCTL" -S "$CTL" arm --hosts 'host*' -e syscalls:sys_enter_getppid -b 64 \
+    --name solo --fanout self >> "$WORK/solo.out" 2>&1
+wait_until $((200 * SLOW)) listed $NAGENTS '.armed == "solo"'
+eq "--fanout self: $NAGENTS armed in group solo" \
+    "$(jq '[.[] | select(.armed == "solo")] | length' "$WORK/list.json")" $NAGENTS
+dats() { ls "$OUT"/host*/*.dat 2>/dev/null | sort; }
+dats > "$WORK/dats.before"
+echo "boom: SOLO-host03 alone" > "$TRACING/trace_marker"
+solo_file() { ls "$OUT"/host03/*-solo.trig.host03.*.dat > /dev/null 2>&1; }
+wait_until $((600 * SLOW)) solo_file
+# the snapshot is over, every ring tracing again: anything else would be here
+wait_until $((200 * SLOW)) listed $NAGENTS '.armed == "solo" and .state == "standby"'
+wait_until $((200 * SLOW)) rearmed
+sleep 1
+dats | comm -13 "$WORK/dats.before" - > "$WORK/dats.new"
+eq "--fanout self: a trigger on host03 makes one new file, host03's" \
+    "$(wc -l < "$WORK/dats.new") $(grep -c "/host03/host03-.*-solo\.trig\.host03\.[0-9]*\.dat$" "$WORK/dats.new")" \
+    "1 1"
+[ "$(wc -l < "$WORK/dats.new")" = 1 ] || sed 's/^/# new: /' "$WORK/dats.new"
+eq "--fanout self: no other agent recorded (no .part, no new file)" \
+    "$(ls "$OUT"/host*/*.part 2>/dev/null | wc -l) $(grep -vc /host03/ "$WORK/dats.new")" "0 0"
+eq "--fanout self: /status says host03 fired, group solo, fanout self" \
+    "$(status '.flight[] | select(.name == "solo") | "\(.fired_by) \(.fanout) \(.triggers)"')" \
+    "host03 self 1"
 "$TDCTL" -S "$CTL" disarm > /dev/null 2>&1
 
 cleanup
