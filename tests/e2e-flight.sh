@@ -26,7 +26,10 @@
 #   - a ring that wrapped: what it kept and what it overwrote add up to the
 #     ticker's calls, and the file marks the loss;
 #   - --fanout self: a trigger on one agent of the group snapshots that
-#     agent alone (exactly one new file, its; none from the others).
+#     agent alone (exactly one new file, its; none from the others);
+#   - the collector stopped between TRIGGERED and SNAPSHOT: the agent
+#     re-arms after the collector's idle timeout, logs it, and tells the
+#     next listener.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 # never sanitized: an ASan runtime makes getppid calls of its own
@@ -355,6 +358,49 @@ eq "--fanout self: no other agent recorded (no .part, no new file)" \
 eq "--fanout self: /status says host03 fired, group solo, fanout self" \
     "$(status '.flight[] | select(.name == "solo") | "\(.fired_by) \(.fanout) \(.triggers)"')" \
     "host03 self 1"
+"$TDCTL" -S "$CTL" disarm > /dev/null 2>&1
+
+# ---- the collector gone between TRIGGERED and SNAPSHOT --------------------------
+# the listener stopped (SIGSTOP: its connections stay, nothing answers),
+# host02's trigger fires and its agent sends TRIGGERED; no SNAPSHOT comes:
+# after the collector's idle timeout (6 s here) the agent re-arms and logs
+# why; the listener killed and started again, host02 tells it so, armed
+"$TDCTL" -S "$CTL" arm --hosts host02 -e syscalls:sys_enter_getppid -b 64 \
+    --name late --trigger 'ftrace:print if buf ~ "*LATE-host02*"' \
+    > "$WORK/late.out" 2>&1
+eq "tdctl arm host02 (trigger), group late: exit 0" $? 0
+# SPIDS: host01 host02 ... in order
+H2PID=$(echo $SPIDS | cut -d' ' -f2)
+H2ON=$TRACING/instances/tracedock-$H2PID-flight/tracing_on
+kill -STOP "$LPID"
+echo "boom: LATE-host02 the collector hangs" > "$TRACING/trace_marker"
+reported() {
+	grep -q "flight recorder 'late': its trigger fired: frozen" \
+	    "$WORK/agent.host02.err"
+}
+wait_until $((200 * SLOW)) reported
+check "host02 sent TRIGGERED, the collector stopped" reported
+eq "host02's ring frozen by its trigger" "$(cat "$H2ON")" 0
+timedout() {
+	grep -q "flight recorder 'late': frozen by its trigger and no snapshot came: re-armed" \
+	    "$WORK/agent.host02.err"
+}
+# 6 s (3 KEEPALIVEs of 2 s), noticed at the next KEEPALIVE
+wait_until $((400 * SLOW)) timedout
+check "no SNAPSHOT after TRIGGERED: host02 re-armed after its timeout, and logged it" \
+    timedout || tail -5 "$WORK/agent.host02.err" | sed 's/^/# host02: /'
+eq "no SNAPSHOT after TRIGGERED: host02's ring tracing again" "$(cat "$H2ON")" 1
+kill -KILL "$LPID"
+wait "$LPID" 2>/dev/null
+# shellcheck disable=SC2086
+start_listener "$WORK/listen3.log" -d "$OUT" $LTLS --control "$CTL" \
+    --idle-timeout 6 || exit 99
+wait_until $((1200 * SLOW)) listed 1 '.identity == "host02" and .armed == "late"'
+eq "a new listener: host02 armed in group late" \
+    "$(jq -r '.[] | select(.identity == "host02") | .armed' "$WORK/list.json")" late
+check "a new listener: host02 says it re-armed while the collector was away" \
+    grep -q "standby host02: late re-armed while the collector was away" \
+    "$WORK/listen3.log"
 "$TDCTL" -S "$CTL" disarm > /dev/null 2>&1
 
 cleanup
