@@ -163,11 +163,30 @@ standby_flight_look(struct standby *sb)
 	struct td_triggered t;
 	struct timespec mono, real;
 	struct td_buf b;
+	uint64_t max_ms = 3 * (uint64_t)sb->keepalive_ms;
+	char text[TD_MAX_ERROR_LEN];
 
+	if (max_ms == 0 || max_ms > STANDBY_FROZEN_MAX_MS)
+		max_ms = STANDBY_FROZEN_MAX_MS;
 	if (sb->armed != NULL && sb->frozen_at != 0 && !sb->snap &&
 	    armed_frozen(sb->armed) &&
-	    td_clock_now_ms() - sb->frozen_at > STANDBY_FROZEN_MAX_MS)
-		standby_flight_rearm(sb, "frozen by its trigger and no snapshot asked");
+	    td_clock_now_ms() - sb->frozen_at > max_ms) {
+		/*
+		 * TRIGGERED went and no SNAPSHOT came: the collector went
+		 * away (or hangs) in between.  Re-armed, and said: now, to a
+		 * collector that may yet read it, and again to the next one.
+		 */
+		standby_flight_rearm(sb, "frozen by its trigger and no "
+		    "snapshot came");
+		if (sb->armed != NULL) {
+			sb->rearmed = true;
+			snprintf(text, sizeof text, "%s re-armed: no snapshot "
+			    "came for its trigger", armed_name(sb->armed));
+			if (sb->c != NULL)
+				standby_flight_say(sb, 0, TD_ARMED_REARMED,
+				    text);
+		}
+	}
 	if (sb->armed == NULL || !armed_has_trigger(sb->armed) ||
 	    !armed_fired(sb->armed))
 		return;

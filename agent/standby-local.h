@@ -31,7 +31,12 @@ struct td_buf;
  * longer than this).  4 reads a second cost nothing to measure.
  */
 #define STANDBY_ARMED_POLL_MS	250
-/* A ring its trigger froze and nobody asked for: re-armed after this. */
+/*
+ * A ring its trigger froze and nobody asked for (TRIGGERED sent, no
+ * SNAPSHOT): re-armed after the collector's idle timeout (three KEEPALIVE
+ * periods: a collector that did not answer in that time is as good as
+ * gone), at most this.
+ */
 #define STANDBY_FROZEN_MAX_MS	60000
 
 /* The standby agent. */

@@ -24,7 +24,12 @@
 #     tells the next listener, which sees every agent armed again;
 #   - tdctl disarm: the instances are gone;
 #   - a ring that wrapped: what it kept and what it overwrote add up to the
-#     ticker's calls, and the file marks the loss.
+#     ticker's calls, and the file marks the loss;
+#   - --fanout self: a trigger on one agent of the group snapshots that
+#     agent alone (exactly one new file, its; none from the others);
+#   - the collector stopped between TRIGGERED and SNAPSHOT: the agent
+#     re-arms after the collector's idle timeout, logs it, and tells the
+#     next listener.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 # never sanitized: an ASan runtime makes getppid calls of its own
@@ -320,6 +325,82 @@ check "a wrapped ring: the loss is marked in the file, read cleanly" sh -c "
     [ \$(awk '\$1 == \"missed\" { print \$2 }' '$WORK/c.wrap') -ge 1 ] && [ $3 -ge 1 ]" ||
     echo "# $done_line"
 check "a wrapped ring: trace-cmd reads it without a warning" tc_clean "$f"
+"$TDCTL" -S "$CTL" disarm > /dev/null 2>&1
+
+# ---- --fanout self: a trigger snapshots its own agent alone ---------------------
+# every agent armed in group solo with --fanout self, host03 with a trigger
+# of its own: its marker makes exactly one new file, host03's; the others none
+"$TDCTL" -S "$CTL" arm --hosts host03 -e syscalls:sys_enter_getppid -b 64 \
+    --name solo --fanout self --trigger 'ftrace:print if buf ~ "*SOLO-host03*"' \
+    > "$WORK/solo.out" 2>&1
+eq "tdctl arm host03 --fanout self (trigger): exit 0" $? 0
+"$TDCTL" -S "$CTL" arm --hosts 'host*' -e syscalls:sys_enter_getppid -b 64 \
+    --name solo --fanout self >> "$WORK/solo.out" 2>&1
+wait_until $((200 * SLOW)) listed $NAGENTS '.armed == "solo"'
+eq "--fanout self: $NAGENTS armed in group solo" \
+    "$(jq '[.[] | select(.armed == "solo")] | length' "$WORK/list.json")" $NAGENTS
+dats() { ls "$OUT"/host*/*.dat 2>/dev/null | sort; }
+dats > "$WORK/dats.before"
+echo "boom: SOLO-host03 alone" > "$TRACING/trace_marker"
+solo_file() { ls "$OUT"/host03/*-solo.trig.host03.*.dat > /dev/null 2>&1; }
+wait_until $((600 * SLOW)) solo_file
+# the snapshot is over, every ring tracing again: anything else would be here
+wait_until $((200 * SLOW)) listed $NAGENTS '.armed == "solo" and .state == "standby"'
+wait_until $((200 * SLOW)) rearmed
+sleep 1
+dats | comm -13 "$WORK/dats.before" - > "$WORK/dats.new"
+eq "--fanout self: a trigger on host03 makes one new file, host03's" \
+    "$(wc -l < "$WORK/dats.new") $(grep -c "/host03/host03-.*-solo\.trig\.host03\.[0-9]*\.dat$" "$WORK/dats.new")" \
+    "1 1"
+[ "$(wc -l < "$WORK/dats.new")" = 1 ] || sed 's/^/# new: /' "$WORK/dats.new"
+eq "--fanout self: no other agent recorded (no .part, no new file)" \
+    "$(ls "$OUT"/host*/*.part 2>/dev/null | wc -l) $(grep -vc /host03/ "$WORK/dats.new")" "0 0"
+eq "--fanout self: /status says host03 fired, group solo, fanout self" \
+    "$(status '.flight[] | select(.name == "solo") | "\(.fired_by) \(.fanout) \(.triggers)"')" \
+    "host03 self 1"
+"$TDCTL" -S "$CTL" disarm > /dev/null 2>&1
+
+# ---- the collector gone between TRIGGERED and SNAPSHOT --------------------------
+# the listener stopped (SIGSTOP: its connections stay, nothing answers),
+# host02's trigger fires and its agent sends TRIGGERED; no SNAPSHOT comes:
+# after the collector's idle timeout (6 s here) the agent re-arms and logs
+# why; the listener killed and started again, host02 tells it so, armed
+"$TDCTL" -S "$CTL" arm --hosts host02 -e syscalls:sys_enter_getppid -b 64 \
+    --name late --trigger 'ftrace:print if buf ~ "*LATE-host02*"' \
+    > "$WORK/late.out" 2>&1
+eq "tdctl arm host02 (trigger), group late: exit 0" $? 0
+# SPIDS: host01 host02 ... in order
+H2PID=$(echo $SPIDS | cut -d' ' -f2)
+H2ON=$TRACING/instances/tracedock-$H2PID-flight/tracing_on
+kill -STOP "$LPID"
+echo "boom: LATE-host02 the collector hangs" > "$TRACING/trace_marker"
+reported() {
+	grep -q "flight recorder 'late': its trigger fired: frozen" \
+	    "$WORK/agent.host02.err"
+}
+wait_until $((200 * SLOW)) reported
+check "host02 sent TRIGGERED, the collector stopped" reported
+eq "host02's ring frozen by its trigger" "$(cat "$H2ON")" 0
+timedout() {
+	grep -q "flight recorder 'late': frozen by its trigger and no snapshot came: re-armed" \
+	    "$WORK/agent.host02.err"
+}
+# 6 s (3 KEEPALIVEs of 2 s), noticed at the next KEEPALIVE
+wait_until $((400 * SLOW)) timedout
+check "no SNAPSHOT after TRIGGERED: host02 re-armed after its timeout, and logged it" \
+    timedout || tail -5 "$WORK/agent.host02.err" | sed 's/^/# host02: /'
+eq "no SNAPSHOT after TRIGGERED: host02's ring tracing again" "$(cat "$H2ON")" 1
+kill -KILL "$LPID"
+wait "$LPID" 2>/dev/null
+# shellcheck disable=SC2086
+start_listener "$WORK/listen3.log" -d "$OUT" $LTLS --control "$CTL" \
+    --idle-timeout 6 || exit 99
+wait_until $((1200 * SLOW)) listed 1 '.identity == "host02" and .armed == "late"'
+eq "a new listener: host02 armed in group late" \
+    "$(jq -r '.[] | select(.identity == "host02") | .armed' "$WORK/list.json")" late
+check "a new listener: host02 says it re-armed while the collector was away" \
+    grep -q "standby host02: late re-armed while the collector was away" \
+    "$WORK/listen3.log"
 "$TDCTL" -S "$CTL" disarm > /dev/null 2>&1
 
 cleanup
