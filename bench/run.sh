@@ -223,7 +223,8 @@ build() {
 		# shellcheck disable=SC2046,SC2086
 		gcc -O2 -g -include "$bdir/config.h" -Ishared -Iproto \
 		    $(pkg-config --cflags $libs) -o "$TMP/tdagent.gcc" \
-		    agent/*.c shared/*.c proto/*.c -Wl,--as-needed \
+		    $(for d in agent/*/; do printf -- "-I%s " "$d"; done) \
+		    agent/*.c agent/*/*.c shared/*.c proto/*.c -Wl,--as-needed \
 		    $(pkg-config --libs $libs) -lm >>"$log" 2>&1 ||
 		    die "cannot build tdagent, see $log"
 		TDAGENT=$TMP/tdagent.gcc
@@ -235,7 +236,8 @@ build() {
 		# shellcheck disable=SC2046,SC2086
 		gcc -O2 -g -include "$bdir/config.h" -Ishared -Iproto \
 		    $(pkg-config --cflags $libs) -o "$TMP/tdlisten.gcc" \
-		    listener/*.c shared/*.c proto/*.c -Wl,--as-needed \
+		    $(for d in listener/*/; do printf -- "-I%s " "$d"; done) \
+		    listener/*.c listener/*/*.c shared/*.c proto/*.c -Wl,--as-needed \
 		    $(pkg-config --libs $libs) -lm >>"$log" 2>&1 ||
 		    die "cannot build tdlisten, see $log"
 		TDLISTEN=$TMP/tdlisten.gcc

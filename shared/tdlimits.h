@@ -107,7 +107,7 @@
 #define TD_MAX_FINISHED			1024
 
 /*
- * tdlisten's header cache (listener/hcache.c): bytes of entries per
+ * tdlisten's header cache (listener/recording/hcache.c): bytes of entries per
  * identity (and in shared/, the sections every identity may use), and in
  * all.  A section above half the first is never kept.  A kallsyms is about
  * 5.4 MB: 1,000 machines fit in the total.
@@ -190,8 +190,8 @@
 #define TD_CK_AMPLIFY		8
 
 /*
- * uftrace record --host clients (listener/uftrace.c, proto/ufmsg.c).  A
- * message carries one piece of one file (a buffer of a thread, a whole
+ * uftrace record --host clients (listener/producers/uftrace.c, proto/ufmsg.c).
+ * A message carries one piece of one file (a buffer of a thread, a whole
  * .sym file: kallsyms and the symbols of large programs run to tens of
  * MiB); its body is streamed to disk, never held.
  */
@@ -295,10 +295,10 @@
 #define TD_PLAN9_MAX_TASKS	(1u << 20)
 
 /*
- * trace-cmd record -N clients (listener/tracecmd.c): the trace.dat header
- * a client sends before its data (v6 is uncompressed: kallsyms of some
- * 6 MiB is most of it), and how long (s) a client's data connections may
- * take to end after its CLOSE before the file is finished without them.
+ * trace-cmd record -N clients (listener/producers/tracecmd.c): the trace.dat
+ * header a client sends before its data (v6 is uncompressed: kallsyms of some
+ * 6 MiB is most of it), and how long (s) a client's data connections may take
+ * to end after its CLOSE before the file is finished without them.
  */
 #define TD_TC_MAX_META		(64u * 1024 * 1024)
 #define TD_TC_CLOSE_WAIT	10
@@ -327,7 +327,7 @@
 #define TD_TC_META_PROGRESS	(64u * 1024)
 
 /*
- * tdlisten --on-finish (listener/onfinish.c): files waiting for their
+ * tdlisten --on-finish (listener/fleet/onfinish.c): files waiting for their
  * command or running it, in all and of one identity (more wait in their
  * sidecars, counted as dropped, and are queued again as the queue
  * drains), commands at once (--on-finish-jobs), the longest wait between
@@ -340,11 +340,10 @@
 #define TD_ONFINISH_SIDECAR	4096
 
 /*
- * tdlisten --rotate (listener/rotate.c): the smallest piece (every piece
- * repeats the recording's header sections, a few MiB with kallsyms), the
- * shortest and longest span, the highest piece number (four digits or
- * more in the name), and the most pieces of one recording --keep looks
- * at in one pass.
+ * tdlisten --rotate (listener/recording/rotate.c): the smallest piece (every
+ * piece repeats the recording's header sections, a few MiB with kallsyms), the
+ * shortest and longest span, the highest piece number (four digits or more in
+ * the name), and the most pieces of one recording --keep looks at in one pass.
  */
 #define TD_ROTATE_MIN_SIZE	(1024u * 1024)
 #define TD_ROTATE_MIN_SECS	1u

@@ -1,8 +1,8 @@
 /*
  * udpstamp.h: a datagram received with the kernel's receive stamp
  * (SO_TIMESTAMPNS, set on the socket by the caller): the time-sync probes
- * of both programs (agent/tsyncudp.c, listener/probeport.c) and the test
- * tool that delays them (tests/tddelay.c).
+ * of both programs (agent/tsync/tsyncudp.c, listener/edge/probeport.c) and the
+ * test tool that delays them (tests/tddelay.c).
  *
  * Never blocks (MSG_DONTWAIT); nothing here logs.  Any thread may call it
  * on its own socket.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# End-to-end: the agent's transports (agent/conn.c).  Over a character
+# End-to-end: the agent's transports (agent/net/conn.c).  Over a character
 # device (-h serial:PATH, what a guest's virtio-serial port is) the same
 # TLS session reaches tdlisten: tests/tdrelay makes a pseudo-terminal in
 # raw mode and carries its bytes to the listener's TCP port, as QEMU

@@ -1,13 +1,13 @@
 /*
- * test-admit.c: unit tests of listener/admit.c, the handshake budget:
+ * test-admit.c: unit tests of listener/edge/admit.c, the handshake budget:
  * the per-address share (an IPv6 /64 is one address, an IPv4 address the
  * same mapped or not), the global budget, which slot a newcomer takes
  * (the oldest of the busiest address, only when that one holds more than
  * the newcomer's and more than one) and the bookkeeping behind it; Unix
  * socket peers told apart by their process (SO_PEERCRED).  And the
- * admission of listener/client.c, the one client layer: --max-sessions
- * across agents, trace-cmd and uftrace clients, control clients apart,
- * an identity's agents waiting for their HELLO, slots kept for resumes,
+ * admission of listener/producers/client.c, the one client layer:
+ * --max-sessions across agents, trace-cmd and uftrace clients, control clients
+ * apart, an identity's agents waiting for their HELLO, slots kept for resumes,
  * uftrace's share per address, the one --max-per-identity check.
  */
 #include <arpa/inet.h>

@@ -1,6 +1,6 @@
 /*
  * test-budget.c: the memory and descriptor accounts of tdlisten's sessions
- * (listener/budget.c).
+ * (listener/edge/budget.c).
  *
  * A session's figure counts against its own cap, its identity's and the
  * total, each reported as the one passed; closing an account gives

@@ -1,5 +1,6 @@
 /*
- * test-checkpoint.c: a recording's state on disk (listener/checkpoint.c).
+ * test-checkpoint.c: a recording's state on disk
+ * (listener/recording/checkpoint.c).
  *
  * The recording is tests/fuzz/ckrec.c's (the one fuzz-restore restores):
  * a real writer at PATH with four checkpoints along the way (each written

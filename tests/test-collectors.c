@@ -1,6 +1,6 @@
 /*
  * test-collectors.c: tdagent's list of collectors (-h A,B,C,
- * agent/collectors.c): each item's transport, address and port (its own,
+ * agent/net/collectors.c): each item's transport, address and port (its own,
  * or -p's), the server name each is checked against, and the lists that
  * are refused (an empty item, more than TD_MAX_COLLECTORS, a bad port).
  */

@@ -1,6 +1,7 @@
 /*
- * test-guest.c: tdagent --guest's side (agent/guest.c, agent/kvmclock.c,
- * agent/qmp.c), without privileges and without KVM.
+ * test-guest.c: tdagent --guest's side (agent/guest/guest.c,
+ * agent/guest/kvmclock.c, agent/guest/qmp.c), without privileges and without
+ * KVM.
  *
  * The exact KVM clock is read from a directory of the shape of KVM's
  * debugfs (kvm/<pid>-<fd>/vcpuN/tsc-offset, tsc-scaling-ratio,

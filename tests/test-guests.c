@@ -1,6 +1,6 @@
 /*
  * test-guests.c: host and guest recordings paired by tdlisten
- * (listener/guests.c), no privileges, no network.
+ * (listener/recording/guests.c), no privileges, no network.
  *
  * Pairing whichever starts first: a guest recording before its host's,
  * after it, without one, of another name; a guest rebooted (two guest

@@ -1,5 +1,5 @@
 /*
- * test-hcache.c: the listener's header cache (listener/hcache.c) on a
+ * test-hcache.c: the listener's header cache (listener/recording/hcache.c) on a
  * directory of its own: entries are kept only under the hash of what came,
  * private sections per identity and the formats shared, a damaged entry is
  * dropped, a copy opened survives its eviction, the oldest go first past

@@ -1,6 +1,6 @@
 /*
  * test-metadefer.c: header sections recorded into a memfd and replayed
- * (agent/metadefer.c).
+ * (agent/capture/metadefer.c).
  *
  * What a sink is given through a deferral reaches the real sink in the
  * same calls' order with the same bytes (a section's bytes may come in

@@ -1,5 +1,5 @@
 /*
- * test-onfinish.c: unit tests of listener/onfinish.c, the --on-finish
+ * test-onfinish.c: unit tests of listener/fleet/onfinish.c, the --on-finish
  * runner, with real /bin/sh children on a real event loop: the path
  * reaches the command as one argument that no shell reads, with the
  * environment; a failing command is run again with the waits doubling

@@ -1,5 +1,5 @@
 /*
- * test-plan9.c: reading Plan 9 kernel traces (agent/plan9read.c): the
+ * test-plan9.c: reading Plan 9 kernel traces (agent/plan9/plan9read.c): the
  * records of /dev/trace as trace(3) describes them (its own example, in
  * 121-byte lines and wrapped as the manual prints it), every kind of
  * malformed input counted with its lines, input cut anywhere, the time

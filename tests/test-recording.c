@@ -1,9 +1,9 @@
 /*
  * test-recording.c: one recording on the collection box
- * (listener/recording.c) and tdlisten --rotate / --keep's policy
- * (listener/rotate.c), driven as a producer drives them: real sections
- * (tests/data's texts) and real ring-buffer pages (tests/testdata.c), the
- * real writer, checkpoints, registry and budget; nothing faked.
+ * (listener/recording/recording.c) and tdlisten --rotate / --keep's policy
+ * (listener/recording/rotate.c), driven as a producer drives them: real
+ * sections (tests/data's texts) and real ring-buffer pages (tests/testdata.c),
+ * the real writer, checkpoints, registry and budget; nothing faked.
  *
  *   - open, sections, pages, finish: the file is in place under
  *     DIR/<identity>/, libtracecmd reads exactly the events written, per

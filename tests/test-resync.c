@@ -1,7 +1,7 @@
 /*
  * test-resync.c: the resynchronisation preamble of a byte pipe: the pure
  * scanners (proto/resync.c) and the listener's scan of a real socket
- * (listener/preamble.c, over a socket pair and a libevent loop).
+ * (listener/edge/preamble.c, over a socket pair and a libevent loop).
  *
  * The scanners are fed the way their callers feed them, in pieces of
  * every size from 1 byte to more than a preamble, and must find the same

@@ -1,9 +1,9 @@
 /*
- * test-session.c: the tdproto producer (listener/session.c) against the
- * real recording, registry, checkpoint and writer, driven as
- * listener/conn.c drives it and as tests/fuzz/fuzz-session.c does: a
- * connection's bytes go in as session_want() asks, the output is read
- * after every call, the verdict acted on.  Nothing faked.
+ * test-session.c: the tdproto producer (listener/producers/session.c) against
+ * the real recording, registry, checkpoint and writer, driven as
+ * listener/producers/conn.c drives it and as tests/fuzz/fuzz-session.c does: a
+ * connection's bytes go in as session_want() asks, the output is read after
+ * every call, the verdict acted on. Nothing faked.
  *
  *   - three agents stream at once (HELLO, the six sections, PAGES of
  *     real ring-buffer pages, END), their bytes interleaved: each gets

@@ -1,5 +1,5 @@
 /*
- * test-stream.c: the agent's recording stream (agent/stream.c), the bytes
+ * test-stream.c: the agent's recording stream (agent/net/stream.c), the bytes
  * kept until the listener acknowledges them.
  *
  * What goes in comes out once, in order, byte for byte, whatever the path

@@ -1,5 +1,6 @@
 /*
- * test-tally.c: tdlisten's counters for its metrics (listener/tally.c).
+ * test-tally.c: tdlisten's counters for its metrics
+ * (listener/recording/tally.c).
  *
  * A CPUSTAT text gives its overrun and dropped events, counted by cause
  * (the numbers at the start of their lines only, the text not trusted to

@@ -1,9 +1,10 @@
 /*
  * test-tcproducer.c: the trace-cmd record -N producer below its client
- * shell: listener/tcmeta.c (the trace.dat header a client sends on its
- * control connection) and listener/tcdata.c (its per-CPU data sockets),
- * handing over to the real recording, as listener/tracecmd.c does.  Real
- * loopback sockets and a real event loop, no privileges.
+ * shell: listener/producers/tcmeta.c (the trace.dat header a client sends on
+ * its control connection) and listener/producers/tcdata.c (its per-CPU data
+ * sockets), handing over to the real recording, as
+ * listener/producers/tracecmd.c does. Real loopback sockets and a real event
+ * loop, no privileges.
  *
  *   - a header the writer made (tests/data's sections, TRACECLOCK,
  *     UNAME; no CPU data, as trace-cmd sends it) is read from a memfd,

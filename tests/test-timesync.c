@@ -1,6 +1,6 @@
 /*
  * test-timesync.c: how many time-sync samples tdlisten keeps for one
- * recording (listener/timesync.c), no privileges, no network.
+ * recording (listener/recording/timesync.c), no privileges, no network.
  *
  * Past TD_MAX_TSYNC_SAMPLES every other sample is left out before the
  * next is added: the count stays bounded however long the recording, the

@@ -1,9 +1,10 @@
 /*
- * test-uftrace.c: the uftrace producer's runs (listener/ufsession.c), driven
- * as listener/uftrace.c drives them: a client's bytes go into an evbuffer
- * in small pieces, ufsession_feed() takes them, its verdict is acted on
- * (ufsession_end() with the error, as uf_close() does).  Real files in a
- * temporary directory, nothing faked.
+ * test-uftrace.c: the uftrace producer's runs
+ * (listener/producers/ufsession.c), driven as listener/producers/uftrace.c
+ * drives them: a client's bytes go into an evbuffer in small pieces,
+ * ufsession_feed() takes them, its verdict is acted on (ufsession_end() with
+ * the error, as uf_close() does). Real files in a temporary directory, nothing
+ * faked.
  *
  *   - a run as uftrace 0.13 sends it (SEND_DIR_NAME, SEND_DATA of two
  *     threads, one appended, SEND_PERF_DATA, task.txt, sid-*.map, a .sym,

@@ -1,17 +1,17 @@
 /*
- * fuzz-control.c: tdlisten's control socket (listener/control.c) driven
+ * fuzz-control.c: tdlisten's control socket (listener/fleet/control.c) driven
  * with arbitrary bytes from its clients.
  *
  * Nothing faked that can be real: control_start() listens on a real Unix
  * socket in a temporary directory, on a real libevent base run as
  * tdlisten's loop is (a non-blocking pass after each piece); the clients
  * are real sockets connected to it; behind it are FUZZ_CTL_AGENTS real
- * standby sessions (listener/session.c, session-standby.c, standby.c), each
- * made by a STANDBY frame, whose START, STOP and GO frames the target
- * reads and answers as tdagent --standby would, on the loop's next turn:
- * agent 0 STARTED then READY (and FINISHED to a STOP), agent 1 REFUSED,
- * agent 2 never (until it hangs up at the end: "lost").  The reload
- * callback is tdlisten's kind (a message, success or failure).
+ * standby sessions (listener/producers/session.c, session-standby.c,
+ * standby.c), each made by a STANDBY frame, whose START, STOP and GO frames
+ * the target reads and answers as tdagent --standby would, on the loop's next
+ * turn: agent 0 STARTED then READY (and FINISHED to a STOP), agent 1 REFUSED,
+ * agent 2 never (until it hangs up at the end: "lost"). The reload callback is
+ * tdlisten's kind (a message, success or failure).
  *
  * The input is up to FUZZ_CTL_CLIENTS clients' byte streams, each after
  * FUZZ_CONN_SEP and one byte b saying how the client before behaves
@@ -338,8 +338,8 @@ fz_client_new(struct fz_client *c, int how)
 
 /* c sends p[0..n) in pieces of piece bytes, the loop turning between. */
 static void
-fz_client_send(struct fz_client *cl, int ncl, struct fz_client *c, const uint8_t *p,
-    size_t n, size_t piece)
+fz_client_send(struct fz_client *cl, int ncl, struct fz_client *c,
+    const uint8_t *p, size_t n, size_t piece)
 {
 	const uint8_t *q, *line = p;
 	size_t k;

@@ -1,6 +1,6 @@
 /*
  * fuzz-plan9.c: libFuzzer target for the reader of Plan 9 kernel traces
- * (agent/plan9read.c), which tdagent --import-plan9 runs on a file or a
+ * (agent/plan9/plan9read.c), which tdagent --import-plan9 runs on a file or a
  * pipe from another machine.
  *
  * The input is parsed as /dev/trace text twice, whole and cut into pieces

@@ -1,8 +1,8 @@
 /*
  * fuzz-restore.c: libFuzzer target for checkpoints read back: the writer's
  * state (shared/tdfile.c, td_file_restore()) and the listener's whole
- * PATH.state file (listener/checkpoint.c, checkpoint_read(), which ends in
- * td_file_restore()).  Both are read from the disk of a listener that
+ * PATH.state file (listener/recording/checkpoint.c, checkpoint_read(), which
+ * ends in td_file_restore()). Both are read from the disk of a listener that
  * died; the state is "checked for consistency, not trusted".
  *
  * At start the small recording of ckrec.h is made once per variant (v6,

@@ -7,7 +7,7 @@
  *
  * The input's first byte chooses the piece size (1 + b % 64) and whether
  * the preamble is optional (b & 64); the rest is the stream.  It is fed
- * whole, then in pieces, the way listener/preamble.c feeds it (what MORE
+ * whole, then in pieces, the way listener/edge/preamble.c feeds it (what MORE
  * leaves unconsumed is carried over); each piece is a heap block of
  * exactly its size.  Besides "no crash, no leak, no undefined behaviour":
  *

@@ -1,8 +1,8 @@
 /*
  * fuzz-session.c: libFuzzer target for tdlisten's handling of an agent's
- * byte streams: listener/session.c (the tdproto producer) against the real
- * recording, registry, checkpoint, timesync, finished, output and budget
- * code and the trace.dat writer.  Nothing is faked: session.c knows no
+ * byte streams: listener/producers/session.c (the tdproto producer) against
+ * the real recording, registry, checkpoint, timesync, finished, output and
+ * budget code and the trace.dat writer. Nothing is faked: session.c knows no
  * socket and no event loop, and the target does what conn.c does.
  *
  * A connection's bytes arrive in pieces of 1 + size % 4093 bytes; the

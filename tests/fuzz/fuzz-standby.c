@@ -3,20 +3,20 @@
  * "Standby").  The first byte says which way (bit 0):
  *
  * 0, the listener's side: up to FUZZ_SB_CONNS standby agents' byte streams
- * fed to the real listener/session.c (session-standby.c, standby.c), as
- * conn.c feeds them (what session_want() asks for, a heap copy of exactly
+ * fed to the real listener/producers/session.c (session-standby.c, standby.c),
+ * as conn.c feeds them (what session_want() asks for, a heap copy of exactly
  * those bytes), with a control client's requests (standby.h's calls, as
- * control.c makes them) between the pieces.  The input is segments, each
- * after FUZZ_CONN_SEP and one byte b (the first segment has none and is
- * connection 0's): connection (b >> 3) % FUZZ_SB_CONNS gets the segment's
- * bytes, after the asker does b & 7 (fuzz_sb_action).  Checked: every
- * frame the listener sends parses and unpacks (WELCOME first, then START,
- * STOP, GO, nothing after an ERROR); a START carries the request asked,
- * with a number above every earlier one; a GO goes only to an agent that
- * said READY to that request (never more GOs than READYs); the asker's
- * lines are one printable line each; every agent the asker waits for
- * settles once, no more (all of them by the end); the "list" has the
- * fields it promises and nothing forged; one identity holds at most
+ * control.c makes them) between the pieces. The input is segments, each after
+ * FUZZ_CONN_SEP and one byte b (the first segment has none and is connection
+ * 0's): connection (b >> 3) % FUZZ_SB_CONNS gets the segment's bytes, after
+ * the asker does b & 7 (fuzz_sb_action). Checked: every frame the listener
+ * sends parses and unpacks (WELCOME first, then START, STOP, GO, nothing after
+ * an ERROR); a START carries the request asked, with a number above every
+ * earlier one; a GO goes only to an agent that said READY to that request
+ * (never more GOs than READYs); the asker's lines are one printable line each;
+ * every agent the asker waits for settles once, no more (all of them by the
+ * end); the "list" has the fields it promises and nothing forged; one identity
+ * holds at most
  * --max-standby-per-identity entries; at the end no entry, no descriptor
  * is left.
  *

@@ -1,15 +1,15 @@
 /*
  * fuzz-tcmsg.c: libFuzzer target for trace-cmd's v3 framing
  * (proto/tcmsg.c) and the header reader behind it (td_read_open_header(),
- * listener/tcmeta.c's way in).
+ * listener/producers/tcmeta.c's way in).
  *
  * The input is what a trace-cmd record -N client writes on the control
  * connection after the listener's greeting: its first string, the magic,
- * then messages.  It is cut as listener/tracecmd.c cuts it, and each whole
- * message is copied into a heap block of exactly its size (ASan sees any
- * read past it) and handed to every unpacker.  The payloads of SEND_DATA
- * messages, put together in a memfd, are read as a trace.dat header.
- * Besides "no crash, no leak, no undefined behaviour":
+ * then messages. It is cut as listener/producers/tracecmd.c cuts it, and each
+ * whole message is copied into a heap block of exactly its size (ASan sees any
+ * read past it) and handed to every unpacker. The payloads of SEND_DATA
+ * messages, put together in a memfd, are read as a trace.dat header. Besides
+ * "no crash, no leak, no undefined behaviour":
  *
  *   - td_tc_msg_parse() agrees with itself on every prefix of a message
  *     (0 before its header is whole with total 0, then 0 with the same

@@ -3,9 +3,10 @@
  * record-to-recv messages (proto/ufmsg.c), which tdlisten --uftrace-port
  * runs on what any client of that port sends.
  *
- * The input is walked as a stream of messages the way listener/uftrace.c
- * walks it (header, head, body skipped) until something is refused or it
- * ends, and its first bytes are also taken as a file name.  Properties:
+ * The input is walked as a stream of messages the way
+ * listener/producers/uftrace.c walks it (header, head, body skipped) until
+ * something is refused or it ends, and its first bytes are also taken as a
+ * file name. Properties:
  *
  *   - a header accepted has a type a client sends and a length within its
  *     bounds (TD_UF_MAX_MSG at most, SEND_END empty);

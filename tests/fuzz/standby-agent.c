@@ -1,11 +1,12 @@
 /*
  * standby-agent.c: fuzz-standby's agent side (first byte odd): what
  * a collector sends a standby agent (START, STOP, GO, ...), decoded as
- * agent/standby.c's standby_frame() does and each START put to the
- * machine's policy, agent/standbycfg.c's standby_allowed(), with the
+ * agent/standby/standby.c's standby_frame() does and each START put to the
+ * machine's policy, agent/standby/standbycfg.c's standby_allowed(), with the
  * options standby_parse() made of --allow-events, --max-buffer and
- * --max-duration.  agent/standby.c itself (its loop, the TLS connection,
- * the child it forks) is not linked: the decoding and the policy are.
+ * --max-duration. agent/standby/standby.c itself (its loop, the TLS
+ * connection, the child it forks) is not linked: the decoding and the policy
+ * are.
  *
  * The input: a policy line "EVENTS\tKB\tSECONDS\tCLOCKS" (a field left
  * out: not given; CLOCKS: the machine's trace clocks), a newline, then

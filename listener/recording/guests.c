@@ -8,7 +8,7 @@
  *
  * The exact KVM clock.  KVM runs a guest's TSC as guest = (host * ratio
  * >> frac) + offset, exactly (debugfs says ratio, frac and offset per
- * vCPU: agent/kvmclock.c).  A host recording in x86-tsc has samples
+ * vCPU: agent/guest/kvmclock.c).  A host recording in x86-tsc has samples
  * (ts, offset) that put its TSC on the listener's timeline: reference
  * cycles = ts + offset.  At each of them the guest's TSC read
  * g = (ts * ratio >> frac) + offset_kvm, so (g, ts + offset - g) is a

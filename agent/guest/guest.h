@@ -10,7 +10,7 @@
  * debug-threads=on its vCPU threads are named "CPU N/KVM" (or "CPU
  * N/TCG"), read from /proc/PID/task/TID/comm; or from QEMU's monitor
  * (--guest NAME:qmp:SOCKET, query-cpus-fast).  The TSC parameters come
- * from KVM's debugfs (agent/kvmclock.h), the directory $TD_KVM_DEBUGFS or
+ * from KVM's debugfs (agent/guest/kvmclock.h), the directory $TD_KVM_DEBUGFS or
  * /sys/kernel/debug/kvm.
  *
  * guest_watch_open() runs as root in the set-up and keeps what it opened
