@@ -116,6 +116,8 @@ struct tcclient {
 	uint64_t		 meta_len;
 	uint64_t		 meta_armed;	/* meta_len at the last deadline */
 	struct timespec		 meta_until;	/* the header's last moment */
+	bool			 meta_final;	/* the deadline armed is
+						   meta_until */
 	struct budget_account	*acct;		/* the data sockets' descriptors
 						   and pages; the header */
 	struct tcdata		*data;
@@ -348,8 +350,15 @@ tc_timer_cb(struct client *cl, void *arg)
 		tc_finish(tc, true);
 		return;
 	}
+	/*
+	 * libevent times its timers from a coarse clock, cached when the
+	 * loop last woke: one armed for meta_until may fire a few ms before
+	 * it by our clock (a loaded machine: more).  Which deadline was
+	 * armed says which one passed.
+	 */
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (tc->state == TC_META && (now.tv_sec > tc->meta_until.tv_sec ||
+	if (tc->state == TC_META && (tc->meta_final ||
+	    now.tv_sec > tc->meta_until.tv_sec ||
 	    (now.tv_sec == tc->meta_until.tv_sec &&
 	    now.tv_nsec >= tc->meta_until.tv_nsec))) {
 		tc_close(tc, "its header is not whole %d s after RINIT "
@@ -376,7 +385,8 @@ tc_meta_deadline(struct tcclient *tc)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	left_ms = (int64_t)(tc->meta_until.tv_sec - now.tv_sec) * 1000 +
 	    (tc->meta_until.tv_nsec - now.tv_nsec) / 1000000 + 1;
-	if (left_ms > (int64_t)tc->cfg->handshake_timeout * 1000)
+	tc->meta_final = left_ms <= (int64_t)tc->cfg->handshake_timeout * 1000;
+	if (!tc->meta_final)
 		left_ms = (int64_t)tc->cfg->handshake_timeout * 1000;
 	if (left_ms < 0)
 		left_ms = 0;
