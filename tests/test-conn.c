@@ -16,10 +16,15 @@
  *     ERROR: a good agent connected at the same time finishes;
  *   - a connection that sends nothing is closed at its handshake
  *     deadline (1 s), not before;
- *   - --max-sessions 1: a second connection is refused while the first
- *     is open, and admitted once the first is gone.
+ *   - --max-sessions 1: a second agent (another address: plain TCP's
+ *     identity) is closed at accept while the first is open, and
+ *     admitted once the first is gone; one from the first's address
+ *     takes the slot kept for resumes and gets an ERROR RETRY at its
+ *     HELLO.
+ *
+ * Each test has its own loop, listening socket, client layer and conn.c,
+ * freed by its teardown however it ended.
  */
-#include <errno.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <setjmp.h>
