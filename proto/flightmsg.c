@@ -114,35 +114,16 @@ td_msg_unpack_snapshot(const struct td_frame *f, struct td_snapshot *s)
 int
 td_msg_pack_armed(struct td_buf *b, const struct td_armed *a)
 {
-	char t[TD_MAX_ERROR_LEN + 1];
-	size_t at = td_msg_begin(b), i;
-	int ok = 0;
-
-	for (i = 0; a->text[i] != '\0' && i < TD_MAX_ERROR_LEN; i++)
-		t[i] = a->text[i] < 0x20 || a->text[i] > 0x7e ? ' ' :
-		    a->text[i];
-	t[i] = '\0';
-	if (td_msg_put_u32(b, a->req) == -1 ||
-	    td_msg_put_u16(b, a->what) == -1 ||
-	    td_msg_put_str(b, t, sizeof t) == -1)
-		ok = -1;
-	return td_msg_end(b, at, TD_MSG_ARMED, ok);
+	return td_msg_pack_reply(b, TD_MSG_ARMED, a->req, a->what, a->text,
+	    ' ');
 }
 
 int
 td_msg_unpack_armed(const struct td_frame *f, struct td_armed *a)
 {
-	struct td_cur c;
-
 	memset(a, 0, sizeof *a);
-	td_msg_cur_init(&c, f, TD_MSG_ARMED);
-	a->req = td_cur_be32(&c);
-	a->what = td_cur_be16(&c);
-	td_msg_cur_str(&c, a->text, sizeof a->text);
-	if (!td_cur_bad(&c) && (a->what < TD_ARMED_OK ||
-	    a->what > TD_ARMED_WINDOW))
-		td_cur_fail(&c);
-	return td_msg_cur_end(&c);
+	return td_msg_unpack_reply(f, TD_MSG_ARMED, &a->req, &a->what, a->text,
+	    TD_ARMED_OK, TD_ARMED_WINDOW);
 }
 
 /* TRIGGERED: the trace clock, the real time, how late. */

@@ -76,6 +76,39 @@ td_msg_cur_end(const struct td_cur *c)
 	return 0;
 }
 
+/* msgpack.h: ANSWER's and ARMED's layout, request, what, text. */
+int
+td_msg_pack_reply(struct td_buf *b, uint16_t type, uint32_t req,
+    uint16_t what, const char *text, char bad)
+{
+	char t[TD_MAX_ERROR_LEN + 1];
+	size_t at = td_msg_begin(b), i;
+	int ok = 0;
+
+	for (i = 0; text[i] != '\0' && i < TD_MAX_ERROR_LEN; i++)
+		t[i] = text[i] < 0x20 || text[i] > 0x7e ? bad : text[i];
+	t[i] = '\0';
+	if (td_msg_put_u32(b, req) == -1 || td_msg_put_u16(b, what) == -1 ||
+	    td_msg_put_str(b, t, sizeof t) == -1)
+		ok = -1;
+	return td_msg_end(b, at, type, ok);
+}
+
+int
+td_msg_unpack_reply(const struct td_frame *f, uint16_t type, uint32_t *req,
+    uint16_t *what, char *text, uint16_t lo, uint16_t hi)
+{
+	struct td_cur c;
+
+	td_msg_cur_init(&c, f, type);
+	*req = td_cur_be32(&c);
+	*what = td_cur_be16(&c);
+	td_msg_cur_str(&c, text, TD_MAX_ERROR_LEN + 1);
+	if (!td_cur_bad(&c) && (*what < lo || *what > hi))
+		td_cur_fail(&c);
+	return td_msg_cur_end(&c);
+}
+
 /* A cursor over f's payload, bad from the start if f is not a type. */
 void
 td_msg_cur_init(struct td_cur *c, const struct td_frame *f, uint16_t type)

@@ -1,6 +1,6 @@
 /*
  * msgpack.h: the pieces of proto/msg.c that the other tdproto message
- * files (standbymsg.c) build their frames with: big-endian numbers, strings
+ * files (standbymsg.c, flightmsg.c) build their frames with: big-endian numbers, strings
  * (a be16 length and printable ASCII bytes, shorter than a cap), a frame
  * whose length is filled in at its end, and cursors over a payload that
  * end in EBADMSG.  Internal to proto/.
@@ -30,5 +30,16 @@ void	td_msg_cur_init(struct td_cur *c, const struct td_frame *f,
 int	td_msg_cur_end(const struct td_cur *c);
 /* A string into out[cap]; the cursor fails unless printable and < cap. */
 void	td_msg_cur_str(struct td_cur *c, char *out, size_t cap);
+/*
+ * A reply to request req (ANSWER, ARMED: the same layout): what, and text
+ * of at most TD_MAX_ERROR_LEN bytes made printable (each other byte as
+ * bad: the peer logs it).  Unpacked, what must lie in [lo, hi] and text
+ * holds TD_MAX_ERROR_LEN + 1 bytes.
+ */
+int	td_msg_pack_reply(struct td_buf *b, uint16_t type, uint32_t req,
+	    uint16_t what, const char *text, char bad);
+int	td_msg_unpack_reply(const struct td_frame *f, uint16_t type,
+	    uint32_t *req, uint16_t *what, char *text, uint16_t lo,
+	    uint16_t hi);
 
 #endif

@@ -147,33 +147,14 @@ td_msg_unpack_go(const struct td_frame *f, uint32_t *req)
 int
 td_msg_pack_answer(struct td_buf *b, const struct td_answer *a)
 {
-	char t[TD_MAX_ERROR_LEN + 1];
-	size_t at = td_msg_begin(b), i;
-	int ok = 0;
-
-	for (i = 0; a->text[i] != '\0' && i < TD_MAX_ERROR_LEN; i++)
-		t[i] = a->text[i] < 0x20 || a->text[i] > 0x7e ? '?' :
-		    a->text[i];
-	t[i] = '\0';
-	if (td_msg_put_u32(b, a->req) == -1 ||
-	    td_msg_put_u16(b, a->what) == -1 ||
-	    td_msg_put_str(b, t, sizeof t) == -1)
-		ok = -1;
-	return td_msg_end(b, at, TD_MSG_ANSWER, ok);
+	return td_msg_pack_reply(b, TD_MSG_ANSWER, a->req, a->what, a->text,
+	    '?');
 }
 
 int
 td_msg_unpack_answer(const struct td_frame *f, struct td_answer *a)
 {
-	struct td_cur c;
-
 	memset(a, 0, sizeof *a);
-	td_msg_cur_init(&c, f, TD_MSG_ANSWER);
-	a->req = td_cur_be32(&c);
-	a->what = td_cur_be16(&c);
-	td_msg_cur_str(&c, a->text, sizeof a->text);
-	if (!td_cur_bad(&c) && (a->what < TD_ANSWER_STARTED ||
-	    a->what > TD_ANSWER_READY))
-		td_cur_fail(&c);
-	return td_msg_cur_end(&c);
+	return td_msg_unpack_reply(f, TD_MSG_ANSWER, &a->req, &a->what, a->text,
+	    TD_ANSWER_STARTED, TD_ANSWER_READY);
 }
