@@ -269,7 +269,7 @@ main(void)
 		cmocka_unit_test(test_damaged),
 	};
 
-	/* ckrec's pairings are logged as never paired: not asked here */
+	/* ckrec's pairings are logged: not asked here */
 	log_init("test-checkpoint", -1, 0);
 	if (mkdtemp(dir) == NULL)
 		return 1;

@@ -115,12 +115,15 @@ ckrec_page(uint8_t *p, int cpu, uint64_t seq)
 /*
  * Pairings for points 2 and 3: the recording (identity "ckrec") runs the
  * guest vm1 (two vCPUs, with the KVM block at point 3) and has a recording
- * of it paired, and is itself the guest of a host hv0.  The sides of vm1
- * and hv0 are freed once ckrec's is saved.
+ * of it paired, and is itself the guest of a host hv0, as tdlisten --guest
+ * hv0:ckrec --guest ckrec:vm1 allows (without it, nothing pairs: the
+ * states held no pairing from the day pairing was authorised, and no seed
+ * said so).  The sides of vm1 and hv0 are freed once ckrec's is saved.
  */
 static struct guests *
 ckrec_guests(int k, struct guests **peers)
 {
+	static bool allowed;
 	struct td_guest *g = calloc(1, sizeof *g);
 	struct guests *me, *h, *vm;
 	struct td_buf b;
@@ -128,6 +131,13 @@ ckrec_guests(int k, struct guests **peers)
 
 	if (g == NULL)
 		return NULL;
+	/* the configuration (tdlisten --guest) that lets them pair */
+	if (!allowed && (guests_allow("hv0:ckrec") == -1 ||
+	    guests_allow("ckrec:vm1") == -1)) {
+		free(g);
+		return NULL;
+	}
+	allowed = true;
 	me = guests_new("ckrec", 0x7777, "local", "ckrec");
 	h = guests_new("hv0", 0x9999, "local", "hv0");
 	vm = guests_new("vm1", 0x8888, "local", "vm1");
@@ -175,7 +185,7 @@ ckrec_listener(struct td_file *f, const char *path, int v, int k,
 {
 	static const uint8_t tsc[8] = { 0x55, 0x55, 0x55, 0x55, 31, 0, 0, 0 };
 	struct recording_cpu cpu[CKREC_NCPUS];
-	struct guests *peers[2];
+	struct guests *peers[2] = { NULL, NULL };
 	struct td_tsync_sample t;
 	struct checkpoint ck;
 	char *state_path;

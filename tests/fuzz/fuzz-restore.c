@@ -127,6 +127,10 @@ setup(void)
 	FUZZ_CHECK(asprintf(&path, "%s/r.dat", workdir) > 0);
 	FUZZ_CHECK(asprintf(&statepath, "%s.state", path) > 0);
 	FUZZ_CHECK(asprintf(&tpath, "%s/r.dat", topdir) > 0);
+	/* the recording restored as "kept" keeps ckrec's pairings (hv0 its
+	   host, vm1 its guest) where the configuration allows them */
+	FUZZ_CHECK(guests_allow("hv0:kept") == 0 &&
+	    guests_allow("kept:vm1") == 0);
 	for (v = 0; v < CKREC_VARIANTS; v++) {
 		if (ckrec_make(tpath, v, variant[v].pt) == -1)
 			fprintf(stderr, "ckrec_make %s: %s\n", ckrec_name(v),

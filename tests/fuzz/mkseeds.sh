@@ -8,44 +8,22 @@
 # shrunk with "seedgen shrink" (a few lines of kallsyms, at most 2 pages
 # per CPU), then turned into agent streams and page seeds.  Without --real
 # the real-* recordings in the tree are kept, and their agent streams made
-# again (the protocol may have changed).  The restore seeds state1-*,
-# state2-* and state3-* (checkpoints of versions 1 to 3, which the
-# listener still reads but no longer writes) are kept as they are.  No seed may reach
-# 100 KB.
+# again (the protocol may have changed).  The restore seeds state1-* to
+# state4-* (checkpoints of versions 1 to 4, which the listener still reads
+# but no longer writes) are kept as they are.  No seed may reach 100 KB.
+# The generation itself is tests/fuzz/genseeds.sh; tests/check-seeds.sh
+# fails when the committed seeds are not what it makes: after a change of
+# the protocol or of a file format, run this and commit the seeds.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 C=tests/fuzz/corpus
 G=build-fuzz/fuzz/seedgen
 sh scripts/fuzz.sh -b >/dev/null
-for t in proto page tdread session restore; do
+for t in proto page tdread session restore standby control; do
 	mkdir -p "$C/$t"
-	find "$C/$t" -type f ! -name 'real-*' ! -name 'state[123]-*' -delete
+	find "$C/$t" -type f ! -name 'real-*' ! -name 'state[1234]-*' -delete
 done
-"$G" proto "$C/proto"
-"$G" page "$C/page"
-"$G" tdread "$C/tdread"
-"$G" session "$C/session"
-"$G" restore "$C/restore"
-# fuzz-standby's frames (seedgen-standby.c), fuzz-control's requests
-mkdir -p "$C/standby" "$C/control"
-find "$C/standby" "$C/control" -type f -delete
-build-fuzz/fuzz/seedgen-standby "$C/standby"
-printf 'list\n' > "$C/control/list"
-printf 'list\nlist\nlist\n' > "$C/control/list3"
-awk 'BEGIN { for (i = 0; i < 200; i++) print "list" }' > "$C/control/list-many"
-printf 'reload\nreload\n' > "$C/control/reload"
-printf 'start\t*\tsched\t\t0\t\t10\trec\n' > "$C/control/start-all"
-printf 'start\thost0\tsched,irq\tprev_pid > 0\t1024\tglobal\t0\t\nlist\nstop\t*\t\n' \
-    > "$C/control/start-stop"
-printf 'stop\t*\trec\nstop\tnone\t\n' > "$C/control/stop-none"
-printf 'start\t*\t\t\t\t\t\t\n' > "$C/control/start-malformed"
-printf 'bogus\n' > "$C/control/bogus"
-# four clients: reads, reads nothing, hangs up, shuts its writing down
-{
-	printf 'list\n#tdfuzz#\002start\t*\tsched\t\t0\t\t0\t\n'
-	printf '#tdfuzz#\001list\nlist\n#tdfuzz#\003stop\t\t\n'
-} > "$C/control/clients"
 
 if [ "${1:-}" = --real ]; then
 	agent=""
@@ -75,13 +53,9 @@ if [ "${1:-}" = --real ]; then
 		mv "$f" "$C/page/real-page-${f##*-}"
 	done
 fi
-for f in "$C"/tdread/real-*; do
-	[ -f "$f" ] || continue
-	"$G" stream "$f" "$C/session/${f##*/}"
-done
-if [ -f "$C/session/real-v7-zstd" ]; then
-	cp "$C/session/real-v7-zstd" "$C/proto/real-stream"
-fi
+# the synthetic seeds and the agent streams of the real recordings: the
+# same bytes tests/check-seeds.sh makes and compares
+sh tests/fuzz/genseeds.sh build-fuzz/fuzz "$C"
 big=$(find "$C" -type f -size +99k)
 if [ -n "$big" ]; then
 	echo "mkseeds.sh: seeds of 100 KB or more: $big" >&2

@@ -26,9 +26,11 @@
  *				DIR as page seeds
  *
  * Synthetic content is deterministic, so running it again gives the same
- * files.  Metadata texts come from tests/data/ (header_page, header_event
- * and event formats captured from a real kernel) when the program runs from
- * the top of the tree, else from small built-in stand-ins.
+ * files, byte for byte (tests/check-seeds.sh checks the committed ones):
+ * no time, no random number, no path, no uninitialised byte goes into a
+ * seed.  Metadata texts come from tests/data/ (header_page, header_event
+ * and event formats captured from a real kernel): seedgen runs from the
+ * top of the source tree, and fails elsewhere.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -236,16 +238,20 @@ struct meta {
 	struct td_buf	 sect[TD_OPT_CMDLINES + 1];
 };
 
+/*
+ * A metadata text of tests/data/, read from the top of the source tree
+ * (mkseeds.sh and tests/check-seeds.sh run seedgen there).  There is no
+ * stand-in: seeds made elsewhere from built-in texts were other bytes
+ * than the committed ones, and nothing said so.
+ */
 static void
-read_or(struct td_buf *b, const char *name, const char *fallback)
+read_data(struct td_buf *b, const char *name)
 {
 	char path[256];
 
 	snprintf(path, sizeof path, "tests/data/%s", name);
-	if (td_buf_read_file(b, path) == -1) {
-		td_buf_reset(b);
-		td_buf_add(b, fallback, strlen(fallback));
-	}
+	if (td_buf_read_file(b, path) == -1)
+		die(path);
 }
 
 static void
@@ -278,17 +284,17 @@ meta_init(struct meta *m)
 
 	/* HEADER_INFO */
 	td_buf_add_str(&m->sect[TD_OPT_HEADER_INFO], "header_page");
-	read_or(&t, "header_page", "\tfield: u64 timestamp;\n");
+	read_data(&t, "header_page");
 	add_item(&m->sect[TD_OPT_HEADER_INFO], &t);
 	td_buf_reset(&t);
 	td_buf_add_str(&m->sect[TD_OPT_HEADER_INFO], "header_event");
-	read_or(&t, "header_event", "# compressed entry header\n");
+	read_data(&t, "header_event");
 	add_item(&m->sect[TD_OPT_HEADER_INFO], &t);
 	td_buf_reset(&t);
 
 	/* FTRACE_EVENTS: one format */
 	add_u32(&m->sect[TD_OPT_FTRACE_EVENTS], 1);
-	read_or(&t, "ftrace_print.format", "name: print\nID: 5\n");
+	read_data(&t, "ftrace_print.format");
 	add_item(&m->sect[TD_OPT_FTRACE_EVENTS], &t);
 	td_buf_reset(&t);
 
@@ -296,10 +302,10 @@ meta_init(struct meta *m)
 	add_u32(&m->sect[TD_OPT_EVENT_FORMATS], 1);
 	td_buf_add_str(&m->sect[TD_OPT_EVENT_FORMATS], "raw_syscalls");
 	add_u32(&m->sect[TD_OPT_EVENT_FORMATS], 2);
-	read_or(&t, "sys_enter.format", "name: sys_enter\nID: 21\n");
+	read_data(&t, "sys_enter.format");
 	add_item(&m->sect[TD_OPT_EVENT_FORMATS], &t);
 	td_buf_reset(&t);
-	read_or(&t, "sys_exit.format", "name: sys_exit\nID: 20\n");
+	read_data(&t, "sys_exit.format");
 	add_item(&m->sect[TD_OPT_EVENT_FORMATS], &t);
 	td_buf_reset(&t);
 
