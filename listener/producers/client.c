@@ -14,6 +14,7 @@
  * admission, never per byte.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include <event2/event.h>
 
 #include "client.h"
+#include "clock.h"
 #include "listener.h"
 #include "log.h"
 #include "registry.h"
@@ -39,6 +41,8 @@ struct client {
 	int			 fd;		/* -1 once bev has it */
 	struct bufferevent	*bev;
 	struct event		*timer;		/* deadline, or drain */
+	uint64_t		 due_ns;	/* the deadline (CLOCK_MONOTONIC),
+						   0: none */
 	const struct client_hooks *hooks;
 	void			*arg;		/* the producer's */
 	bool			 counted;	/* holds a slot */
@@ -194,15 +198,43 @@ client_admit(struct client *c, const char *key)
 	return v;
 }
 
+/* Arm c's timer for the time left until c->due_ns, rounded up. */
+static void
+client_timer_arm(struct client *c, uint64_t now)
+{
+	uint64_t left = c->due_ns > now ? c->due_ns - now : 0;
+	struct timeval tv;
+
+	left = (left + 999) / 1000;	/* µs, rounded up */
+	tv.tv_sec = (time_t)(left / 1000000);
+	tv.tv_usec = (suseconds_t)(left % 1000000);
+	evtimer_add(c->timer, &tv);
+}
+
+/*
+ * A deadline never passes early.  libevent's timers run on its cached
+ * time, read with CLOCK_MONOTONIC_COARSE (one tick behind, 4 ms at
+ * HZ=250) when the base is not EVENT_BASE_FLAG_PRECISE_TIMER: a timer
+ * armed for 1 s fired 997-999 ms later (test-conn).  So the deadline is
+ * kept on the precise clock, and a timer that comes early is armed
+ * again for what is left.
+ */
 static void
 client_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct client *c = arg;
+	uint64_t now;
 
 	if (c->draining) {
 		client_free(c);
 		return;
 	}
+	now = td_clock_now_ns();
+	if (now < c->due_ns) {
+		client_timer_arm(c, now);
+		return;
+	}
+	c->due_ns = 0;
 	if (c->hooks->deadline != NULL)
 		c->hooks->deadline(c, c->arg);
 }
@@ -309,17 +341,22 @@ client_done_waiting(struct client *c)
 void
 client_deadline(struct client *c, long ms)
 {
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	uint64_t now;
 
-	if (!c->draining)
-		evtimer_add(c->timer, &tv);
+	if (c->draining)
+		return;
+	now = td_clock_now_ns();
+	c->due_ns = now + (uint64_t)(ms > 0 ? ms : 0) * 1000000;
+	client_timer_arm(c, now);
 }
 
 void
 client_deadline_clear(struct client *c)
 {
-	if (!c->draining)
+	if (!c->draining) {
+		c->due_ns = 0;
 		evtimer_del(c->timer);
+	}
 }
 
 void
