@@ -527,19 +527,60 @@ meta_kallsyms_open(int64_t *size)
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
+int
+meta_kallsyms_copy(int fd, int64_t size, const struct meta_sink *s)
+{
+	char buf[65536];
+	int64_t left = size;	/* of the section, not put yet */
+	size_t have = 0;	/* read, not put: the start of a line */
+	size_t want, whole;
+	ssize_t n;
+	char *nl;
+
+	while (fd != -1 && left > (int64_t)have) {
+		want = sizeof buf - have;
+		if ((int64_t)want > left - (int64_t)have)
+			want = (size_t)(left - (int64_t)have);
+		n = read(fd, buf + have, want);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		/* the whole lines go; a line's start waits for its end */
+		nl = memrchr(buf, '\n', have);
+		whole = nl != NULL ? (size_t)(nl - buf) + 1 : 0;
+		if (whole == 0 && have == sizeof buf)
+			break;		/* no line is that long: stop there */
+		if (whole == 0)
+			continue;
+		if (meta_put(s, buf, whole) == -1)
+			return -1;
+		left -= (int64_t)whole;
+		have -= whole;
+		memmove(buf, buf + whole, have);
+	}
+	/* a line cut at size (the file grew) or a file that shrank */
+	memset(buf, '\n', sizeof buf);
+	while (left > 0) {
+		want = left < (int64_t)sizeof buf ? (size_t)left : sizeof buf;
+		if (meta_put(s, buf, want) == -1)
+			return -1;
+		left -= (int64_t)want;
+	}
+	return 0;
+}
+
 /*
  * KALLSYMS: u32 size then /proc/kallsyms.  The size must come first but the
  * file reports none (meta_kallsyms_open()).  Where it is read twice (no
- * memfd), a module may load in between: cut at the last whole line and pad
- * with newlines (the parser skips empty lines) so the size stays exact.
+ * memfd), it may have changed in between: meta_kallsyms_copy().
  */
 static int
 meta_kallsyms(const struct meta_sink *s, char *err, size_t errlen)
 {
-	char buf[65536];
-	int64_t size = 0, left;
-	ssize_t n;
-	int fd;
+	int64_t size = 0;
+	int fd, ret;
 
 	fd = meta_kallsyms_open(&size);
 	if (fd == -1 || size > TD_MAX_SECTION_SIZE - 4)
@@ -548,41 +589,12 @@ meta_kallsyms(const struct meta_sink *s, char *err, size_t errlen)
 		close(fd);
 		fd = -1;
 	}
-	if (s->begin(s->arg, TD_OPT_KALLSYMS) == -1 ||
-	    meta_put_u32(s, (uint32_t)size) == -1) {
-		if (fd != -1)
-			close(fd);
-		return meta_fail(err, errlen, "cannot write kallsyms");
-	}
-	left = size;
-	while (fd != -1 && left > 0) {
-		n = read(fd, buf, left < (int64_t)sizeof buf ? left :
-		    (int64_t)sizeof buf);
-		if (n <= 0)
-			break;
-		if (n == left && buf[n - 1] != '\n') {
-			/* the file grew: end on the last whole line */
-			while (n > 0 && buf[n - 1] != '\n')
-				n--;
-		}
-		if (meta_put(s, buf, n) == -1) {
-			close(fd);
-			return meta_fail(err, errlen, "cannot write kallsyms");
-		}
-		left -= n;
-		if (n == 0)
-			break;
-	}
+	ret = s->begin(s->arg, TD_OPT_KALLSYMS) == -1 ||
+	    meta_put_u32(s, (uint32_t)size) == -1 ||
+	    meta_kallsyms_copy(fd, size, s) == -1 || s->end(s->arg) == -1;
 	if (fd != -1)
 		close(fd);
-	memset(buf, '\n', sizeof buf);
-	while (left > 0) {
-		n = left < (int64_t)sizeof buf ? left : (int64_t)sizeof buf;
-		if (meta_put(s, buf, n) == -1)
-			return meta_fail(err, errlen, "cannot write kallsyms");
-		left -= n;
-	}
-	if (s->end(s->arg) == -1)
+	if (ret)
 		return meta_fail(err, errlen, "cannot write kallsyms");
 	return 0;
 }

@@ -84,6 +84,14 @@ int	meta_geometry(uint32_t *page_size, int *commit_size, char *err,
  * recorder that drops root before the end.
  */
 int	meta_keep_end_files(struct instance *in, int ncpus);
+/*
+ * KALLSYMS' text when /proc/kallsyms is read a second time (no memfd,
+ * meta_kallsyms()): size bytes (what the first read counted) from fd,
+ * whole lines only, however the reads cut them; what a line cut at size
+ * (the file grew) or a shorter file leaves is newlines, which parsers
+ * skip.  0, or -1 when the sink fails.
+ */
+int	meta_kallsyms_copy(int fd, int64_t size, const struct meta_sink *s);
 /* HEADER_INFO, FTRACE_EVENTS, EVENT_FORMATS, KALLSYMS, PRINTK. */
 int	meta_write_headers(struct instance *in, const struct meta_sink *s,
 	    char *err, size_t errlen);
