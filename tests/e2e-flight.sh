@@ -266,6 +266,11 @@ eq "a held-off trigger: host01 re-armed, no new file" \
     "$(cat "$TRACING"/instances/tracedock-*-flight/tracing_on | grep -c 1) $(ls "$OUT"/host*/*-inc.trig.*.dat | wc -l)" \
     "$NAGENTS $NAGENTS"
 
+# each snapshot's agent sent its own TRACEID, its HELLO's, which the
+# listener writes: not a line per snapshot for it
+eq "snapshots: no 'dropped option' line in the listener's log" \
+    "$(grep -c 'dropped option' "$WORK/listen.log")" 0
+
 # ---- a trigger with no collector --------------------------------------------------
 # the listener goes; host01's trigger fires meanwhile: its agent re-arms at
 # once and, back on a new listener, says so; every agent is armed still

@@ -13,6 +13,7 @@
  * finishes is kept as NAME.incomplete.dat when enough of it arrived to be
  * read.
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -477,8 +478,16 @@ recording_option(struct recording *r, uint16_t id, const void *p, size_t n)
 	if (id == TD_OPT_TIME_SHIFT || (id == TD_OPT_DATE && !r->no_tsync) ||
 	    id == TD_OPT_TD_TSYNC || id == TD_OPT_GUEST ||
 	    (id == TD_OPT_TRACEID && r->p.file_trace_id != 0)) {
-		log_debug("%s: dropped option %u from the agent: the listener "
-		    "writes it", r->label, (unsigned)id);
+		uint64_t v = 0;
+
+		/* an agent's TRACEID is its HELLO's (every tdagent sends it,
+		   for older listeners): nothing is dropped, nothing said */
+		if (n == sizeof v)
+			memcpy(&v, p, n);
+		if (id != TD_OPT_TRACEID || (r->p.big_endian ? be64toh(v) :
+		    le64toh(v)) != r->p.file_trace_id)
+			log_debug("%s: dropped option %u from the agent: the "
+			    "listener writes it", r->label, (unsigned)id);
 		return 0;
 	}
 	if (td_file_add_option(r->file, id, p, n) == -1)
