@@ -63,6 +63,22 @@ instance_check_tracefs(char *err, size_t errlen)
 	return -1;
 }
 
+/* Stop and remove the instance name (a dead tdagent's); -1: it stays. */
+static int
+instance_remove(const char *name)
+{
+	struct tracefs_instance *ti;
+	int ret;
+
+	if ((ti = tracefs_instance_alloc(NULL, name)) == NULL)
+		return -1;
+	tracefs_trace_off(ti);
+	tracefs_event_disable(ti, NULL, NULL);
+	ret = tracefs_instance_destroy(ti);
+	tracefs_instance_free(ti);
+	return ret;
+}
+
 /*
  * Remove instances left by tdagents that died without cleaning up (kill -9,
  * a crash): their name carries a pid that no longer exists.
@@ -81,21 +97,30 @@ instance_reap_stale(void)
 			continue;
 		pid = strtol(list[i] + 10, &end, 10);
 		if ((*end != '\0' && *end != '-') || pid <= 0 ||
-		    kill((pid_t)pid, 0) == 0 || errno != ESRCH) {
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
-		}
-		{
-			struct tracefs_instance *ti;
-
-			ti = tracefs_instance_alloc(NULL, list[i]);
-			if (ti != NULL) {
-				tracefs_trace_off(ti);
-				tracefs_instance_destroy(ti);
-				tracefs_instance_free(ti);
-			}
-		}
+		instance_remove(list[i]);
 	}
 	tracefs_list_free(list);
+}
+
+/*
+ * Whether this process made an instance of suffix before (a flight ring
+ * armed again); the first time, one of that name that exists already is
+ * a dead tdagent's whose pid this one has now.
+ */
+static bool
+instance_made_before(const char *suffix)
+{
+	static const char *made[INSTANCE_MAX_LIVE * 2];
+	size_t i;
+
+	for (i = 0; i < sizeof made / sizeof made[0] && made[i] != NULL; i++)
+		if (strcmp(made[i], suffix) == 0)
+			return true;
+	if (i < sizeof made / sizeof made[0])
+		made[i] = suffix;
+	return false;
 }
 
 /*
@@ -114,6 +139,21 @@ instance_create(const char *suffix, char *err, size_t errlen)
 	} else
 		snprintf(name, sizeof name, "tracedock-%ld-%s",
 		    (long)getpid(), suffix);
+	/*
+	 * pid_max wraps (32768 on many boxes, a test suite forks that many):
+	 * a tdagent killed with SIGKILL leaves tracedock-<pid> with its
+	 * events, filters, clock and ring, and libtracefs hands an existing
+	 * instance back as if made.  Recorded into, it gave an "empty"
+	 * recording thousands of the dead one's events.  Such an instance
+	 * goes first, or nothing is recorded.
+	 */
+	if (!instance_made_before(suffix != NULL ? suffix : "") &&
+	    tracefs_instance_exists(name) && instance_remove(name) == -1) {
+		snprintf(err, errlen, "cannot remove ftrace instance '%s', "
+		    "left by a tdagent that had this pid: %s", name,
+		    strerror(errno));
+		return NULL;
+	}
 	in = xcalloc(1, sizeof *in);
 	in->ti = tracefs_instance_create(name);
 	if (in->ti == NULL) {
