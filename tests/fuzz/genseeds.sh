@@ -12,10 +12,10 @@ set -eu
 G=$1/seedgen
 S=$1/seedgen-standby
 O=$2
-[ -d tests/data ] && [ -d tests/fuzz/corpus ] || {
+if [ ! -d tests/data ] || [ ! -d tests/fuzz/corpus ]; then
 	echo "genseeds.sh: run from the top of the source tree" >&2
 	exit 2
-}
+fi
 for t in proto page tdread session restore standby control; do
 	mkdir -p "$O/$t"
 done
