@@ -105,21 +105,21 @@ instance_reap_stale(void)
 }
 
 /*
- * Whether this process made an instance of suffix before (a flight ring
- * armed again); the first time, one of that name that exists already is
- * a dead tdagent's whose pid this one has now.
+ * Whether this process made instance name before (a flight ring armed
+ * again); the first time, an instance of that name that exists already
+ * is a dead tdagent's whose pid this one has now.
  */
 static bool
-instance_made_before(const char *suffix)
+instance_made_before(const char *name)
 {
-	static const char *made[INSTANCE_MAX_LIVE * 2];
+	static char made[INSTANCE_MAX_LIVE * 2][64];
 	size_t i;
 
-	for (i = 0; i < sizeof made / sizeof made[0] && made[i] != NULL; i++)
-		if (strcmp(made[i], suffix) == 0)
+	for (i = 0; i < sizeof made / sizeof made[0] && made[i][0]; i++)
+		if (strcmp(made[i], name) == 0)
 			return true;
 	if (i < sizeof made / sizeof made[0])
-		made[i] = suffix;
+		snprintf(made[i], sizeof made[i], "%s", name);
 	return false;
 }
 
@@ -147,7 +147,7 @@ instance_create(const char *suffix, char *err, size_t errlen)
 	 * recording thousands of the dead one's events.  Such an instance
 	 * goes first, or nothing is recorded.
 	 */
-	if (!instance_made_before(suffix != NULL ? suffix : "") &&
+	if (!instance_made_before(name) &&
 	    tracefs_instance_exists(name) && instance_remove(name) == -1) {
 		snprintf(err, errlen, "cannot remove ftrace instance '%s', "
 		    "left by a tdagent that had this pid: %s", name,
