@@ -21,7 +21,8 @@ say() {
 	n=$((n + 1))
 	if [ "$1" = ok ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; bad=1; fi
 }
-if ! (cd "$top" && sh tests/fuzz/genseeds.sh "$bin" "$T/a") > "$T/log" 2>&1; then
+if ! (cd "$top" && sh tests/fuzz/genseeds.sh "$bin" "$T/a") \
+    > "$T/log" 2>&1; then
 	cat "$T/log"
 	say fail "genseeds.sh ran"
 	exit 1
@@ -49,7 +50,8 @@ done
 if [ -z "$stale" ]; then
 	say ok "the $made seeds made are the committed ones, byte for byte"
 else
-	say fail "seeds the generator no longer makes so (run sh tests/fuzz/mkseeds.sh and commit them):$stale"
+	say fail "seeds the generator no longer makes so (run sh\
+ tests/fuzz/mkseeds.sh and commit them):$stale"
 fi
 extra=""
 for d in "$T"/a/*; do
