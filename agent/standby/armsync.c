@@ -12,9 +12,10 @@
  * a quarter of it times the interval, some 7 us at 1 ppm over 30 s.
  *
  * Why that interval: a round over the probe port costs the agent some
- * 0.3 ms of CPU and 48 datagrams each way (about 9 KB), and an armed agent
- * must not wake for more than staying on the timeline needs: at one
- * round every 30 s that is 10 us of CPU a second.
+ * 1.2 ms of CPU (measured: 12.9 ms in 30 s of rounds every 3 s, against
+ * 0.25 ms without, on a loaded 2-vCPU VM) and 48 datagrams each way
+ * (about 9.6 KB), and an armed agent must not wake for more than staying
+ * on the timeline needs: at one round every 30 s, 40 us of CPU a second.
  */
 #include <errno.h>
 #include <stdbool.h>
