@@ -15,7 +15,10 @@
 #     event before and after the armed instance and bracket its stamp
 #     (tests/tsync-err.awk, docs/timesync.md "Measuring the error"), the
 #     window's first call included;
-#   - DATE puts the window's first call at the wall time it was made.
+#   - DATE puts the window's first call at the wall time it was made;
+#   - with a listener without a probe port (as before version 5) the
+#     agent says it has no time sync while armed, and its snapshot is as
+#     before: every call, the snapshot's own rounds.
 # The armed ring runs on the local clock, whose rate against
 # CLOCK_MONOTONIC (NTP steers the latter) is the drift of this machine:
 # the listener's log says it; on one machine it is a few ppm at most, so
@@ -62,7 +65,10 @@ wait_until $((400 * SLOW)) listed 1 '.state == "standby"' ||
 
 TDPOKE_WAIT=$WORK/go "$TDPOKE" $N $PAUSE_US 2 &
 W=$!
-F="common_pid == $W"
+# the second ticker's, for the listener without a probe port (below)
+TDPOKE_WAIT=$WORK/go2 "$TDPOKE" 4 100000 2 &
+W2=$!
+F="common_pid == $W || common_pid == $W2"
 # ruler NAME: a local tdagent on the mono clock, once it records
 ruler() {
 	"$TDAGENT" -q -b 64 -e syscalls:sys_enter_getppid -f "$F" -C mono \
@@ -118,7 +124,8 @@ last=$(tail -1 "$WORK/raw")
 echo "# TIME_SHIFT: $(wc -l < "$WORK/samples") samples; the window's calls from $first to $last (raw ns)"
 sed 's/^/# sample /' "$WORK/samples"
 check "TIME_SHIFT has samples from before the window's first call" \
-    awk -v t="${first:-0}" 'NR == 1 { exit !($1 < t) }' "$WORK/samples"
+    awk -v t="${first:-0}" 'NR == 1 { ok = $1 < t } END { exit !ok }' \
+    "$WORK/samples"
 inside=$(awk -v a="${first:-0}" -v b="${last:-0}" '$1 > a && $1 < b' \
     "$WORK/samples" | wc -l)
 # 9 s of calls, a sample every 3 s and a round: 2 at least
@@ -181,6 +188,48 @@ echo "# the window's first call at $t1 (wall), the ticker let go at $wall0"
 check "DATE: the window's first call at its wall time (within $SLOW x 0.2 s)" \
     awk -v a="${t1:-0}" -v b="$wall0" -v s="$SLOW" \
     'BEGIN { d = a - b; exit !(d >= 0 && d < 0.2 * s) }'
+
+# ---- a listener without a probe port: the snapshot as before ----------------------
+# (as a listener before version 5): the agent, still armed (the ring
+# re-armed after the snapshot, its samples taken since), back on it, says
+# so, drops what it kept (nothing tells it is the same machine) and its
+# snapshot carries the snapshot's own rounds only, the calls all there
+# a sample taken since the re-arm, on the first listener
+resampled() {
+	awk '/snapshot sent: re-armed/ { r = 1 } r && /time sync sample/ { s = 1 }
+	    END { exit !s }' "$WORK/agent.err"
+}
+wait_until $((200 * SLOW)) resampled
+check "re-armed after the snapshot: a sample since" resampled
+stop_listener
+LPORT_FIXED=$LPORT
+# shellcheck disable=SC2086
+start_listener "$WORK/listen2.log" -d "$OUT" --cert "$P/listener.pem" \
+    --key "$P/listener.key" --ca "$P/ca.pem" --control "$CTL" \
+    --tsync-interval 100 --no-udp-probes || { cleanup; exit 99; }
+wait_until $((1200 * SLOW)) listed 1 '.armed == "win"'
+check "no probe port: the agent says it has no time sync while armed" grep -q \
+    "no time sync while armed (the collector has no probe port)" \
+    "$WORK/agent.err"
+touch "$WORK/go2"
+wait $W2
+"$TDCTL" -S "$CTL" snapshot --name win2 > "$WORK/snap2.out" 2>&1
+eq "no probe port: tdctl snapshot: exit 0" $? 0
+f2=$(ls "$OUT"/host01/*-win2.dat 2>/dev/null | head -1)
+"$TDCOUNT" "$f2" -p "$W2" -e syscalls:sys_enter_getppid > "$WORK/c2" 2>&1
+eq "no probe port: the snapshot holds the ticker's 8 calls" \
+    "$(field events < "$WORK/c2")" 8
+check "no probe port: a time shift all the same (the snapshot's rounds)" \
+    grep -q "'win2' .*time sync: [0-9]* samples" "$WORK/listen2.log"
+trace-cmd dump --options -i "$f2" 2>&1 | awk '/Option TimeShift/ { on = 1; next }
+    on && /samples count for CPU 0/ { n = $1 }
+    on && /@ time\]/ { sub(/\[.*/, ""); print $4; if (++k == n) exit }' \
+    > "$WORK/samples2"
+first2=$(trace-cmd report -t --raw-ts -i "$f2" 2>/dev/null | grep -E -- "-$W2 +\[" |
+    head -1 | sed 's/^.*\] *\([0-9.]*\):.*$/\1/' | tr -d .)
+check "no probe port: none of the samples kept before is sent (all after the calls)" \
+    awk -v t="${first2:-0}" 'NR == 1 { ok = t > 0 && $1 > t } END { exit !ok }' \
+    "$WORK/samples2"
 
 "$TDCTL" -S "$CTL" disarm > /dev/null 2>&1
 wait_until $((200 * SLOW)) no_instances "$SPID-sync"

@@ -98,8 +98,11 @@ armsync_connected(struct armsync *as, int tcp_fd, uint16_t port,
 	as->next_ms = 0;
 	if (port == 0 || interval == TD_TSYNC_OFF ||
 	    (as->u = tsyncudp_new(tcp_fd, port, id, key, err,
-	    sizeof err)) == NULL)
+	    sizeof err)) == NULL) {
+		/* another listener's machine, maybe: nothing tells, they go */
+		as->n = 0;
 		return;
+	}
 	as->period_ms = (uint64_t)interval * ARMSYNC_FACTOR;
 	if (interval != 0 && as->period_ms < ARMSYNC_MIN_MS)
 		as->period_ms = ARMSYNC_MIN_MS;

@@ -41,8 +41,10 @@ struct armsync	*armsync_new(struct instance *armed, char *err,
 		    size_t errlen);
 /*
  * The standby connection (TCP socket tcp_fd) and WELCOME's probe port,
- * id and key, interval its tsync_interval: a round is due now.  Port 0
- * (a listener before version 5, --no-udp-probes, time sync off): none.
+ * id and key, interval its tsync_interval: a round is due now (its
+ * sample tells whether the reference is the one of the samples kept).
+ * Port 0 (a listener before version 5, --no-udp-probes, time sync off):
+ * no rounds, and the samples kept go (nothing could tell).
  */
 void		 armsync_connected(struct armsync *as, int tcp_fd,
 		    uint16_t port, uint64_t id, const uint8_t *key,
