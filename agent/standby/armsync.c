@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "armsamples.h"
 #include "armsync.h"
 #include "clock.h"
 #include "instance.h"
@@ -40,24 +41,6 @@
 /* Probes of a round, and its longest time (tsyncround.c's). */
 #define ARMSYNC_PROBES		48
 #define ARMSYNC_ROUND_MS	100
-/*
- * Two CLOCK_MONOTONICs drift apart by at most 1000 ppm (NTP slews one by
- * 500 ppm at most): two samples further apart than that and their bounds
- * are of two references (another listener's machine): the older go.
- */
-#define ARMSYNC_DRIFT_DIV	1000
-
-/* One sample: the trace clock's ts was the listener's ref. */
-struct armsync_sample {
-	uint64_t	 ts;
-	uint64_t	 ref;		/* ns, the listener's CLOCK_MONOTONIC */
-	uint64_t	 mono;		/* ns, the agent's, at the marker */
-	int64_t		 theta;		/* ref - mono (the network part) */
-	uint64_t	 bound;
-	uint64_t	 rtt;
-	uint32_t	 probes;
-};
-
 /* The sync instance, the probe socket, the samples kept. */
 struct armsync {
 	struct instance		*ring;		/* the armed ring's */
@@ -67,8 +50,7 @@ struct armsync {
 	uint64_t		 period_ms;	/* 0: no periodic round */
 	uint64_t		 next_ms;	/* a round due then, 0: none */
 	uint32_t		 round;
-	uint32_t		 n;
-	struct armsync_sample	 s[TD_MAX_ARMED_SAMPLES];
+	struct armsamples	*kept;
 };
 
 struct armsync *
@@ -84,6 +66,7 @@ armsync_new(struct instance *armed, char *err, size_t errlen)
 		free(as);
 		return NULL;
 	}
+	as->kept = armsamples_new();
 	return as;
 }
 
@@ -100,7 +83,7 @@ armsync_connected(struct armsync *as, int tcp_fd, uint16_t port,
 	    (as->u = tsyncudp_new(tcp_fd, port, id, key, err,
 	    sizeof err)) == NULL) {
 		/* another listener's machine, maybe: nothing tells, they go */
-		as->n = 0;
+		armsamples_clear(as->kept);
 		return;
 	}
 	as->period_ms = (uint64_t)interval * ARMSYNC_FACTOR;
@@ -149,56 +132,11 @@ armsync_window_ms(struct armsync *as)
 	return best;
 }
 
-/* Leave out every other sample but the newest (the cap is reached). */
-static void
-armsync_thin(struct armsync *as)
-{
-	uint32_t i, k = 0;
-
-	for (i = 0; i + 1 < as->n; i += 2)
-		as->s[k++] = as->s[i];
-	as->s[k++] = as->s[as->n - 1];
-	as->n = k;
-}
-
-/*
- * Keep x: the samples of another reference go, and those before the one
- * just older than the window's start (start, the agent's CLOCK_MONOTONIC).
- */
-static void
-armsync_keep(struct armsync *as, const struct armsync_sample *x,
-    uint64_t start)
-{
-	const struct armsync_sample *l;
-	uint64_t lim;
-	int64_t d;
-	uint32_t i = 0;
-
-	if (as->n > 0) {
-		l = &as->s[as->n - 1];
-		d = x->theta - l->theta;
-		lim = l->bound + x->bound + (x->mono - l->mono) /
-		    ARMSYNC_DRIFT_DIV + 1;
-		if (x->ts <= l->ts || x->mono <= l->mono ||
-		    (uint64_t)(d < 0 ? -d : d) > lim)
-			as->n = 0;
-	}
-	while (i + 1 < as->n && as->s[i + 1].mono <= start)
-		i++;
-	if (i > 0) {
-		memmove(as->s, as->s + i, (as->n - i) * sizeof *as->s);
-		as->n -= i;
-	}
-	if (as->n == TD_MAX_ARMED_SAMPLES)
-		armsync_thin(as);
-	as->s[as->n++] = *x;
-}
-
 int
 armsync_round(struct armsync *as, uint64_t *bound, char *err, size_t errlen)
 {
 	struct td_tsync_sample smp;
-	struct armsync_sample x;
+	struct armsample x;
 	uint64_t nb, margin, start, span;
 	long long window_ms;
 	int ret;
@@ -226,7 +164,7 @@ armsync_round(struct armsync *as, uint64_t *bound, char *err, size_t errlen)
 	    1000000ULL;
 	span = window_ms >= 0 ? (uint64_t)window_ms * 1000000ULL + margin : 0;
 	start = span < x.mono ? x.mono - span : 0;
-	armsync_keep(as, &x, start);
+	armsamples_keep(as->kept, &x, start);
 	*bound = x.bound;
 	return 0;
 }
@@ -234,21 +172,21 @@ armsync_round(struct armsync *as, uint64_t *bound, char *err, size_t errlen)
 uint32_t
 armsync_count(const struct armsync *as)
 {
-	return as->n;
+	return armsamples_count(as->kept);
 }
 
 int
 armsync_export(const struct armsync *as)
 {
-	const struct armsync_sample *x;
-	uint32_t i;
+	const struct armsample *x;
+	uint32_t i, n = armsamples_count(as->kept);
 	int fd;
 
-	if (as->n == 0 ||
+	if (n == 0 ||
 	    (fd = memfd_create("tdagent-armsync", MFD_CLOEXEC)) == -1)
 		return -1;
-	for (i = 0; i < as->n; i++) {
-		x = &as->s[i];
+	for (i = 0; i < n; i++) {
+		x = armsamples_get(as->kept, i);
 		if (dprintf(fd, "%llu %llu %llu %llu %u\n",
 		    (unsigned long long)x->ts, (unsigned long long)x->ref,
 		    (unsigned long long)x->bound, (unsigned long long)x->rtt,
@@ -269,5 +207,6 @@ armsync_free(struct armsync *as)
 		return;
 	tsyncudp_free(as->u);
 	tsync_free(as->t);
+	armsamples_free(as->kept);
 	free(as);
 }
