@@ -59,6 +59,22 @@ struct agent_opts {
 	uint64_t		 ktzero;	/* --ktzero, 0: not given */
 	int			 ready_fd;	/* --ready-fd, -1: none */
 	const char		*flight;	/* --flight INSTANCE, or NULL */
+	/* --flight-sync FD: the armed window's samples (tsyncsched.c) */
+	struct agent_armed_sample *armed_samples;
+	uint32_t		 narmed_samples;
+};
+
+/*
+ * A time-sync sample an armed standby agent took over its ring's window
+ * (agent/standby/armsync.h): the trace clock's ts was the listener's
+ * CLOCK_MONOTONIC ref (ns).
+ */
+struct agent_armed_sample {
+	uint64_t	 ts;
+	uint64_t	 ref;
+	uint64_t	 bound;		/* ns */
+	uint64_t	 rtt;		/* ns */
+	uint32_t	 probes;
 };
 
 /* tdagent check-events [-N] [-t DIR] */

@@ -63,6 +63,7 @@ enum {
 	OPT_KTZERO,
 	OPT_READY_FD,
 	OPT_FLIGHT,
+	OPT_FLIGHT_SYNC,
 };
 
 static void
@@ -139,6 +140,9 @@ usage(FILE *fp)
 "  --flight INSTANCE  no tracing of its own: stream what the frozen ftrace\n"
 "                     instance INSTANCE holds and end (how --standby sends\n"
 "                     an armed ring's snapshot)\n"
+"  --flight-sync FD   with --flight: the time-sync samples the armed agent\n"
+"                     took over the window, read from FD, sent before the\n"
+"                     recording's own\n"
 "  -u USER            record as USER (default nobody): only a small parent\n"
 "                     keeps root, for the ftrace instance and the command;\n"
 "                     -u root: one process, all of it as root; USER may\n"
@@ -182,6 +186,7 @@ static const struct option tdagent_longopts[] = {
 	{ "ktzero", required_argument, NULL, OPT_KTZERO },
 	{ "ready-fd", required_argument, NULL, OPT_READY_FD },
 	{ "flight", required_argument, NULL, OPT_FLIGHT },
+	{ "flight-sync", required_argument, NULL, OPT_FLIGHT_SYNC },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -469,6 +474,16 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 		case OPT_FLIGHT:
 			o->flight = optarg;
 			break;
+		case OPT_FLIGHT_SYNC:
+			errno = 0;
+			v = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    v < 3 || v > 1024 || v != (int)v ||
+			    fcntl((int)v, F_GETFD) == -1)
+				tdagent_usage_error("--flight-sync '%s': not an "
+				    "open descriptor", optarg);
+			tsyncsched_armed_read(o, (int)v);
+			break;
 		case OPT_HELP:
 			usage(stdout);
 			exit(0);
@@ -498,6 +513,8 @@ tdagent_parse(int argc, char **argv, struct agent_opts *o)
 	    o->cycles_per_sec != 0 || o->ktzero != 0))
 		tdagent_usage_error("--symbols, --cycles-per-sec and --ktzero "
 		    "go with --import-plan9");
+	if (o->narmed_samples > 0 && o->flight == NULL)
+		tdagent_usage_error("--flight-sync goes with --flight");
 	if (o->flight != NULL && (o->nevents > 0 || o->buffer_kb > 0 ||
 	    o->clock != NULL || o->seconds > 0 || o->argv != NULL ||
 	    o->nguests > 0))
@@ -721,5 +738,6 @@ main(int argc, char **argv)
 	if (ret == 0)
 		ret = record_run(in, &o);
 	instance_destroy(in);
+	free(o.armed_samples);
 	return ret;
 }

@@ -281,6 +281,14 @@
 #define TD_MAX_TSYNC_SAMPLES_READ	100000
 /* A sample whose error bound is wider than this (ns) is dropped. */
 #define TD_MAX_TSYNC_BOUND	(100u * 1000 * 1000)
+/*
+ * Time-sync samples an armed standby agent keeps for its ring's window
+ * (armsync.c): one every 30 s at the defaults, so 64 minutes of window;
+ * past that every other one is left out.  A snapshot's recording reads
+ * at most this many (each line at most TD_ARMED_SAMPLE_LINE bytes).
+ */
+#define TD_MAX_ARMED_SAMPLES	128
+#define TD_ARMED_SAMPLE_LINE	96
 
 /*
  * tdagent --import-plan9: the longest input line (Plan 9's /dev/trace

@@ -15,5 +15,12 @@ struct instance;
 struct agent_opts;
 
 int	record_run(struct instance *in, const struct agent_opts *o);
+/*
+ * tsyncsched.c: --flight-sync FD, the time-sync samples an armed standby
+ * agent took over its ring's window (agent/standby/armsync.h), read into
+ * o and fd closed; a recording sends them before its first round's.  A
+ * line it cannot read ends them: the snapshot goes on with those before.
+ */
+void	tsyncsched_armed_read(struct agent_opts *o, int fd);
 
 #endif

@@ -7,17 +7,23 @@
  * r->ts: the sync instance, the rounds' counts, the x86-tsc factors) is
  * this file's alone.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
+
+#include "agent.h"
 
 #include "instance.h"
 #include "log.h"
 #include "net.h"
+#include "record.h"
 #include "recorder.h"
+#include "tdlimits.h"
 #include "tdproto.h"
 #include "tsync.h"
 #include "tsyncround.h"
@@ -99,6 +105,81 @@ tsyncsched_idle_cb(void *arg)
 	drain_all(arg, DRAIN_ROUND);
 }
 
+void
+tsyncsched_armed_read(struct agent_opts *o, int fd)
+{
+	char buf[TD_MAX_ARMED_SAMPLES * TD_ARMED_SAMPLE_LINE + 1], *p, *nl;
+	struct agent_armed_sample *a;
+	unsigned long long ts, ref, bound, rtt;
+	unsigned int probes;
+	size_t len = 0;
+	ssize_t got;
+	int end;
+
+	while (len < sizeof buf - 1 && ((got = read(fd, buf + len,
+	    sizeof buf - 1 - len)) > 0 || (got == -1 && errno == EINTR)))
+		if (got > 0)
+			len += (size_t)got;
+	close(fd);
+	buf[len] = '\0';
+	free(o->armed_samples);
+	o->armed_samples = xcalloc(TD_MAX_ARMED_SAMPLES, sizeof *a);
+	o->narmed_samples = 0;
+	for (p = buf; o->narmed_samples < TD_MAX_ARMED_SAMPLES &&
+	    (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+		*nl = '\0';
+		end = -1;
+		if (sscanf(p, "%llu %llu %llu %llu %u%n", &ts, &ref, &bound,
+		    &rtt, &probes, &end) != 5 || end != (int)(nl - p) ||
+		    probes == 0 || (o->narmed_samples > 0 &&
+		    ts <= o->armed_samples[o->narmed_samples - 1].ts))
+			break;
+		a = &o->armed_samples[o->narmed_samples++];
+		a->ts = ts;
+		a->ref = ref;
+		a->bound = bound;
+		a->rtt = rtt;
+		a->probes = probes;
+	}
+}
+
+/*
+ * A snapshot's recording (--flight-sync): the samples its armed agent
+ * took over the window go first, before the pages' first timestamp, so
+ * that trace-cmd interpolates over the window instead of extrapolating
+ * the snapshot's own rounds back over it (armsync.c says why).  Their
+ * offsets are made here, with this recording's x86-tsc factors, the ones
+ * TSC2NSEC carries.
+ */
+static void
+tsyncsched_armed_send(struct recorder *r, struct net *n)
+{
+	const struct agent_armed_sample *a;
+	struct td_tsync_sample s;
+	char err[256];
+	uint32_t i;
+
+	for (i = 0; i < r->o->narmed_samples; i++) {
+		a = &r->o->armed_samples[i];
+		memset(&s, 0, sizeof s);
+		s.round = i;
+		s.probes = a->probes;
+		s.ts = a->ts;
+		s.offset = (int64_t)(tsync_from_ns(r->ts->tsync, a->ref) -
+		    a->ts);
+		s.scaling = 1;
+		s.bound = a->bound;
+		s.rtt = a->rtt;
+		if (net_tsync_sample(n, &s, err, sizeof err) == -1) {
+			log_warnx("time sync: %s", err);
+			return;
+		}
+	}
+	if (r->o->narmed_samples > 0)
+		log_debug("time sync: %u samples of the armed window sent",
+		    r->o->narmed_samples);
+}
+
 /*
  * The first connection is up: the listener wants time sync or not.  When
  * it does, the headers that waited in the stream for the connection go
@@ -122,6 +203,8 @@ tsyncsched_connected(struct recorder *r)
 		r->failed = true;
 		return -1;
 	}
+	if (ts->tsync != NULL)
+		tsyncsched_armed_send(r, n);
 	return 0;
 }
 

@@ -336,3 +336,9 @@ armed_rearm(struct armed *ar)
 	ar->frozen = false;
 	return 0;
 }
+
+struct instance *
+armed_ring(const struct armed *ar)
+{
+	return ar->in;
+}

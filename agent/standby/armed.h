@@ -19,6 +19,7 @@
 
 struct standby_opts;
 struct td_arm;
+struct instance;
 
 struct armed;
 
@@ -57,5 +58,7 @@ bool		 armed_fired(struct armed *ar);
 long long	 armed_window_ms(struct armed *ar, int ncpus);
 /* Empty the ring and trace again: 0, or -1. */
 int		 armed_rearm(struct armed *ar);
+/* Its instance (for armsync.c's sync instance, of the same clock). */
+struct instance	*armed_ring(const struct armed *ar);
 
 #endif

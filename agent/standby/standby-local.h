@@ -22,6 +22,8 @@
 #include "tdproto.h"
 
 struct armed;
+struct armsync;
+struct instance;
 struct td_buf;
 
 /*
@@ -66,6 +68,12 @@ struct standby {
 						   say so when back */
 	uint64_t		 frozen_at;	/* ms its trigger froze it, 0 */
 	uint32_t		 rec_kb;	/* the recording's ring per CPU */
+	struct td_welcome	 welcome;	/* the collector's, its probe
+						   port for armsync */
+	struct armsync		*sync;		/* the armed window's samples */
+	const struct instance	*sync_ring;	/* ... of this armed ring */
+	bool			 sync_said;	/* a failure warned of */
+	bool			 sync_off;	/* none for this ARM */
 };
 
 /* standby.c: a whole frame b to the collector: 0, or -1 (then gone). */

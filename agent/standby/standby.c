@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "armed.h"
+#include "armsync.h"
 #include "buf.h"
 #include "clock.h"
 #include "conn.h"
@@ -101,6 +102,74 @@ standby_clocks(char *out, size_t len)
 	fclose(fp);
 }
 
+/* The armed window's time sync on this connection (armsync.h). */
+static void
+standby_sync_connected(struct standby *sb)
+{
+	struct td_welcome *w = &sb->welcome;
+
+	sb->sync_said = false;
+	armsync_connected(sb->sync, conn_fd(sb->c), w->udp_port, w->udp_id,
+	    w->udp_key, w->tsync_interval);
+	if (armsync_due(sb->sync, td_clock_now_ms()) == -1)
+		log_info("flight recorder: no time sync while armed (%s)",
+		    w->tsync_interval == TD_TSYNC_OFF ? "the collector's time "
+		    "sync is off" : "the collector has no probe port");
+}
+
+/*
+ * While armed: the window's time-sync samples, made with the ring, gone
+ * with it, a round when one is due (not while frozen: the window does
+ * not move).  The ms until the next, or -1.
+ */
+static long long
+standby_sync(struct standby *sb)
+{
+	char err[TD_MAX_ERROR_LEN];
+	uint64_t bound;
+	long long due;
+
+	/* disarmed, or disarmed and armed again since the last turn */
+	if (sb->armed == NULL || (sb->sync != NULL &&
+	    armed_ring(sb->armed) != sb->sync_ring)) {
+		armsync_free(sb->sync);
+		sb->sync = NULL;
+		sb->sync_off = false;
+		if (sb->armed == NULL)
+			return -1;
+	}
+	if (sb->sync == NULL) {
+		if (sb->sync_off)
+			return -1;
+		if ((sb->sync = armsync_new(armed_ring(sb->armed), err,
+		    sizeof err)) == NULL) {
+			/* armed all the same: its snapshot as before */
+			log_warnx("flight recorder '%s': no time sync while "
+			    "armed: %s", armed_name(sb->armed), err);
+			sb->sync_off = true;
+			return -1;
+		}
+		sb->sync_ring = armed_ring(sb->armed);
+		if (sb->c != NULL)
+			standby_sync_connected(sb);
+	}
+	if (sb->c == NULL || armed_frozen(sb->armed))
+		return -1;
+	if ((due = armsync_due(sb->sync, td_clock_now_ms())) != 0)
+		return due;
+	if (armsync_round(sb->sync, &bound, err, sizeof err) == -1) {
+		if (!sb->sync_said)
+			log_warnx("flight recorder: time sync: %s", err);
+		else
+			log_debug("flight recorder: time sync: %s", err);
+		sb->sync_said = true;
+	} else
+		log_debug("flight recorder: time sync sample +-%llu ns, %u "
+		    "kept", (unsigned long long)bound,
+		    armsync_count(sb->sync));
+	return armsync_due(sb->sync, td_clock_now_ms());
+}
+
 /* Connect, say STANDBY, take the WELCOME: 0, or -1 with err. */
 static int
 standby_dial(struct standby *sb, char *err, size_t errlen)
@@ -152,6 +221,14 @@ standby_dial(struct standby *sb, char *err, size_t errlen)
 	if (sb->keepalive_ms < 500)
 		sb->keepalive_ms = 500;
 	sb->c = c;
+	/* the probe port (version 5) is the armed window's time sync */
+	explicit_bzero(&sb->welcome, sizeof sb->welcome);
+	sb->welcome = w;
+	if (w.version < 5)
+		sb->welcome.udp_port = 0;
+	explicit_bzero(w.udp_key, sizeof w.udp_key);
+	if (sb->sync != NULL)
+		standby_sync_connected(sb);
 	log_info("standby on %s as '%s'", sb->o.host, w.identity);
 	return 0;
 fail:
@@ -256,7 +333,7 @@ standby_record(struct standby *sb, const struct td_start *r,
 	char kb[16], secs[16];
 	sigset_t all;
 	pid_t pid;
-	int n = 0, sv[2], ep[2];
+	int n = 0, sv[2], ep[2], sfd = -1, sfd_hi;
 
 	standby_arg(argv, &n, sb->self);
 	standby_arg(argv, &n, "-h");
@@ -286,6 +363,17 @@ standby_record(struct standby *sb, const struct td_start *r,
 	if (flight != NULL) {
 		standby_arg(argv, &n, "--flight");
 		standby_arg(argv, &n, flight);
+		/* the samples over the window, on its fd 4 (armsync.h) */
+		if (sb->sync != NULL &&
+		    (sfd = armsync_export(sb->sync)) != -1) {
+			sfd_hi = fcntl(sfd, F_DUPFD_CLOEXEC, 10);
+			close(sfd);
+			sfd = sfd_hi;
+		}
+		if (sfd != -1) {
+			standby_arg(argv, &n, "--flight-sync");
+			standby_arg(argv, &n, "4");
+		}
 		goto spawn;
 	}
 	/* the filter goes with every event */
@@ -321,7 +409,7 @@ spawn:
 	standby_arg(argv, &n, "3");
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1) {
 		snprintf(err, errlen, "socketpair: %s", strerror(errno));
-		return -1;
+		goto out_sfd;
 	}
 	/* its stderr comes through us: copied to ours, and its last
 	   message is the reason a failed recording gives the collector */
@@ -329,7 +417,7 @@ spawn:
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		close(sv[0]);
 		close(sv[1]);
-		return -1;
+		goto out_sfd;
 	}
 	if ((pid = fork()) == -1) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
@@ -337,7 +425,7 @@ spawn:
 		close(sv[1]);
 		close(ep[0]);
 		close(ep[1]);
-		return -1;
+		goto out_sfd;
 	}
 	if (pid == 0) {
 		/* its own process group: a terminal's ^C reaches us first */
@@ -347,7 +435,9 @@ spawn:
 		if (sv[1] == 3 ? fcntl(3, F_SETFD, 0) == -1 :
 		    dup2(sv[1], 3) == -1)
 			_exit(127);
-		closefrom(4);
+		if (sfd != -1 && dup2(sfd, 4) == -1)
+			_exit(127);
+		closefrom(sfd != -1 ? 5 : 4);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		execv(sb->self, av.v);
@@ -357,6 +447,8 @@ spawn:
 	}
 	close(sv[1]);
 	close(ep[1]);
+	if (sfd != -1)
+		close(sfd);
 	fcntl(ep[0], F_SETFL, O_NONBLOCK);
 	if (sb->err_fd != -1)
 		close(sb->err_fd);	/* held by a child of the last one */
@@ -370,6 +462,10 @@ spawn:
 	sb->stop_req = 0;
 	snprintf(sb->me.recording, sizeof sb->me.recording, "%s", r->name);
 	return 0;
+out_sfd:
+	if (sfd != -1)
+		close(sfd);
+	return -1;
 }
 
 /* START r: refused, or a recording started. */
@@ -687,6 +783,7 @@ standby_main(int argc, char **argv)
 	struct utsname u;
 	char err[1024];
 	uint64_t next_ka = 0, now, backoff = 1000, until;
+	long long wait, due;
 	struct td_buf ka;
 	sigset_t set;
 	ssize_t len;
@@ -785,10 +882,17 @@ standby_main(int argc, char **argv)
 			next_ka = now + sb->keepalive_ms;
 			continue;
 		}
-		standby_wait(sb, sb->c != NULL ? (int)(next_ka - now) : 1000);
+		wait = sb->c != NULL ? (long long)(next_ka - now) : 1000;
+		/* the armed window's time sync, when a round is due */
+		if ((due = standby_sync(sb)) >= 0 && due < wait)
+			wait = due;
+		standby_wait(sb, (int)wait);
 	}
 	td_buf_free(&ka);
 	armed_free(sb->armed);
+	sb->armed = NULL;
+	standby_sync(sb);
+	explicit_bzero(&sb->welcome, sizeof sb->welcome);
 	conn_close(sb->c, true);
 	conn_ctx_free(sb->ctx);
 	for (i = 0; i < sb->o.nheld; i++)

@@ -299,6 +299,13 @@ tsync_open_rings(struct tsync *t)
 struct tsync *
 tsync_new(struct instance *recording, char *err, size_t errlen)
 {
+	return tsync_new_sized(recording, 0, err, errlen);
+}
+
+/* The same, its ring kb KB per CPU (0: the kernel's default). */
+struct tsync *
+tsync_new_sized(struct instance *recording, int kb, char *err, size_t errlen)
+{
 	struct tsync *t;
 	const char *clock = instance_clock(recording);
 	char *path;
@@ -311,7 +318,8 @@ tsync_new(struct instance *recording, char *err, size_t errlen)
 	t = xcalloc(1, sizeof *t);
 	t->marker_fd = -1;
 	t->in = instance_create("sync", err, errlen);
-	if (t->in == NULL)
+	if (t->in == NULL ||
+	    (kb > 0 && instance_set_buffer_kb(t->in, kb, err, errlen) == -1))
 		goto fail;
 	/* mono first, to measure a marker's stamp (tsync_latency()) */
 	if (instance_set_clock(t->in, "mono", err, errlen) == -1)

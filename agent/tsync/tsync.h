@@ -23,6 +23,9 @@ struct td_tsync_sample;
 
 struct tsync	*tsync_new(struct instance *recording, char *err,
 		    size_t errlen);
+/* The same with a ring of kb KB per CPU (0: the kernel's default size). */
+struct tsync	*tsync_new_sized(struct instance *recording, int kb,
+		    char *err, size_t errlen);
 /* Write marker (round, seq, kind 's' before a probe or 'r' after). */
 int		 tsync_mark(struct tsync *t, uint32_t round, uint32_t seq,
 		    char kind);
