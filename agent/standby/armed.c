@@ -7,9 +7,21 @@
  * `traceoff' trigger stops it in the very event that matched, where a
  * user-space watcher would let the ring run on and overwrite the seconds
  * before.  This kernel has no snapshot buffer in instances, so the ring
- * itself is frozen and read; the agent learns of the freeze by reading
- * tracing_on every ARMED_POLL_MS (standby.c), the one wake-up an armed
- * agent has besides its KEEPALIVEs.
+ * itself is frozen and read.
+ *
+ * How the agent learns of the freeze without a timer: a second, tiny
+ * instance, the sentinel (tracedock-<pid>-sentinel), records the
+ * trigger's event alone, with the trigger's filter as its event filter,
+ * and the agent's loop waits in poll() on its trace_pipe (buffer_percent
+ * 0: woken by the first event).  The event that fires the trigger in the
+ * armed ring lands in the sentinel too and wakes the agent, which then
+ * reads the armed ring's tracing_on: the sentinel is only the doorbell,
+ * tracing_on says whether the ring froze.  ftrace:print has no event
+ * filter (every trace_marker write is copied to the sentinel), so a marker
+ * trigger wakes the agent for each marker, matched or not; still nothing
+ * when nothing is written.  Where no sentinel can be made (no
+ * copy_trace_marker, an event the sentinel cannot enable) tracing_on is
+ * read every ARMED_POLL_MS instead, and armed_sentinel_why() says why.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +42,14 @@
 
 /* An armed ring without -b: small, a few seconds of a busy machine. */
 #define ARMED_DEFAULT_KB	1024
+/* The sentinel's ring per CPU: a few events (the kernel rounds it up). */
+#define ARMED_SENTINEL_KB	4
+/*
+ * Looks at tracing_on after a sentinel event that found it still on: the
+ * event may reach the sentinel a moment before the armed ring's trigger
+ * turns it off.
+ */
+#define ARMED_RECHECKS		3
 
 /* One armed instance. */
 struct armed {
@@ -40,6 +60,10 @@ struct armed {
 	uint32_t	 kb;
 	int		 on_fd;		/* its tracing_on, read and written */
 	bool		 frozen;
+	struct instance	*sent;		/* the trigger's sentinel, or NULL */
+	int		 sent_fd;	/* its trace_pipe, non-blocking */
+	int		 recheck;	/* looks left after a sentinel event */
+	char		 nosent[TD_MAX_ERROR_LEN];	/* why none, "" */
 };
 
 /* Split "SYS:EV if FILTER" into sys, ev, filter (in buf): 0, or -1. */
@@ -88,6 +112,71 @@ armed_klog(struct armed *ar, const char *what, char *err, size_t errlen)
 	free(klog);
 }
 
+/*
+ * The sentinel of the trigger sys:ev if filter: an instance recording that
+ * event alone, filtered as the trigger is, its trace_pipe open to wait on.
+ * Not made: ar->nosent says why (the caller falls back on reading
+ * tracing_on), and nothing is left in tracefs.
+ */
+static void
+armed_sentinel(struct armed *ar, const char *sys, const char *ev,
+    const char *filter)
+{
+	char spec[TD_MAX_NAME_LEN * 2 + 2], file[TD_MAX_NAME_LEN * 2 + 16];
+	char err[TD_MAX_ERROR_LEN];
+	struct tracefs_instance *ti;
+
+	if ((ar->sent = instance_create("sentinel", err, sizeof err)) == NULL)
+		goto out_why;
+	ti = instance_tracefs(ar->sent);
+	snprintf(spec, sizeof spec, "%s:%s", sys, ev);
+	snprintf(file, sizeof file, "events/%s/%s/enable", sys, ev);
+	if (instance_set_buffer_kb(ar->sent, ARMED_SENTINEL_KB, err,
+	    sizeof err) == -1)
+		goto out_free;
+	if (instance_set_buffer_percent(ar->sent, 0) == -1) {
+		snprintf(err, sizeof err, "cannot set buffer_percent: %s",
+		    strerror(errno));
+		goto out_free;
+	}
+	if (tracefs_file_exists(ti, file)) {
+		if (instance_enable(ar->sent, spec, err, sizeof err) == -1 ||
+		    instance_filter(ar->sent, spec, filter, err,
+		    sizeof err) == -1)
+			goto out_free;
+	} else if (strcmp(sys, "ftrace") == 0 && strcmp(ev, "print") == 0 &&
+	    tracefs_file_exists(ti, "options/copy_trace_marker")) {
+		/* trace_marker's writes: every one, no filter to be had */
+		if (tracefs_instance_file_write(ti,
+		    "options/copy_trace_marker", "1") < 0) {
+			snprintf(err, sizeof err, "cannot copy trace_marker: "
+			    "%s", strerror(errno));
+			goto out_free;
+		}
+	} else {
+		snprintf(err, sizeof err, "%s cannot be enabled in an "
+		    "instance of its own", spec);
+		goto out_free;
+	}
+	if (instance_keep(ar->sent, "trace_pipe", false,
+	    O_RDONLY | O_NONBLOCK) == -1 ||
+	    instance_set_tracing(ar->sent, 1) == -1) {
+		snprintf(err, sizeof err, "cannot start it: %s",
+		    strerror(errno));
+		goto out_free;
+	}
+	ar->sent_fd = instance_fd(ar->sent, "trace_pipe", false);
+	return;
+out_free:
+	instance_destroy(ar->sent);
+	ar->sent = NULL;
+out_why:
+	for (size_t i = 0; err[i] != '\0'; i++)
+		if (err[i] == '\n')
+			err[i] = ' ';
+	snprintf(ar->nosent, sizeof ar->nosent, "%s", err);
+}
+
 /* Install the trigger "traceoff if FILTER" of spec: 0, or -1 and err. */
 static int
 armed_trigger(struct armed *ar, const struct standby_opts *o,
@@ -128,6 +217,7 @@ armed_trigger(struct armed *ar, const struct standby_opts *o,
 		ar->trig_file[0] = '\0';
 		return -1;
 	}
+	armed_sentinel(ar, sys, ev, filter);
 	return 0;
 }
 
@@ -175,6 +265,7 @@ armed_new(const struct standby_opts *o, const struct td_arm *a,
 		return NULL;
 	ar = xcalloc(1, sizeof *ar);
 	ar->on_fd = -1;
+	ar->sent_fd = -1;
 	ar->kb = a->buffer_kb > 0 ? a->buffer_kb : ARMED_DEFAULT_KB;
 	if (ar->kb > o->max_buffer)
 		ar->kb = o->max_buffer;
@@ -243,6 +334,8 @@ armed_free(struct armed *ar)
 		tracefs_instance_file_write(instance_tracefs(ar->in),
 		    ar->trig_file, "!traceoff");
 	instance_destroy(ar->in);
+	/* its trace_pipe, kept, is closed first: an open one keeps it */
+	instance_destroy(ar->sent);
 	free(ar);
 }
 
@@ -283,13 +376,61 @@ armed_freeze(struct armed *ar)
 	return pwrite(ar->on_fd, "0", 1, 0) == 1 ? 0 : -1;
 }
 
+int
+armed_sentinel_fd(const struct armed *ar)
+{
+	return ar->frozen ? -1 : ar->sent_fd;
+}
+
+const char *
+armed_sentinel_why(const struct armed *ar)
+{
+	return ar->nosent;
+}
+
+/* Empty the sentinel's ring: whether it held anything. */
+static bool
+armed_sentinel_drain(struct armed *ar)
+{
+	char buf[4096];
+	bool any = false;
+	int i;
+
+	/* bounded: a flood of markers is looked at on the next wake-up */
+	for (i = 0; ar->sent_fd != -1 && i < 16; i++) {
+		if (read(ar->sent_fd, buf, sizeof buf) <= 0)
+			break;
+		any = true;
+	}
+	return any;
+}
+
+int
+armed_look_ms(const struct armed *ar)
+{
+	if (ar->trig_file[0] == '\0' || ar->frozen)
+		return -1;
+	if (ar->sent == NULL)
+		return ARMED_POLL_MS;
+	return ar->recheck > 0 ? ARMED_RECHECK_MS : -1;
+}
+
 bool
 armed_fired(struct armed *ar)
 {
 	char c = '1';
 
-	if (ar->frozen || pread(ar->on_fd, &c, 1, 0) != 1 || c != '0')
+	if (ar->frozen)
 		return false;
+	if (armed_sentinel_drain(ar))
+		ar->recheck = ARMED_RECHECKS + 1;
+	/* any wake-up reads it (cheap): a freeze a recheck missed is seen */
+	if (pread(ar->on_fd, &c, 1, 0) != 1 || c != '0') {
+		if (ar->recheck > 0)
+			ar->recheck--;
+		return false;
+	}
+	ar->recheck = 0;
 	ar->frozen = true;
 	return true;
 }
@@ -330,6 +471,12 @@ armed_rearm(struct armed *ar)
 
 	/* a snapshot's recorder left its own pids out: they are gone */
 	tracefs_instance_file_clear(ti, "set_event_notrace_pid");
+	/*
+	 * What the sentinel saw while frozen is no trigger of this arming;
+	 * emptied before tracing again, so that nothing after is lost.
+	 */
+	armed_sentinel_drain(ar);
+	ar->recheck = 0;
 	if (instance_clear(ar->in) == -1 ||
 	    pwrite(ar->on_fd, "1", 1, 0) != 1)
 		return -1;
