@@ -285,6 +285,30 @@ eq "/status: host01 fired, one trigger acted on" \
     "host01 1 0 $TRIG"
 check "host01 told the listener its trigger fired" \
     grep -q "standby host01: trigger of 'inc' fired" "$WORK/listen.log"
+# the trigger's own instant, in host01's trace clock (every agent here has
+# the same): exactly the marker's in host01's file, and inside every file's
+# window (raw time stamps, no time sync applied): after its first event,
+# and within a ms of its own copy of the marker (the others' rings ran on
+# after it, recording nothing more)
+rawts() {	# FILE [PATTERN]: the events' raw ns (those matching PATTERN)
+	trace-cmd report -t --raw-ts -i "$1" 2>/dev/null | grep -e "${2:-.}" |
+	    sed -n 's/^.*\] *\([0-9][0-9]*\): .*/\1/p'
+}
+KNS=$(status '.flight[] | select(.name == "inc") | .fired_clock_ns')
+f=$(ls "$OUT"/host01/*-"$TRIG".dat 2>/dev/null | head -1)
+eq "/status: the trigger's kernel instant is its marker's in host01's file" \
+    "$KNS" "$(rawts "$f" "BOOM-host01-$TAG latency" | head -1)"
+bad=""
+for a in $agents; do
+	f=$(ls "$OUT/$a"/*-"$TRIG".dat 2>/dev/null | head -1)
+	first=$(rawts "$f" | sort -n | head -1)
+	m=$(rawts "$f" "BOOM-host01-$TAG latency" | head -1)
+	awk -v f="${first:-x}" -v m="${m:-x}" -v k="${KNS:-x}" 'BEGIN {
+	    ok = f ~ /^[0-9]+$/ && m ~ /^[0-9]+$/ && k ~ /^[0-9]+$/ &&
+		f + 0 <= k + 0 && m - k <= 1e6 && k - m <= 1e6
+	    exit !ok }' || bad="$bad $a"
+done
+eq "the trigger's kernel instant lies in every file's window" "$bad" ""
 
 # ---- a second trigger within the hold-off ---------------------------------------
 wait_until $((200 * SLOW)) listed $NAGENTS '.armed == "inc" and .state == "standby"'

@@ -64,6 +64,11 @@ struct armed {
 	int		 sent_fd;	/* its trace_pipe, non-blocking */
 	int		 recheck;	/* looks left after a sentinel event */
 	char		 nosent[TD_MAX_ERROR_LEN];	/* why none, "" */
+	/* the sentinel's last event: who, on which CPU, when; 0: none */
+	long		 ev_pid;
+	int		 ev_cpu;
+	uint64_t	 ev_ns;
+	uint64_t	 fired_ns;	/* the trigger's event, in the ring */
 };
 
 /* Split "SYS:EV if FILTER" into sys, ev, filter (in buf): 0, or -1. */
@@ -156,6 +161,12 @@ armed_sentinel(struct armed *ar, const char *sys, const char *ev,
 	} else {
 		snprintf(err, sizeof err, "%s cannot be enabled in an "
 		    "instance of its own", spec);
+		goto out_free;
+	}
+	/* "PID CPU NS ...": its events' instants in ns (armed_fired_ns()) */
+	if (tracefs_instance_file_write(ti, "options/raw", "1") < 0) {
+		snprintf(err, sizeof err, "cannot set its raw output: %s",
+		    strerror(errno));
 		goto out_free;
 	}
 	if (instance_keep(ar->sent, "trace_pipe", false,
@@ -304,6 +315,9 @@ armed_new(const struct standby_opts *o, const struct td_arm *a,
 	    "options/copy_trace_marker"))
 		tracefs_instance_file_write(instance_tracefs(ar->in),
 		    "options/copy_trace_marker", "1");
+	/* its text in raw form, the instants in ns (armed_find_fired()) */
+	tracefs_instance_file_write(instance_tracefs(ar->in), "options/raw",
+	    "1");
 	if (a->trigger[0] != '\0' &&
 	    armed_trigger(ar, o, a->trigger, err, errlen) == -1)
 		goto out_free;
@@ -388,21 +402,101 @@ armed_sentinel_why(const struct armed *ar)
 	return ar->nosent;
 }
 
-/* Empty the sentinel's ring: whether it held anything. */
+/* A raw line "PID CPU NS ...": 0 and its parts, or -1. */
+static int
+armed_raw_line(const char *line, long *pid, int *cpu, uint64_t *ns)
+{
+	char *end;
+
+	*pid = strtol(line, &end, 10);
+	if (end == line || *end != ' ')
+		return -1;
+	line = end;
+	*cpu = (int)strtol(line, &end, 10);
+	if (end == line || *end != ' ')
+		return -1;
+	line = end;
+	*ns = strtoull(line, &end, 10);
+	if (end == line || *end != ' ')
+		return -1;
+	return 0;
+}
+
+/* Empty the sentinel's ring (its last event kept): whether it held any. */
 static bool
 armed_sentinel_drain(struct armed *ar)
 {
-	char buf[4096];
+	char buf[4097], *p, *line;
 	bool any = false;
-	int i;
+	ssize_t n;
+	long pid;
+	uint64_t ns;
+	int i, cpu;
 
 	/* bounded: a flood of markers is looked at on the next wake-up */
 	for (i = 0; ar->sent_fd != -1 && i < 16; i++) {
-		if (read(ar->sent_fd, buf, sizeof buf) <= 0)
+		if ((n = read(ar->sent_fd, buf, sizeof buf - 1)) <= 0)
 			break;
+		buf[n] = '\0';
 		any = true;
+		/* trace_pipe gives whole lines */
+		for (p = buf; (line = strsep(&p, "\n")) != NULL;) {
+			if (armed_raw_line(line, &pid, &cpu, &ns) == 0) {
+				ar->ev_pid = pid;
+				ar->ev_cpu = cpu;
+				ar->ev_ns = ns;
+			}
+		}
 	}
 	return any;
+}
+
+/*
+ * The trigger's event in the frozen ring: the last event of the sentinel's
+ * last event's process on its CPU (the trigger stopped the ring right
+ * after it), read from per_cpu/cpuN/trace in raw form (which does not
+ * consume it): its instant in ns of the ring's clock, or 0.
+ */
+static uint64_t
+armed_find_fired(struct armed *ar)
+{
+	char file[64], *path, buf[65536], *p, *line, *nl;
+	size_t have = 0;
+	uint64_t best = 0, ns;
+	ssize_t n;
+	long pid;
+	int fd, cpu;
+
+	snprintf(file, sizeof file, "per_cpu/cpu%d/trace", ar->ev_cpu);
+	if ((path = instance_path(ar->in, file)) == NULL)
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	if (fd == -1)
+		return 0;
+	while ((n = read(fd, buf + have, sizeof buf - 1 - have)) > 0) {
+		have += (size_t)n;
+		buf[have] = '\0';
+		for (p = buf; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+			*nl = '\0';
+			line = p;
+			if (armed_raw_line(line, &pid, &cpu, &ns) == 0 &&
+			    pid == ar->ev_pid)
+				best = ns;
+		}
+		/* a line longer than the buffer is dropped */
+		have = p == buf ? 0 : have - (size_t)(p - buf);
+		memmove(buf, p, have);
+	}
+	close(fd);
+	return best;
+}
+
+uint64_t
+armed_fired_ns(const struct armed *ar, bool *exact)
+{
+	*exact = ar->fired_ns != 0;
+	return ar->fired_ns != 0 ? ar->fired_ns : ar->ev_ns;
 }
 
 int
@@ -432,6 +526,7 @@ armed_fired(struct armed *ar)
 	}
 	ar->recheck = 0;
 	ar->frozen = true;
+	ar->fired_ns = ar->ev_ns != 0 ? armed_find_fired(ar) : 0;
 	return true;
 }
 
@@ -477,9 +572,18 @@ armed_rearm(struct armed *ar)
 	 */
 	armed_sentinel_drain(ar);
 	ar->recheck = 0;
+	ar->ev_ns = ar->fired_ns = 0;
 	if (instance_clear(ar->in) == -1 ||
 	    pwrite(ar->on_fd, "1", 1, 0) != 1)
 		return -1;
 	ar->frozen = false;
 	return 0;
+}
+
+const char *
+armed_clock(struct armed *ar)
+{
+	const char *c = instance_clock(ar->in);
+
+	return c != NULL ? c : "local";
 }

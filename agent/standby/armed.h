@@ -72,6 +72,15 @@ int		 armed_freeze(struct armed *ar);
  */
 bool		 armed_fired(struct armed *ar);
 /*
+ * The instant of the event that fired the trigger, in ns of the ring's
+ * trace clock (armed_clock()), once armed_fired() said so: exact (*exact)
+ * when found in the frozen ring itself, else the sentinel's copy of it (a
+ * few hundred ns later); 0: unknown (no sentinel).
+ */
+uint64_t	 armed_fired_ns(const struct armed *ar, bool *exact);
+/* The ring's trace clock ("local"). */
+const char	*armed_clock(struct armed *ar);
+/*
  * How far back the ring reaches now, in ms (per_cpu/cpuN/stats: "now ts"
  * less "oldest event ts", the shortest of the CPUs that hold events): the
  * window a snapshot would bring.  -1 when no CPU holds one yet.
