@@ -445,6 +445,10 @@ reported() {
 wait_until $((200 * SLOW)) reported
 check "host02 sent TRIGGERED, the collector stopped" reported
 eq "host02's ring frozen by its trigger" "$(cat "$H2ON")" 0
+# frozen, it takes no trace_marker copies: the kernel would fail every
+# application's marker write (EBADF) and stop the copies to other rings
+COPY2=$(dirname "$H2ON")/options/copy_trace_marker
+eq "host02's frozen ring: no trace_marker copies" "$(cat "$COPY2")" 0
 timedout() {
 	grep -q "flight recorder 'late': frozen by its trigger and no snapshot came: re-armed" \
 	    "$WORK/agent.host02.err"
@@ -453,7 +457,8 @@ timedout() {
 wait_until $((400 * SLOW)) timedout
 check "no SNAPSHOT after TRIGGERED: host02 re-armed after its timeout, and logged it" \
     timedout || tail -5 "$WORK/agent.host02.err" | sed 's/^/# host02: /'
-eq "no SNAPSHOT after TRIGGERED: host02's ring tracing again" "$(cat "$H2ON")" 1
+eq "no SNAPSHOT after TRIGGERED: host02's ring tracing again, copying markers" \
+    "$(cat "$H2ON") $(cat "$COPY2")" "1 1"
 kill -KILL "$LPID"
 wait "$LPID" 2>/dev/null
 # shellcheck disable=SC2086

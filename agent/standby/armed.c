@@ -69,7 +69,24 @@ struct armed {
 	int		 ev_cpu;
 	uint64_t	 ev_ns;
 	uint64_t	 fired_ns;	/* the trigger's event, in the ring */
+	bool		 copies;	/* copy_trace_marker on when tracing */
 };
+
+/*
+ * The kernel copies a trace_marker write into each instance that asks, in
+ * turn, and stops at the first whose ring is off: the write fails (EBADF)
+ * and the instances after it get nothing.  A frozen ring (a snapshot
+ * streaming it, a trigger waiting for its SNAPSHOT) would so break every
+ * application's marker writes on the machine, and the other armed
+ * instances' marker triggers: frozen, it takes no copies.
+ */
+static void
+armed_copies(struct armed *ar, bool on)
+{
+	if (ar->copies)
+		tracefs_instance_file_write(instance_tracefs(ar->in),
+		    "options/copy_trace_marker", on ? "1" : "0");
+}
 
 /* Split "SYS:EV if FILTER" into sys, ev, filter (in buf): 0, or -1. */
 static int
@@ -312,9 +329,10 @@ armed_new(const struct standby_opts *o, const struct td_arm *a,
 	 * a trigger, and mark the incident in every armed machine's window.
 	 */
 	if (tracefs_file_exists(instance_tracefs(ar->in),
-	    "options/copy_trace_marker"))
-		tracefs_instance_file_write(instance_tracefs(ar->in),
-		    "options/copy_trace_marker", "1");
+	    "options/copy_trace_marker") &&
+	    tracefs_instance_file_write(instance_tracefs(ar->in),
+	    "options/copy_trace_marker", "1") > 0)
+		ar->copies = true;
 	/* its text in raw form, the instants in ns (armed_find_fired()) */
 	tracefs_instance_file_write(instance_tracefs(ar->in), "options/raw",
 	    "1");
@@ -387,7 +405,10 @@ int
 armed_freeze(struct armed *ar)
 {
 	ar->frozen = true;
-	return pwrite(ar->on_fd, "0", 1, 0) == 1 ? 0 : -1;
+	if (pwrite(ar->on_fd, "0", 1, 0) != 1)
+		return -1;
+	armed_copies(ar, false);
+	return 0;
 }
 
 int
@@ -526,6 +547,7 @@ armed_fired(struct armed *ar)
 	}
 	ar->recheck = 0;
 	ar->frozen = true;
+	armed_copies(ar, false);
 	ar->fired_ns = ar->ev_ns != 0 ? armed_find_fired(ar) : 0;
 	return true;
 }
@@ -576,6 +598,7 @@ armed_rearm(struct armed *ar)
 	if (instance_clear(ar->in) == -1 ||
 	    pwrite(ar->on_fd, "1", 1, 0) != 1)
 		return -1;
+	armed_copies(ar, true);
 	ar->frozen = false;
 	return 0;
 }
