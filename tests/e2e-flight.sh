@@ -13,11 +13,15 @@
 #     ticker's N calls, none lost, read cleanly by trace-cmd, the k-th call
 #     at the same instant in every file (one timeline, as e2e-standby.sh);
 #   - re-armed after it (tdctl list), the next window starts empty;
+#   - a trigger's agent waits on its sentinel instance, not a timer: it
+#     wakes as often as an agent armed without a trigger;
 #   - a trigger on one agent (a trace_marker write it alone matches, `ftrace:print
 #     if buf ~ "*BOOM-host01*"') snapshots the whole group: a file from
 #     every agent, named for the agent that fired, each with the ticker's
 #     calls since the last snapshot and the marker itself (the instant is
-#     inside every window); /status says who fired;
+#     inside every window); /status says who fired, and the kernel's
+#     instant of the marker in host01's clock, exactly its time stamp in
+#     host01's file;
 #   - a second trigger within the hold-off is counted, not acted on: no
 #     new file, /status counts it, the agent re-arms;
 #   - a trigger while the collector is away: the agent re-arms at once and
@@ -29,7 +33,8 @@
 #     agent alone (exactly one new file, its; none from the others);
 #   - the collector stopped between TRIGGERED and SNAPSHOT: the agent
 #     re-arms after the collector's idle timeout, logs it, and tells the
-#     next listener.
+#     next listener; frozen meanwhile, its ring takes no trace_marker
+#     copies (the kernel would fail every marker write on the machine).
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 # never sanitized: an ASan runtime makes getppid calls of its own
