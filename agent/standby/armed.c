@@ -70,6 +70,7 @@ struct armed {
 	uint64_t	 ev_ns;
 	uint64_t	 fired_ns;	/* the trigger's event, in the ring */
 	bool		 copies;	/* copy_trace_marker on when tracing */
+	bool		 sent_copies;	/* ... the sentinel's, always */
 };
 
 /*
@@ -78,7 +79,8 @@ struct armed {
  * and the instances after it get nothing.  A frozen ring (a snapshot
  * streaming it, a trigger waiting for its SNAPSHOT) would so break every
  * application's marker writes on the machine, and the other armed
- * instances' marker triggers: frozen, it takes no copies.
+ * instances' marker triggers: frozen, it takes no copies.  (Nor while it
+ * is made or removed: tracing is off then too.)
  */
 static void
 armed_copies(struct armed *ar, bool on)
@@ -134,6 +136,20 @@ armed_klog(struct armed *ar, const char *what, char *err, size_t errlen)
 	free(klog);
 }
 
+/* The sentinel goes: its copies first, then the instance (NULL: none). */
+static void
+armed_sentinel_free(struct armed *ar)
+{
+	if (ar->sent != NULL && ar->sent_copies)
+		tracefs_instance_file_write(instance_tracefs(ar->sent),
+		    "options/copy_trace_marker", "0");
+	/* its trace_pipe, kept, is closed first: an open one keeps it */
+	instance_destroy(ar->sent);
+	ar->sent = NULL;
+	ar->sent_fd = -1;
+	ar->sent_copies = false;
+}
+
 /*
  * The sentinel of the trigger sys:ev if filter: an instance recording that
  * event alone, filtered as the trigger is, its trace_pipe open to wait on.
@@ -168,13 +184,11 @@ armed_sentinel(struct armed *ar, const char *sys, const char *ev,
 			goto out_free;
 	} else if (strcmp(sys, "ftrace") == 0 && strcmp(ev, "print") == 0 &&
 	    tracefs_file_exists(ti, "options/copy_trace_marker")) {
-		/* trace_marker's writes: every one, no filter to be had */
-		if (tracefs_instance_file_write(ti,
-		    "options/copy_trace_marker", "1") < 0) {
-			snprintf(err, sizeof err, "cannot copy trace_marker: "
-			    "%s", strerror(errno));
-			goto out_free;
-		}
+		/*
+		 * trace_marker's writes: every one, no filter to be had;
+		 * asked for once it traces (see armed_copies())
+		 */
+		ar->sent_copies = true;
 	} else {
 		snprintf(err, sizeof err, "%s cannot be enabled in an "
 		    "instance of its own", spec);
@@ -193,11 +207,16 @@ armed_sentinel(struct armed *ar, const char *sys, const char *ev,
 		    strerror(errno));
 		goto out_free;
 	}
+	if (ar->sent_copies && tracefs_instance_file_write(ti,
+	    "options/copy_trace_marker", "1") < 0) {
+		snprintf(err, sizeof err, "cannot copy trace_marker: %s",
+		    strerror(errno));
+		goto out_free;
+	}
 	ar->sent_fd = instance_fd(ar->sent, "trace_pipe", false);
 	return;
 out_free:
-	instance_destroy(ar->sent);
-	ar->sent = NULL;
+	armed_sentinel_free(ar);
 out_why:
 	for (size_t i = 0; err[i] != '\0'; i++)
 		if (err[i] == '\n')
@@ -328,11 +347,9 @@ armed_new(const struct standby_opts *o, const struct td_arm *a,
 	 * too, where the kernel has the option (6.17 on): its writes can be
 	 * a trigger, and mark the incident in every armed machine's window.
 	 */
-	if (tracefs_file_exists(instance_tracefs(ar->in),
-	    "options/copy_trace_marker") &&
-	    tracefs_instance_file_write(instance_tracefs(ar->in),
-	    "options/copy_trace_marker", "1") > 0)
-		ar->copies = true;
+	/* turned on by armed_rearm() below, once tracing (armed_copies()) */
+	ar->copies = tracefs_file_exists(instance_tracefs(ar->in),
+	    "options/copy_trace_marker");
 	/* its text in raw form, the instants in ns (armed_find_fired()) */
 	tracefs_instance_file_write(instance_tracefs(ar->in), "options/raw",
 	    "1");
@@ -365,9 +382,9 @@ armed_free(struct armed *ar)
 	if (ar->trig_file[0] != '\0')
 		tracefs_instance_file_write(instance_tracefs(ar->in),
 		    ar->trig_file, "!traceoff");
+	armed_copies(ar, false);
 	instance_destroy(ar->in);
-	/* its trace_pipe, kept, is closed first: an open one keeps it */
-	instance_destroy(ar->sent);
+	armed_sentinel_free(ar);
 	free(ar);
 }
 
@@ -405,10 +422,8 @@ int
 armed_freeze(struct armed *ar)
 {
 	ar->frozen = true;
-	if (pwrite(ar->on_fd, "0", 1, 0) != 1)
-		return -1;
 	armed_copies(ar, false);
-	return 0;
+	return pwrite(ar->on_fd, "0", 1, 0) == 1 ? 0 : -1;
 }
 
 int
