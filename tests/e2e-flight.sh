@@ -13,11 +13,15 @@
 #     ticker's N calls, none lost, read cleanly by trace-cmd, the k-th call
 #     at the same instant in every file (one timeline, as e2e-standby.sh);
 #   - re-armed after it (tdctl list), the next window starts empty;
+#   - a trigger's agent waits on its sentinel instance, not a timer: it
+#     wakes as often as an agent armed without a trigger;
 #   - a trigger on one agent (a trace_marker write it alone matches, `ftrace:print
 #     if buf ~ "*BOOM-host01*"') snapshots the whole group: a file from
 #     every agent, named for the agent that fired, each with the ticker's
 #     calls since the last snapshot and the marker itself (the instant is
-#     inside every window); /status says who fired;
+#     inside every window); /status says who fired, and the kernel's
+#     instant of the marker in host01's clock, exactly its time stamp in
+#     host01's file;
 #   - a second trigger within the hold-off is counted, not acted on: no
 #     new file, /status counts it, the agent re-arms;
 #   - a trigger while the collector is away: the agent re-arms at once and
@@ -29,7 +33,8 @@
 #     agent alone (exactly one new file, its; none from the others);
 #   - the collector stopped between TRIGGERED and SNAPSHOT: the agent
 #     re-arms after the collector's idle timeout, logs it, and tells the
-#     next listener.
+#     next listener; frozen meanwhile, its ring takes no trace_marker
+#     copies (the kernel would fail every marker write on the machine).
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 # never sanitized: an ASan runtime makes getppid calls of its own
@@ -38,6 +43,9 @@ TDPOKE=$B/tests/tdpoke-static
 [ -d "$TRACING/events/syscalls/sys_enter_getppid" ] ||
     skip "no syscalls:sys_enter_getppid (CONFIG_FTRACE_SYSCALLS)"
 TDCTL=$B/tdctl
+# the markers that fire triggers are this run's alone (other runs may write
+# theirs to the same trace_marker), as are the instances looked at (flights)
+TAG=$$
 N=20
 PAUSE_US=50000
 # 20 as the issue asks; FLIGHT_AGENTS=3 for a quick run
@@ -90,6 +98,27 @@ metric() {
 status() {
 	curl -s --max-time 10 "http://127.0.0.1:$HPORT/status" | jq -r "$1"
 }
+# flights: these agents' armed instances in tracefs
+flights() {
+	for p in $SPIDS; do
+		[ -d "$TRACING/instances/tracedock-$p-flight" ] &&
+		    echo "$TRACING/instances/tracedock-$p-flight"
+	done
+}
+# flights_on: their tracing_on, one a line
+flights_on() {
+	for d in $(flights); do cat "$d/tracing_on"; done
+}
+# sentinels: how many of these agents' trigger sentinels are in tracefs
+sentinels() {
+	for p in $SPIDS; do
+		[ -d "$TRACING/instances/tracedock-$p-sentinel" ] && echo "$p"
+	done | wc -l
+}
+# wakes PID: its voluntary context switches so far (each wait that slept)
+wakes() {
+	awk '$1 == "voluntary_ctxt_switches:" { print $2 }' "/proc/$1/status"
+}
 wait_until $((1200 * SLOW)) listed $((NAGENTS + 1)) '.state == "standby"'
 eq "all $((NAGENTS + 1)) agents on standby" \
     "$(jq length "$WORK/list.json")" $((NAGENTS + 1))
@@ -113,7 +142,7 @@ check "a trigger the kernel refuses: its error, in the kernel's words" \
     grep -q "^refused host02 trigger 'ftrace:print if no_such_field == 1' refused: .*Field not found: Command: no_such_field == 1" \
     "$WORK/badtrig.out" || sed 's/^/# badtrig: /' "$WORK/badtrig.out"
 eq "a refused trigger: no instance left" \
-    "$(ls -d "$TRACING"/instances/tracedock-*-flight 2>/dev/null | wc -l)" 0
+    "$(flights | wc -l) $(sentinels)" "0 0"
 
 # ---- armed: nothing streams -------------------------------------------------
 # the two tickers (the snapshot's, the trigger's) wait for their go; the
@@ -125,7 +154,7 @@ W2=$!
 F="common_pid == $W1 || common_pid == $W2"
 # host01 carries the trigger; the others join its group without one
 "$TDCTL" -S "$CTL" arm --hosts host01 -e syscalls:sys_enter_getppid \
-    -f "$F" -b 512 --name inc --trigger 'ftrace:print if buf ~ "*BOOM-host01*"' \
+    -f "$F" -b 512 --name inc --trigger "ftrace:print if buf ~ \"*BOOM-host01-$TAG*\"" \
     --trigger-holdoff 600 > "$WORK/arm1.out" 2>&1
 eq "tdctl arm host01 (trigger): exit 0" $? 0
 "$TDCTL" -S "$CTL" arm --hosts 'host*' -e syscalls:sys_enter_getppid -f "$F" -b 512 \
@@ -138,9 +167,25 @@ eq "tdctl list: $NAGENTS armed in group inc, each since a time" \
     "$(jq '[.[] | select(.armed == "inc" and .armed_since > 0 and .armed_ring_kb == 512)] | length' "$WORK/list.json")" \
     $NAGENTS
 eq "$NAGENTS armed instances, tracing, overwrite mode" \
-    "$(for d in "$TRACING"/instances/tracedock-*-flight; do
+    "$(for d in $(flights); do
 	echo "$(cat "$d/tracing_on")$(cat "$d/options/overwrite")"; done |
 	grep -c '^11$')" $NAGENTS
+# host01's trigger: a sentinel instance the agent waits on, woken by the
+# kernel (every trace_marker write, buffer_percent 0), no timer: it sleeps
+# as much as host02, armed without a trigger (4 a second before: 12 in 3 s)
+set -- $SPIDS
+H1=$1 H2=$2
+eq "host01's trigger: one sentinel, copying trace_marker, woken at once" \
+    "$(sentinels) $(cat "$TRACING/instances/tracedock-$H1-sentinel/options/copy_trace_marker" \
+	"$TRACING/instances/tracedock-$H1-sentinel/buffer_percent" \
+	"$TRACING/instances/tracedock-$H1-sentinel/tracing_on" | tr '\n' ' ')" "1 1 0 1 "
+check "host01's trigger: no fallback to reading tracing_on" \
+    sh -c "! grep -q 'no sentinel' '$WORK/agent.host01.err'"
+w1=$(wakes "$H1") w2=$(wakes "$H2")
+sleep 3
+w1=$(($(wakes "$H1") - w1)) w2=$(($(wakes "$H2") - w2))
+check "host01's trigger: no timer, as many wake-ups in 3 s as host02's ($w1 vs $w2)" \
+    [ "$w1" -le $((w2 + 5)) ]
 
 touch "$WORK/go1"
 wait $W1
@@ -213,14 +258,14 @@ check "snapshot: one timeline, each call within $((PAUSE_US / 2)) us across the 
     [ "${s:-999999999999}" -lt $((PAUSE_US / 2 * 1000)) ]
 wait_until $((200 * SLOW)) listed $NAGENTS '.armed == "inc" and .state == "standby"'
 eq "snapshot: every instance re-armed and empty" \
-    "$(for d in "$TRACING"/instances/tracedock-*-flight; do
+    "$(for d in $(flights); do
 	echo "$(cat "$d/tracing_on") $(grep -cv '^#' "$d/trace")"; done |
 	grep -c '^1 0$')" $NAGENTS
 
 # ---- a trigger ----------------------------------------------------------------
 touch "$WORK/go2"
 wait $W2
-echo "boom: BOOM-host01 latency spike" > "$TRACING/trace_marker"
+echo "boom: BOOM-host01-$TAG latency spike" > "$TRACING/trace_marker"
 # everything the trigger's snapshot makes: one file per agent, named for it
 trig_files() {
 	[ "$(ls "$OUT"/host*/*-inc.trig.host01.*.dat 2>/dev/null | wc -l)" -ge "$NAGENTS" ]
@@ -245,12 +290,36 @@ eq "/status: host01 fired, one trigger acted on" \
     "host01 1 0 $TRIG"
 check "host01 told the listener its trigger fired" \
     grep -q "standby host01: trigger of 'inc' fired" "$WORK/listen.log"
+# the trigger's own instant, in host01's trace clock (every agent here has
+# the same): exactly the marker's in host01's file, and inside every file's
+# window (raw time stamps, no time sync applied): after its first event,
+# and within a ms of its own copy of the marker (the others' rings ran on
+# after it, recording nothing more)
+rawts() {	# FILE [PATTERN]: the events' raw ns (those matching PATTERN)
+	trace-cmd report -t --raw-ts -i "$1" 2>/dev/null | grep -e "${2:-.}" |
+	    sed -n 's/^.*\] *\([0-9][0-9]*\): .*/\1/p'
+}
+KNS=$(status '.flight[] | select(.name == "inc") | .fired_clock_ns')
+f=$(ls "$OUT"/host01/*-"$TRIG".dat 2>/dev/null | head -1)
+eq "/status: the trigger's kernel instant is its marker's in host01's file" \
+    "$KNS" "$(rawts "$f" "BOOM-host01-$TAG latency" | head -1)"
+bad=""
+for a in $agents; do
+	f=$(ls "$OUT/$a"/*-"$TRIG".dat 2>/dev/null | head -1)
+	first=$(rawts "$f" | sort -n | head -1)
+	m=$(rawts "$f" "BOOM-host01-$TAG latency" | head -1)
+	awk -v f="${first:-x}" -v m="${m:-x}" -v k="${KNS:-x}" 'BEGIN {
+	    ok = f ~ /^[0-9]+$/ && m ~ /^[0-9]+$/ && k ~ /^[0-9]+$/ &&
+		f + 0 <= k + 0 && m - k <= 1e6 && k - m <= 1e6
+	    exit !ok }' || bad="$bad $a"
+done
+eq "the trigger's kernel instant lies in every file's window" "$bad" ""
 
 # ---- a second trigger within the hold-off ---------------------------------------
 wait_until $((200 * SLOW)) listed $NAGENTS '.armed == "inc" and .state == "standby"'
-on=$(cat "$TRACING"/instances/tracedock-*-flight/tracing_on | grep -c 1)
+on=$(flights_on | grep -c 1)
 eq "after the trigger's snapshot: all $NAGENTS re-armed" "$on" $NAGENTS
-echo "boom: BOOM-host01 again" > "$TRACING/trace_marker"
+echo "boom: BOOM-host01-$TAG again" > "$TRACING/trace_marker"
 held() {
 	[ "$(status '.flight[] | select(.name == "inc") | .held_off')" = 1 ]
 }
@@ -259,11 +328,11 @@ eq "a trigger within the hold-off: counted, not acted on" \
     "$(status '.flight[] | select(.name == "inc") | "\(.triggers) \(.held_off)"')" \
     "1 1"
 rearmed() {
-	[ "$(cat "$TRACING"/instances/tracedock-*-flight/tracing_on | grep -c 1)" = $NAGENTS ]
+	[ "$(flights_on | grep -c 1)" = $NAGENTS ]
 }
 wait_until $((200 * SLOW)) rearmed
 eq "a held-off trigger: host01 re-armed, no new file" \
-    "$(cat "$TRACING"/instances/tracedock-*-flight/tracing_on | grep -c 1) $(ls "$OUT"/host*/*-inc.trig.*.dat | wc -l)" \
+    "$(flights_on | grep -c 1) $(ls "$OUT"/host*/*-inc.trig.*.dat | wc -l)" \
     "$NAGENTS $NAGENTS"
 
 # each snapshot's agent sent its own TRACEID, its HELLO's, which the
@@ -275,7 +344,7 @@ eq "snapshots: no 'dropped option' line in the listener's log" \
 # the listener goes; host01's trigger fires meanwhile: its agent re-arms at
 # once and, back on a new listener, says so; every agent is armed still
 stop_listener
-echo "boom: BOOM-host01 while away" > "$TRACING/trace_marker"
+echo "boom: BOOM-host01-$TAG while away" > "$TRACING/trace_marker"
 away() {
 	grep -q "flight recorder 'inc': its trigger fired with no collector: re-armed" \
 	    "$WORK/agent.host01.err"
@@ -295,15 +364,15 @@ check "a new listener: host01 says it re-armed while it was away" grep -q \
     "standby host01: inc re-armed while the collector was away" \
     "$WORK/listen2.log"
 eq "a trigger with no collector: no new file, every ring tracing" \
-    "$(ls "$OUT"/host*/*-inc.trig.*.dat | wc -l) $(cat "$TRACING"/instances/tracedock-*-flight/tracing_on | grep -c 1)" \
+    "$(ls "$OUT"/host*/*-inc.trig.*.dat | wc -l) $(flights_on | grep -c 1)" \
     "$NAGENTS $NAGENTS"
 
 # ---- disarm -------------------------------------------------------------------
 "$TDCTL" -S "$CTL" disarm > "$WORK/disarm.out" 2>&1
 eq "tdctl disarm: exit 0, each disarmed" \
     "$?:$(grep -c '^disarmed host[0-9]*$' "$WORK/disarm.out")" "0:$NAGENTS"
-eq "disarmed: no instance left" \
-    "$(ls -d "$TRACING"/instances/tracedock-*-flight 2>/dev/null | wc -l)" 0
+eq "disarmed: no instance left (nor sentinel)" \
+    "$(flights | wc -l) $(sentinels)" "0 0"
 
 # ---- a ring that wrapped: its losses marked -----------------------------------
 # the smallest ring, a ticker of W calls at once: what the ring kept and
@@ -336,7 +405,7 @@ check "a wrapped ring: trace-cmd reads it without a warning" tc_clean "$f"
 # every agent armed in group solo with --fanout self, host03 with a trigger
 # of its own: its marker makes exactly one new file, host03's; the others none
 "$TDCTL" -S "$CTL" arm --hosts host03 -e syscalls:sys_enter_getppid -b 64 \
-    --name solo --fanout self --trigger 'ftrace:print if buf ~ "*SOLO-host03*"' \
+    --name solo --fanout self --trigger "ftrace:print if buf ~ \"*SOLO-host03-$TAG*\"" \
     > "$WORK/solo.out" 2>&1
 eq "tdctl arm host03 --fanout self (trigger): exit 0" $? 0
 "$TDCTL" -S "$CTL" arm --hosts 'host*' -e syscalls:sys_enter_getppid -b 64 \
@@ -346,7 +415,7 @@ eq "--fanout self: $NAGENTS armed in group solo" \
     "$(jq '[.[] | select(.armed == "solo")] | length' "$WORK/list.json")" $NAGENTS
 dats() { ls "$OUT"/host*/*.dat 2>/dev/null | sort; }
 dats > "$WORK/dats.before"
-echo "boom: SOLO-host03 alone" > "$TRACING/trace_marker"
+echo "boom: SOLO-host03-$TAG alone" > "$TRACING/trace_marker"
 solo_file() { ls "$OUT"/host03/*-solo.trig.host03.*.dat > /dev/null 2>&1; }
 wait_until $((600 * SLOW)) solo_file
 # the snapshot is over, every ring tracing again: anything else would be here
@@ -371,14 +440,14 @@ eq "--fanout self: /status says host03 fired, group solo, fanout self" \
 # after the collector's idle timeout (6 s here) the agent re-arms and logs
 # why; the listener killed and started again, host02 tells it so, armed
 "$TDCTL" -S "$CTL" arm --hosts host02 -e syscalls:sys_enter_getppid -b 64 \
-    --name late --trigger 'ftrace:print if buf ~ "*LATE-host02*"' \
+    --name late --trigger "ftrace:print if buf ~ \"*LATE-host02-$TAG*\"" \
     > "$WORK/late.out" 2>&1
 eq "tdctl arm host02 (trigger), group late: exit 0" $? 0
 # SPIDS: host01 host02 ... in order
 H2PID=$(echo $SPIDS | cut -d' ' -f2)
 H2ON=$TRACING/instances/tracedock-$H2PID-flight/tracing_on
 kill -STOP "$LPID"
-echo "boom: LATE-host02 the collector hangs" > "$TRACING/trace_marker"
+echo "boom: LATE-host02-$TAG the collector hangs" > "$TRACING/trace_marker"
 reported() {
 	grep -q "flight recorder 'late': its trigger fired: frozen" \
 	    "$WORK/agent.host02.err"
@@ -386,6 +455,10 @@ reported() {
 wait_until $((200 * SLOW)) reported
 check "host02 sent TRIGGERED, the collector stopped" reported
 eq "host02's ring frozen by its trigger" "$(cat "$H2ON")" 0
+# frozen, it takes no trace_marker copies: the kernel would fail every
+# application's marker write (EBADF) and stop the copies to other rings
+COPY2=$(dirname "$H2ON")/options/copy_trace_marker
+eq "host02's frozen ring: no trace_marker copies" "$(cat "$COPY2")" 0
 timedout() {
 	grep -q "flight recorder 'late': frozen by its trigger and no snapshot came: re-armed" \
 	    "$WORK/agent.host02.err"
@@ -394,7 +467,8 @@ timedout() {
 wait_until $((400 * SLOW)) timedout
 check "no SNAPSHOT after TRIGGERED: host02 re-armed after its timeout, and logged it" \
     timedout || tail -5 "$WORK/agent.host02.err" | sed 's/^/# host02: /'
-eq "no SNAPSHOT after TRIGGERED: host02's ring tracing again" "$(cat "$H2ON")" 1
+eq "no SNAPSHOT after TRIGGERED: host02's ring tracing again, copying markers" \
+    "$(cat "$H2ON") $(cat "$COPY2")" "1 1"
 kill -KILL "$LPID"
 wait "$LPID" 2>/dev/null
 # shellcheck disable=SC2086

@@ -626,6 +626,12 @@ instance_keep(struct instance *in, const char *file, bool top, int flags)
 	return 0;
 }
 
+int
+instance_fd(struct instance *in, const char *file, bool top)
+{
+	return instance_kept_fd(in, file, top);
+}
+
 /* Read a kept file through from offset 0, NUL-terminated. */
 static char *
 instance_kept_read(int fd, size_t *size)

@@ -63,6 +63,8 @@ int		 instance_clear(struct instance *in);
  */
 int		 instance_keep(struct instance *in, const char *file, bool top,
 		    int flags);
+/* The descriptor instance_keep() opened for file, or -1. */
+int		 instance_fd(struct instance *in, const char *file, bool top);
 /* Read a file of the instance, NUL-terminated; caller frees. */
 char		*instance_read(struct instance *in, const char *file,
 		    size_t *size);

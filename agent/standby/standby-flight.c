@@ -5,6 +5,7 @@
  * after a snapshot or when nobody takes a frozen ring.  The ring itself is
  * armed.c's; a snapshot's recording is run as standby.c runs any.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,11 @@ standby_flight_arm(struct standby *sb, const struct td_arm *a)
 	if ((sb->armed = armed_new(&sb->o, a, sb->me.ncpus,
 	    sb->child != 0 ? sb->rec_kb : 0, err, sizeof err)) == NULL)
 		goto refuse;
+	if (armed_sentinel_why(sb->armed)[0] != '\0')
+		log_warnx("flight recorder '%s': no sentinel for its trigger "
+		    "(%s): reading tracing_on every %d ms instead",
+		    armed_name(sb->armed), armed_sentinel_why(sb->armed),
+		    ARMED_POLL_MS);
 	log_info("collector's request %u: armed '%s' (%s%s%s, %u KB per "
 	    "CPU%s%s)", a->req, armed_name(sb->armed), a->events,
 	    a->filter[0] ? " if " : "", a->filter, armed_kb(sb->armed),
@@ -165,6 +171,7 @@ standby_flight_look(struct standby *sb)
 	struct td_buf b;
 	uint64_t max_ms = 3 * (uint64_t)sb->keepalive_ms;
 	char text[TD_MAX_ERROR_LEN];
+	bool exact;
 
 	if (max_ms == 0 || max_ms > STANDBY_FROZEN_MAX_MS)
 		max_ms = STANDBY_FROZEN_MAX_MS;
@@ -198,9 +205,23 @@ standby_flight_look(struct standby *sb)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	clock_gettime(CLOCK_REALTIME, &real);
-	t.clock_ns = (uint64_t)mono.tv_sec * 1000000000ULL + mono.tv_nsec;
 	t.real_ns = (uint64_t)real.tv_sec * 1000000000ULL + real.tv_nsec;
-	t.late_ms = STANDBY_ARMED_POLL_MS;
+	/*
+	 * The trigger's event's own instant in the ring's trace clock, as it
+	 * is in the snapshot's file; without a sentinel, CLOCK_MONOTONIC
+	 * now, as before.
+	 */
+	if ((t.clock_ns = armed_fired_ns(sb->armed, &exact)) != 0)
+		log_info("flight recorder '%s': its trigger's event at %"
+		    PRIu64 " ns (clock %s%s)", armed_name(sb->armed),
+		    t.clock_ns, armed_clock(sb->armed), exact ? "" :
+		    ", the sentinel's copy");
+	else
+		t.clock_ns = (uint64_t)mono.tv_sec * 1000000000ULL +
+		    mono.tv_nsec;
+	/* a sentinel's wake-up is a fraction of a ms; a timer's, up to it */
+	t.late_ms = armed_sentinel_why(sb->armed)[0] != '\0' ? ARMED_POLL_MS :
+	    ARMED_RECHECK_MS * 4;
 	log_info("flight recorder '%s': its trigger fired: frozen",
 	    armed_name(sb->armed));
 	td_buf_init(&b, TD_FRAME_HEADER + 20);

@@ -27,13 +27,6 @@ struct instance;
 struct td_buf;
 
 /*
- * How often an armed ring with a trigger is looked at (its tracing_on):
- * the trigger froze it at once, this is only how late the collector hears
- * (and the other agents' rings, still running, keep the instant for much
- * longer than this).  4 reads a second cost nothing to measure.
- */
-#define STANDBY_ARMED_POLL_MS	250
-/*
  * A ring its trigger froze and nobody asked for (TRIGGERED sent, no
  * SNAPSHOT): re-armed after the collector's idle timeout (three KEEPALIVE
  * periods: a collector that did not answer in that time is as good as

@@ -734,8 +734,8 @@ standby_signal(struct standby *sb)
 static void
 standby_wait(struct standby *sb, int ms)
 {
-	struct pollfd pfd[4];
-	int n = 3;
+	struct pollfd pfd[5];
+	int n = 3, look, conn = -1;
 
 	pfd[0].fd = sb->sigfd;
 	pfd[0].events = POLLIN;
@@ -746,14 +746,22 @@ standby_wait(struct standby *sb, int ms)
 	pfd[2].events = POLLIN;
 	pfd[2].revents = 0;
 	if (sb->c != NULL) {
-		pfd[3].fd = conn_fd(sb->c);
-		pfd[3].events = POLLIN;
-		n = 4;
+		pfd[n].fd = conn_fd(sb->c);
+		pfd[n].events = POLLIN;
+		conn = n++;
 	}
-	/* an armed ring with a trigger is looked at now and then */
-	if (sb->armed != NULL && armed_has_trigger(sb->armed) &&
-	    !armed_frozen(sb->armed) && ms > STANDBY_ARMED_POLL_MS)
-		ms = STANDBY_ARMED_POLL_MS;
+	/*
+	 * An armed ring's trigger: its sentinel wakes us, its events read by
+	 * standby_flight_look() below (or, with none, a timer does).
+	 */
+	if (sb->armed != NULL && armed_sentinel_fd(sb->armed) != -1) {
+		pfd[n].fd = armed_sentinel_fd(sb->armed);
+		pfd[n].events = POLLIN;
+		n++;
+	}
+	if (sb->armed != NULL && (look = armed_look_ms(sb->armed)) >= 0 &&
+	    ms > look)
+		ms = look;
 	if (poll(pfd, n, ms) <= 0) {
 		standby_flight_look(sb);
 		if (sb->c == NULL)
@@ -766,7 +774,7 @@ standby_wait(struct standby *sb, int ms)
 		standby_signal(sb);
 	if (pfd[1].revents != 0 && sb->ready_fd != -1)
 		standby_ready(sb);
-	if (n == 4 && sb->c != NULL && pfd[3].revents != 0)
+	if (conn != -1 && sb->c != NULL && pfd[conn].revents != 0)
 		standby_input(sb);
 	/* a recording waiting for GO does not wait for a lost collector */
 	if (sb->c == NULL)

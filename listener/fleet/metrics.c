@@ -751,8 +751,9 @@ metrics_json_flight_cb(const struct flight_info *i, void *arg)
 	    ",\"triggers\":%" PRIu64 ",\"held_off\":%" PRIu64 ",\"fired_by\":",
 	    i->self ? "self" : "group", i->holdoff, i->acted, i->held);
 	metrics_jstr(j->out, i->fired_by);
-	evbuffer_add_printf(j->out, ",\"fired_ns\":%" PRIu64 ",\"snapshot\":",
-	    i->fired_ns);
+	evbuffer_add_printf(j->out, ",\"fired_ns\":%" PRIu64
+	    ",\"fired_clock_ns\":%" PRIu64 ",\"snapshot\":", i->fired_ns,
+	    i->fired_clock_ns);
 	metrics_jstr(j->out, i->snapshot);
 	evbuffer_add(j->out, "}", 1);
 }

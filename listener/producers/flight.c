@@ -22,6 +22,7 @@ struct flight_group {
 	uint64_t		 acted, held;
 	char			 fired_by[TD_MAX_NAME_LEN + 1];
 	uint64_t		 fired_ns;
+	uint64_t		 fired_clock_ns;
 	char			 snapshot[TD_MAX_NAME_LEN + 1];
 	struct flight_group	*next;
 };
@@ -82,6 +83,7 @@ flight_trigger(const char *name, const char *identity, uint64_t real_ns,
 	g->acted++;
 	snprintf(g->fired_by, sizeof g->fired_by, "%s", identity);
 	g->fired_ns = real_ns;
+	g->fired_clock_ns = 0;
 	/*
 	 * The snapshot's name says who fired and when (ms since the epoch),
 	 * in every file of it: NAME.trig.WHO.MS, within the 64 bytes of a
@@ -94,6 +96,12 @@ flight_trigger(const char *name, const char *identity, uint64_t real_ns,
 	    name, who, real_ns / 1000000);
 	snprintf(snap, snaplen, "%s", g->snapshot);
 	return true;
+}
+
+void
+flight_trigger_clock(const char *name, uint64_t clock_ns)
+{
+	flight_group(name)->fired_clock_ns = clock_ns;
 }
 
 void
@@ -110,6 +118,7 @@ flight_each(void (*fn)(const struct flight_info *, void *), void *arg)
 		i.held = g->held;
 		i.fired_by = g->fired_by;
 		i.fired_ns = g->fired_ns;
+		i.fired_clock_ns = g->fired_clock_ns;
 		i.snapshot = g->snapshot;
 		fn(&i, arg);
 	}

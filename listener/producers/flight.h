@@ -25,6 +25,10 @@ struct flight_info {
 	uint64_t	 held;		/* ... within the hold-off: counted */
 	const char	*fired_by;	/* the last acted-on one's agent, "" */
 	uint64_t	 fired_ns;	/* ... when (CLOCK_REALTIME ns) */
+	uint64_t	 fired_clock_ns; /* ... its TRIGGERED's clock: the
+					   trigger's event in its ring's
+					   trace clock (older agents: their
+					   CLOCK_MONOTONIC then) */
 	const char	*snapshot;	/* ... the recordings' name */
 };
 
@@ -40,6 +44,11 @@ void	flight_group_set(const char *name, bool self, uint32_t holdoff);
 bool	flight_trigger(const char *name, const char *identity,
 	    uint64_t real_ns, uint64_t now_s, char *snap, size_t snaplen,
 	    bool *self);
+/*
+ * The agent's own instant of the trigger flight_trigger() acted on last in
+ * group name (TRIGGERED's clock_ns).
+ */
+void	flight_trigger_clock(const char *name, uint64_t clock_ns);
 /* fn(info, arg) for each group. */
 void	flight_each(void (*fn)(const struct flight_info *, void *),
 	    void *arg);

@@ -711,6 +711,7 @@ standby_triggered(struct standby *sb, const struct td_triggered *t)
 		standby_send_snapshot(sb, &s, NULL);
 		return;
 	}
+	flight_trigger_clock(sb->armed, t->clock_ns);
 	s.req = ++standby_reqs;
 	s.why = TD_SNAP_TRIGGER;
 	snprintf(s.host, sizeof s.host, "%s", sb->identity);
