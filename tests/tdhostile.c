@@ -24,7 +24,8 @@
  *	standby	a STANDBY (host "hostile", the kernel of --kernel STR), then
  *		its WELCOME: a standby agent that never records (issue 31)
  *	sections  a HELLO of 1 CPU, HEADER_INFO, FTRACE_EVENTS,
- *		EVENT_FORMATS, KALLSYMS and PRINTK of 255 MiB each, paced at
+ *		EVENT_FORMATS, KALLSYMS and PRINTK of 255 MiB each (or
+ *		--section-mb MB: the same with less to move), paced at
  *		4 MiB each 5 ms, then 16 pages a second for 4 s (under
  *		--rotate the first piece is cut: its sections are copied
  *		into the next), CMDLINES, END: the listener's DONE is the
@@ -89,6 +90,8 @@ static bool blocked;
 static SSL_CTX *ctx;
 static uint64_t rid_seq;
 static const char *kernel = "6.1.0-hostile";
+/* sections: the size of each, in MiB (--section-mb) */
+static uint32_t section_mb = 255;
 static volatile sig_atomic_t stop;
 
 static void
@@ -539,7 +542,7 @@ attack_sections(void)
 	static const char tail[] = "header_event\0\0\0\0\0\0\0\0\0";
 	uint8_t hinfo[12 + 8];
 	struct timespec gap = { 0, 250 * 1000 * 1000 };
-	const uint32_t big = 255u * 1024 * 1024;
+	const uint32_t big = section_mb * 1024 * 1024;
 	const uint64_t none = 0;
 	uint64_t big64;
 	struct td_end e;
@@ -548,7 +551,7 @@ attack_sections(void)
 
 	if (!welcomed(1, 4096))
 		return false;
-	/* header_page of 255 MiB - 33, an empty header_event */
+	/* header_page of big - 33, an empty header_event */
 	memcpy(hinfo, "header_page", 12);
 	big64 = big - 12 - 8 - (sizeof tail - 1);
 	memcpy(hinfo + 12, &big64, 8);
@@ -599,7 +602,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: tdhostile [--cert F --key F --ca F] [-n N] "
-	    "[--hold] [--kernel STR] HOST PORT MODE [SRCADDR]\n");
+	    "[--hold] [--kernel STR] [--section-mb MB] HOST PORT MODE "
+	    "[SRCADDR]\n");
 }
 
 int
@@ -611,6 +615,7 @@ main(int argc, char **argv)
 		{ "ca", required_argument, NULL, 'a' },
 		{ "hold", no_argument, NULL, 'H' },
 		{ "kernel", required_argument, NULL, 'K' },
+		{ "section-mb", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct peer *held[HOSTILE_MAX];
@@ -634,6 +639,8 @@ main(int argc, char **argv)
 			kernel = optarg;
 		else if (ch == 'n')
 			n = atoi(optarg);
+		else if (ch == 'S' && atoi(optarg) >= 1 && atoi(optarg) <= 255)
+			section_mb = (uint32_t)atoi(optarg);
 		else {
 			usage();
 			return 2;
