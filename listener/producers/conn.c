@@ -27,7 +27,8 @@
  * arriving counts at its full size once its header is in, and a PAGES_Z
  * frame at the pages it expands to before it is expanded: one frame cannot
  * take a session past its budget before the check.  A session gets
- * TD_SESSION_TURN bytes of work per turn of the loop, then the others go:
+ * TD_SESSION_TURN bytes of work per turn of the loop, or TD_SESSION_TURN_MS
+ * of its time on a slow listener, then the others go:
  * its next turn is a timer of no delay (conn_later), which runs only once
  * the loop has polled the sockets again and served those that are ready.
  * A deferred callback would not wait for them: libevent 2.1 runs it in the
@@ -49,6 +50,7 @@
 #include "admit.h"
 #include "buf.h"
 #include "client.h"
+#include "clock.h"
 #include "conn.h"
 #include "conn-tls.h"
 #include "listener.h"
@@ -390,7 +392,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	enum session_verdict v;
 	enum session_phase was;
-	uint64_t rx_ns;
+	uint64_t rx_ns, t0;
 	size_t len, want, coming, n, k, turn = 0;
 	ssize_t used;
 	bool more, pumped = false;
@@ -400,6 +402,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	/* the reference time of this read, for time-sync replies */
 	rx_ns = timesync_now(CLOCK_MONOTONIC);
+	t0 = td_clock_now_ms();
 	if (conn_hold_back(c, 0))
 		return;
 	/* the rest of what waits, at once (unless enough waits already: a
@@ -416,7 +419,8 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		    session_expands(c->s, evbuffer_pullup(in, want), want);
 		if (conn_hold_back(c, coming))
 			return;		/* paused, or waits to write */
-		if (turn >= TD_SESSION_TURN) {
+		if (turn >= TD_SESSION_TURN || (turn > 0 &&
+		    td_clock_now_ms() - t0 >= TD_SESSION_TURN_MS)) {
 			/* the others' turn: this session's next comes later */
 			conn_later(c);
 			return;
