@@ -240,8 +240,18 @@ check "a HELLO of 256 x 512 KiB: logged as malformed" \
     grep -q "session evil (127.0.0.2:[0-9]*): closing: malformed HELLO" "$WORK/l1.log"
 check "200 options of 1 MiB: closed with the reason" \
     grep -q "session evil 'hostile' (127.0.0.2:[0-9]*): closing: options over the listener's limit" "$WORK/l1.log"
+# Under valgrind the listener answers the probes a turn (50 ms) at a time
+# beside the other sessions: the attacker's sends wait longer than its
+# 10 s before the replies pile up past 64 KiB unsent (socket buffers of
+# MBs take them first); it is blocked, which the check above saw.  Before
+# the turns were fair it was answered all at once, the others starved.
+if [ "$SLOW" = 1 ]; then
 check "probes without reading: the listener stopped reading that session" \
     grep -q "session evil 'hostile' (127.0.0.2:[0-9]*): .* replies unread: not reading" "$WORK/l1.log"
+else
+check "probes without reading: the listener stopped reading that session, or was too slow to take more (valgrind)" \
+    grep -q "^blocked" "$WORK/h.probes"
+fi
 check "one page on 1010 CPUs: the attacker's pages were all taken" \
     grep -q "^reply" "$WORK/h.fds"
 
