@@ -163,6 +163,14 @@
  */
 #define TD_SESSION_TURN		(8u * 1024 * 1024)
 /*
+ * ... or this many ms, whichever comes first: on a slow listener (valgrind
+ * on a loaded box) an agent's first 8 MiB took 10 s, and a peer's
+ * time-sync probes (small frames, each answered) 21 s, while no other socket
+ * was read (an agent's TCP_USER_TIMEOUT, 15 s, counts a zero window).  A
+ * turn does one frame (or piece of a bulk frame) at least.
+ */
+#define TD_SESSION_TURN_MS	50
+/*
  * Collectors an agent is given at most (tdagent -h A,B,C): it tries them
  * in order for the first connection, each with its own connect and TLS
  * timeouts, so a long list only makes a start slower.

@@ -63,6 +63,7 @@ struct conn {
 	uint64_t	 stale;		/* bytes discarded before the answer */
 	unsigned	 preambles;	/* preambles written */
 	bool		 heard;		/* a frame came */
+	int		 user_ms;	/* TCP_USER_TIMEOUT now (TCP) */
 };
 
 /* "what: strerror(errno)" into err. */
@@ -444,6 +445,7 @@ conn_open(const struct conn_target *t, SSL_CTX *ctx, int timeout,
 	c = xcalloc(1, sizeof *c);
 	c->kind = t->kind;
 	td_buf_init(&c->in, TD_MAX_HELLO * 4 + 64 * 1024);
+	c->user_ms = user_timeout_ms;
 	c->fd = conn_target_dial(t, timeout, user_timeout_ms, err, errlen);
 	if (c->fd == -1) {
 		td_buf_free(&c->in);
@@ -472,6 +474,31 @@ int
 conn_fd(const struct conn *c)
 {
 	return c->fd;
+}
+
+/*
+ * Linux applies TCP_USER_TIMEOUT to a zero window too (window probes that
+ * are answered with a closed window): a listener that reads slowly (valgrind,
+ * a loaded box, on loopback its window opens only once 64 KiB are free)
+ * was given up after 15 s and the agent resent what it had not acknowledged
+ * to a listener busier still.  Window probes out with no data in flight:
+ * the window is closed.
+ */
+void
+conn_patience(struct conn *c, int user_ms, int window_ms)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+	int want;
+
+	if (c->kind != CONN_TCP ||
+	    getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == -1)
+		return;
+	want = ti.tcpi_probes > 0 && ti.tcpi_unacked == 0 ? window_ms :
+	    user_ms;
+	if (want != c->user_ms && setsockopt(c->fd, IPPROTO_TCP,
+	    TCP_USER_TIMEOUT, &want, sizeof want) == 0)
+		c->user_ms = want;
 }
 
 /* The TLS session, for messages (conn.h). */

@@ -114,6 +114,13 @@ void		 conn_close(struct conn *c, bool polite);
 /* The descriptor to poll. */
 int		 conn_fd(const struct conn *c);
 /*
+ * Over TCP, give the connection up after user_ms of data unacknowledged
+ * (TCP_USER_TIMEOUT), or window_ms while the listener's receive window is
+ * closed: its kernel answers the window probes, so it is slow, not gone.
+ * Called again as the window closes and opens (every turn of net.c's loop).
+ */
+void		 conn_patience(struct conn *c, int user_ms, int window_ms);
+/*
  * What the resynchronisation preamble of a serial connection found, for
  * messages: "resynchronised: 2 preambles written, 96 stale bytes
  * discarded"; "" over other transports.

@@ -34,6 +34,13 @@
 
 /* A stuck link is given up after this long without progress. */
 #define NET_USER_TIMEOUT_MS	15000
+/*
+ * ... but a listener whose receive window stays closed this long: it is
+ * slow (its kernel answers), and a connection given up is sent again from
+ * the last acknowledged byte, to a listener busier still.  As long as the
+ * "takes no data" bound of net_serve().
+ */
+#define NET_WINDOW_TIMEOUT_MS	(NET_USER_TIMEOUT_MS * 4)
 
 /* "what: strerror(errno)" into err. */
 static int
@@ -727,6 +734,8 @@ net_keepalive(struct net *n, char *err, size_t errlen)
 	struct td_buf b;
 	int r;
 
+	if (net_up(n))
+		conn_patience(n->c, NET_USER_TIMEOUT_MS, NET_WINDOW_TIMEOUT_MS);
 	if (!net_up(n) || n->idle_timeout == 0 || net_pending(n) != 0 ||
 	    stream_batch_open(n->s) || td_clock_now_ms() - n->last_send_ms <
 	    (uint64_t)n->idle_timeout * 1000 / 3)
@@ -890,7 +899,8 @@ net_serve(struct net *n, bool room, int wait, char *err, size_t errlen)
 			continue;
 		}
 		/* up: a listener that takes nothing for long is a lost one */
-		if (now - n->last_send_ms > (uint64_t)NET_USER_TIMEOUT_MS * 4 &&
+		conn_patience(n->c, NET_USER_TIMEOUT_MS, NET_WINDOW_TIMEOUT_MS);
+		if (now - n->last_send_ms > (uint64_t)NET_WINDOW_TIMEOUT_MS &&
 		    net_want_write(n)) {
 			snprintf(err, errlen, "the listener takes no data");
 			net_down(n);

@@ -25,9 +25,10 @@
  * SOCKIO_FEW open, a connection made then reads 16 KiB at a time, one record
  * per SSL_read, as libevent would (about a third more listener CPU per MB
  * for a fast agent, measured).  After
- * SOCKIO_BUDGET bytes it stops and has the read callback run again later
- * (deferred), so that one busy agent does not hold up the others and a
- * connection holds no more than that much unread.
+ * SOCKIO_BUDGET bytes it stops and says so: the caller has the read
+ * callback run again in a later turn of the loop, so that one busy agent
+ * does not hold up the others and a connection holds no more than that
+ * much unread.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -127,7 +128,7 @@ sockio_tls(SSL *ssl)
 	SSL_set_default_read_buffer_len(ssl, TD_TLS_READ_AHEAD);
 }
 
-void
+bool
 sockio_pump(struct bufferevent *bev, bool big, const char *label)
 {
 	struct evbuffer *in = bufferevent_get_input(bev);
@@ -168,11 +169,11 @@ sockio_pump(struct bufferevent *bev, bool big, const char *label)
 		log_warnx("%s: TLS error: %s", label, why);
 		bufferevent_trigger_event(bev, BEV_EVENT_ERROR |
 		    BEV_EVENT_READING, BEV_TRIG_DEFER_CALLBACKS);
-	} else if (done >= SOCKIO_BUDGET) {
-		/* more may be waiting: come back once the others had a turn */
-		bufferevent_trigger(bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
-		    BEV_TRIG_DEFER_CALLBACKS);
+		return false;
 	}
+	/* more may be waiting: the caller comes back once the others had a
+	   turn (a deferred trigger would not wait for them: conn.c) */
+	return done >= SOCKIO_BUDGET;
 }
 
 void

@@ -21,9 +21,11 @@ bool	sockio_big(int conns);
 void	sockio_tls(SSL *ssl);
 /*
  * Read what waits on bev's socket into its input, in large pieces when
- * big; label names the connection in a log line (a TLS error).
+ * big; label names the connection in a log line (a TLS error).  True when
+ * it stopped at its budget with more perhaps waiting: the caller reads
+ * again in a later turn of the loop.
  */
-void	sockio_pump(struct bufferevent *bev, bool big, const char *label);
+bool	sockio_pump(struct bufferevent *bev, bool big, const char *label);
 /*
  * Whether OpenSSL holds bytes of bev's connection that it read from the
  * socket and did not hand over (libevent reads them only when the socket
