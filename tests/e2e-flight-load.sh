@@ -5,7 +5,10 @@
 # (one identity, NAGENTS hosts), armed by tdctl arm; one fires its trigger
 # (TRIGGERED) and the group is snapshot, then tdctl snapshot asks for
 # another.  Each snapshot brings one file per agent, each exactly the
-# replayed recording's events; tdctl disarm disarms them all.
+# replayed recording's events; tdctl prints one distinct "file" line per
+# agent (standby agents of one identity used to get one file line between
+# them: the listener gave every file to the first agent of that identity
+# recording that name); tdctl disarm disarms them all.
 . "$(dirname "$0")/e2e-lib.sh"
 need_tracefs
 TDLOAD=$B/tests/tdload
@@ -59,7 +62,14 @@ eq "files of the trigger's snapshot on disk" \
 eq "tdctl snapshot exits 0" $? 0
 eq "started by each" "$(grep -c '^started loadgen op pid ' "$WORK/snap.out")" $NAGENTS
 eq "finished by each" "$(grep -c '^finished loadgen op exit 0$' "$WORK/snap.out")" $NAGENTS
+eq "a file line for each" "$(grep -c '^file loadgen ' "$WORK/snap.out")" $NAGENTS
+eq "the file lines distinct" "$(awk '$1 == "file" { print $3 }' "$WORK/snap.out" | sort -u | wc -l)" $NAGENTS
 eq "tdload's snapshot lines" "$(grep -c '^snapshot .* op ' "$WORK/load.out")" $NAGENTS
+# tdctl's files are tdload's (the listener's directory before each DONE's)
+awk '$1 == "file" { print $3 }' "$WORK/snap.out" | sort > "$WORK/ctl.files"
+awk -v d="$OUT/" '$1 == "snapshot" && $4 == "op" { print d $5 }' "$WORK/load.out" |
+    sort > "$WORK/load.files"
+check "tdctl's files are those tdload got DONE for" cmp -s "$WORK/ctl.files" "$WORK/load.files"
 
 # every file holds exactly the replayed events
 bad=0
