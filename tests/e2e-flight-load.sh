@@ -5,7 +5,9 @@
 # (one identity, NAGENTS hosts), armed by tdctl arm; one fires its trigger
 # (TRIGGERED) and the group is snapshot, then tdctl snapshot asks for
 # another.  Each snapshot brings one file per agent, each exactly the
-# replayed recording's events; tdctl prints one distinct "file" line per
+# replayed recording's events (the listener takes 2 handshakes at a time:
+# the snapshots' connections it closes are tried again, as tdagent does);
+# tdctl prints one distinct "file" line per
 # agent (standby agents of one identity used to get one file line between
 # them: the listener gave every file to the first agent of that identity
 # recording that name); tdctl disarm disarms them all.
@@ -20,7 +22,7 @@ CTL=$WORK/control
 pki "$P" loadgen || { echo "FAIL: cannot make certificates"; exit 99; }
 start_listener "$WORK/l.log" -d "$OUT" --cert "$P/listener.pem" \
     --key "$P/listener.key" --ca "$P/ca.pem" --control "$CTL" \
-    --max-standby-per-identity $NAGENTS || exit 99
+    --max-standby-per-identity $NAGENTS --max-handshakes 2 || exit 99
 TPID=""
 cleanup() {
 	reap $TPID
@@ -36,7 +38,8 @@ check "the source recording has events" [ "${src_events:-0}" -gt 0 ]
 # agent 3 fires its trigger 1 s after its ARM
 "$TDLOAD" -h 127.0.0.1 -p "$LPORT" --cert "$P/loadgen.pem" \
     --key "$P/loadgen.key" --ca "$P/ca.pem" -n $NAGENTS --name flt \
-    --standby 120 --armed --trigger 3:1 --timeout 120 "$WORK/src.dat" \
+    --standby 120 --armed --trigger 3:1 --timeout 120 --ramp 2 \
+    "$WORK/src.dat" \
     > "$WORK/load.out" 2> "$WORK/load.err" &
 TPID=$!
 welcomed() {
@@ -94,6 +97,8 @@ eq "tdload exits 0" $? 0
 TPID=""
 check "tdload counted $((2 * NAGENTS)) snapshot files" \
     grep -q "^tdload: $((2 * NAGENTS)) snapshots: $((2 * NAGENTS)) files, 0 failed; 0 SNAPSHOT refused" "$WORK/load.out"
+check "snapshot connections closed in the handshake were tried again" \
+    grep -q "^tdload: .* snapshots: .*; [1-9][0-9]* connections tried again" "$WORK/load.out"
 check "tdload said nothing amiss" sh -c "! grep -v '^tdload: ' '$WORK/load.err'"
 check "the listener is alive" kill -0 "$LPID"
 cleanup

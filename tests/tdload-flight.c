@@ -31,6 +31,15 @@
 #define FLIGHT_DEFAULT_KB	1024
 /* TRIGGERED's late_ms: tdagent looks at its ring four times a second. */
 #define FLIGHT_POLL_MS		250
+/*
+ * A snapshot's connection closed before its WELCOME (the listener's
+ * handshake budget, --max-handshakes, is full when a whole fleet connects
+ * at once) is tried again as tdagent does (agent/net/reconnect.c, its
+ * --reconnect-wait): after 100 ms, doubling to 5 s, jittered, for 300 s.
+ */
+#define FLIGHT_BACKOFF_MIN_MS	100
+#define FLIGHT_BACKOFF_MAX_MS	5000
+#define FLIGHT_RETRY_S		300
 
 /* One standby agent's flight recorder. */
 struct load_armed {
@@ -44,6 +53,9 @@ struct load_armed {
 	uint32_t	 kb;
 	char		 name[TD_MAX_NAME_LEN + 1];	/* its group */
 	struct event	*trig;		/* --trigger: when it fires */
+	struct event	*again;		/* rec's next try */
+	uint32_t	 delay_ms;	/* ... its backoff */
+	struct timespec	 asked;		/* the SNAPSHOT came */
 };
 
 static struct event_base *flight_base;
@@ -51,6 +63,7 @@ static int		 flight_trig_agent = -1;
 static double		 flight_trig_secs;
 static unsigned		 flight_files, flight_failed, flight_refused;
 static unsigned		 flight_seq;	/* snapshots started */
+static unsigned		 flight_retries;	/* connections tried again */
 
 static uint64_t
 flight_now_ns(clockid_t clk)
@@ -176,12 +189,60 @@ flight_disarm(struct load_armed *fl, uint32_t req)
 	flight_armed(fl, req, TD_ARMED_DISARMED, "%s", "");
 }
 
+/* The snapshot's recording, named name: a connection of its own. */
+static void
+flight_connect(struct load_armed *fl, const char *name)
+{
+	struct conn *r = &fl->rec;
+
+	memset(r, 0, sizeof *r);
+	r->idx = fl->c->idx;
+	r->owner = fl->c;
+	/* tdload's pid, then a number no connection of the run has */
+	r->recording_id = ((uint64_t)getpid() << 32) | 0x80000000U |
+	    (++flight_seq & 0x7fffffffU);
+	snprintf(r->name, sizeof r->name, "%s", name);
+	load_conn_start(r);
+}
+
+/* The backoff is over: the snapshot's connection again. */
+static void
+flight_again_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct load_armed *fl = arg;
+	char name[TD_MAX_NAME_LEN + 1];
+
+	snprintf(name, sizeof name, "%s", fl->rec.name);
+	flight_connect(fl, name);
+}
+
+/* Whether rec, closed before its WELCOME, is tried again (and when). */
+static bool
+flight_retry(struct load_armed *fl)
+{
+	struct timespec now;
+	struct timeval tv;
+	uint32_t ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (now.tv_sec - fl->asked.tv_sec >= FLIGHT_RETRY_S)
+		return false;
+	ms = fl->delay_ms / 2 + (uint32_t)random() % (fl->delay_ms + 1);
+	fl->delay_ms = fl->delay_ms * 2 > FLIGHT_BACKOFF_MAX_MS ?
+	    FLIGHT_BACKOFF_MAX_MS : fl->delay_ms * 2;
+	if (fl->again == NULL)
+		fl->again = evtimer_new(flight_base, flight_again_cb, fl);
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(fl->again, &tv);
+	flight_retries++;
+	return true;
+}
+
 /* SNAPSHOT s: the ring "frozen" and streamed as a recording of its own. */
 static void
 flight_snapshot(struct load_armed *fl, const struct td_snapshot *s)
 {
-	struct conn *r = &fl->rec;
-
 	if (!fl->armed) {
 		flight_refused++;
 		flight_answer(fl, s->req, TD_ANSWER_REFUSED, "not armed");
@@ -196,7 +257,7 @@ flight_snapshot(struct load_armed *fl, const struct td_snapshot *s)
 	if (fl->snap) {
 		flight_refused++;
 		flight_answer(fl, s->req, TD_ANSWER_REFUSED, "busy: "
-		    "recording '%s'", r->name);
+		    "recording '%s'", fl->rec.name);
 		return;
 	}
 	if (s->name[0] == '\0') {
@@ -206,19 +267,14 @@ flight_snapshot(struct load_armed *fl, const struct td_snapshot *s)
 		    "a name");
 		return;
 	}
-	memset(r, 0, sizeof *r);
-	r->idx = fl->c->idx;
-	r->owner = fl->c;
-	/* tdload's pid, then a number no connection of the run has */
-	r->recording_id = ((uint64_t)getpid() << 32) | 0x80000000U |
-	    (++flight_seq & 0x7fffffffU);
-	snprintf(r->name, sizeof r->name, "%s", s->name);
 	fl->snap = true;
 	fl->frozen = true;
 	fl->req = s->req;
-	flight_answer(fl, s->req, TD_ANSWER_STARTED, "%s pid %ld", r->name,
+	fl->delay_ms = FLIGHT_BACKOFF_MIN_MS;
+	clock_gettime(CLOCK_MONOTONIC, &fl->asked);
+	flight_answer(fl, s->req, TD_ANSWER_STARTED, "%s pid %ld", s->name,
 	    (long)getpid());
-	load_conn_start(r);
+	flight_connect(fl, s->name);
 }
 
 void
@@ -285,9 +341,12 @@ load_flight_ready(struct conn *rec)
 }
 
 void
-load_flight_end(struct conn *rec, bool ok)
+load_flight_end(struct conn *rec, bool ok, bool early)
 {
 	struct load_armed *fl = rec->owner->fl;
+
+	if (!ok && early && fl->c->bev != NULL && flight_retry(fl))
+		return;
 
 	if (ok) {
 		flight_files++;
@@ -320,8 +379,16 @@ load_flight_gone(struct conn *c)
 
 	if (fl->snap && fl->rec.state != C_OK && fl->rec.state != C_FAILED)
 		load_conn_fail(&fl->rec, "its standby connection ended");
+	else if (fl->snap) {
+		/* between two tries */
+		flight_failed++;
+		printf("not ok snapshot %d %s %s: its standby connection "
+		    "ended\n", c->idx, c->name, fl->rec.name);
+	}
 	if (fl->trig != NULL)
 		event_free(fl->trig);
+	if (fl->again != NULL)
+		event_free(fl->again);
 	free(fl);
 	c->fl = NULL;
 }
@@ -330,7 +397,8 @@ int
 load_flight_summary(FILE *fp)
 {
 	fprintf(fp, "tdload: %u snapshots: %u files, %u failed; %u SNAPSHOT "
-	    "refused\n", flight_files + flight_failed, flight_files,
-	    flight_failed, flight_refused);
+	    "refused; %u connections tried again\n", flight_files +
+	    flight_failed, flight_files, flight_failed, flight_refused,
+	    flight_retries);
 	return flight_failed != 0 ? -1 : 0;
 }

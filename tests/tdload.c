@@ -42,14 +42,10 @@
  * a listener needs one descriptor per connection.
  *
  * --armed (with --standby): every standby agent also plays tdagent
- * --standby --allow-arm's flight recorder (docs/tdproto.md "Flight
- * recorder"; tests/tdload-flight.c): an ARM is answered ARMED (refused
- * when armed already), a DISARM DISARMED, and a SNAPSHOT (the operator's
- * or a trigger's) as tdagent answers it: STARTED, then a recording of its
- * own on a new connection named as the SNAPSHOT says (HELLO, WELCOME, the
- * sections), READY, and after the listener's GO FILE's pages and end, as
- * any connection of tdload's; at its DONE, FINISHED, and armed again.  So
- * every snapshot file holds exactly FILE's events.  Each snapshot prints
+ * --standby --allow-arm's flight recorder (tests/tdload-flight.c): ARM,
+ * DISARM and SNAPSHOT answered as tdagent does; a snapshot is a recording
+ * of FILE on a connection of its own (tried again if closed before its
+ * WELCOME), so every snapshot file holds exactly FILE's events.  Each prints
  * "snapshot I NAME SNAP PATH SIZE SECONDS DONE_NS" (DONE_NS: the
  * CLOCK_REALTIME at its DONE) or "not ok snapshot I NAME SNAP: REASON" as
  * it ends, and the summary how many there were.  --trigger K:SECONDS:
@@ -149,7 +145,9 @@ static void load_standby_arm(void);
 static void
 conn_end(struct conn *c, bool ok)
 {
-	if (c->state == C_CONNECTING && c->owner == NULL) {
+	bool early = c->state == C_CONNECTING;
+
+	if (early && c->owner == NULL) {
 		load_pending--;
 		load_welcomed++;
 	}
@@ -176,7 +174,7 @@ conn_end(struct conn *c, bool ok)
 	c->next = NULL;
 	if (c->owner != NULL) {
 		/* a snapshot's recording: its agent answers for it */
-		load_flight_end(c, ok);
+		load_flight_end(c, ok, early);
 		return;
 	}
 	if (c->fl != NULL)

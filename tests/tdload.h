@@ -93,7 +93,7 @@ void	load_conn_fail(struct conn *c, const char *why);
  * stand: c is welcomed as a standby agent.  frame: a frame on c's standby
  * connection: 1 taken, 0 not one of the flight recorder's, -1 a bad one
  * (why).  ready: a snapshot's recording has its WELCOME and sections out.
- * end: it got its DONE (ok) or failed.  gone: c's standby connection
+ * end: it got its DONE (ok) or failed (early: before its WELCOME).  gone: c's standby connection
  * ends.  summary: the snapshots, one line to fp; 0 when none failed.
  */
 void	load_flight_init(struct event_base *base, int trig_agent,
@@ -102,7 +102,7 @@ void	load_flight_stand(struct conn *c);
 int	load_flight_frame(struct conn *c, const struct td_frame *f,
 	    char *why, size_t len);
 void	load_flight_ready(struct conn *rec);
-void	load_flight_end(struct conn *rec, bool ok);
+void	load_flight_end(struct conn *rec, bool ok, bool early);
 void	load_flight_gone(struct conn *c);
 int	load_flight_summary(FILE *fp);
 
