@@ -35,11 +35,22 @@
  * fails the connection), then sends KEEPALIVE every third of the WELCOME's
  * idle timeout, as tdagent does, and nothing more: a START, or any frame but
  * KEEPALIVE, fails it (a load generator records nothing).  Once all N have
- * their WELCOME they stay so SECONDS more, then close; "ok" is a connection
- * the listener kept open all that time.  This measures what an idle standby
+ * their WELCOME they stay so SECONDS more (or until a SIGTERM), then close;
+ * "ok" is a connection the listener kept open all that time.  This measures what an idle standby
  * agent costs the listener (bench/load.sh --mix standby, which counts them
  * in tdctl list meanwhile); no recording is made, so no file is written and
  * a listener needs one descriptor per connection.
+ *
+ * --armed (with --standby): every standby agent also plays tdagent
+ * --standby --allow-arm's flight recorder (tests/tdload-flight.c): ARM,
+ * DISARM and SNAPSHOT answered as tdagent does; a snapshot is a recording
+ * of FILE on a connection of its own (tried again if closed before its
+ * WELCOME), so every snapshot file holds exactly FILE's events.  Each prints
+ * "snapshot I NAME SNAP PATH SIZE SECONDS DONE_NS" (DONE_NS: the
+ * CLOCK_REALTIME at its DONE) or "not ok snapshot I NAME SNAP: REASON" as
+ * it ends, and the summary how many there were.  --trigger K:SECONDS:
+ * agent K sends TRIGGERED (its trigger fired) SECONDS after its first ARM,
+ * and prints "triggered K NAME REAL_NS".
  *
  * --timeout SECONDS (default 600) gives up once the listener has sent
  * nothing on any connection for that long: a slow listener is waited for,
@@ -89,36 +100,6 @@
 #define LOAD_CLOCKS	"local global counter uptime perf mono mono_raw " \
 			"boot x86-tsc"
 
-enum conn_state {
-	C_IDLE,		/* not started */
-	C_CONNECTING,	/* TCP + TLS, HELLO sent, waiting for WELCOME */
-	C_WAIT,		/* --together: sections sent, waiting for the rest */
-	C_QUIET,	/* idle agent: sections sent, waiting */
-	C_STANDBY,	/* --standby: WELCOME in, only KEEPALIVE out */
-	C_STREAM,	/* sending pages */
-	C_FINISH,	/* END sent, waiting for DONE */
-	C_OK,
-	C_FAILED,
-};
-
-struct conn {
-	int			 idx;
-	bool			 idle;
-	bool			 connected;
-	enum conn_state		 state;
-	struct bufferevent	*bev;
-	struct event		*timer;
-	struct event		*keep;		/* KEEPALIVE while quiet */
-	uint64_t		*next;		/* next page per CPU */
-	double			 credit;	/* pages the rate allows */
-	struct timespec		 start;
-	double			 secs;
-	uint64_t		 file_size;
-	char			 name[TD_MAX_NAME_LEN + 1];
-	char			 path[TD_MAX_NAME_LEN * 4 + 1];
-	char			 why[TD_MAX_ERROR_LEN + 64];
-};
-
 static struct event_base *load_base;
 static SSL_CTX		*load_ctx;
 static const char	*load_host;
@@ -130,6 +111,7 @@ static struct event	*load_deadline_ev;	/* --timeout of silence */
 static const char	*load_prefix = "load";
 static bool		 load_quiet_out, load_together;
 static double		 load_standby = -1;	/* --standby SECONDS */
+static bool		 load_armed;		/* --armed */
 static int		 load_standing;		/* welcomed, standing by */
 static struct event	*load_standby_ev;
 static uint64_t		 load_keepalives;	/* KEEPALIVE frames sent */
@@ -163,7 +145,9 @@ static void load_standby_arm(void);
 static void
 conn_end(struct conn *c, bool ok)
 {
-	if (c->state == C_CONNECTING) {
+	bool early = c->state == C_CONNECTING;
+
+	if (early && c->owner == NULL) {
 		load_pending--;
 		load_welcomed++;
 	}
@@ -188,6 +172,13 @@ conn_end(struct conn *c, bool ok)
 	c->bev = NULL;
 	free(c->next);
 	c->next = NULL;
+	if (c->owner != NULL) {
+		/* a snapshot's recording: its agent answers for it */
+		load_flight_end(c, ok, early);
+		return;
+	}
+	if (c->fl != NULL)
+		load_flight_gone(c);
 	if (--load_left == 0)
 		event_base_loopexit(load_base, NULL);
 	load_start_more();
@@ -213,11 +204,19 @@ conn_fail(struct conn *c, const char *fmt, ...)
 	conn_end(c, false);
 }
 
-static void
-conn_add_frame(struct conn *c, const struct td_buf *b)
+void
+load_conn_send(struct conn *c, const struct td_buf *b)
 {
+	if (c->bev == NULL)
+		return;
 	bufferevent_write(c->bev, b->data, b->len);
 	load_sent += b->len;
+}
+
+void
+load_conn_fail(struct conn *c, const char *why)
+{
+	conn_fail(c, "%s", why);
 }
 
 /*
@@ -357,6 +356,13 @@ conn_go(struct conn *c)
 	conn_feed(c, true);
 }
 
+void
+load_conn_go(struct conn *c)
+{
+	if (c->state == C_WAIT)
+		conn_go(c);
+}
+
 /*
  * The listener takes an agent silent for its idle timeout as gone: one that
  * waits (--together, or idle) says it is there, as tdagent does, when a
@@ -389,7 +395,7 @@ conn_welcome(struct conn *c, const struct td_frame *f)
 		conn_fail(c, "bad WELCOME");
 		return;
 	}
-	if (load_standby >= 0) {
+	if (load_standby >= 0 && c->owner == NULL) {
 		conn_stand(c, &w);
 		return;
 	}
@@ -399,12 +405,17 @@ conn_welcome(struct conn *c, const struct td_frame *f)
 		c->keep = event_new(load_base, -1, EV_PERSIST, conn_keep_cb, c);
 		evtimer_add(c->keep, &tv);
 	}
-	load_pending--;
-	load_welcomed++;
 	evbuffer_add_reference(bufferevent_get_output(c->bev), load_f.head.data,
 	    load_f.head.len, NULL, NULL);
 	load_sent += load_f.head.len;
 	c->state = C_WAIT;
+	if (c->owner != NULL) {
+		/* a snapshot: set up, it waits for its GO */
+		load_flight_ready(c);
+		return;
+	}
+	load_pending--;
+	load_welcomed++;
 	load_start_more();
 	if (!load_together)
 		conn_go(c);
@@ -434,6 +445,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	struct td_done d;
 	struct td_error e;
 	const uint8_t *p;
+	char why[TD_MAX_ERROR_LEN + 64];
 	size_t len;
 	int r;
 
@@ -493,10 +505,20 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			}
 			break;
 		default:
+			/* --armed: the flight recorder's frames */
+			if (c->fl != NULL && c->state == C_STANDBY &&
+			    (r = load_flight_frame(c, &f, why,
+			    sizeof why)) != 0) {
+				if (r == -1) {
+					conn_fail(c, "%s", why);
+					return;
+				}
+				break;
+			}
 			/* acknowledgements: nothing is kept to resend; a
 			   standby agent gets none (a START: it records
 			   nothing, so that fails it too) */
-			if (load_standby >= 0 ||
+			if ((load_standby >= 0 && c->owner == NULL) ||
 			    (f.type != TD_MSG_TSYNC_REPLY &&
 			    f.type != TD_MSG_ACK)) {
 				conn_fail(c, "the listener sent %s",
@@ -539,8 +561,8 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		    strerror(EVUTIL_SOCKET_ERROR()));
 }
 
-static void
-conn_start(struct conn *c)
+void
+load_conn_start(struct conn *c)
 {
 	struct td_hello h = load_f.hello;
 	struct td_buf b;
@@ -549,7 +571,8 @@ conn_start(struct conn *c)
 
 	clock_gettime(CLOCK_MONOTONIC, &c->start);
 	c->state = C_CONNECTING;
-	load_pending++;
+	if (c->owner == NULL)
+		load_pending++;
 	c->next = xcalloc(load_f.ncpus, sizeof *c->next);
 	if (load_ctx != NULL) {
 		if ((ssl = SSL_new(load_ctx)) == NULL ||
@@ -579,7 +602,7 @@ conn_start(struct conn *c)
 		conn_fail(c, "cannot connect: %s", strerror(errno));
 		return;
 	}
-	if (load_standby >= 0) {
+	if (load_standby >= 0 && c->owner == NULL) {
 		/* STANDBY instead of HELLO, each its own host name */
 		struct td_standby sb = load_sb;
 
@@ -590,15 +613,16 @@ conn_start(struct conn *c)
 			conn_fail(c, "cannot pack STANDBY");
 			return;
 		}
-		conn_add_frame(c, &b);
+		load_conn_send(c, &b);
 		td_buf_free(&b);
 		return;
 	}
 	snprintf(h.name, sizeof h.name, "%s", c->name);
-	h.recording_id = ((uint64_t)getpid() << 32) | (uint64_t)c->idx;
+	h.recording_id = c->recording_id != 0 ? c->recording_id :
+	    ((uint64_t)getpid() << 32) | (uint64_t)c->idx;
 	td_buf_init(&b, TD_MAX_HELLO + TD_FRAME_HEADER);
 	td_msg_pack_hello(&b, &h);
-	conn_add_frame(c, &b);
+	load_conn_send(c, &b);
 	td_buf_free(&b);
 }
 
@@ -636,6 +660,8 @@ conn_stand(struct conn *c, const struct td_welcome *w)
 	load_welcomed++;
 	c->state = C_STANDBY;
 	load_standing++;
+	if (load_armed)
+		load_flight_stand(c);
 	load_start_more();
 	load_standby_arm();
 }
@@ -684,7 +710,7 @@ static void
 load_start_more(void)
 {
 	while (load_next < load_n && load_pending < load_ramp)
-		conn_start(&load_conns[load_next++]);
+		load_conn_start(&load_conns[load_next++]);
 }
 
 /*
@@ -725,8 +751,9 @@ usage(FILE *fp)
 	fprintf(fp,
 "usage: tdload -h HOST -p PORT (--cert F --key F --ca F | --insecure)\n"
 "              -n N [-i IDLE] [-t SECONDS] [-r KB | -T SECONDS] [--ramp M]\n"
-"              [--together] [--standby SECONDS] [--name PREFIX]\n"
-"              [--timeout SECONDS] [-q] FILE\n");
+"              [--together] [--standby SECONDS [--armed]\n"
+"              [--trigger K:SECONDS]] [--name PREFIX] [--timeout SECONDS]\n"
+"              [-q] FILE\n");
 }
 
 enum {
@@ -739,6 +766,8 @@ enum {
 	OPT_TIMEOUT,
 	OPT_TOGETHER,
 	OPT_STANDBY,
+	OPT_ARMED,
+	OPT_TRIGGER,
 };
 
 static const struct option load_longopts[] = {
@@ -751,6 +780,8 @@ static const struct option load_longopts[] = {
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "together", no_argument, NULL, OPT_TOGETHER },
 	{ "standby", required_argument, NULL, OPT_STANDBY },
+	{ "armed", no_argument, NULL, OPT_ARMED },
+	{ "trigger", required_argument, NULL, OPT_TRIGGER },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -759,7 +790,7 @@ main(int argc, char **argv)
 {
 	const char *port = NULL, *cert = NULL, *key = NULL, *ca = NULL;
 	struct addrinfo hints;
-	struct event *deadline;
+	struct event *deadline, *term = NULL;
 	struct timespec t0;
 	struct timeval tv;
 	struct rlimit rl;
@@ -767,7 +798,9 @@ main(int argc, char **argv)
 	char err[1024];
 	int ch, i, ok = 0;
 	uint64_t total_pages = 0;
-	double spread = 0;
+	double spread = 0, trig_secs = 0;
+	int trig_agent = -1;
+	char *end;
 
 	while ((ch = getopt_long(argc, argv, "h:p:n:i:t:r:T:q", load_longopts,
 	    NULL)) != -1) {
@@ -827,6 +860,22 @@ main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_ARMED:
+			load_armed = true;
+			break;
+		case OPT_TRIGGER:
+			/* K:SECONDS */
+			trig_agent = (int)strtol(optarg, &end, 10);
+			if (end == optarg || *end != ':' || trig_agent < 0) {
+				usage(stderr);
+				return 2;
+			}
+			trig_secs = strtod(end + 1, &end);
+			if (*end != '\0' || trig_secs < 0) {
+				usage(stderr);
+				return 2;
+			}
+			break;
 		default:
 			usage(stderr);
 			return 2;
@@ -836,7 +885,8 @@ main(int argc, char **argv)
 	    load_n < 1 || load_idle < 0 || load_idle > load_n ||
 	    load_ramp < 1 || load_quiet < 0 || load_rate < 0 || spread < 0 ||
 	    (spread > 0 && load_rate > 0) ||
-	    load_timeout <= 0 ||
+	    load_timeout <= 0 || (load_armed && load_standby < 0) ||
+	    (trig_agent >= 0 && (!load_armed || trig_agent >= load_n)) ||
 	    (!insecure && (cert == NULL || key == NULL || ca == NULL)) ||
 	    strlen(load_prefix) > TD_MAX_NAME_LEN - 8) {
 		usage(stderr);
@@ -888,6 +938,8 @@ main(int argc, char **argv)
 		    load_idle, load_quiet, load_n - load_idle, load_rate,
 		    total_pages, load_f.ncpus,
 		    (load_f.head.len + load_f.tail.len) / 1e6);
+	if (load_armed)
+		load_flight_init(load_base, trig_agent, trig_secs);
 	load_left = load_n;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	tv.tv_sec = (time_t)load_timeout;
@@ -895,6 +947,11 @@ main(int argc, char **argv)
 	deadline = evtimer_new(load_base, load_deadline_cb, NULL);
 	load_deadline_ev = deadline;
 	evtimer_add(deadline, &tv);
+	if (load_standby >= 0) {
+		/* SIGTERM: the standing agents are done, as at their time */
+		term = evsignal_new(load_base, SIGTERM, load_standby_cb, NULL);
+		evsignal_add(term, NULL);
+	}
 	load_start_more();
 	event_base_dispatch(load_base);
 	for (i = 0; i < load_n; i++) {
@@ -920,11 +977,15 @@ main(int argc, char **argv)
 		printf("; %d standby agents welcomed, %" PRIu64 " KEEPALIVE "
 		    "sent", load_standing, load_keepalives);
 	printf("\n");
+	if (load_armed && load_flight_summary(stdout) != 0)
+		ok = -1;
 	fflush(stdout);
 	load_deadline_ev = NULL;
 	event_free(deadline);
 	if (load_standby_ev != NULL)
 		event_free(load_standby_ev);
+	if (term != NULL)
+		event_free(term);
 	event_base_free(load_base);
 	if (load_ctx != NULL)
 		SSL_CTX_free(load_ctx);

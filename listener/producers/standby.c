@@ -57,6 +57,8 @@ struct standby {
 static struct standby	*standby_list_head;
 static uint32_t		 standby_reqs;	/* the last request's number */
 
+static void	standby_take_file(struct standby *);
+
 /* A line to r. */
 static void standby_line(struct standby_reply *, const char *, ...)
     __attribute__((format(printf, 2, 3)));
@@ -269,6 +271,8 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 		break;
 	case TD_ANSWER_FINISHED:
 		log_info("standby %s: finished %s", sb->identity, text);
+		if (sb->file == NULL)
+			standby_take_file(sb);
 		sb->recording[0] = '\0';
 		/* its file, put in place before the agent heard DONE */
 		if (mine)
@@ -290,22 +294,53 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 	}
 }
 
+/*
+ * A recording's file comes with its identity and name only: which of the
+ * standby agents of that identity recording that name it belongs to, the
+ * listener cannot tell (two agents may share a certificate, up to
+ * --max-standby-per-identity).  Each file goes to one of them without a
+ * file yet, and one that finishes without one takes another's: its own
+ * DONE came before its FINISHED, so one is there.  Every agent that
+ * finishes then names one file, and every file is named once.
+ */
+static void
+standby_take_file(struct standby *sb)
+{
+	struct standby *o;
+
+	for (o = standby_list_head; o != NULL; o = o->next) {
+		if (o == sb || o->file == NULL ||
+		    strcmp(o->identity, sb->identity) != 0 ||
+		    strcmp(o->recording, sb->recording) != 0)
+			continue;
+		sb->file = o->file;
+		sb->complete = o->complete;
+		o->file = NULL;
+		return;
+	}
+}
+
 void
 standby_file(const char *identity, const char *name, const char *path,
     bool complete)
 {
-	struct standby *sb;
+	struct standby *sb, *to = NULL;
 
 	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
 		if (strcmp(sb->identity, identity) != 0 ||
 		    sb->recording[0] == '\0' ||
 		    strcmp(sb->recording, name) != 0)
 			continue;
-		free(sb->file);
-		sb->file = xstrdup(path);
-		sb->complete = complete;
-		return;
+		if (to == NULL || (to->file != NULL && sb->file == NULL))
+			to = sb;
+		if (to->file == NULL)
+			break;
 	}
+	if (to == NULL)
+		return;
+	free(to->file);
+	to->file = xstrdup(path);
+	to->complete = complete;
 }
 
 /* sb's state as the list shows it. */

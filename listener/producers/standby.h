@@ -51,7 +51,9 @@ void		 standby_answer(struct standby *sb, const struct td_answer *a);
 
 /*
  * A file of identity's recording name was put in place (complete, or kept
- * incomplete): the FINISHED of the standby agent recording it names it.
+ * incomplete): the FINISHED of the standby agent recording it names it
+ * (of several of that identity recording that name, one of them: each
+ * FINISHED names one file, each file once).
  */
 void		 standby_file(const char *identity, const char *name,
 		    const char *path, bool complete);
