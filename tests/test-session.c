@@ -1,7 +1,8 @@
 /*
  * test-session.c: the tdproto producer (listener/producers/session.c) against
  * the real recording, registry, checkpoint and writer, driven as
- * listener/producers/conn.c drives it and as tests/fuzz/fuzz-session.c does: a
+ * listener/producers/agentconn.c drives it and as tests/fuzz/fuzz-session.c
+ * does: a
  * connection's bytes go in as session_want() asks, the output is read after
  * every call, the verdict acted on. Nothing faked.
  *
@@ -123,7 +124,7 @@ flush(struct agent *a)
 	td_buf_reset(o);
 }
 
-/* What conn.c does with a verdict that ends the connection. */
+/* What agentconn.c does with a verdict that ends the connection. */
 static void
 verdict(struct agent *a, enum session_verdict v)
 {
@@ -142,7 +143,7 @@ verdict(struct agent *a, enum session_verdict v)
 
 /*
  * Up to upto bytes of the agent's stream arrive (all: SIZE_MAX), handed
- * over as conn_read_cb() does.
+ * over as agentconn_read_cb() does.
  */
 static void
 feed(struct agent *a, size_t upto)

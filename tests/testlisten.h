@@ -1,5 +1,5 @@
 /*
- * testlisten.h: the listener fixture of the producer tests (test-conn,
+ * testlisten.h: the listener fixture of the producer tests (test-agentconn,
  * test-session, test-recording, test-tcproducer): one directory, one
  * zstd codec, tests/data's sections and pages, the budget and the
  * finished list as tdlisten sets them up, and tdlisten's options as

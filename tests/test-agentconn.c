@@ -1,10 +1,11 @@
 /*
- * test-conn.c: an agent's connection (listener/producers/conn.c) driven
- * as tdlisten drives it: a real event base, client_init() and conn_init()
+ * test-agentconn.c: an agent's connection (listener/producers/agentconn.c)
+ * driven
+ * as tdlisten drives it: a real event base, client_init() and agentconn_init()
  * as listener/tdlisten.c calls them (--insecure: plain TCP), a loopback
  * listening socket on a port the kernel picks whose accepted sockets go
- * to conn_accept() (as server.c hands them over), the tick of tdlisten
- * (conn_tick()), and fake agents on the other end, each a bufferevent on
+ * to agentconn_accept() (as server.c hands them over), the tick of tdlisten
+ * (agentconn_tick()), and fake agents on the other end, each a bufferevent on
  * the same loop writing frames built with proto/ (td_msg_pack_*) and
  * real ring-buffer pages (testdata.c).  Nothing in listener/ is faked.
  *
@@ -22,7 +23,7 @@
  *     takes the slot kept for resumes and gets an ERROR RETRY at its
  *     HELLO.
  *
- * Each test has its own loop, listening socket, client layer and conn.c,
+ * Each test has its own loop, listening socket, client layer and agentconn.c,
  * freed by its teardown however it ended.
  */
 #include <netinet/in.h>
@@ -51,7 +52,7 @@
 #include "buf.h"
 #include "client.h"
 #include "clock.h"
-#include "conn.h"
+#include "agentconn.h"
 #include "listener.h"
 #include "recording.h"
 #include "registry.h"
@@ -99,11 +100,11 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	conn_tick();
+	agentconn_tick();
 	recording_expire();
 }
 
-/* server.c's accept callback for TCP: the peer named, to conn_accept(). */
+/* server.c's accept callback for TCP: the peer named, to agentconn_accept(). */
 static void
 accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     int salen, void *arg)
@@ -117,7 +118,7 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	assert_int_equal(sa->sa_family, AF_INET);
 	inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
 	snprintf(peer, sizeof peer, "%s:%u", host, ntohs(sin->sin_port));
-	conn_accept(fd, sa, peer, NULL);
+	agentconn_accept(fd, sa, peer, NULL);
 }
 
 static void
@@ -389,7 +390,7 @@ test_stream(void **unused)
 	agent_send(a, a->head);
 	run_until(got_welcome, a, "WELCOME");
 	assert_false(a->eof);
-	assert_int_equal(conn_sessions(), 1);
+	assert_int_equal(agentconn_sessions(), 1);
 	agent_send(a, a->half);
 	run_until(got_ack, a, "an ACK");
 	assert_false(a->eof);
@@ -397,7 +398,7 @@ test_stream(void **unused)
 	run_until(is_closed, a, "DONE and the close");
 	check_done(a, 1);
 	run_until(no_clients, NULL, "the connection freed");
-	assert_int_equal(conn_sessions(), 0);
+	assert_int_equal(agentconn_sessions(), 0);
 }
 
 /* A garbage first frame: that connection closes, the other finishes. */
@@ -507,7 +508,7 @@ config(void)
 	tl->cfg.no_udp_probes = true;
 }
 
-/* Each test: a loop, the client layer and conn.c, a listening socket. */
+/* Each test: a loop, the client layer and agentconn.c, a listening socket. */
 static int
 setup_test(void **unused)
 {
@@ -524,7 +525,7 @@ setup_test(void **unused)
 	client_init(base, &tl->cfg);
 	recording_set_base(base);
 	recording_set_policy(&rotate_policy);
-	conn_init(base, &tl->cfg, NULL);
+	agentconn_init(base, &tl->cfg, NULL);
 	memset(&sin, 0, sizeof sin);
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -550,7 +551,7 @@ teardown_test(void **unused)
 	for (i = 0; i < nagents; i++)
 		agent_free(&agents[i]);
 	nagents = 0;
-	conn_free_all();
+	agentconn_free_all();
 	recording_leave_all();
 	event_free(tick);
 	evconnlistener_free(lev);
@@ -565,7 +566,7 @@ setup(void **unused)
 {
 	(void)unused;
 	signal(SIGPIPE, SIG_IGN);
-	tl = testlisten_setup("test-conn");
+	tl = testlisten_setup("test-agentconn");
 	return tl == NULL ? -1 : 0;
 }
 
