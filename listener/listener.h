@@ -3,7 +3,7 @@
  * by tdlisten.c from the options and read by the modules.  Each module
  * has its own header: admit.h (the handshake budget), finished.h
  * (recordings finished lately), output.h (where files go), server.h,
- * conn.h, session.h, recording.h, registry.h, checkpoint.h, timesync.h,
+ * agentconn.h, session.h, recording.h, registry.h, checkpoint.h, timesync.h,
  * sockio.h, budget.h ...  Everything runs on one libevent loop.
  */
 #ifndef TD_LISTENER_H

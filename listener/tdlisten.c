@@ -23,7 +23,7 @@
 #include "admit.h"
 #include "budget.h"
 #include "client.h"
-#include "conn.h"
+#include "agentconn.h"
 #include "control.h"
 #include "finished.h"
 #include "httpd.h"
@@ -45,7 +45,7 @@
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "size.h"
-#include "standby.h"
+#include "standbytab.h"
 #include "tls.h"
 #include "uftrace.h"
 #include "tracecmd.h"
@@ -616,7 +616,7 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 	}
 	notify_send("STOPPING=1");
 	log_info("signal %d: shutting down (%d sessions open, %d trace-cmd "
-	    "clients)", (int)sig, conn_sessions(), tracecmd_clients());
+	    "clients)", (int)sig, agentconn_sessions(), tracecmd_clients());
 	/* no command starts now: files done from here on wait on disk */
 	if (tdlisten_cfg->onfinish != NULL)
 		onfinish_stop(tdlisten_cfg->onfinish);
@@ -624,13 +624,14 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 	uftrace_shutdown();
 	event_del(tdlisten_tick_ev);
 	tracecmd_shutdown();
-	conn_shutdown_all();
+	agentconn_shutdown_all();
 	recording_leave_all();
 	{
 		/* a second for the agents' ERRORs to go out */
 		struct timeval tv = { 1, 0 };
 
-		event_base_loopexit(base, conn_sessions() > 0 ? &tv : NULL);
+		event_base_loopexit(base,
+		    agentconn_sessions() > 0 ? &tv : NULL);
 	}
 }
 
@@ -642,7 +643,7 @@ tdlisten_signal_cb(evutil_socket_t sig, short what, void *arg)
 static void
 tdlisten_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	conn_tick();
+	agentconn_tick();
 	recording_expire();
 	memtrim_tick();
 }
@@ -713,7 +714,7 @@ tdlisten_reload_cb(char *msg, size_t len)
 static void
 tdlisten_done_cb(const struct output_done *d, void *arg)
 {
-	standby_file(d->identity, d->name, d->path, d->complete);
+	standbytab_file(d->identity, d->name, d->path, d->complete);
 	if (arg != NULL)
 		onfinish_done_cb(d, arg);
 }
@@ -852,11 +853,11 @@ main(int argc, char **argv)
 	client_init(base, &cfg);
 	recording_set_base(base);
 	recording_set_policy(&rotate_policy);
-	conn_init(base, &cfg, ctx);
+	agentconn_init(base, &cfg, ctx);
 	if (cfg.http != NULL && httpd_start(base, &cfg, ctx != NULL, err,
 	    sizeof err) == -1)
 		fatalx("--http: %s", err);
-	if (server_start(base, &cfg, ctx != NULL, conn_accept, NULL) == -1)
+	if (server_start(base, &cfg, ctx != NULL, agentconn_accept, NULL) == -1)
 		fatalx("cannot listen on port %s%s%s%s", cfg.port,
 		    cfg.unix_path ? " and " : "", cfg.unix_path ?
 		    cfg.unix_path : "", cfg.vsock_port ? " and vsock" : "");
@@ -921,7 +922,7 @@ main(int argc, char **argv)
 	tracecmd_shutdown();
 	control_free();
 	httpd_free();
-	conn_free_all();
+	agentconn_free_all();
 	uftrace_shutdown();
 	recording_leave_all();
 	onfinish_free(cfg.onfinish);
@@ -942,7 +943,7 @@ main(int argc, char **argv)
 	for (i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	event_base_free(base);
-	conn_set_ctx(NULL);
+	agentconn_set_ctx(NULL);
 	td_codec_free(cfg.codec_ctx);
 	log_info("stopped");
 	return 0;

@@ -585,7 +585,7 @@ test_claim_refused(void **state)
 /*
  * Issue 31: an IPv6 identity (--insecure: the address) can be named in
  * --guest, in brackets, however the address is spelled: the host
- * [2001:db8::1] is the identity "_2001_db8__1_" (conn.c), its guest at
+ * [2001:db8::1] is the identity "_2001_db8__1_" (agentconn.c), its guest at
  * [::ffff:10.0.0.7] "___ffff_10.0.0.7_", an IPv4 one [10.0.0.9] "10.0.0.9".
  */
 static void

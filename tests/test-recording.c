@@ -35,12 +35,9 @@
 
 #include <cmocka.h>
 
-#include "budget.h"
 #include "buf.h"
-#include "compress.h"
 #include "finished.h"
 #include "listener.h"
-#include "log.h"
 #include "recording.h"
 #include "registry.h"
 #include "rotate.h"
@@ -48,14 +45,12 @@
 #include "tdproto.h"
 #include "tdread.h"
 #include "testdata.h"
+#include "testlisten.h"
 
 #define NCPUS		2
 #define IDENTITY	"web1"
 
-static struct listener_config cfg;
-static struct testdata_meta meta;
-static char *topdir;
-static struct td_codec *zstd;
+static struct testlisten *tl;
 static int taken;
 
 static void
@@ -69,20 +64,13 @@ taken_cb(void *arg)
 static void
 config(uint64_t rotate_bytes, uint32_t keep_n)
 {
-	struct budget_caps caps = { TD_SESSION_MEM, TD_IDENTITY_MEM,
-	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE, 0 };
-
-	cfg = (struct listener_config){ .dir = topdir, .insecure = true,
-	    .file_version = 7, .codec = TD_CODEC_ZSTD, .max_sessions = 8,
-	    .handshake_timeout = 10, .tsync_interval = TD_TSYNC_OFF,
-	    .resume_wait = 600, .idle_timeout = 60, .max_per_identity = 64,
-	    .max_standby_per_identity = 2, .dir_mode = 0700,
-	    .file_mode = 0600, .gid = (gid_t)-1, .codec_ctx = zstd,
-	    .rotate_bytes = rotate_bytes, .keep_n = keep_n };
+	testlisten_config();
+	tl->cfg.resume_wait = 600;
+	tl->cfg.rotate_bytes = rotate_bytes;
+	tl->cfg.keep_n = keep_n;
 	/* pieces of a size known in advance: pages stored as they are */
 	if (rotate_bytes > 0)
-		cfg.codec = TD_CODEC_NONE;
-	budget_init(&caps);
+		tl->cfg.codec = TD_CODEC_NONE;
 }
 
 static struct recording *
@@ -103,7 +91,7 @@ open_rec(uint64_t rid)
 	p.long_size = 8;
 	p.commit_size = 8;
 	p.pieces = 1;
-	r = recording_open(&cfg, &p, IDENTITY, taken_cb, NULL, 1, err,
+	r = recording_open(&tl->cfg, &p, IDENTITY, taken_cb, NULL, 1, err,
 	    sizeof err, &fault);
 	if (r == NULL)
 		fail_msg("recording_open: %s", err);
@@ -118,7 +106,7 @@ sections(struct recording *r)
 	int id;
 
 	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
-		b = testdata_meta_section(&meta, id);
+		b = testdata_meta_section(&tl->meta, id);
 		assert_int_equal(recording_section_begin(r, (uint16_t)id), 0);
 		/* in two pieces, as frames bring them */
 		assert_int_equal(recording_section_write(r, b->data,
@@ -145,7 +133,7 @@ pages(struct recording *r, unsigned int from, unsigned int to,
 
 	for (n = from; n < to; n++) {
 		for (cpu = 0; cpu < NCPUS; cpu++) {
-			testdata_cpu_page(&meta, cpu, n, page, exp);
+			testdata_cpu_page(&tl->meta, cpu, n, page, exp);
 			exp->pages[cpu]++;
 			assert_int_equal(recording_pages_begin(r,
 			    (uint32_t)cpu, n), 0);
@@ -168,19 +156,7 @@ finish(struct recording *r, unsigned int npages, struct finished *fin)
 
 	for (cpu = 0; cpu < NCPUS; cpu++)
 		sent[cpu] = npages;
-	if (recording_finish(r, sent, NCPUS, fin) == -1)
-		fail_msg("recording_finish: %s", recording_why(r));
-	recording_close(r);
-}
-
-/* The path of a file under DIR (as DONE names them). */
-static char *
-under_dir(const char *rel)
-{
-	char *p;
-
-	assert_true(asprintf(&p, "%s/%s", topdir, rel) > 0);
-	return p;
+	testlisten_finish(r, sent, NCPUS, fin);
 }
 
 /* Open, add, finish: libtracecmd reads exactly what was written. */
@@ -205,7 +181,7 @@ test_open_add_finish(void **unused)
 	assert_int_equal(recording_pages(r), 80);
 	/* the producer's faults: refused, nothing taken */
 	pos = recording_position(r);
-	testdata_cpu_page(&meta, 0, 40, page, NULL);
+	testdata_cpu_page(&tl->meta, 0, 40, page, NULL);
 	assert_int_equal(recording_pages_begin(r, 0, 41), -1);
 	assert_int_equal(recording_fault(r), REC_INPUT);
 	assert_int_equal(recording_pages_begin(r, NCPUS, 40), -1);
@@ -219,11 +195,11 @@ test_open_add_finish(void **unused)
 	assert_string_equal(fin.identity, IDENTITY);
 	assert_int_equal(fin.recording_id, 1);
 	assert_int_equal(strncmp(fin.path, IDENTITY "/", 5), 0);
-	path = under_dir(fin.path);
+	path = testlisten_path(fin.path);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal((uint64_t)st.st_size, fin.size);
 	assert_int_equal(exp.pages[0], 50);
-	testdata_check_libtracecmd(path, &exp, &meta);
+	testdata_check_libtracecmd(path, &exp, &tl->meta);
 	assert_int_equal(taken, 0);
 	unlink(path);
 	free(path);
@@ -254,7 +230,7 @@ test_recover(void **unused)
 	/* tdlisten stops: left on disk at the checkpoint; it starts again */
 	recording_leave_all();
 	assert_null(registry_find(IDENTITY, 2));
-	recording_recover_all(&cfg);
+	recording_recover_all(&tl->cfg);
 	r = registry_find(IDENTITY, 2);
 	assert_non_null(r);
 	assert_false(recording_owned(r));
@@ -265,10 +241,10 @@ test_recover(void **unused)
 	/* the producer resends from there: pages 16 on */
 	pages(r, 16, 24, &exp, 8);
 	finish(r, 24, &fin);
-	path = under_dir(fin.path);
+	path = testlisten_path(fin.path);
 	for (cpu = 0; cpu < NCPUS; cpu++)
 		assert_int_equal(exp.pages[cpu], 24);
-	testdata_check_libtracecmd(path, &exp, &meta);
+	testdata_check_libtracecmd(path, &exp, &tl->meta);
 	unlink(path);
 	free(path);
 	testdata_expect_free(&exp);
@@ -338,6 +314,24 @@ page_cb(void *arg, const void *page, size_t len)
 	return 0;
 }
 
+/* Piece k of base (base-NNNN.dat): its pages added to got[cpu]; removed. */
+static void
+piece_pages(const char *base, uint32_t k, uint64_t *got)
+{
+	struct td_read *rd;
+	char *p;
+	int cpu;
+
+	assert_true(asprintf(&p, "%s-%04u.dat", base, k) > 0);
+	assert_non_null(rd = td_read_open(p));
+	for (cpu = 0; cpu < NCPUS; cpu++)
+		assert_int_equal(td_read_cpu_pages(rd, cpu, page_cb,
+		    &got[cpu]), 0);
+	td_read_close(rd);
+	unlink(p);
+	free(p);
+}
+
 /* Pieces of base (base-NNNN.dat) in dir, n[k] set for piece k (< 64). */
 static int
 list_pieces(const char *dir, const char *base, bool *have)
@@ -385,7 +379,7 @@ rotated(uint64_t rid, unsigned int npages, char *base, size_t baselen,
 	sections(r);
 	pages(r, 0, npages, exp, 8);
 	finish(r, npages, &fin);
-	path = under_dir(fin.path);
+	path = testlisten_path(fin.path);
 	last = rotate_piece(path, &bl);
 	free(path);
 	return last;
@@ -403,7 +397,6 @@ test_rotate_recover(void **unused)
 	uint64_t got[NCPUS] = { 0, 0 };
 	struct recording *r;
 	struct finished fin;
-	struct td_read *rd;
 	char base[1024], err[256] = "", *p;
 	uint32_t last, k;
 	size_t bl;
@@ -421,7 +414,7 @@ test_rotate_recover(void **unused)
 	pages(r, 0, 300, &exp, 8);
 	assert_int_equal(rotate_piece(recording_path(r), &bl), 3);
 	recording_leave_all();
-	recording_recover_all(&cfg);
+	recording_recover_all(&tl->cfg);
 	r = registry_find(IDENTITY, 6);
 	assert_non_null(r);
 	assert_int_equal(rotate_piece(recording_path(r), &bl), 3);
@@ -431,20 +424,12 @@ test_rotate_recover(void **unused)
 	    sizeof err), 0);
 	pages(r, 300, 400, &exp, 8);
 	finish(r, 400, &fin);
-	p = under_dir(fin.path);
+	p = testlisten_path(fin.path);
 	last = rotate_piece(p, &bl);
 	free(p);
 	assert_int_equal(last, 3);
-	for (k = 1; k <= last; k++) {
-		assert_true(asprintf(&p, "%s-%04u.dat", base, k) > 0);
-		assert_non_null(rd = td_read_open(p));
-		for (cpu = 0; cpu < NCPUS; cpu++)
-			assert_int_equal(td_read_cpu_pages(rd, cpu, page_cb,
-			    &got[cpu]), 0);
-		td_read_close(rd);
-		unlink(p);
-		free(p);
-	}
+	for (k = 1; k <= last; k++)
+		piece_pages(base, k, got);
 	for (cpu = 0; cpu < NCPUS; cpu++)
 		assert_int_equal(got[cpu], 400);
 	testdata_expect_free(&exp);
@@ -456,7 +441,6 @@ test_rotate_pieces(void **unused)
 {
 	struct testdata_expect exp;
 	uint64_t got[NCPUS] = { 0, 0 };
-	struct td_read *rd;
 	char base[1024], dir[1024], *p;
 	struct stat st;
 	bool have[64];
@@ -482,14 +466,8 @@ test_rotate_pieces(void **unused)
 		assert_int_equal(stat(p, &st), 0);
 		assert_true(k == last || (st.st_size >= TD_ROTATE_MIN_SIZE &&
 		    st.st_size < TD_ROTATE_MIN_SIZE + 128 * 1024));
-		rd = td_read_open(p);
-		assert_non_null(rd);
-		for (cpu = 0; cpu < NCPUS; cpu++)
-			assert_int_equal(td_read_cpu_pages(rd, cpu, page_cb,
-			    &got[cpu]), 0);
-		td_read_close(rd);
-		unlink(p);
 		free(p);
+		piece_pages(base, k, got);
 	}
 	for (cpu = 0; cpu < NCPUS; cpu++)
 		assert_int_equal(got[cpu], 400);
@@ -554,27 +532,10 @@ static int
 setup(void **unused)
 {
 	(void)unused;
-	log_init("test-recording", -1, 0);
-	topdir = testdata_tmpdir();
-	zstd = td_codec_new(TD_CODEC_ZSTD, 0);
-	testdata_meta_init(&meta);
-	finished_load(topdir);
+	tl = testlisten_setup("test-recording");
 	/* --rotate, --keep and a cut's recovery: as tdlisten.c gives it */
 	recording_set_policy(&rotate_policy);
-	return zstd == NULL ? -1 : 0;
-}
-
-static int
-teardown(void **unused)
-{
-	(void)unused;
-	recording_leave_all();
-	finished_free();
-	testdata_meta_free(&meta);
-	td_codec_free(zstd);
-	testdata_rmdir(topdir);
-	free(topdir);
-	return 0;
+	return tl == NULL ? -1 : 0;
 }
 
 int
@@ -589,5 +550,5 @@ main(void)
 		cmocka_unit_test(test_rotate_recover),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, testlisten_teardown);
 }

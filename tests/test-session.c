@@ -1,7 +1,8 @@
 /*
  * test-session.c: the tdproto producer (listener/producers/session.c) against
  * the real recording, registry, checkpoint and writer, driven as
- * listener/producers/conn.c drives it and as tests/fuzz/fuzz-session.c does: a
+ * listener/producers/agentconn.c drives it and as tests/fuzz/fuzz-session.c
+ * does: a
  * connection's bytes go in as session_want() asks, the output is read after
  * every call, the verdict acted on. Nothing faked.
  *
@@ -31,26 +32,19 @@
 
 #include "budget.h"
 #include "buf.h"
-#include "compress.h"
-#include "tdfile.h"
-#include "finished.h"
 #include "listener.h"
-#include "log.h"
 #include "recording.h"
 #include "registry.h"
 #include "session.h"
-#include "tdlimits.h"
 #include "tdproto.h"
 #include "testdata.h"
+#include "testlisten.h"
 #include "timesync.h"
 
 #define NCPUS		2
 #define NPAGES		24	/* per CPU */
 
-static struct listener_config cfg;
-static struct testdata_meta meta;
-static char *topdir;
-static struct td_codec *zstd;
+static struct testlisten *tl;
 
 /* One agent's connection. */
 struct agent {
@@ -72,24 +66,6 @@ gone_cb(void *arg)
 	fail_msg("a session was taken over");
 }
 
-/* PAGES of one CPU: count pages from first (their events into exp). */
-static void
-add_pages(struct agent *a, int cpu, unsigned int first, unsigned int count,
-    struct testdata_expect *exp)
-{
-	uint8_t page[TESTDATA_PAGE_SIZE];
-	unsigned int n;
-
-	assert_int_equal(td_msg_pack_pages_head(&a->in, (uint32_t)cpu, count,
-	    first, sizeof page), 0);
-	for (n = first; n < first + count; n++) {
-		testdata_cpu_page(&meta, cpu, n, page, exp);
-		if (exp != NULL)
-			exp->pages[cpu]++;
-		assert_int_equal(td_buf_add(&a->in, page, sizeof page), 0);
-	}
-}
-
 /*
  * An agent's whole stream; in the middle, with bad 1 a PAGES frame whose
  * sequence skips one, with bad 2 an ACK (a frame only the listener sends).
@@ -97,11 +73,8 @@ add_pages(struct agent *a, int cpu, unsigned int first, unsigned int count,
 static void
 agent_init(struct agent *a, const char *identity, uint64_t rid, int bad)
 {
-	const struct td_buf *b;
-	struct td_hello h;
-	struct td_end *e;
 	unsigned int n;
-	int id, cpu;
+	int cpu;
 
 	memset(a, 0, sizeof *a);
 	a->identity = identity;
@@ -109,47 +82,23 @@ agent_init(struct agent *a, const char *identity, uint64_t rid, int bad)
 	a->exp.ncpus = NCPUS;
 	td_buf_init(&a->in, 64 << 20);
 	td_buf_init(&a->out, 1 << 20);
-	memset(&h, 0, sizeof h);
-	h.version_min = TD_PROTO_VERSION_MIN;
-	h.version_max = TD_PROTO_VERSION;
-	h.ncpus = NCPUS;
-	h.page_size = TESTDATA_PAGE_SIZE;
-	h.long_size = 8;
-	h.commit_size = 8;
-	h.file_version = 7;
-	h.recording_id = rid;
-	h.trace_id = 0x7700 + rid;
-	snprintf(h.name, sizeof h.name, "%s", identity);
-	snprintf(h.clock, sizeof h.clock, "local");
-	assert_int_equal(td_msg_pack_hello(&a->in, &h), 0);
-	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
-		b = testdata_meta_section(&meta, id);
-		assert_int_equal(td_msg_pack_section(&a->in, (uint16_t)id), 0);
-		assert_int_equal(td_msg_pack_section_data(&a->in, b->data,
-		    b->len), 0);
-		assert_int_equal(td_msg_pack_section_end(&a->in), 0);
-	}
+	testlisten_agent_head(&a->in, NCPUS, rid, identity);
 	for (n = 0; n < NPAGES; n += 4) {
 		for (cpu = 0; cpu < NCPUS; cpu++)
-			add_pages(a, cpu, n, 4, &a->exp);
+			testlisten_agent_pages(&a->in, cpu, n, 4, &a->exp);
 		if (bad != 0 && n == NPAGES / 2) {
 			a->bad_at = a->in.len;
 			/* CPU 0's next page is NPAGES / 2 + 4, not + 5 */
 			if (bad == 1)
-				add_pages(a, 0, n + 5, 1, NULL);
+				testlisten_agent_pages(&a->in, 0, n + 5, 1,
+				    NULL);
 			else
 				assert_int_equal(td_msg_pack_ack(&a->in, 1),
 				    0);
 		}
 	}
-	e = calloc(1, sizeof *e);
-	assert_non_null(e);
-	e->ncpus = NCPUS;
-	for (cpu = 0; cpu < NCPUS; cpu++)
-		e->pages[cpu] = NPAGES;
-	assert_int_equal(td_msg_pack_end(&a->in, e), 0);
-	free(e);
-	a->s = session_new(&cfg, identity, "192.0.2.1:4000", gone_cb, a);
+	testlisten_agent_end(&a->in, NCPUS, NPAGES);
+	a->s = session_new(&tl->cfg, identity, "192.0.2.1:4000", gone_cb, a);
 	assert_non_null(a->s);
 }
 
@@ -175,7 +124,7 @@ flush(struct agent *a)
 	td_buf_reset(o);
 }
 
-/* What conn.c does with a verdict that ends the connection. */
+/* What agentconn.c does with a verdict that ends the connection. */
 static void
 verdict(struct agent *a, enum session_verdict v)
 {
@@ -194,7 +143,7 @@ verdict(struct agent *a, enum session_verdict v)
 
 /*
  * Up to upto bytes of the agent's stream arrive (all: SIZE_MAX), handed
- * over as conn_read_cb() does.
+ * over as agentconn_read_cb() does.
  */
 static void
 feed(struct agent *a, size_t upto)
@@ -236,41 +185,8 @@ feed(struct agent *a, size_t upto)
 static uint16_t
 replies(const struct agent *a, struct td_done *d, struct td_error *err)
 {
-	struct td_welcome w;
-	struct td_frame f;
-	uint64_t ack = 0, off;
-	size_t at;
-	int i;
-
-	for (i = 0, at = 0; at < a->out.len; at += f.total, i++) {
-		assert_int_equal(td_frame_parse(a->out.data + at,
-		    a->out.len - at, &f), 1);
-		if (i == 0) {
-			assert_int_equal(f.type, TD_MSG_WELCOME);
-			assert_int_equal(td_msg_unpack_welcome(&f, &w), 0);
-			assert_string_equal(w.identity, a->identity);
-			assert_int_equal(w.resume_offset, 0);
-			continue;
-		}
-		switch (f.type) {
-		case TD_MSG_ACK:
-			assert_int_equal(td_msg_unpack_ack(&f, &off), 0);
-			assert_true(off > ack && off <= a->pos);
-			ack = off;
-			break;
-		case TD_MSG_DONE:
-			assert_int_equal(td_msg_unpack_done(&f, d), 0);
-			assert_int_equal(at + f.total, a->out.len);
-			return f.type;
-		case TD_MSG_ERROR:
-			assert_int_equal(td_msg_unpack_error(&f, err), 0);
-			assert_int_equal(at + f.total, a->out.len);
-			return f.type;
-		default:
-			fail_msg("the listener sent frame type %u", f.type);
-		}
-	}
-	return 0;
+	return testlisten_replies(&a->out, a->identity, true, a->pos, d, err,
+	    NULL);
 }
 
 /* The one file in DIR/identity/, which must end in suffix. */
@@ -282,7 +198,7 @@ one_file(const char *identity, const char *suffix)
 	int n = 0;
 	DIR *d;
 
-	snprintf(dir, sizeof dir, "%s/%s", topdir, identity);
+	snprintf(dir, sizeof dir, "%s/%s", tl->dir, identity);
 	assert_non_null(d = opendir(dir));
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
@@ -342,12 +258,12 @@ test_three_agents(void **unused)
 	assert_int_equal(session_phase(a.s), SESSION_DONE);
 	assert_int_equal(a.pos, a.in.len);
 	assert_int_equal(replies(&a, &d, &e), TD_MSG_DONE);
-	assert_true(asprintf(&path, "%s/%s", topdir, d.path) > 0);
+	path = testlisten_path(d.path);
 	assert_int_equal(strncmp(d.path, "web1/", 5), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal((uint64_t)st.st_size, d.file_size);
 	assert_int_equal(a.exp.pages[0], NPAGES);
-	testdata_check_libtracecmd(path, &a.exp, &meta);
+	testdata_check_libtracecmd(path, &a.exp, &tl->meta);
 	one_file("web1", ".dat");
 	free(path);
 	agent_free(&a);
@@ -360,36 +276,9 @@ test_three_agents(void **unused)
 static int
 setup(void **unused)
 {
-	struct budget_caps caps = { TD_SESSION_MEM, TD_IDENTITY_MEM,
-	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE, 0 };
-
 	(void)unused;
-	log_init("test-session", -1, 0);
-	topdir = testdata_tmpdir();
-	zstd = td_codec_new(TD_CODEC_ZSTD, 0);
-	testdata_meta_init(&meta);
-	cfg = (struct listener_config){ .dir = topdir, .insecure = true,
-	    .file_version = 7, .codec = TD_CODEC_ZSTD, .max_sessions = 8,
-	    .handshake_timeout = 10, .tsync_interval = TD_TSYNC_OFF,
-	    .resume_wait = 0, .idle_timeout = 60, .max_per_identity = 64,
-	    .max_standby_per_identity = 2, .dir_mode = 0700,
-	    .file_mode = 0600, .gid = (gid_t)-1, .codec_ctx = zstd };
-	budget_init(&caps);
-	finished_load(topdir);
-	return zstd == NULL ? -1 : 0;
-}
-
-static int
-teardown(void **unused)
-{
-	(void)unused;
-	recording_leave_all();
-	finished_free();
-	testdata_meta_free(&meta);
-	td_codec_free(zstd);
-	testdata_rmdir(topdir);
-	free(topdir);
-	return 0;
+	tl = testlisten_setup("test-session");
+	return tl == NULL ? -1 : 0;
 }
 
 int
@@ -399,5 +288,5 @@ main(void)
 		cmocka_unit_test(test_three_agents),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, testlisten_teardown);
 }

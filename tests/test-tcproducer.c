@@ -37,29 +37,23 @@
 #include <cmocka.h>
 #include <event2/event.h>
 
-#include "budget.h"
 #include "buf.h"
-#include "compress.h"
 #include "finished.h"
 #include "listener.h"
-#include "log.h"
 #include "recording.h"
 #include "tcdata.h"
 #include "tcmeta.h"
 #include "tdfile.h"
-#include "tdlimits.h"
 #include "tdproto.h"
 #include "testdata.h"
+#include "testlisten.h"
 
 #define NCPUS		2
 #define NPAGES		20
 #define TRACECLOCK	"[local] global counter"
 
-static struct listener_config cfg;
-static struct testdata_meta meta;
+static struct testlisten *tl;
 static struct event_base *base;
-static char *topdir;
-static struct td_codec *zstd;
 static struct tcdata *data;
 static struct recording *rec;
 static int ended;
@@ -81,10 +75,10 @@ header_fd(int version)
 	fp.long_size = 8;
 	fp.ncpus = NCPUS;
 	fp.clock = "local";
-	assert_true(asprintf(&path, "%s/header.dat", topdir) > 0);
+	path = testlisten_path("header.dat");
 	assert_non_null(f = td_file_create(path, &fp));
 	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
-		const struct td_buf *s = testdata_meta_section(&meta, id);
+		const struct td_buf *s = testdata_meta_section(&tl->meta, id);
 
 		assert_int_equal(td_file_section_add(f, id, s->data, s->len),
 		    0);
@@ -199,7 +193,7 @@ open_rec(void)
 	p.ncpus = NCPUS;
 	p.page_size = TESTDATA_PAGE_SIZE;
 	tcmeta_params(m, &p);
-	rec = recording_open(&cfg, &p, "tc", NULL, NULL, 1, err, sizeof err,
+	rec = recording_open(&tl->cfg, &p, "tc", NULL, NULL, 1, err, sizeof err,
 	    &fault);
 	if (rec == NULL)
 		fail_msg("recording_open: %s", err);
@@ -262,12 +256,10 @@ finish_and_check(const struct testdata_expect *exp)
 
 	for (cpu = 0; cpu < NCPUS; cpu++)
 		sent[cpu] = tcdata_pages(data, (uint32_t)cpu);
-	if (recording_finish(rec, sent, NCPUS, &fin) == -1)
-		fail_msg("recording_finish: %s", recording_why(rec));
-	recording_close(rec);
+	testlisten_finish(rec, sent, NCPUS, &fin);
 	rec = NULL;
-	assert_true(asprintf(&path, "%s/%s", topdir, fin.path) > 0);
-	testdata_check_libtracecmd(path, exp, &meta);
+	path = testlisten_path(fin.path);
+	testdata_check_libtracecmd(path, exp, &tl->meta);
 	unlink(path);
 	free(path);
 }
@@ -293,7 +285,7 @@ test_tcp(void **unused)
 		fd[cpu] = client(SOCK_STREAM, "127.0.0.1", (uint32_t)cpu);
 	for (n = 0; n < NPAGES; n++)
 		for (cpu = 0; cpu < NCPUS; cpu++) {
-			testdata_cpu_page(&meta, cpu, n, page, &exp);
+			testdata_cpu_page(&tl->meta, cpu, n, page, &exp);
 			exp.pages[cpu]++;
 			assert_int_equal(write(fd[cpu], page, sizeof page),
 			    (ssize_t)sizeof page);
@@ -339,7 +331,7 @@ test_udp(void **unused)
 	stranger = client(SOCK_DGRAM, "127.0.0.2", 1);
 	for (n = 0; n < NPAGES; n++) {
 		for (cpu = 0; cpu < NCPUS; cpu++) {
-			testdata_cpu_page(&meta, cpu, n, page, &exp);
+			testdata_cpu_page(&tl->meta, cpu, n, page, &exp);
 			exp.pages[cpu]++;
 			assert_int_equal(send(fd[cpu], page, sizeof page, 0),
 			    (ssize_t)sizeof page);
@@ -380,37 +372,18 @@ test_udp(void **unused)
 static int
 setup(void **unused)
 {
-	struct budget_caps caps = { TD_SESSION_MEM, TD_IDENTITY_MEM,
-	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE, 0 };
-
 	(void)unused;
-	log_init("test-tcproducer", -1, 0);
-	topdir = testdata_tmpdir();
-	zstd = td_codec_new(TD_CODEC_ZSTD, 0);
+	tl = testlisten_setup("test-tcproducer");
 	base = event_base_new();
-	testdata_meta_init(&meta);
-	cfg = (struct listener_config){ .dir = topdir, .insecure = true,
-	    .file_version = 7, .codec = TD_CODEC_ZSTD, .max_sessions = 8,
-	    .handshake_timeout = 10, .tsync_interval = TD_TSYNC_OFF,
-	    .resume_wait = 0, .idle_timeout = 60, .max_per_identity = 64,
-	    .max_standby_per_identity = 2, .dir_mode = 0700,
-	    .file_mode = 0600, .gid = (gid_t)-1, .codec_ctx = zstd };
-	budget_init(&caps);
-	finished_load(topdir);
-	return zstd == NULL || base == NULL ? -1 : 0;
+	return tl == NULL || base == NULL ? -1 : 0;
 }
 
 static int
 teardown(void **unused)
 {
 	(void)unused;
-	finished_free();
-	testdata_meta_free(&meta);
-	td_codec_free(zstd);
 	event_base_free(base);
-	testdata_rmdir(topdir);
-	free(topdir);
-	return 0;
+	return testlisten_teardown(NULL);
 }
 
 int

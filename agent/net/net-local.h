@@ -1,6 +1,6 @@
 /*
  * net-local.h: the agent's session with the listener, struct net, for
- * net.c and net-sink.c only (see net.h).
+ * net.c, net-sink.c and net-tsync.c only (see net.h).
  */
 #ifndef TD_NET_LOCAL_H
 #define TD_NET_LOCAL_H
@@ -66,6 +66,15 @@ struct net {
 	unsigned int	 reconnects;
 };
 
+/* net.c: "what: strerror(errno)" into err; -1. */
+int	net_err(char *err, size_t errlen, const char *what);
+/*
+ * net.c: wait on c for a frame of type (ACKs on the way applied when n is
+ * given, late time-sync replies skipped): 0, or -1 and err (*fatal: the
+ * listener is given up).
+ */
+int	net_expect(struct net *n, struct conn *c, uint16_t type,
+	    struct td_frame *f, bool *fatal, char *err, size_t errlen);
 /* A WELCOME came: its probe port, id and key (net-tsync.c). */
 void	net_tsync_welcome(struct net *n, const struct td_welcome *w);
 

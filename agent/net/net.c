@@ -1,8 +1,8 @@
 /*
  * net.c: the agent side of the tracedock protocol over TLS (or plain TCP
- * with --insecure): the session with the listener (HELLO, resume, ACKs,
- * time sync) over one connection after another, to the collector that
- * took the recording (collectors.h).  The recording's bytes, kept until
+ * with --insecure): the session with the listener (HELLO, resume, ACKs)
+ * over one connection after another, to the collector that took the
+ * recording (collectors.h); its time sync is net-tsync.c's.  The recording's bytes, kept until
  * the listener acknowledges them, are stream.c's (net-sink.c frames
  * them); one connection's bytes, and every socket and TLS call, are
  * conn.c's; the thread that dials again is reconnect.c's.
@@ -42,8 +42,8 @@
  */
 #define NET_WINDOW_TIMEOUT_MS	(NET_USER_TIMEOUT_MS * 4)
 
-/* "what: strerror(errno)" into err. */
-static int
+/* "what: strerror(errno)" into err (net-local.h). */
+int
 net_err(char *err, size_t errlen, const char *what)
 {
 	snprintf(err, errlen, "%s: %s", what, strerror(errno));
@@ -54,9 +54,10 @@ static int	net_ack(struct net *, const struct td_frame *, char *, size_t);
 
 /*
  * Wait for a frame of one type.  ACKs on the way are applied (when n is
- * given), late time-sync replies skipped; an ERROR ends the wait.
+ * given), late time-sync replies skipped; an ERROR ends the wait
+ * (net-local.h).
  */
-static int
+int
 net_expect(struct net *n, struct conn *c, uint16_t type,
     struct td_frame *f, bool *fatal, char *err, size_t errlen)
 {
@@ -467,97 +468,6 @@ net_ack(struct net *n, const struct td_frame *f, char *err, size_t errlen)
 	return 0;
 }
 
-/* ---- time-sync probes ------------------------------------------------- */
-
-/*
- * Before a round: everything queued goes out first, waiting up to ms (the
- * probes must not wait behind data), then each call blocks for at most ms.
- */
-int
-net_tsync_begin(struct net *n, int ms, char *err, size_t errlen)
-{
-	if (!net_up(n)) {
-		snprintf(err, errlen, "no connection");
-		return -1;
-	}
-	if (stream_batch_end(n->s) == -1 ||
-	    net_flush_to(n, 0, ms, err, errlen) == -1)
-		return -1;
-	if (net_pending(n) != 0) {
-		/* probes must not wait behind data: another time */
-		snprintf(err, errlen, "the link is busy (%zu bytes waiting)",
-		    net_pending(n));
-		return -1;
-	}
-	conn_set_blocking(n->c, true, ms);
-	return 0;
-}
-
-/*
- * One probe, its round trip between two markers in the trace clock: 's',
- * PROBE, the listener stamps its reference clock on receipt and answers,
- * 'r'.  Replies of earlier probes that timed out are skipped and counted.
- */
-int
-net_tsync_probe(struct net *n, struct tsync *t, uint32_t round, uint32_t seq,
-    uint64_t *ref_ns, uint32_t *bad, char *err, size_t errlen)
-{
-	struct td_tsync_probe p, q;
-	struct td_frame f;
-	struct td_buf b;
-	bool fatal;
-	int ret = -1;
-
-	p.round = round;
-	p.seq = seq;
-	td_buf_init(&b, 64);
-	td_msg_pack_tsync_probe(&b, &p);
-	if (tsync_mark(t, round, seq, 's') == -1) {
-		snprintf(err, errlen, "cannot write a sync marker: %s",
-		    strerror(errno));
-		goto out_free_buf;
-	}
-	if (conn_write_all(n->c, b.data, b.len, NULL) == -1) {
-		net_err(err, errlen, "lost the listener");
-		goto out_free_buf;
-	}
-	/* replies of earlier probes that timed out are skipped */
-	for (;;) {
-		if (net_expect(n, n->c, TD_MSG_TSYNC_REPLY, &f, &fatal,
-		    err, errlen) == -1) {
-			n->fatal = fatal;
-			goto out_free_buf;
-		}
-		if (td_msg_unpack_tsync_reply(&f, &q) == 0 &&
-		    q.round == round && q.seq == seq)
-			break;
-		(*bad)++;	/* dropped and counted */
-		conn_consume(n->c, &f);
-	}
-	tsync_mark(t, round, seq, 'r');
-	*ref_ns = q.ref_ns;
-	conn_consume(n->c, &f);
-	ret = 0;
-out_free_buf:
-	td_buf_free(&b);
-	return ret;
-}
-
-/* Queue a round's sample: it is part of the recording, the probes not. */
-int
-net_tsync_sample(struct net *n, const struct td_tsync_sample *sample,
-    char *err, size_t errlen)
-{
-	struct td_buf *q;
-
-	if ((q = stream_frame(n->s)) == NULL ||
-	    td_msg_pack_tsync_sample(q, sample) == -1) {
-		snprintf(err, errlen, "cannot frame a sync sample");
-		return -1;
-	}
-	return 0;
-}
-
 /* Queue the command lines now (CMDLINES, version 6): part of the recording. */
 int
 net_cmdlines(struct net *n, const void *p, size_t len, char *err,
@@ -578,14 +488,6 @@ uint16_t
 net_version(const struct net *n)
 {
 	return n->version;
-}
-
-/* After a round: a connection still up stops blocking. */
-void
-net_tsync_end(struct net *n)
-{
-	if (net_up(n))
-		conn_set_blocking(n->c, false, n->np.timeout * 1000);
 }
 
 /* ---- the connection --------------------------------------------------- */

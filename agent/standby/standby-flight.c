@@ -21,24 +21,6 @@
 #include "tdproto.h"
 #include "banned.h"
 
-/* ARMED what for request req (0: nobody asked). */
-void
-standby_flight_say(struct standby *sb, uint32_t req, uint16_t what,
-    const char *text)
-{
-	struct td_armed a;
-	struct td_buf b;
-
-	memset(&a, 0, sizeof a);
-	a.req = req;
-	a.what = what;
-	snprintf(a.text, sizeof a.text, "%s", text);
-	td_buf_init(&b, TD_FRAME_HEADER + 8 + TD_MAX_ERROR_LEN);
-	if (td_msg_pack_armed(&b, &a) == 0)
-		standby_send(sb, &b);
-	td_buf_free(&b);
-}
-
 /* ARM a: the flight recorder armed, or why not. */
 void
 standby_flight_arm(struct standby *sb, const struct td_arm *a)
@@ -64,11 +46,11 @@ standby_flight_arm(struct standby *sb, const struct td_arm *a)
 	    a->trigger[0] ? ", trigger " : "", a->trigger);
 	snprintf(text, sizeof text, "%s %s %u", armed_name(sb->armed),
 	    armed_instance(sb->armed), armed_kb(sb->armed));
-	standby_flight_say(sb, a->req, TD_ARMED_OK, text);
+	standby_reply(sb, TD_MSG_ARMED, a->req, TD_ARMED_OK, text);
 	return;
 refuse:
 	log_warnx("collector's request %u to arm refused: %s", a->req, err);
-	standby_flight_say(sb, a->req, TD_ARMED_FAILED, err);
+	standby_reply(sb, TD_MSG_ARMED, a->req, TD_ARMED_FAILED, err);
 }
 
 /* DISARM: the instance goes (after the snapshot streaming from it). */
@@ -76,7 +58,8 @@ void
 standby_flight_disarm(struct standby *sb, uint32_t req)
 {
 	if (sb->armed == NULL) {
-		standby_flight_say(sb, req, TD_ARMED_DISARMED, "not armed");
+		standby_reply(sb, TD_MSG_ARMED, req, TD_ARMED_DISARMED,
+		    "not armed");
 		return;
 	}
 	log_info("collector's request %u: disarm '%s'", req,
@@ -87,7 +70,7 @@ standby_flight_disarm(struct standby *sb, uint32_t req)
 		armed_free(sb->armed);
 		sb->armed = NULL;
 	}
-	standby_flight_say(sb, req, TD_ARMED_DISARMED, "");
+	standby_reply(sb, TD_MSG_ARMED, req, TD_ARMED_DISARMED, "");
 }
 
 /* Re-arm after a snapshot or a freeze nobody took (why: logged). */
@@ -123,7 +106,8 @@ standby_flight_snapshot(struct standby *sb, const struct td_snapshot *s)
 	struct td_start r;
 
 	if (sb->armed == NULL) {
-		standby_answer(sb, s->req, TD_ANSWER_REFUSED, "not armed");
+		standby_reply(sb, TD_MSG_ANSWER, s->req, TD_ANSWER_REFUSED,
+		    "not armed");
 		return;
 	}
 	if (s->why == TD_SNAP_REARM) {
@@ -134,7 +118,8 @@ standby_flight_snapshot(struct standby *sb, const struct td_snapshot *s)
 	if (sb->child != 0) {
 		snprintf(err, sizeof err, "busy: recording '%s'",
 		    sb->me.recording);
-		standby_answer(sb, s->req, TD_ANSWER_REFUSED, err);
+		standby_reply(sb, TD_MSG_ANSWER, s->req, TD_ANSWER_REFUSED,
+		    err);
 		if (armed_frozen(sb->armed) && !sb->snap)
 			standby_flight_rearm(sb, "busy: no snapshot of its trigger");
 		return;
@@ -147,7 +132,8 @@ standby_flight_snapshot(struct standby *sb, const struct td_snapshot *s)
 	    sizeof err) == -1) {
 		if (r.name[0] == '\0')
 			snprintf(err, sizeof err, "a snapshot needs a name");
-		standby_answer(sb, s->req, TD_ANSWER_REFUSED, err);
+		standby_reply(sb, TD_MSG_ANSWER, s->req, TD_ANSWER_REFUSED,
+		    err);
 		standby_flight_rearm(sb, "the snapshot failed");
 		return;
 	}
@@ -159,7 +145,7 @@ standby_flight_snapshot(struct standby *sb, const struct td_snapshot *s)
 	    ", triggered by " : "", s->why == TD_SNAP_TRIGGER ? s->host : "",
 	    (long)sb->child);
 	snprintf(text, sizeof text, "%s pid %ld", r.name, (long)sb->child);
-	standby_answer(sb, s->req, TD_ANSWER_STARTED, text);
+	standby_reply(sb, TD_MSG_ANSWER, s->req, TD_ANSWER_STARTED, text);
 }
 
 /* The armed ring's trigger: did it fire?  TRIGGERED, or re-armed. */
@@ -190,8 +176,8 @@ standby_flight_look(struct standby *sb)
 			snprintf(text, sizeof text, "%s re-armed: no snapshot "
 			    "came for its trigger", armed_name(sb->armed));
 			if (sb->c != NULL)
-				standby_flight_say(sb, 0, TD_ARMED_REARMED,
-				    text);
+				standby_reply(sb, TD_MSG_ARMED, 0,
+				    TD_ARMED_REARMED, text);
 		}
 	}
 	if (sb->armed == NULL || !armed_has_trigger(sb->armed) ||
@@ -250,5 +236,5 @@ standby_flight_window(struct standby *sb)
 	    (ms = armed_window_ms(sb->armed, (int)sb->me.ncpus)) < 0)
 		return;
 	snprintf(text, sizeof text, "%s %lld", armed_name(sb->armed), ms);
-	standby_flight_say(sb, 0, TD_ARMED_WINDOW, text);
+	standby_reply(sb, TD_MSG_ARMED, 0, TD_ARMED_WINDOW, text);
 }

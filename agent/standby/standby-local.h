@@ -71,9 +71,12 @@ struct standby {
 
 /* standby.c: a whole frame b to the collector: 0, or -1 (then gone). */
 int	standby_send(struct standby *sb, struct td_buf *b);
-/* standby.c: ANSWER what to request req. */
-void	standby_answer(struct standby *sb, uint32_t req, uint16_t what,
-	    const char *text);
+/*
+ * standby.c: the one way to reply to request req: type TD_MSG_ANSWER
+ * (what: TD_ANSWER_*) or TD_MSG_ARMED (TD_ARMED_*), with text.
+ */
+void	standby_reply(struct standby *sb, uint16_t type, uint32_t req,
+	    uint16_t what, const char *text);
 /*
  * standby.c: run the recording r as a child, or (flight: an instance) the
  * snapshot of the frozen ring: 0, or -1 and err.
@@ -82,8 +85,6 @@ int	standby_record(struct standby *sb, const struct td_start *r,
 	    const char *flight, char *err, size_t errlen);
 
 /* standby-flight.c: the frames, and what the loop calls. */
-void	standby_flight_say(struct standby *sb, uint32_t req, uint16_t what,
-	    const char *text);
 void	standby_flight_arm(struct standby *sb, const struct td_arm *a);
 void	standby_flight_disarm(struct standby *sb, uint32_t req);
 void	standby_flight_snapshot(struct standby *sb,

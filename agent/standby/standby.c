@@ -62,20 +62,29 @@ standby_send(struct standby *sb, struct td_buf *b)
 	return r;
 }
 
-/* ANSWER what for request req. */
+/*
+ * A reply to the collector's request req (0: nobody asked): type
+ * TD_MSG_ANSWER (what of TD_ANSWER_*: a START, STOP or SNAPSHOT) or
+ * TD_MSG_ARMED (TD_ARMED_*: an ARM, a DISARM, the ring on its own).  One
+ * layout, one way out for both.
+ */
 void
-standby_answer(struct standby *sb, uint32_t req, uint16_t what,
-    const char *text)
+standby_reply(struct standby *sb, uint16_t type, uint32_t req,
+    uint16_t what, const char *text)
 {
-	struct td_answer a;
+	struct td_answer an = { .req = req, .what = what };
+	struct td_armed ar = { .req = req, .what = what };
 	struct td_buf b;
+	int r;
 
-	memset(&a, 0, sizeof a);
-	a.req = req;
-	a.what = what;
-	snprintf(a.text, sizeof a.text, "%s", text);
+	snprintf(an.text, sizeof an.text, "%s", text);
+	snprintf(ar.text, sizeof ar.text, "%s", text);
 	td_buf_init(&b, TD_FRAME_HEADER + 8 + TD_MAX_ERROR_LEN);
-	if (td_msg_pack_answer(&b, &a) == 0)
+	if (type == TD_MSG_ARMED)
+		r = td_msg_pack_armed(&b, &ar);
+	else
+		r = td_msg_pack_answer(&b, &an);
+	if (r == 0)
 		standby_send(sb, &b);
 	td_buf_free(&b);
 }
@@ -503,11 +512,11 @@ standby_start(struct standby *sb, const struct td_start *r)
 	    "pid %ld", r->req, r->name, r->events, r->filter[0] ? " if " : "",
 	    r->filter, (long)sb->child);
 	snprintf(text, sizeof text, "%s pid %ld", r->name, (long)sb->child);
-	standby_answer(sb, r->req, TD_ANSWER_STARTED, text);
+	standby_reply(sb, TD_MSG_ANSWER, r->req, TD_ANSWER_STARTED, text);
 	return;
 refuse:
 	log_warnx("collector's request %u refused: %s", r->req, err);
-	standby_answer(sb, r->req, TD_ANSWER_REFUSED, err);
+	standby_reply(sb, TD_MSG_ANSWER, r->req, TD_ANSWER_REFUSED, err);
 }
 
 /* Let the recording's tracing begin (why: a log line, or NULL). */
@@ -546,7 +555,8 @@ standby_ready(struct standby *sb)
 	}
 	log_info("recording '%s' set up: its tracing waits for the "
 	    "collector's GO", sb->me.recording);
-	standby_answer(sb, sb->start_req, TD_ANSWER_READY, sb->me.recording);
+	standby_reply(sb, TD_MSG_ANSWER, sb->start_req, TD_ANSWER_READY,
+	    sb->me.recording);
 	if (sb->c == NULL)
 		standby_go(sb, "lost the collector before its GO: tracing");
 }
@@ -590,7 +600,8 @@ standby_reap(struct standby *sb)
 		}
 		sb->child = 0;
 		sb->me.recording[0] = '\0';
-		standby_answer(sb, sb->stop_req, TD_ANSWER_FINISHED, text);
+		standby_reply(sb, TD_MSG_ANSWER, sb->stop_req,
+		    TD_ANSWER_FINISHED, text);
 		sb->stop_req = 0;
 		if (sb->snap) {
 			sb->snap = false;
@@ -626,8 +637,8 @@ standby_frame(struct standby *sb, const struct td_frame *f)
 			break;
 		}
 		if (sb->child == 0) {
-			standby_answer(sb, req, TD_ANSWER_FINISHED,
-			    "not recording");
+			standby_reply(sb, TD_MSG_ANSWER, req,
+			    TD_ANSWER_FINISHED, "not recording");
 			break;
 		}
 		log_info("collector's request %u: stop '%s'", req,
@@ -877,7 +888,8 @@ standby_main(int argc, char **argv)
 				snprintf(err, sizeof err, "%s %s", armed_name(
 				    sb->armed), sb->rearmed ? "re-armed while "
 				    "the collector was away" : "still armed");
-				standby_flight_say(sb, 0, TD_ARMED_REARMED, err);
+				standby_reply(sb, TD_MSG_ARMED, 0,
+				    TD_ARMED_REARMED, err);
 				sb->rearmed = false;
 			}
 			continue;

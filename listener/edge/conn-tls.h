@@ -1,9 +1,9 @@
 /*
- * conn-tls.h: the TLS side of an agent's connection (conn.c): the
+ * conn-tls.h: the TLS side of an agent's connection (agentconn.c): the
  * accepting bufferevent over a socket, and words for what went wrong in
  * the handshake or later.
  *
- * Nothing here keeps state or logs: conn.c owns the bufferevent these
+ * Nothing here keeps state or logs: agentconn.c owns the bufferevent these
  * functions make and read, and decides what to do with the words.  Loop
  * thread only.
  */

@@ -1,6 +1,6 @@
 /*
  * server.c: tdlisten's listening sockets.  Accepts connections and hands
- * each to the accept callback (conn_accept()); when the process runs out
+ * each to the accept callback (agentconn_accept()); when the process runs out
  * of descriptors it pauses accepting for a second (acceptpause.c) instead
  * of dying or spinning.  A TCP port on every address of --bind, with --unix a Unix
  * socket that QEMU connects guests' virtio-serial ports to (its peers are

@@ -216,7 +216,7 @@ sockio_held(struct bufferevent *bev)
  * empty: it keeps no state of a write between its writes but a retry,
  * which an empty output cannot have.  Should OpenSSL want the write
  * retried (a full socket buffer), the bufferevent retries it with the same
- * bytes from its output (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, conn.c).
+ * bytes from its output (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, agentconn.c).
  */
 void
 sockio_send(struct bufferevent *bev, const void *data, size_t len)

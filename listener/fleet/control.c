@@ -11,7 +11,7 @@
  *	disarm PATTERN
  *	snapshot PATTERN NAME
  *	reload
- * The answer is lines (standby.c writes one per agent as it answers),
+ * The answer is lines (standbytab.c writes one per agent as it answers),
  * then "." alone once every agent asked has answered, gone, or
  * CONTROL_WAIT seconds passed.  A client reads nothing more while it
  * waits.
@@ -37,7 +37,7 @@
 #include "control.h"
 #include "flight.h"
 #include "log.h"
-#include "standby.h"
+#include "standbytab.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "xmalloc.h"
@@ -57,7 +57,7 @@
 struct control_client {
 	struct client		*client;
 	struct bufferevent	*bev;		/* client's */
-	struct standby_reply	 reply;		/* its agents' answers */
+	struct standbytab_reply	 reply;		/* its agents' answers */
 	int			 pending;	/* agents yet to answer */
 	bool			 waiting;
 	bool			 paused;	/* its answers unread: reads
@@ -80,7 +80,7 @@ control_client_free_cb(void *arg)
 {
 	struct control_client *cl = arg;
 
-	standby_forget(&cl->reply, false);
+	standbytab_forget(&cl->reply, false);
 	free(cl);
 }
 
@@ -157,7 +157,7 @@ control_timer_cb(struct client *c, void *arg)
 	struct control_client *cl = arg;
 
 	(void)c;
-	standby_forget(&cl->reply, true);
+	standbytab_forget(&cl->reply, true);
 	control_done(cl);
 }
 
@@ -212,7 +212,7 @@ control_arm(struct control_client *cl, char **f)
 		return -1;
 	}
 	a->buffer_kb = (uint32_t)kb;
-	cl->pending = standby_arm(f[1][0] ? f[1] : "*", a, self,
+	cl->pending = standbytab_arm(f[1][0] ? f[1] : "*", a, self,
 	    f[8][0] != '\0' ? (uint32_t)holdoff : FLIGHT_HOLDOFF_DEFAULT,
 	    &cl->reply);
 	free(a);
@@ -241,7 +241,7 @@ control_request(struct control_client *cl, char *line)
 		return false;
 	if (n == 1 && strcmp(f[0], "list") == 0) {
 		td_buf_init(&out, 64 * 1024 * 1024);
-		standby_list(&out);
+		standbytab_list(&out);
 		if (out.len > 0)
 			bufferevent_write(cl->bev, out.data, out.len);
 		td_buf_free(&out);
@@ -275,16 +275,19 @@ control_request(struct control_client *cl, char *line)
 		}
 		st.buffer_kb = (uint32_t)kb;
 		st.seconds = (uint32_t)secs;
-		cl->pending = standby_start(f[1][0] ? f[1] : "*", &st, &cl->reply);
+		cl->pending = standbytab_start(f[1][0] ? f[1] : "*", &st,
+		    &cl->reply);
 	} else if (n == 3 && strcmp(f[0], "stop") == 0)
-		cl->pending = standby_stop(f[1][0] ? f[1] : "*", f[2], &cl->reply);
+		cl->pending = standbytab_stop(f[1][0] ? f[1] : "*", f[2],
+		    &cl->reply);
 	else if (n == 9 && strcmp(f[0], "arm") == 0) {
 		if (control_arm(cl, f) == -1)
 			return true;
 	} else if (n == 2 && strcmp(f[0], "disarm") == 0)
-		cl->pending = standby_disarm(f[1][0] ? f[1] : "*", &cl->reply);
+		cl->pending = standbytab_disarm(f[1][0] ? f[1] : "*",
+		    &cl->reply);
 	else if (n == 3 && strcmp(f[0], "snapshot") == 0)
-		cl->pending = standby_snapshot(f[1][0] ? f[1] : "*", f[2],
+		cl->pending = standbytab_snapshot(f[1][0] ? f[1] : "*", f[2],
 		    &cl->reply);
 	else
 		return false;

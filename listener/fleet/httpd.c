@@ -66,7 +66,7 @@
 #include <openssl/x509v3.h>
 
 #include "acceptpause.h"
-#include "conn.h"
+#include "agentconn.h"
 #include "httpd.h"
 #include "listener.h"
 #include "log.h"
@@ -340,7 +340,7 @@ httpd_bev_cb(struct event_base *base, void *arg)
 	while (c->used)		/* accepting stops before none is free */
 		c++;
 	if (httpd_tls) {
-		if ((ssl = SSL_new(conn_get_ctx())) == NULL)
+		if ((ssl = SSL_new(agentconn_get_ctx())) == NULL)
 			fatalx("--http: cannot make a TLS connection");
 		bev = bufferevent_openssl_socket_new(base, -1, ssl,
 		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
@@ -457,7 +457,7 @@ httpd_host_ok(const char *host, evutil_socket_t fd)
 			return true;
 	}
 	return httpd_tls && (cert = SSL_CTX_get0_certificate(
-	    conn_get_ctx())) != NULL &&
+	    agentconn_get_ctx())) != NULL &&
 	    X509_check_host(cert, h, strlen(h), 0, NULL) == 1;
 }
 

@@ -8,7 +8,7 @@
  *
  * GET and HEAD only (others: 405), other paths 404.  On a loopback
  * address it speaks plain HTTP; on any other, TLS with the listener's
- * certificate (the agents' context, conn_get_ctx(), so SIGHUP's reload
+ * certificate (the agents' context, agentconn_get_ctx(), so SIGHUP's reload
  * applies) and a client certificate from the same CA required.  At most
  * TD_HTTP_MAX_CONNS connections at once, TD_HTTP_MAX_CONNS_ADDR from one
  * address, each with TD_HTTP_DEADLINE seconds for its whole request;

@@ -27,7 +27,7 @@
 
 #include "admit.h"
 #include "budget.h"
-#include "conn.h"
+#include "agentconn.h"
 #include "flight.h"
 #include "listener.h"
 #include "metrics.h"
@@ -37,7 +37,7 @@
 #include "procstat.h"
 #include "recording.h"
 #include "registry.h"
-#include "standby.h"
+#include "standbytab.h"
 #include "tally.h"
 #include "timesync.h"
 #include "xmalloc.h"
@@ -77,7 +77,7 @@ struct metrics_snap {
 	bool			 truncated;
 	struct metrics_identity	*ids;
 	int			 nids;
-	struct conn_counts	 conns;
+	struct agentconn_counts	 conns;
 	int			 by_state[3];	/* recording, waiting, paused */
 };
 
@@ -227,7 +227,7 @@ metrics_snap(const struct listener_config *cfg, struct metrics_snap *m)
 	m->nopen = m->nrecs;
 	for (i = 0; (t = tally_ended_at(i)) != NULL; i++)
 		m->recs[m->nrecs++] = *t;
-	conn_count(&m->conns);
+	agentconn_count(&m->conns);
 	metrics_identities(cfg, m);
 	metrics_label_ids(m);
 }
@@ -461,9 +461,9 @@ metrics_set_http(const struct metrics_http *h)
 	metrics_http = h;
 }
 
-/* standby_each()'s callback: count the standby agents by state. */
+/* standbytab_each()'s callback: count the standby agents by state. */
 static void
-metrics_standby_count_cb(const struct standby_info *i, void *arg)
+metrics_standby_count_cb(const struct standbytab_info *i, void *arg)
 {
 	int *n = arg;
 
@@ -478,7 +478,7 @@ metrics_prom_standby(struct evbuffer *out)
 	static const char *const st[3] = { "standby", "recording", "refused" };
 	int n[3] = { 0, 0, 0 }, i;
 
-	standby_each(metrics_standby_count_cb, n);
+	standbytab_each(metrics_standby_count_cb, n);
 	metrics_head(out, "standby_agents", "gauge", "Standby agents "
 	    "connected (tdagent --standby), by state: waiting for a START, "
 	    "recording, or having refused the last one.");
@@ -514,11 +514,11 @@ metrics_generation(const struct listener_config *cfg)
 {
 	const struct tally_totals *tt = tally_totals();
 	struct onfinish_stats st;
-	struct conn_counts c;
+	struct agentconn_counts c;
 	uint64_t g = 0xcbf29ce484222325ULL;
 	int i, n = 0, sb[3] = { 0, 0, 0 };
 
-	conn_count(&c);
+	agentconn_count(&c);
 	registry_each(NULL, metrics_count_cb, &n);
 	g = metrics_mix(g, (uint64_t)c.handshake);
 	g = metrics_mix(g, (uint64_t)c.open);
@@ -532,7 +532,7 @@ metrics_generation(const struct listener_config *cfg)
 	g = metrics_mix(g, tt->pieces_removed);
 	for (i = 0; i < ADMIT_R_NKINDS; i++)
 		g = metrics_mix(g, admit_refused_total(i));
-	standby_each(metrics_standby_count_cb, sb);
+	standbytab_each(metrics_standby_count_cb, sb);
 	for (i = 0; i < 3; i++)
 		g = metrics_mix(g, (uint64_t)sb[i]);
 	/* a reload that failed, or one that mended it, shows at once */
@@ -704,12 +704,12 @@ metrics_prometheus(const struct listener_config *cfg, struct evbuffer *out)
 }
 
 /*
- * standby_each()'s callback: a standby agent into the reply, once (its
+ * standbytab_each()'s callback: a standby agent into the reply, once (its
  * standby connection and the one of the recording it was asked for are
  * its, not listed again).
  */
 static void
-metrics_json_standby_cb(const struct standby_info *i, void *arg)
+metrics_json_standby_cb(const struct standbytab_info *i, void *arg)
 {
 	struct metrics_json_conns *j = arg;
 	struct metrics_standby *e;
@@ -812,7 +812,8 @@ metrics_json_paused(struct evbuffer *out, const struct listener_config *cfg,
 
 /* Whether connection i belongs to a standby agent listed (folded once). */
 static bool
-metrics_json_folded(struct metrics_json_conns *j, const struct conn_info *i)
+metrics_json_folded(struct metrics_json_conns *j,
+    const struct agentconn_info *i)
 {
 	int k;
 
@@ -828,9 +829,9 @@ metrics_json_folded(struct metrics_json_conns *j, const struct conn_info *i)
 	return false;
 }
 
-/* conn_each()'s callback: one agent's connection into the reply. */
+/* agentconn_each()'s callback: one agent's connection into the reply. */
 static void
-metrics_json_conn_cb(const struct conn_info *i, void *arg)
+metrics_json_conn_cb(const struct agentconn_info *i, void *arg)
 {
 	struct metrics_json_conns *j = arg;
 
@@ -934,8 +935,8 @@ metrics_json(const struct listener_config *cfg, struct evbuffer *out)
 	memset(&jc, 0, sizeof jc);
 	jc.out = out;
 	jc.sb = xcalloc(TD_HTTP_MAX_RECS, sizeof *jc.sb);
-	standby_each(metrics_json_standby_cb, &jc);
-	conn_each(metrics_json_conn_cb, &jc);
+	standbytab_each(metrics_json_standby_cb, &jc);
+	agentconn_each(metrics_json_conn_cb, &jc);
 	if (jc.truncated)
 		m.truncated = true;
 	evbuffer_add_printf(out, "],\"recordings\":[");

@@ -1,6 +1,6 @@
 /*
  * metrics.h: what tdlisten shows of itself, rendered from the counters the
- * modules below keep (conn.c, recording.c through registry.c, tally.c,
+ * modules below keep (agentconn.c, recording.c through registry.c, tally.c,
  * admit.c, budget.c, output.c, onfinish.c with --on-finish): the
  * Prometheus text format for /metrics
  * and JSON for /status.  Nothing is kept here between two calls; a reply

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "conn.h"
+#include "agentconn.h"
 #include "listener.h"
 #include "log.h"
 #include "notify.h"
@@ -35,7 +35,7 @@ reload_run(const struct listener_config *c, const char *who, char *msg,
 	 * CRL, which are public, are what a revocation needs.
 	 */
 	notify_reloading();
-	ctx = td_tls_server_reload(conn_get_ctx(), c->cert, c->key, c->ca,
+	ctx = td_tls_server_reload(agentconn_get_ctx(), c->cert, c->key, c->ca,
 	    c->crl, &kept, err, sizeof err);
 	/* systemd waits for READY=1 after RELOADING=1, done or not */
 	notify_send("READY=1");
@@ -48,7 +48,7 @@ reload_run(const struct listener_config *c, const char *who, char *msg,
 		log_errx("%s: %s", who, msg);
 		return -1;
 	}
-	conn_set_ctx(ctx);
+	agentconn_set_ctx(ctx);
 	reload_why[0] = '\0';
 	if (kept)
 		snprintf(msg, len, "CA%s reloaded for new sessions; "

@@ -1,7 +1,7 @@
 /*
  * client.c: tdlisten's one client layer (see client.h).
  *
- * Before this layer, conn.c, tracecmd.c, uftrace.c and control.c each had
+ * Before this layer, agentconn.c, tracecmd.c, uftrace.c and control.c each had
  * their own list, count, timer, close and shutdown loop, and
  * --max-sessions was counted per kind: 1,024 agents and 1,024 trace-cmd
  * clients and 256 uftrace clients could be open at once (issue 29).  Now

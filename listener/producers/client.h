@@ -4,7 +4,7 @@
  * struct with protocol hooks).
  *
  * A client is one accepted connection of a kind: an agent speaking
- * tdproto (conn.c and session.c), a trace-cmd record -N client
+ * tdproto (agentconn.c and session.c), a trace-cmd record -N client
  * (tracecmd.c), a uftrace record --host client (uftrace.c) or a tdctl on
  * the control socket (control.c).  The layer owns what is the same for
  * all of them: the socket and its bufferevent (plain, or TLS made by
@@ -26,7 +26,7 @@
  * socket's file mode: they are not counted in --max-sessions (a crowd of
  * agents must never lock the operator out), only in their own small cap,
  * TD_CONTROL_MAX_CLIENTS.  The TLS handshake budget and the Unix socket
- * peers' credentials are admit.c's, asked by conn.c before a client
+ * peers' credentials are admit.c's, asked by agentconn.c before a client
  * has an identity.
  *
  * client_free() is the only function that frees a client: it calls the
@@ -46,7 +46,7 @@ struct listener_config;
 
 /* The kinds of client. */
 enum client_kind {
-	CLIENT_TDPROTO,		/* an agent: conn.c, session.c */
+	CLIENT_TDPROTO,		/* an agent: agentconn.c, session.c */
 	CLIENT_TRACECMD,	/* trace-cmd record -N: tracecmd.c */
 	CLIENT_UFTRACE,		/* uftrace record --host: uftrace.c */
 	CLIENT_CONTROL,		/* tdctl: control.c */

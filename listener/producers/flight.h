@@ -4,7 +4,7 @@
  * trigger on one of them fans out (the group, or the agent alone) and the
  * hold-off between two acted-on triggers.  This module keeps the groups'
  * settings and their triggers' record (for /status and the snapshots'
- * names); standby.c sends the frames.  Nothing here calls another module.
+ * names); standbytab.c sends the frames.  Nothing here calls another module.
  * Loop thread only.
  */
 #ifndef TD_FLIGHT_H

@@ -17,7 +17,7 @@ struct hcache_put;
 struct probeport_entry;
 struct listener_config;
 struct recording;
-struct standby;
+struct standbytab_entry;
 
 /* One agent's conversation. */
 struct session {
@@ -47,7 +47,7 @@ struct session {
 	int			 have_fd[TD_HCACHE_OFFER_MAX];	/* the
 					   cache's copies, until used; -1 */
 	struct hcache_put	*put;		/* the section being kept */
-	struct standby		*sb;		/* SESSION_STANDBY: its entry */
+	struct standbytab_entry	*sb;		/* SESSION_STANDBY: its entry */
 	struct probeport_entry	*pp;		/* time-sync datagrams, or NULL */
 	void			(*kick)(void *);
 	void			*kick_arg;
@@ -56,7 +56,7 @@ struct session {
 
 /*
  * STANDBY, the first frame of a standby agent (session-standby.c): 0, s
- * is a standby session now with its entry in standby.c (its WELCOME to
+ * is a standby session now with its entry in standbytab.c (its WELCOME to
  * queue), or -1: end it with an ERROR of *code saying why (len bytes).
  * session-standby.c never calls session.c: it answers, session.c acts.
  */

@@ -2,7 +2,7 @@
  * session-standby.c: the session of a standby agent (tdagent --standby;
  * docs/tdproto.md "Standby"): STANDBY instead of HELLO, a WELCOME, then
  * only KEEPALIVE and ANSWER from the agent, and START and STOP from
- * standby.c, which this file gives a way to send them.  No recording.
+ * standbytab.c, which this file gives a way to send them.  No recording.
  */
 #include <stdio.h>
 
@@ -10,7 +10,7 @@
 #include "listener.h"
 #include "session.h"
 #include "session-local.h"
-#include "standby.h"
+#include "standbytab.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "banned.h"
@@ -29,7 +29,7 @@ session_set_kick(struct session *s, void (*kick)(void *), void *arg)
 }
 
 /*
- * standby.c's way to send START and STOP: queue a whole frame p[0..n) to
+ * standbytab.c's way to send START and STOP: queue a whole frame p[0..n) to
  * the agent and kick: 0, or -1 (full, or not a standby agent).
  */
 static int
@@ -45,7 +45,7 @@ session_send_cb(void *arg, const void *p, size_t n)
 }
 
 /*
- * STANDBY: the agent waits for START, with an entry in standby.c.
+ * STANDBY: the agent waits for START, with an entry in standbytab.c.
  * Nothing here ends a session or queues a WELCOME: session.c does both
  * (this file never calls it).
  */
@@ -66,7 +66,7 @@ session_standby_admit(struct session *s, const struct td_frame *f,
 		return -1;
 	}
 	/* one certificate must not fill --max-sessions with standbys */
-	if (standby_count(s->identity) >= s->cfg->max_standby_per_identity) {
+	if (standbytab_count(s->identity) >= s->cfg->max_standby_per_identity) {
 		snprintf(why, len, "'%s' has %d standby connections "
 		    "already (--max-standby-per-identity): come back later",
 		    s->identity, s->cfg->max_standby_per_identity);
@@ -77,7 +77,7 @@ session_standby_admit(struct session *s, const struct td_frame *f,
 	snprintf(s->label, sizeof s->label, "standby %s (%s)", s->identity,
 	    s->peer);
 	/* it sends nothing now: the WELCOME goes first */
-	s->sb = standby_add(s->identity, s->peer, &st, session_send_cb, s);
+	s->sb = standbytab_add(s->identity, s->peer, &st, session_send_cb, s);
 	return 0;
 }
 
@@ -97,21 +97,21 @@ session_standby_frame(struct session *s, const struct td_frame *f,
 			snprintf(why, len, "malformed ANSWER");
 			return -1;
 		}
-		standby_answer(s->sb, &a);
+		standbytab_answer(s->sb, &a);
 		return 0;
 	case TD_MSG_ARMED:
 		if (td_msg_unpack_armed(f, &d) == -1) {
 			snprintf(why, len, "malformed ARMED");
 			return -1;
 		}
-		standby_armed(s->sb, &d);
+		standbytab_armed(s->sb, &d);
 		return 0;
 	case TD_MSG_TRIGGERED:
 		if (td_msg_unpack_triggered(f, &t) == -1) {
 			snprintf(why, len, "malformed TRIGGERED");
 			return -1;
 		}
-		standby_triggered(s->sb, &t);
+		standbytab_triggered(s->sb, &t);
 		return 0;
 	default:
 		snprintf(why, len, "%s from a standby agent",

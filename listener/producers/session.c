@@ -18,7 +18,7 @@
  *	SESSION_OVER	closed, or its recording taken over
  *	SESSION_STANDBY	STANDBY instead of HELLO: a standby agent, no
  *			recording; KEEPALIVE and ANSWER in, START and STOP
- *			out (standby.c)
+ *			out (standbytab.c)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -39,7 +39,7 @@
 #include "registry.h"
 #include "session.h"
 #include "session-local.h"
-#include "standby.h"
+#include "standbytab.h"
 #include "tdproto.h"
 #include "timesync.h"
 #include "xmalloc.h"
@@ -112,7 +112,7 @@ session_free(struct session *s)
 			recording_detach(s->rec, NULL);
 		}
 	}
-	standby_remove(s->sb);
+	standbytab_remove(s->sb);
 	hcache_put_abort(s->put);
 	for (i = 0; i < TD_HCACHE_OFFER_MAX; i++)
 		if (s->have_fd[i] != -1)

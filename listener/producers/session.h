@@ -6,7 +6,7 @@
  * opens or resumes a recording, sections, options, pages and samples go
  * into it, END finishes it) and the listener's replies (WELCOME, ACK,
  * TSYNC_REPLY, DONE) into an output buffer.  It knows no socket and no
- * event loop: its connection (conn.c) hands it the bytes that arrived,
+ * event loop: its connection (agentconn.c) hands it the bytes that arrived,
  * sends what it wrote, and acts on its verdict.  Anything the agent sends
  * that does not fit closes this session only, with a logged reason.
  *
@@ -34,7 +34,7 @@ enum session_phase {
 	SESSION_STREAM,		/* a recording is open */
 	SESSION_DONE,		/* DONE is written: close once it is out */
 	SESSION_OVER,		/* closed (see the verdict) or taken over */
-	SESSION_STANDBY,	/* a standby agent's connection (standby.h) */
+	SESSION_STANDBY,	/* a standby agent's (standbytab.h) */
 };
 
 /* What the connection does after a call. */
@@ -61,7 +61,7 @@ enum session_phase session_phase(const struct session *s);
 void		 session_set_socket(struct session *s, int fd);
 /*
  * kick(arg) sends what the session wrote when that was not an answer to
- * input (a standby agent's START or STOP, from standby.c).
+ * input (a standby agent's START or STOP, from standbytab.c).
  */
 void		 session_set_kick(struct session *s, void (*kick)(void *),
 		    void *arg);

@@ -64,7 +64,7 @@
 #include "budget.h"
 #include "buf.h"
 #include "client.h"
-#include "conn.h"
+#include "agentconn.h"
 #include "finished.h"
 #include "listener.h"
 #include "output.h"
@@ -480,7 +480,7 @@ tc_tinit(struct tcclient *tc, const struct td_tc_msg *m)
 	/* TCP: a listening socket and an accepted one a CPU */
 	fds = (int)tc->tinit.cpus * (tc->tinit.tcp ? 2 : 1);
 	tc->acct = budget_open(tc->identity);
-	over = budget_fds(tc->acct, fds, conn_sessions() + tc_nfds());
+	over = budget_fds(tc->acct, fds, agentconn_sessions() + tc_nfds());
 	if (over != BUDGET_OK) {
 		tc_close(tc, "%u CPUs need %d file descriptors: %s",
 		    tc->tinit.cpus, fds, over == BUDGET_IDENTITY ?
@@ -618,7 +618,7 @@ tc_meta_end(struct tcclient *tc)
 	p.page_size = tc->tinit.page_size;
 	tcmeta_params(m, &p);
 	tc->rec = recording_open(tc->cfg, &p, tc_label(tc), tc_taken_cb, tc,
-	    conn_sessions() + tc_nfds(), err, sizeof err, &fault);
+	    agentconn_sessions() + tc_nfds(), err, sizeof err, &fault);
 	if (tc->rec == NULL) {
 		tcmeta_free(m);
 		tc_close(tc, "%s", err);

@@ -119,7 +119,7 @@ static uint32_t guests_nallowed;
  * One side of a --guest pair, from p[0..n) into out: an identity as the
  * directories name it (never a ':'), or an address in brackets, "[ADDR]"
  * (IPv6 or IPv4), which names the identity that address has with
- * --insecure: "[2001:db8::1]" is "_2001_db8__1_", as conn.c makes it of
+ * --insecure: "[2001:db8::1]" is "_2001_db8__1_", as agentconn.c makes it of
  * the peer "[2001:db8::1]:PORT" (any spelling of the address: it is
  * written as the kernel writes it).  -1 when malformed.
  */
@@ -140,7 +140,7 @@ guests_side(const char *p, size_t n, char *out, size_t len)
 			inet_ntop(AF_INET, bin, out, (socklen_t)len);
 		else
 			return -1;
-		/* as output_sanitize() (conn.c's --insecure identities) */
+		/* as output_sanitize() (agentconn.c's --insecure identities) */
 		for (c = out; *c != '\0'; c++)
 			if (!isalnum((unsigned char)*c) && *c != '_' &&
 			    ((*c != '.' && *c != '-') || c == out))

@@ -7,7 +7,7 @@
  * tdlisten's loop is (a non-blocking pass after each piece); the clients
  * are real sockets connected to it; behind it are FUZZ_CTL_AGENTS real
  * standby sessions (listener/producers/session.c, session-standby.c,
- * standby.c), each made by a STANDBY frame, whose START, STOP and GO frames
+ * standbytab.c), each made by a STANDBY frame, whose START, STOP and GO frames
  * the target reads and answers as tdagent --standby would, on the loop's next
  * turn: agent 0 STARTED then READY (and FINISHED to a STOP), agent 1 REFUSED,
  * agent 2 never (until it hangs up at the end: "lost"). The reload callback is
@@ -46,7 +46,7 @@
 #include "listener.h"
 #include "log.h"
 #include "session.h"
-#include "standby.h"
+#include "standbytab.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "timesync.h"
@@ -263,7 +263,7 @@ agents_free(void)
 			session_free(agents[i].s);
 		}
 		td_buf_free(&agents[i].out);
-		FUZZ_CHECK(standby_count(agents[i].identity) == 0);
+		FUZZ_CHECK(standbytab_count(agents[i].identity) == 0);
 	}
 }
 

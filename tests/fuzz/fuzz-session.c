@@ -3,7 +3,7 @@
  * byte streams: listener/producers/session.c (the tdproto producer) against
  * the real recording, registry, checkpoint, timesync, finished, output and
  * budget code and the trace.dat writer. Nothing is faked: session.c knows no
- * socket and no event loop, and the target does what conn.c does.
+ * socket and no event loop, and the target does what agentconn.c does.
  *
  * A connection's bytes arrive in pieces of 1 + size % 4093 bytes; the
  * session gets what session_want() asks for (a heap copy of exactly that,
@@ -73,7 +73,7 @@
 #include "recording.h"
 #include "registry.h"
 #include "session.h"
-#include "standby.h"
+#include "standbytab.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "tdread.h"
@@ -462,7 +462,7 @@ conn_lost(struct fconn *c, const char *why)
 	conn_verdict(c, v);
 }
 
-/* What conn_verdict() does; a connection that ends is conn_free()d. */
+/* What conn_verdict() does; a connection that ends is agentconn_free()d. */
 static void
 conn_verdict(struct fconn *c, enum session_verdict v)
 {
@@ -513,7 +513,7 @@ check_standby_list(void)
 	size_t k;
 
 	td_buf_init(&out, 1 << 20);
-	standby_list(&out);
+	standbytab_list(&out);
 	FUZZ_CHECK(td_buf_add(&out, "", 1) == 0);
 	for (line = strtok_r((char *)out.data, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
@@ -570,7 +570,7 @@ first_hello(const uint8_t *data, size_t size, struct td_hello *h)
 	    td_msg_unpack_hello(&f, h) == 0;
 }
 
-/* What has arrived goes to the session as conn_read_cb() hands it over. */
+/* What has arrived goes to the session as agentconn_read_cb() hands it over. */
 static void
 conn_read(struct fconn *c)
 {
@@ -677,7 +677,7 @@ feed(struct fconn *c, const uint8_t *data, size_t size, size_t chunk,
 		conn_read(c);
 		if (tick && c->s != NULL && !c->pausing &&
 		    session_phase(c->s) == SESSION_STREAM) {
-			/* conn_tick() */
+			/* agentconn_tick() */
 			enum session_verdict v = session_tick(c->s);
 
 			flush(c, cfg.resume_wait == 0);
@@ -688,7 +688,9 @@ feed(struct fconn *c, const uint8_t *data, size_t size, size_t chunk,
 	}
 }
 
-/* tdlisten stops (conn_shutdown_all(), then main's end) and starts again. */
+/*
+ * tdlisten stops (agentconn_shutdown_all(), then main's end) and starts again.
+ */
 static void
 restart(void)
 {

@@ -3,9 +3,11 @@
  * "Standby").  The first byte says which way (bit 0):
  *
  * 0, the listener's side: up to FUZZ_SB_CONNS standby agents' byte streams
- * fed to the real listener/producers/session.c (session-standby.c, standby.c),
- * as conn.c feeds them (what session_want() asks for, a heap copy of exactly
- * those bytes), with a control client's requests (standby.h's calls, as
+ * fed to the real listener/producers/session.c (session-standby.c,
+ * standbytab.c),
+ * as agentconn.c feeds them (what session_want() asks for, a heap copy of
+ * exactly
+ * those bytes), with a control client's requests (standbytab.h's calls, as
  * control.c makes them) between the pieces. The input is segments, each after
  * FUZZ_CONN_SEP and one byte b (the first segment has none and is connection
  * 0's): connection (b >> 3) % FUZZ_SB_CONNS gets the segment's bytes, after
@@ -34,7 +36,7 @@
 #include "listener.h"
 #include "log.h"
 #include "session.h"
-#include "standby.h"
+#include "standbytab.h"
 #include "tdlimits.h"
 #include "tdproto.h"
 #include "timesync.h"
@@ -72,7 +74,7 @@ struct sbconn {
 
 static struct listener_config cfg;
 static struct sbconn conns[FUZZ_SB_CONNS];
-static struct standby_reply asker;
+static struct standbytab_reply asker;
 static int waited;		/* agents the asker waits for */
 static int settled;
 static uint32_t last_req;	/* the highest request a START carried */
@@ -178,7 +180,7 @@ collect(struct sbconn *c)
 	check_output(c);
 }
 
-/* A START or STOP queued to c (standby.c's send, through the session). */
+/* A START or STOP queued to c (standbytab.c's send, through the session). */
 static void
 kick_cb(void *arg)
 {
@@ -192,7 +194,7 @@ gone_cb(void *arg)
 	FUZZ_CHECK(!"a standby session taken over");
 }
 
-/* The connection ends (conn.c's conn_free()). */
+/* The connection ends (agentconn.c's agentconn_free()). */
 static void
 conn_end(struct sbconn *c, enum session_verdict v)
 {
@@ -226,7 +228,7 @@ hello_first(const struct sbconn *c)
 /*
  * The agent's ANSWERs in p[0..n), before the session takes them: their
  * request numbers count from this input's first (req_base), as if
- * tdlisten had started with it (standby.c numbers requests from 1, once
+ * tdlisten had started with it (standbytab.c numbers requests from 1, once
  * per process), so an input does the same alone as among others; their
  * READYs are counted.
  */
@@ -253,7 +255,7 @@ answers_in(struct sbconn *c, uint8_t *p, size_t n)
 	}
 }
 
-/* What conn.c does with the bytes that arrived. */
+/* What agentconn.c does with the bytes that arrived. */
 static void
 conn_read(struct sbconn *c)
 {
@@ -313,7 +315,7 @@ check_list(void)
 	int lines = 0, i, per[FUZZ_SB_CONNS] = { 0 };
 
 	td_buf_init(&out, 1 << 20);
-	standby_list(&out);
+	standbytab_list(&out);
 	FUZZ_CHECK(td_buf_add(&out, "", 1) == 0);
 	for (line = strtok_r((char *)out.data, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
@@ -344,7 +346,7 @@ check_list(void)
 		    SESSION_STANDBY;
 		FUZZ_CHECK(per[i] <= cfg.max_standby_per_identity ||
 		    strcmp(conns[i].identity, conns[0].identity) == 0);
-		FUZZ_CHECK(standby_count(conns[i].identity) <=
+		FUZZ_CHECK(standbytab_count(conns[i].identity) <=
 		    cfg.max_standby_per_identity);
 	}
 	FUZZ_CHECK((size_t)lines == k);
@@ -365,14 +367,14 @@ act(int b, struct sbconn *c)
 	case SB_START_ONE:
 		if (b & 0x40)
 			snprintf(asked.name, sizeof asked.name, "rec");
-		n = standby_start((b & 7) == SB_START_ALL ? "*" : c->identity,
-		    &asked, &asker);
+		n = standbytab_start((b & 7) == SB_START_ALL ? "*" :
+		    c->identity, &asked, &asker);
 		if (asked.name[0] == '\0')
 			FUZZ_CHECK(strncmp(asked.name, "ctl", 3) == 0);
 		break;
 	case SB_STOP_ALL:
 	case SB_STOP_NAME:
-		n = standby_stop("*", (b & 7) == SB_STOP_ALL ? "" : "rec",
+		n = standbytab_stop("*", (b & 7) == SB_STOP_ALL ? "" : "rec",
 		    &asker);
 		break;
 	case SB_LIST:
@@ -380,7 +382,7 @@ act(int b, struct sbconn *c)
 		break;
 	case SB_FORGET:
 		/* control.c's timer: those not answered settle no more */
-		standby_forget(&asker, true);
+		standbytab_forget(&asker, true);
 		waited = settled;
 		break;
 	case SB_HANGUP:
@@ -409,12 +411,12 @@ listener_side(const uint8_t *data, size_t size)
 	    .max_standby_per_identity = 1 + (size > 0 && data[0] & 0x80),
 	    .dir_mode = 0700, .file_mode = 0600, .gid = (gid_t)-1 };
 	budget_init(&caps);
-	asker = (struct standby_reply){ asker_line, asker_settle, NULL };
+	asker = (struct standbytab_reply){ asker_line, asker_settle, NULL };
 	waited = settled = 0;
 	/* a request nobody matches: its number is this input's base */
 	memset(&asked, 0, sizeof asked);
 	snprintf(asked.events, sizeof asked.events, "sched");
-	FUZZ_CHECK(standby_start("\001", &asked, &asker) == 0);
+	FUZZ_CHECK(standbytab_start("\001", &asked, &asker) == 0);
 	req_base = last_req = asked.req;
 	for (i = 0; i < FUZZ_SB_CONNS; i++) {
 		c = &conns[i];
@@ -450,11 +452,11 @@ listener_side(const uint8_t *data, size_t size)
 		conn_end(&conns[i], SESSION_GO);
 	FUZZ_CHECK(settled == waited);
 	for (i = 0; i < FUZZ_SB_CONNS; i++) {
-		FUZZ_CHECK(standby_count(conns[i].identity) == 0);
+		FUZZ_CHECK(standbytab_count(conns[i].identity) == 0);
 		td_buf_free(&conns[i].in);
 		td_buf_free(&conns[i].out);
 	}
-	standby_forget(&asker, false);
+	standbytab_forget(&asker, false);
 	FUZZ_CHECK(fuzz_lowest_fd() == lowfd);
 }
 

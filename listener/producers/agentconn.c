@@ -1,5 +1,5 @@
 /*
- * conn.c: one agent's connection to tdlisten (see conn.h).
+ * agentconn.c: one agent's connection to tdlisten (see agentconn.h).
  *
  *	C_RESYNC	the resynchronisation preamble is looked for
  *			(preamble.c; required on a Unix socket, optional
@@ -29,7 +29,7 @@
  * take a session past its budget before the check.  A session gets
  * TD_SESSION_TURN bytes of work per turn of the loop, or TD_SESSION_TURN_MS
  * of its time on a slow listener, then the others go:
- * its next turn is a timer of no delay (conn_later), which runs only once
+ * its next turn is a timer of no delay (agentconn_later), which runs only once
  * the loop has polled the sockets again and served those that are ready.
  * A deferred callback would not wait for them: libevent 2.1 runs it in the
  * same turn, up to 32 times, and the other sessions' sockets wait unread
@@ -51,7 +51,7 @@
 #include "buf.h"
 #include "client.h"
 #include "clock.h"
-#include "conn.h"
+#include "agentconn.h"
 #include "conn-tls.h"
 #include "listener.h"
 #include "log.h"
@@ -67,7 +67,7 @@
 #include "xmalloc.h"
 #include "banned.h"
 
-enum conn_state {
+enum agentconn_state {
 	C_RESYNC,
 	C_HANDSHAKE,
 	C_OPEN,
@@ -80,32 +80,32 @@ enum conn_state {
  * client layer (client.h), which owns the socket, the bufferevent, the
  * deadline, the label before the session's, the list and the slot.
  */
-struct conn {
+struct agentconn {
 	struct client		*cl;
 	struct preamble		*pre;		/* in C_RESYNC */
 	bool			 required;	/* the preamble (Unix) */
 	struct bufferevent	*bev;		/* cl's, once made */
 	struct session		*s;		/* NULL in the handshake */
-	enum conn_state		 state;
+	enum agentconn_state		 state;
 	bool			 big;		/* sockio_big() said so */
 	size_t			 rlow;		/* bev's read watermark now */
 	bool			 out_blocked;	/* replies unread: no reads */
 	bool			 rec_wait;	/* a cut copies: no reads */
-	struct event		*later;		/* its next turn (conn_later) */
+	struct event		*later;		/* its next turn (agentconn_later) */
 	char			 peer[128];
 };
 
-static struct event_base		*conn_base;
-static const struct listener_config	*conn_cfg;
-static SSL_CTX				*conn_ctx;
+static struct event_base		*agentconn_base;
+static const struct listener_config	*agentconn_cfg;
+static SSL_CTX				*agentconn_ctx;
 
-static void	conn_read_cb(struct bufferevent *, void *);
-static void	conn_write_cb(struct bufferevent *, void *);
-static void	conn_event_cb(struct bufferevent *, short, void *);
-static void	conn_verdict(struct conn *, enum session_verdict);
+static void	agentconn_read_cb(struct bufferevent *, void *);
+static void	agentconn_write_cb(struct bufferevent *, void *);
+static void	agentconn_event_cb(struct bufferevent *, short, void *);
+static void	agentconn_verdict(struct agentconn *, enum session_verdict);
 
 static const char *
-conn_label(const struct conn *c)
+agentconn_label(const struct agentconn *c)
 {
 	return c->s != NULL ? session_label(c->s) : client_label(c->cl);
 }
@@ -115,9 +115,9 @@ conn_label(const struct conn *c)
  * and the session go (the client frees the socket and its session slot).
  */
 static void
-conn_free_cb(void *arg)
+agentconn_free_cb(void *arg)
 {
-	struct conn *c = arg;
+	struct agentconn *c = arg;
 
 	preamble_free(c->pre);
 	admit_release(c);
@@ -128,7 +128,7 @@ conn_free_cb(void *arg)
 
 /* The one way a connection goes: its client with it. */
 static void
-conn_free(struct conn *c)
+agentconn_free(struct agentconn *c)
 {
 	client_free(c->cl);
 }
@@ -139,14 +139,14 @@ conn_free(struct conn *c)
  * and one for an earlier frame may come after the last was queued.
  */
 static bool
-conn_sent_all(struct bufferevent *bev)
+agentconn_sent_all(struct bufferevent *bev)
 {
 	return evbuffer_get_length(bufferevent_get_output(bev)) == 0;
 }
 
 /* Flush what is written, then free c (at most two seconds from now). */
 static void
-conn_closing(struct conn *c)
+agentconn_closing(struct agentconn *c)
 {
 	c->state = C_CLOSING;
 	client_close_after_drain(c->cl, 2);
@@ -154,11 +154,11 @@ conn_closing(struct conn *c)
 
 /* Send the session's ERROR, then go. */
 static void
-conn_close_telling(struct conn *c)
+agentconn_close_telling(struct agentconn *c)
 {
 	const struct td_buf *e = session_error(c->s);
 
-	conn_closing(c);
+	agentconn_closing(c);
 	bufferevent_write(c->bev, e->data, e->len);
 }
 
@@ -167,41 +167,41 @@ conn_close_telling(struct conn *c)
  * logs it and tries again, as it does for a full disk), then c goes.
  */
 static void
-conn_close_later(struct conn *c, const char *why)
+agentconn_close_later(struct agentconn *c, const char *why)
 {
 	struct td_buf e;
 
 	td_buf_init(&e, TD_MAX_ERROR_LEN + 64);
 	td_msg_pack_error(&e, TD_ERR_RETRY, why);
-	conn_closing(c);
+	agentconn_closing(c);
 	bufferevent_write(c->bev, e.data, e.len);
 	td_buf_free(&e);
 }
 
 /* The connection went: the session lets its recording wait, or closes. */
 static void
-conn_lost(struct conn *c, const char *why)
+agentconn_lost(struct agentconn *c, const char *why)
 {
-	conn_verdict(c, session_lost(c->s, why));
+	agentconn_verdict(c, session_lost(c->s, why));
 }
 
 /* The ERROR RETRY of a pause went out: now let go of the connection. */
 static void
-conn_pause_write_cb(struct bufferevent *bev, void *arg)
+agentconn_pause_write_cb(struct bufferevent *bev, void *arg)
 {
-	if (conn_sent_all(bev))
-		conn_lost(arg, NULL);
+	if (agentconn_sent_all(bev))
+		agentconn_lost(arg, NULL);
 }
 
 static void
-conn_pause_event_cb(struct bufferevent *bev, short what, void *arg)
+agentconn_pause_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	conn_lost(arg, NULL);
+	agentconn_lost(arg, NULL);
 }
 
 /* Tell the agent to come back later, then let the recording wait. */
 static void
-conn_pause(struct conn *c)
+agentconn_pause(struct agentconn *c)
 {
 	struct timeval tv = { 5, 0 };
 	const struct td_buf *e = session_error(c->s);
@@ -210,33 +210,34 @@ conn_pause(struct conn *c)
 	c->out_blocked = false;
 	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 	bufferevent_disable(c->bev, EV_READ);
-	client_setcb(c->cl, NULL, conn_pause_write_cb, conn_pause_event_cb);
+	client_setcb(c->cl, NULL, agentconn_pause_write_cb,
+	    agentconn_pause_event_cb);
 	bufferevent_set_timeouts(c->bev, NULL, &tv);
 	bufferevent_write(c->bev, e->data, e->len);
 }
 
 /* Act on what the session said. */
 static void
-conn_verdict(struct conn *c, enum session_verdict v)
+agentconn_verdict(struct agentconn *c, enum session_verdict v)
 {
 	switch (v) {
 	case SESSION_GO:
 		break;
 	case SESSION_CLOSE:
-		conn_close_telling(c);
+		agentconn_close_telling(c);
 		break;
 	case SESSION_QUIET:
-		conn_free(c);
+		agentconn_free(c);
 		break;
 	case SESSION_PAUSE:
-		conn_pause(c);
+		agentconn_pause(c);
 		break;
 	}
 }
 
 /* Send what the session wrote; a time-sync reply at once. */
 static void
-conn_flush(struct conn *c)
+agentconn_flush(struct agentconn *c)
 {
 	struct td_buf *out;
 	bool urgent;
@@ -257,20 +258,20 @@ conn_flush(struct conn *c)
  * follows it is taken (a cut that failed closes the session there).
  */
 static void
-conn_kick_cb(void *arg)
+agentconn_kick_cb(void *arg)
 {
-	struct conn *c = arg;
+	struct agentconn *c = arg;
 	enum session_verdict v;
 
-	conn_flush(c);
+	agentconn_flush(c);
 	if (!c->rec_wait || c->state != C_OPEN || session_waits(c->s))
 		return;
 	c->rec_wait = false;
 	if ((v = session_tick(c->s)) != SESSION_GO) {
-		conn_verdict(c, v);	/* c may be gone */
+		agentconn_verdict(c, v);	/* c may be gone */
 		return;
 	}
-	conn_flush(c);
+	agentconn_flush(c);
 	bufferevent_enable(c->bev, EV_READ);
 	bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
 	    BEV_TRIG_DEFER_CALLBACKS);
@@ -281,37 +282,37 @@ conn_kick_cb(void *arg)
  * something to read had its turn.
  */
 static void
-conn_later(struct conn *c)
+agentconn_later(struct agentconn *c)
 {
 	static const struct timeval now = { 0, 0 };
 
 	evtimer_add(c->later, &now);
 }
 
-/* c's turn came again (conn_later): read on, unless it stopped since. */
+/* c's turn came again (agentconn_later): read on, unless it stopped since. */
 static void
-conn_later_cb(evutil_socket_t fd, short what, void *arg)
+agentconn_later_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct conn *c = arg;
+	struct agentconn *c = arg;
 
 	if (c->state == C_OPEN && c->bev != NULL &&
 	    (bufferevent_get_enabled(c->bev) & EV_READ))
-		conn_read_cb(c->bev, c);
+		agentconn_read_cb(c->bev, c);
 }
 
 /* Arm the idle timeout of a streaming session. */
 static void
-conn_idle(struct conn *c)
+agentconn_idle(struct agentconn *c)
 {
-	struct timeval tv = { conn_cfg->idle_timeout, 0 };
+	struct timeval tv = { agentconn_cfg->idle_timeout, 0 };
 
-	bufferevent_set_timeouts(c->bev, conn_cfg->idle_timeout > 0 ? &tv :
+	bufferevent_set_timeouts(c->bev, agentconn_cfg->idle_timeout > 0 ? &tv :
 	    NULL, NULL);
 }
 
 /* What a connection holds besides its session's recording. */
 static uint64_t
-conn_held(const struct conn *c, size_t coming)
+agentconn_held(const struct agentconn *c, size_t coming)
 {
 	return sizeof *c + coming +
 	    evbuffer_get_length(bufferevent_get_output(c->bev)) +
@@ -327,9 +328,9 @@ conn_held(const struct conn *c, size_t coming)
  * coming: bytes of a frame on its way that the session waits for.
  */
 static bool
-conn_hold_back(struct conn *c, size_t coming)
+agentconn_hold_back(struct agentconn *c, size_t coming)
 {
-	struct timeval tv = { conn_cfg->idle_timeout, 0 };
+	struct timeval tv = { agentconn_cfg->idle_timeout, 0 };
 	enum session_verdict v;
 
 	if (c->state != C_OPEN || session_phase(c->s) != SESSION_STREAM)
@@ -340,8 +341,9 @@ conn_hold_back(struct conn *c, size_t coming)
 		bufferevent_disable(c->bev, EV_READ);
 		return true;
 	}
-	if ((v = session_account(c->s, conn_held(c, coming))) != SESSION_GO) {
-		conn_verdict(c, v);
+	if ((v = session_account(c->s,
+	    agentconn_held(c, coming))) != SESSION_GO) {
+		agentconn_verdict(c, v);
 		return true;
 	}
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) <=
@@ -349,7 +351,7 @@ conn_hold_back(struct conn *c, size_t coming)
 		return false;
 	if (!c->out_blocked) {
 		log_debug("%s: %zu bytes of replies unread: not reading "
-		    "(%zu bytes received wait)", conn_label(c),
+		    "(%zu bytes received wait)", agentconn_label(c),
 		    evbuffer_get_length(bufferevent_get_output(c->bev)),
 		    evbuffer_get_length(bufferevent_get_input(c->bev)));
 		c->out_blocked = true;
@@ -357,16 +359,16 @@ conn_hold_back(struct conn *c, size_t coming)
 		bufferevent_setwatermark(c->bev, EV_WRITE, TD_MAX_UNSENT / 2,
 		    0);
 		bufferevent_set_timeouts(c->bev, NULL,
-		    conn_cfg->idle_timeout > 0 ? &tv : NULL);
+		    agentconn_cfg->idle_timeout > 0 ? &tv : NULL);
 	}
 	return true;
 }
 
 /* HELLO is done: the deadline is over, an idle agent is a lost one. */
 static void
-conn_streaming(struct conn *c)
+agentconn_streaming(struct agentconn *c)
 {
-	conn_idle(c);
+	agentconn_idle(c);
 	client_deadline_clear(c->cl);
 	client_done_waiting(c->cl);
 }
@@ -377,7 +379,7 @@ conn_streaming(struct conn *c)
  * the listener's most frequent call).
  */
 static void
-conn_read_low(struct conn *c, size_t low)
+agentconn_read_low(struct agentconn *c, size_t low)
 {
 	if (c->rlow == low)
 		return;
@@ -386,9 +388,9 @@ conn_read_low(struct conn *c, size_t low)
 }
 
 static void
-conn_read_cb(struct bufferevent *bev, void *arg)
+agentconn_read_cb(struct bufferevent *bev, void *arg)
 {
-	struct conn *c = arg;
+	struct agentconn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	enum session_verdict v;
 	enum session_phase was;
@@ -403,13 +405,13 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	/* the reference time of this read, for time-sync replies */
 	rx_ns = timesync_now(CLOCK_MONOTONIC);
 	t0 = td_clock_now_ms();
-	if (conn_hold_back(c, 0))
+	if (agentconn_hold_back(c, 0))
 		return;
 	/* the rest of what waits, at once (unless enough waits already: a
 	   session that stops for its replies must not gather input) */
 	if (evbuffer_get_length(in) < TD_TLS_READ_AHEAD &&
-	    sockio_pump(bev, c->big, conn_label(c)))
-		conn_later(c);		/* more may wait: the next turn */
+	    sockio_pump(bev, c->big, agentconn_label(c)))
+		agentconn_later(c);		/* more may wait: the next turn */
 	for (;;) {
 		len = evbuffer_get_length(in);
 		want = session_want(c->s, &more);
@@ -417,12 +419,12 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		   one at what it will expand to (PAGES_Z: its pages) too */
 		coming = len < want ? want - len : more ? 0 :
 		    session_expands(c->s, evbuffer_pullup(in, want), want);
-		if (conn_hold_back(c, coming))
+		if (agentconn_hold_back(c, coming))
 			return;		/* paused, or waits to write */
 		if (turn >= TD_SESSION_TURN || (turn > 0 &&
 		    td_clock_now_ms() - t0 >= TD_SESSION_TURN_MS)) {
 			/* the others' turn: this session's next comes later */
-			conn_later(c);
+			agentconn_later(c);
 			return;
 		}
 		if (len < want || len == 0) {
@@ -436,17 +438,17 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			 */
 			if (!pumped && sockio_held(bev)) {
 				pumped = true;
-				if (sockio_pump(bev, c->big, conn_label(c)))
-					conn_later(c);
+				if (sockio_pump(bev, c->big, agentconn_label(c)))
+					agentconn_later(c);
 				continue;
 			}
 			/* wake up only when it is all in */
-			conn_read_low(c, want);
+			agentconn_read_low(c, want);
 			if (len == 0)
 				sockio_rest(bev);	/* idle: no buffer */
 			return;
 		}
-		conn_read_low(c, 0);
+		agentconn_read_low(c, 0);
 		n = want;
 		if (more) {
 			/* what is contiguous, so that nothing is copied */
@@ -458,63 +460,64 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		used = session_input(c->s, evbuffer_pullup(in, n), n, rx_ns,
 		    client_count(CLIENT_TDPROTO) + admit_handshakes(), &turn,
 		    &v);
-		conn_flush(c);
+		agentconn_flush(c);
 		if (used == -1) {
-			conn_verdict(c, v);
+			agentconn_verdict(c, v);
 			return;		/* c may be gone */
 		}
 		evbuffer_drain(in, (size_t)used);
 		if (was == SESSION_HELLO &&
 		    session_phase(c->s) != SESSION_HELLO)
-			conn_streaming(c);
+			agentconn_streaming(c);
 		if (session_phase(c->s) == SESSION_DONE)
 			return;
 	}
 }
 
 static void
-conn_write_cb(struct bufferevent *bev, void *arg)
+agentconn_write_cb(struct bufferevent *bev, void *arg)
 {
-	struct conn *c = arg;
+	struct agentconn *c = arg;
 
 	/* the agent read its replies: read it again */
 	if (c->out_blocked && evbuffer_get_length(bufferevent_get_output(bev))
 	    <= TD_MAX_UNSENT / 2) {
 		c->out_blocked = false;
 		bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
-		conn_idle(c);
+		agentconn_idle(c);
 		bufferevent_enable(bev, EV_READ);
 		if (evbuffer_get_length(bufferevent_get_input(bev)) > 0 ||
 		    sockio_held(bev))
-			conn_read_cb(bev, c);
+			agentconn_read_cb(bev, c);
 		return;
 	}
 	/* DONE is out: the agent closes, or we do */
 	if (c->s != NULL && session_phase(c->s) == SESSION_DONE &&
-	    conn_sent_all(bev))
-		conn_lost(c, NULL);
+	    agentconn_sent_all(bev))
+		agentconn_lost(c, NULL);
 }
 
 /* A connection closed in its handshake: a refusal, counted. */
 static void
-conn_refuse(struct conn *c, const char *why)
+agentconn_refuse(struct agentconn *c, const char *why)
 {
-	admit_refused(ADMIT_R_FAILED, "%s: closing: %s", conn_label(c), why);
-	conn_free(c);
+	admit_refused(ADMIT_R_FAILED, "%s: closing: %s", agentconn_label(c),
+	    why);
+	agentconn_free(c);
 }
 
 /* A session's recording was taken over by a later one: c goes. */
 static void
-conn_gone_cb(void *arg)
+agentconn_gone_cb(void *arg)
 {
-	struct conn *c = arg;
+	struct agentconn *c = arg;
 
-	conn_free(c);
+	agentconn_free(c);
 }
 
 /* The identity of a plain (--insecure) connection: its address. */
 static void
-conn_plain_identity(const char *peer, char *identity, size_t len)
+agentconn_plain_identity(const char *peer, char *identity, size_t len)
 {
 	snprintf(identity, len, "%.*s", (int)len - 1, peer);
 	if (strrchr(identity, ':') != NULL)
@@ -529,15 +532,15 @@ conn_plain_identity(const char *peer, char *identity, size_t len)
  * hold too many waiting for their HELLO already).
  */
 static void
-conn_handshake_done(struct conn *c)
+agentconn_handshake_done(struct agentconn *c)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
 	char identity[TD_MAX_NAME_LEN + 1], label[TD_MAX_NAME_LEN + 160];
 	enum client_verdict v;
 
 	if (td_tls_peer_identity(ssl, identity, sizeof identity) == -1) {
-		conn_refuse(c, "no verified client certificate, or its name "
-		    "is longer than 64 bytes once escaped");
+		agentconn_refuse(c, "no verified client certificate, or its "
+		    "name is longer than 64 bytes once escaped");
 		return;
 	}
 	snprintf(label, sizeof label, "session %s (%s)", identity, c->peer);
@@ -547,10 +550,10 @@ conn_handshake_done(struct conn *c)
 		admit_refused(ADMIT_R_IDENTITY, "%s: closing: %d connections "
 		    "of '%s' wait for their HELLO already "
 		    "(--max-per-identity)", label,
-		    conn_cfg->max_per_identity, identity);
-		conn_close_later(c, "too many connections of this identity "
-		    "wait for their HELLO (--max-per-identity): come back "
-		    "later");
+		    agentconn_cfg->max_per_identity, identity);
+		agentconn_close_later(c, "too many connections of this "
+		    "identity wait for their HELLO (--max-per-identity): come "
+		    "back later");
 		return;
 	}
 	admit_release(c);
@@ -559,13 +562,14 @@ conn_handshake_done(struct conn *c)
 		admit_refused(ADMIT_R_SESSIONS, "%s: closing: %d sessions "
 		    "already (--max-sessions)", label,
 		    client_count(CLIENT_NKINDS));
-		conn_close_later(c, SESSION_FULL);
+		agentconn_close_later(c, SESSION_FULL);
 		return;
 	}
 	log_debug("%s: TLS handshake done (%s)", label,
 	    SSL_get_version(ssl));
-	c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb, c);
-	session_set_kick(c->s, conn_kick_cb, c);
+	c->s = session_new(agentconn_cfg, identity, c->peer,
+	    agentconn_gone_cb, c);
+	session_set_kick(c->s, agentconn_kick_cb, c);
 	if (v == CLIENT_RESERVE) {
 		log_info("%s: over --max-sessions (%d): a slot kept for the "
 		    "resume of its recordings", label,
@@ -577,77 +581,78 @@ conn_handshake_done(struct conn *c)
 }
 
 static void
-conn_event_cb(struct bufferevent *bev, short what, void *arg)
+agentconn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	struct conn *c = arg;
+	struct agentconn *c = arg;
 	char msg[512];
 
 	if (what & BEV_EVENT_CONNECTED) {
-		conn_handshake_done(c);
+		agentconn_handshake_done(c);
 		return;
 	}
 	if (c->s == NULL) {
 		if (what & BEV_EVENT_TIMEOUT)
-			conn_refuse(c, "handshake timed out");
+			agentconn_refuse(c, "handshake timed out");
 		else if (what & BEV_EVENT_EOF)
-			conn_refuse(c, "connection closed before the end of "
-			    "the recording");
+			agentconn_refuse(c, "connection closed before the "
+			    "end of the recording");
 		else {
 			conn_tls_error(c->bev, c->required,
 			    c->state == C_HANDSHAKE, msg, sizeof msg);
-			conn_refuse(c, msg);
+			agentconn_refuse(c, msg);
 		}
 		return;
 	}
 	if (what & BEV_EVENT_TIMEOUT) {
 		if (session_phase(c->s) == SESSION_HELLO) {
-			conn_verdict(c, session_close(c->s,
+			agentconn_verdict(c, session_close(c->s,
 			    "no HELLO in time"));
 			return;
 		}
 		if (session_phase(c->s) != SESSION_STREAM) {
-			conn_lost(c, NULL);
+			agentconn_lost(c, NULL);
 			return;
 		}
 		if (what & BEV_EVENT_WRITING)
 			snprintf(msg, sizeof msg, "the agent has not read the "
 			    "listener's replies for %d s",
-			    conn_cfg->idle_timeout);
+			    agentconn_cfg->idle_timeout);
 		else
 			snprintf(msg, sizeof msg, "no data for %d s",
-			    conn_cfg->idle_timeout);
-		conn_lost(c, msg);
+			    agentconn_cfg->idle_timeout);
+		agentconn_lost(c, msg);
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
-		conn_lost(c, "connection closed before the end of the "
+		agentconn_lost(c, "connection closed before the end of the "
 		    "recording");
 		return;
 	}
 	if (what & BEV_EVENT_ERROR) {
 		conn_tls_error(c->bev, c->required,
 			    c->state == C_HANDSHAKE, msg, sizeof msg);
-		conn_lost(c, msg);
+		agentconn_lost(c, msg);
 	}
 }
 
 /* Handshake and HELLO must be over within the timeout, however sent. */
 static void
-conn_deadline_cb(struct client *cl, void *arg)
+agentconn_deadline_cb(struct client *cl, void *arg)
 {
-	struct conn *c = arg;
+	struct agentconn *c = arg;
 	char scan[200], msg[300];
 
 	if (c->state == C_RESYNC && c->required) {
 		preamble_describe(c->pre, scan, sizeof scan);
 		snprintf(msg, sizeof msg, "handshake timed out: %s", scan);
-		conn_refuse(c, msg);
-	} else if (c->state == C_RESYNC && conn_ctx == NULL)
-		conn_refuse(c, "no HELLO in time");	/* plain: as ever */
+		agentconn_refuse(c, msg);
+	} else if (c->state == C_RESYNC && agentconn_ctx == NULL)
+		/* plain: as ever */
+		agentconn_refuse(c, "no HELLO in time");
 	else if (c->s == NULL)
-		conn_refuse(c, "handshake timed out");
+		agentconn_refuse(c, "handshake timed out");
 	else
-		conn_verdict(c, session_close(c->s, "no HELLO in time"));
+		agentconn_verdict(c, session_close(c->s, "no HELLO in time"));
 }
 
 /*
@@ -655,15 +660,15 @@ conn_deadline_cb(struct client *cl, void *arg)
  * bufferevent, TLS or plain, and its session when plain.
  */
 static void
-conn_begin(struct conn *c)
+agentconn_begin(struct agentconn *c)
 {
 	char identity[TD_MAX_NAME_LEN + 1];
 	const char *why = "out of memory";
 	struct timeval tv;
 
-	if (conn_ctx != NULL) {
-		c->bev = conn_tls_new(conn_base, conn_ctx, client_fd(c->cl),
-		    c->big, c->required, &why);
+	if (agentconn_ctx != NULL) {
+		c->bev = conn_tls_new(agentconn_base, agentconn_ctx,
+		    client_fd(c->cl), c->big, c->required, &why);
 		c->state = C_HANDSHAKE;
 		if (c->bev != NULL)
 			client_set_bev(c->cl, c->bev);
@@ -673,21 +678,22 @@ conn_begin(struct conn *c)
 		c->state = C_OPEN;
 	}
 	if (c->bev == NULL) {
-		conn_refuse(c, why);
+		agentconn_refuse(c, why);
 		return;
 	}
-	if (conn_ctx == NULL) {
+	if (agentconn_ctx == NULL) {
 		/* the address is the identity; its port is not part of it */
-		conn_plain_identity(c->peer, identity, sizeof identity);
-		c->s = session_new(conn_cfg, identity, c->peer, conn_gone_cb,
-		    c);
-		session_set_kick(c->s, conn_kick_cb, c);
+		agentconn_plain_identity(c->peer, identity, sizeof identity);
+		c->s = session_new(agentconn_cfg, identity, c->peer,
+		    agentconn_gone_cb, c);
+		session_set_kick(c->s, agentconn_kick_cb, c);
 		if (client_reserved(c->cl))
 			session_set_resume_only(c->s);
 		session_set_socket(c->s, bufferevent_getfd(c->bev));
 	}
-	client_setcb(c->cl, conn_read_cb, conn_write_cb, conn_event_cb);
-	tv.tv_sec = conn_cfg->handshake_timeout;
+	client_setcb(c->cl, agentconn_read_cb, agentconn_write_cb,
+	    agentconn_event_cb);
+	tv.tv_sec = agentconn_cfg->handshake_timeout;
 	tv.tv_usec = 0;
 	bufferevent_set_timeouts(c->bev, &tv, NULL);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
@@ -695,9 +701,9 @@ conn_begin(struct conn *c)
 
 /* The preamble's scan is over: log what it did, go on or refuse. */
 static void
-conn_preamble_cb(void *arg, bool ok, const char *why)
+agentconn_preamble_cb(void *arg, bool ok, const char *why)
 {
-	struct conn *c = arg;
+	struct agentconn *c = arg;
 	char what[200], msg[400];
 
 	preamble_describe(c->pre, what, sizeof what);
@@ -706,23 +712,23 @@ conn_preamble_cb(void *arg, bool ok, const char *why)
 			snprintf(msg, sizeof msg, "%s: %s", why, what);
 		else
 			snprintf(msg, sizeof msg, "%s", why);
-		conn_refuse(c, msg);
+		agentconn_refuse(c, msg);
 		return;
 	}
 	if (preamble_found(c->pre))
 		log_info("%s: %s", client_label(c->cl), what);
 	preamble_free(c->pre);
 	c->pre = NULL;
-	conn_begin(c);
+	agentconn_begin(c);
 }
 
-static void	conn_shutdown_cb(struct client *, void *);
+static void	agentconn_shutdown_cb(struct client *, void *);
 
-/* What the client layer calls conn.c for. */
-static const struct client_hooks conn_hooks = {
-	.free = conn_free_cb,
-	.deadline = conn_deadline_cb,
-	.shutdown = conn_shutdown_cb,
+/* What the client layer calls agentconn.c for. */
+static const struct client_hooks agentconn_hooks = {
+	.free = agentconn_free_cb,
+	.deadline = agentconn_deadline_cb,
+	.shutdown = agentconn_shutdown_cb,
 };
 
 /*
@@ -730,11 +736,11 @@ static const struct client_hooks conn_hooks = {
  * preamble's scan (required on a byte pipe: a Unix socket), then its
  * bufferevent.
  */
-static struct conn *
-conn_new(int fd, const char *peer, bool required)
+static struct agentconn *
+agentconn_new(int fd, const char *peer, bool required)
 {
 	char label[160];
-	struct conn *c;
+	struct agentconn *c;
 
 	c = xcalloc(1, sizeof *c);
 	c->required = required;
@@ -742,35 +748,36 @@ conn_new(int fd, const char *peer, bool required)
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	snprintf(label, sizeof label, "session %s", peer);
 	c->big = sockio_big(client_count(CLIENT_TDPROTO));
-	c->cl = client_new(CLIENT_TDPROTO, fd, label, &conn_hooks, c);
-	if ((c->later = evtimer_new(conn_base, conn_later_cb, c)) == NULL)
+	c->cl = client_new(CLIENT_TDPROTO, fd, label, &agentconn_hooks, c);
+	if ((c->later = evtimer_new(agentconn_base, agentconn_later_cb, c)) == NULL)
 		fatalx("out of memory");
 	/* a deadline for all of it: a peer trickling bytes cannot stretch
 	   it */
-	client_deadline(c->cl, conn_cfg->handshake_timeout * 1000L);
-	c->pre = preamble_new(conn_base, fd, required, conn_preamble_cb, c);
+	client_deadline(c->cl, agentconn_cfg->handshake_timeout * 1000L);
+	c->pre = preamble_new(agentconn_base, fd, required,
+	    agentconn_preamble_cb, c);
 	return c;
 }
 
 void
-conn_init(struct event_base *base, const struct listener_config *cfg,
+agentconn_init(struct event_base *base, const struct listener_config *cfg,
     SSL_CTX *ctx)
 {
-	conn_base = base;
-	conn_cfg = cfg;
-	conn_set_ctx(ctx);
+	agentconn_base = base;
+	agentconn_cfg = cfg;
+	agentconn_set_ctx(ctx);
 	admit_init(base, cfg->max_handshakes, cfg->max_handshakes_addr,
 	    TD_ADMIT_MIN_AGE_MS);
 }
 
 void
-conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
+agentconn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 {
 	/* a byte pipe (QEMU's chardev) may hold an old session's bytes */
 	bool required = sa->sa_family == AF_UNIX;
 	char identity[TD_MAX_NAME_LEN + 1];
 	enum client_verdict v;
-	struct conn *c;
+	struct agentconn *c;
 	void *victim;
 
 	/*
@@ -778,10 +785,10 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 	 * through the handshake first (its own budget, --max-handshakes), so
 	 * that the agent learns why from an ERROR RETRY and comes back.
 	 */
-	if (conn_ctx == NULL) {
+	if (agentconn_ctx == NULL) {
 		/* plain: no handshake, a session slot at once (or one kept
 		   for the resumes of its address's recordings) */
-		conn_plain_identity(peer, identity, sizeof identity);
+		agentconn_plain_identity(peer, identity, sizeof identity);
 		v = client_may_open(CLIENT_TDPROTO, identity);
 		if (v != CLIENT_YES && v != CLIENT_RESERVE) {
 			admit_refused(ADMIT_R_SESSIONS, "refusing %s: %d "
@@ -790,7 +797,7 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 			close(fd);
 			return;
 		}
-		c = conn_new(fd, peer, required);
+		c = agentconn_new(fd, peer, required);
 		client_admit(c->cl, identity);
 		return;
 	}
@@ -800,7 +807,7 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 		admit_refused(ADMIT_R_ADDRESS, "refusing %s: its address has "
 		    "%d connections in the handshake already "
 		    "(--max-handshakes-per-address)", peer,
-		    conn_cfg->max_handshakes_addr);
+		    agentconn_cfg->max_handshakes_addr);
 		close(fd);
 		return;
 	case ADMIT_FULL:
@@ -812,14 +819,14 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
 	case ADMIT_EVICT:
 		admit_refused(ADMIT_R_EVICTED, "session %s: closing: its "
 		    "handshake slot goes to %s, from a less busy address "
-		    "(--max-handshakes %d)", ((struct conn *)victim)->peer,
-		    peer, conn_cfg->max_handshakes);
-		conn_free(victim);
+		    "(--max-handshakes %d)", ((struct agentconn *)victim)->peer,
+		    peer, agentconn_cfg->max_handshakes);
+		agentconn_free(victim);
 		break;
 	case ADMIT_YES:
 		break;
 	}
-	c = conn_new(fd, peer, required);
+	c = agentconn_new(fd, peer, required);
 	admit_add(fd, sa, c);
 }
 
@@ -829,11 +836,11 @@ conn_accept(int fd, const struct sockaddr *sa, const char *peer, void *arg)
  * is sockio's choice (sockio_big(), per connection).
  */
 void
-conn_set_ctx(SSL_CTX *ctx)
+agentconn_set_ctx(SSL_CTX *ctx)
 {
-	SSL_CTX *old = conn_ctx;
+	SSL_CTX *old = agentconn_ctx;
 
-	conn_ctx = ctx;
+	agentconn_ctx = ctx;
 	if (ctx != NULL)
 		SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	if (old != NULL && old != ctx)
@@ -841,22 +848,22 @@ conn_set_ctx(SSL_CTX *ctx)
 }
 
 SSL_CTX *
-conn_get_ctx(void)
+agentconn_get_ctx(void)
 {
-	return conn_ctx;
+	return agentconn_ctx;
 }
 
 int
-conn_sessions(void)
+agentconn_sessions(void)
 {
 	return client_count(CLIENT_TDPROTO);
 }
 
 void
-conn_count(struct conn_counts *n)
+agentconn_count(struct agentconn_counts *n)
 {
 	struct client *cl;
-	struct conn *c;
+	struct agentconn *c;
 
 	memset(n, 0, sizeof *n);
 	for (cl = client_first(CLIENT_TDPROTO); cl != NULL;
@@ -874,7 +881,7 @@ conn_count(struct conn_counts *n)
 }
 
 void
-conn_each(void (*fn)(const struct conn_info *, void *), void *arg)
+agentconn_each(void (*fn)(const struct agentconn_info *, void *), void *arg)
 {
 	/* the preamble is counted with the handshake it comes before */
 	static const char *const names[] = {
@@ -882,9 +889,9 @@ conn_each(void (*fn)(const struct conn_info *, void *), void *arg)
 		[C_OPEN] = "open", [C_PAUSING] = "pausing",
 		[C_CLOSING] = "closing",
 	};
-	struct conn_info i;
+	struct agentconn_info i;
 	struct client *cl;
-	struct conn *c;
+	struct agentconn *c;
 
 	for (cl = client_first(CLIENT_TDPROTO); cl != NULL;
 	    cl = client_next(cl)) {
@@ -897,11 +904,11 @@ conn_each(void (*fn)(const struct conn_info *, void *), void *arg)
 }
 
 void
-conn_tick(void)
+agentconn_tick(void)
 {
 	struct client *cl, *next;
 	enum session_verdict v;
-	struct conn *c;
+	struct agentconn *c;
 
 	for (cl = client_first(CLIENT_TDPROTO); cl != NULL; cl = next) {
 		next = client_next(cl);
@@ -911,42 +918,42 @@ conn_tick(void)
 			continue;
 		v = session_tick(c->s);
 		if (v == SESSION_GO)
-			conn_flush(c);		/* the ACK */
+			agentconn_flush(c);		/* the ACK */
 		else
-			conn_verdict(c, v);	/* c may be gone */
+			agentconn_verdict(c, v);	/* c may be gone */
 	}
 }
 
 /* tdlisten stops (the client layer's shutdown hook): c says so. */
 static void
-conn_shutdown_cb(struct client *cl, void *arg)
+agentconn_shutdown_cb(struct client *cl, void *arg)
 {
-	struct conn *c = arg;
+	struct agentconn *c = arg;
 	enum session_verdict v;
 
 	if (c->state == C_CLOSING)
 		return;
 	if (c->s == NULL) {
-		conn_refuse(c, "tdlisten is shutting down");
+		agentconn_refuse(c, "tdlisten is shutting down");
 		return;
 	}
 	v = session_shutdown(c->s);
 	if (v == SESSION_CLOSE)
-		conn_close_telling(c);
+		agentconn_close_telling(c);
 	else if (c->state == C_PAUSING)
-		conn_closing(c);	/* its ERROR goes out */
+		agentconn_closing(c);	/* its ERROR goes out */
 	else
-		conn_free(c);
+		agentconn_free(c);
 }
 
 void
-conn_shutdown_all(void)
+agentconn_shutdown_all(void)
 {
 	client_shutdown(CLIENT_TDPROTO);
 }
 
 void
-conn_free_all(void)
+agentconn_free_all(void)
 {
 	client_free_all(CLIENT_TDPROTO);
 }

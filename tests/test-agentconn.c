@@ -1,10 +1,11 @@
 /*
- * test-conn.c: an agent's connection (listener/producers/conn.c) driven
- * as tdlisten drives it: a real event base, client_init() and conn_init()
+ * test-agentconn.c: an agent's connection (listener/producers/agentconn.c)
+ * driven
+ * as tdlisten drives it: a real event base, client_init() and agentconn_init()
  * as listener/tdlisten.c calls them (--insecure: plain TCP), a loopback
  * listening socket on a port the kernel picks whose accepted sockets go
- * to conn_accept() (as server.c hands them over), the tick of tdlisten
- * (conn_tick()), and fake agents on the other end, each a bufferevent on
+ * to agentconn_accept() (as server.c hands them over), the tick of tdlisten
+ * (agentconn_tick()), and fake agents on the other end, each a bufferevent on
  * the same loop writing frames built with proto/ (td_msg_pack_*) and
  * real ring-buffer pages (testdata.c).  Nothing in listener/ is faked.
  *
@@ -22,7 +23,7 @@
  *     takes the slot kept for resumes and gets an ERROR RETRY at its
  *     HELLO.
  *
- * Each test has its own loop, listening socket, client layer and conn.c,
+ * Each test has its own loop, listening socket, client layer and agentconn.c,
  * freed by its teardown however it ended.
  */
 #include <netinet/in.h>
@@ -48,33 +49,26 @@
 #include <event2/listener.h>
 
 #include "admit.h"
-#include "budget.h"
 #include "buf.h"
 #include "client.h"
 #include "clock.h"
-#include "compress.h"
-#include "conn.h"
-#include "finished.h"
+#include "agentconn.h"
 #include "listener.h"
-#include "log.h"
 #include "recording.h"
 #include "registry.h"
 #include "rotate.h"
 #include "session.h"
-#include "tdlimits.h"
 #include "tdproto.h"
 #include "tdread.h"
 #include "testdata.h"
+#include "testlisten.h"
 
 #define NCPUS		2
 #define NPAGES		24	/* per CPU */
 #define TICK_MS		250	/* tdlisten's TDLISTEN_TICK_MS */
 #define BOUND_MS	20000	/* no wait is longer (ASan, a busy box) */
 
-static struct listener_config cfg;
-static struct testdata_meta meta;
-static char *topdir;
-static struct td_codec *zstd;
+static struct testlisten *tl;
 static struct event_base *base;
 static struct evconnlistener *lev;
 static struct event *tick;
@@ -106,11 +100,11 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	conn_tick();
+	agentconn_tick();
 	recording_expire();
 }
 
-/* server.c's accept callback for TCP: the peer named, to conn_accept(). */
+/* server.c's accept callback for TCP: the peer named, to agentconn_accept(). */
 static void
 accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     int salen, void *arg)
@@ -124,7 +118,7 @@ accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	assert_int_equal(sa->sa_family, AF_INET);
 	inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
 	snprintf(peer, sizeof peer, "%s:%u", host, ntohs(sin->sin_port));
-	conn_accept(fd, sa, peer, NULL);
+	agentconn_accept(fd, sa, peer, NULL);
 }
 
 static void
@@ -153,68 +147,26 @@ agent_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 }
 
-/* PAGES of one CPU: count pages from first, their events into exp. */
-static void
-add_pages(struct agent *a, int cpu, unsigned int first, unsigned int count)
-{
-	uint8_t page[TESTDATA_PAGE_SIZE];
-	unsigned int n;
-
-	assert_int_equal(td_msg_pack_pages_head(&a->in, (uint32_t)cpu, count,
-	    first, sizeof page), 0);
-	for (n = first; n < first + count; n++) {
-		testdata_cpu_page(&meta, cpu, n, page, &a->exp);
-		a->exp.pages[cpu]++;
-		assert_int_equal(td_buf_add(&a->in, page, sizeof page), 0);
-	}
-}
-
 /* An agent's whole stream: HELLO, the six sections, PAGES, END. */
 static void
 agent_stream(struct agent *a, uint64_t rid)
 {
-	const struct td_buf *b;
-	struct td_hello h;
-	struct td_end *e;
 	unsigned int n;
-	int id, cpu;
+	int cpu;
+	char name[32];
 
 	a->rid = rid;
 	a->exp.ncpus = NCPUS;
-	memset(&h, 0, sizeof h);
-	h.version_min = TD_PROTO_VERSION_MIN;
-	h.version_max = TD_PROTO_VERSION;
-	h.ncpus = NCPUS;
-	h.page_size = TESTDATA_PAGE_SIZE;
-	h.long_size = 8;
-	h.commit_size = 8;
-	h.file_version = 7;
-	h.recording_id = rid;
-	h.trace_id = 0x7700 + rid;
-	snprintf(h.name, sizeof h.name, "conn%llu", (unsigned long long)rid);
-	snprintf(h.clock, sizeof h.clock, "local");
-	assert_int_equal(td_msg_pack_hello(&a->in, &h), 0);
-	for (id = TD_OPT_HEADER_INFO; id <= TD_OPT_CMDLINES; id++) {
-		b = testdata_meta_section(&meta, id);
-		assert_int_equal(td_msg_pack_section(&a->in, (uint16_t)id), 0);
-		assert_int_equal(td_msg_pack_section_data(&a->in, b->data,
-		    b->len), 0);
-		assert_int_equal(td_msg_pack_section_end(&a->in), 0);
-	}
+	snprintf(name, sizeof name, "conn%llu", (unsigned long long)rid);
+	testlisten_agent_head(&a->in, NCPUS, rid, name);
 	a->head = a->in.len;
 	for (n = 0; n < NPAGES; n += 4) {
 		if (n == NPAGES / 2)
 			a->half = a->in.len;
 		for (cpu = 0; cpu < NCPUS; cpu++)
-			add_pages(a, cpu, n, 4);
+			testlisten_agent_pages(&a->in, cpu, n, 4, &a->exp);
 	}
-	e = calloc(1, sizeof *e);
-	assert_non_null(e);
-	e->ncpus = NCPUS;
-	for (cpu = 0; cpu < NCPUS; cpu++)
-		e->pages[cpu] = NPAGES;
-	assert_int_equal(td_msg_pack_end(&a->in, e), 0);
-	free(e);
+	testlisten_agent_end(&a->in, NCPUS, NPAGES);
 }
 
 /*
@@ -349,42 +301,8 @@ static uint16_t
 replies(const struct agent *a, struct td_done *d, struct td_error *err,
     int *nacks)
 {
-	struct td_welcome w;
-	struct td_frame f;
-	uint64_t ack = 0, off;
-	size_t at;
-	int i;
-
-	*nacks = 0;
-	for (i = 0, at = 0; at < a->out.len; at += f.total, i++) {
-		assert_int_equal(td_frame_parse(a->out.data + at,
-		    a->out.len - at, &f), 1);
-		if (i == 0 && f.type == TD_MSG_WELCOME) {
-			assert_int_equal(td_msg_unpack_welcome(&f, &w), 0);
-			assert_string_equal(w.identity, a->addr);
-			assert_int_equal(w.resume_offset, 0);
-			continue;
-		}
-		switch (f.type) {
-		case TD_MSG_ACK:
-			assert_int_equal(td_msg_unpack_ack(&f, &off), 0);
-			assert_true(off > ack && off <= a->sent);
-			ack = off;
-			(*nacks)++;
-			break;
-		case TD_MSG_DONE:
-			assert_int_equal(td_msg_unpack_done(&f, d), 0);
-			assert_int_equal(at + f.total, a->out.len);
-			return f.type;
-		case TD_MSG_ERROR:
-			assert_int_equal(td_msg_unpack_error(&f, err), 0);
-			assert_int_equal(at + f.total, a->out.len);
-			return f.type;
-		default:
-			fail_msg("the listener sent frame type %u", f.type);
-		}
-	}
-	return 0;
+	return testlisten_replies(&a->out, a->addr, false, a->sent, d, err,
+	    nacks);
 }
 
 /* tdread's walk of one CPU: each page is the one sent, in order. */
@@ -401,7 +319,7 @@ page_cb(void *arg, const void *page, size_t len)
 
 	assert_int_equal(len, sizeof want);
 	assert_true(w->n < NPAGES);
-	testdata_cpu_page(&meta, w->cpu, w->n, want, NULL);
+	testdata_cpu_page(&tl->meta, w->cpu, w->n, want, NULL);
 	assert_memory_equal(page, want, sizeof want);
 	w->n++;
 	return 0;
@@ -425,7 +343,7 @@ check_done(struct agent *a, int min_acks)
 	assert_true(nacks >= min_acks);
 	assert_int_equal(strncmp(d.path, a->addr, strlen(a->addr)), 0);
 	assert_int_equal(d.path[strlen(a->addr)], '/');
-	assert_true(asprintf(&path, "%s/%s", topdir, d.path) > 0);
+	path = testlisten_path(d.path);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal((uint64_t)st.st_size, d.file_size);
 	assert_non_null(r = td_read_open(path));
@@ -437,7 +355,7 @@ check_done(struct agent *a, int min_acks)
 		assert_int_equal(a->exp.pages[w.cpu], NPAGES);
 	}
 	td_read_close(r);
-	testdata_check_libtracecmd(path, &a->exp, &meta);
+	testdata_check_libtracecmd(path, &a->exp, &tl->meta);
 	assert_null(registry_find(a->addr, a->rid));
 	free(path);
 }
@@ -472,7 +390,7 @@ test_stream(void **unused)
 	agent_send(a, a->head);
 	run_until(got_welcome, a, "WELCOME");
 	assert_false(a->eof);
-	assert_int_equal(conn_sessions(), 1);
+	assert_int_equal(agentconn_sessions(), 1);
 	agent_send(a, a->half);
 	run_until(got_ack, a, "an ACK");
 	assert_false(a->eof);
@@ -480,7 +398,7 @@ test_stream(void **unused)
 	run_until(is_closed, a, "DONE and the close");
 	check_done(a, 1);
 	run_until(no_clients, NULL, "the connection freed");
-	assert_int_equal(conn_sessions(), 0);
+	assert_int_equal(agentconn_sessions(), 0);
 }
 
 /* A garbage first frame: that connection closes, the other finishes. */
@@ -523,7 +441,7 @@ test_deadline(void **unused)
 	int i;
 
 	(void)unused;
-	cfg.handshake_timeout = 1;
+	tl->cfg.handshake_timeout = 1;
 	for (i = 0; i < MAX_AGENTS; i++) {
 		a[i] = agent_connect("127.0.0.1");
 		event_base_loop(base, EVLOOP_NONBLOCK);	/* accepted */
@@ -554,7 +472,7 @@ test_max_sessions(void **unused)
 	struct agent *first, *second, *again, *third;
 
 	(void)unused;
-	cfg.max_sessions = 1;
+	tl->cfg.max_sessions = 1;
 	first = agent_connect("127.0.0.1");
 	agent_stream(first, 3);
 	agent_send(first, first->head);
@@ -595,17 +513,14 @@ test_max_sessions(void **unused)
 static void
 config(void)
 {
-	cfg = (struct listener_config){ .dir = topdir, .insecure = true,
-	    .file_version = 7, .codec = TD_CODEC_ZSTD, .max_sessions = 8,
-	    .handshake_timeout = 10, .max_handshakes = 64,
-	    .max_handshakes_addr = 64, .tsync_interval = TD_TSYNC_OFF,
-	    .resume_wait = 0, .idle_timeout = 60, .max_per_identity = 64,
-	    .max_standby_per_identity = 2, .dir_mode = 0700,
-	    .file_mode = 0600, .gid = (gid_t)-1, .codec_ctx = zstd,
-	    .no_hcache = true, .no_udp_probes = true };
+	testlisten_config();
+	tl->cfg.max_handshakes = 64;
+	tl->cfg.max_handshakes_addr = 64;
+	tl->cfg.no_hcache = true;
+	tl->cfg.no_udp_probes = true;
 }
 
-/* Each test: a loop, the client layer and conn.c, a listening socket. */
+/* Each test: a loop, the client layer and agentconn.c, a listening socket. */
 static int
 setup_test(void **unused)
 {
@@ -619,10 +534,10 @@ setup_test(void **unused)
 	if ((base = event_base_new()) == NULL)
 		return -1;
 	/* as tdlisten's main() */
-	client_init(base, &cfg);
+	client_init(base, &tl->cfg);
 	recording_set_base(base);
 	recording_set_policy(&rotate_policy);
-	conn_init(base, &cfg, NULL);
+	agentconn_init(base, &tl->cfg, NULL);
 	memset(&sin, 0, sizeof sin);
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -648,7 +563,7 @@ teardown_test(void **unused)
 	for (i = 0; i < nagents; i++)
 		agent_free(&agents[i]);
 	nagents = 0;
-	conn_free_all();
+	agentconn_free_all();
 	recording_leave_all();
 	event_free(tick);
 	evconnlistener_free(lev);
@@ -661,32 +576,10 @@ teardown_test(void **unused)
 static int
 setup(void **unused)
 {
-	struct budget_caps caps = { TD_SESSION_MEM, TD_IDENTITY_MEM,
-	    TD_LISTENER_MEM, 1024, TD_FD_RESERVE, 0 };
-
 	(void)unused;
 	signal(SIGPIPE, SIG_IGN);
-	log_init("test-conn", -1, 0);
-	topdir = testdata_tmpdir();
-	zstd = td_codec_new(TD_CODEC_ZSTD, 0);
-	if (zstd == NULL)
-		return -1;
-	testdata_meta_init(&meta);
-	budget_init(&caps);
-	finished_load(topdir);
-	return 0;
-}
-
-static int
-teardown(void **unused)
-{
-	(void)unused;
-	finished_free();
-	testdata_meta_free(&meta);
-	td_codec_free(zstd);
-	testdata_rmdir(topdir);
-	free(topdir);
-	return 0;
+	tl = testlisten_setup("test-agentconn");
+	return tl == NULL ? -1 : 0;
 }
 
 int
@@ -703,5 +596,5 @@ main(void)
 		    teardown_test),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, testlisten_teardown);
 }

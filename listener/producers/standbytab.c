@@ -1,6 +1,6 @@
 /*
- * standby.c: the standby agents tdlisten knows and what it asked of them
- * (see standby.h).  A list, searched whole for each control request: a
+ * standbytab.c: the standby agents tdlisten knows and what it asked of them
+ * (see standbytab.h).  A list, searched whole for each control request: a
  * request is rare, and 10,000 entries are walked in well under a
  * millisecond.
  */
@@ -18,13 +18,13 @@
 #include "listener.h"
 #include "log.h"
 #include "output.h"
-#include "standby.h"
+#include "standbytab.h"
 #include "tdproto.h"
 #include "xmalloc.h"
 #include "banned.h"
 
 /* One standby agent. */
-struct standby {
+struct standbytab_entry {
 	int			(*send)(void *, const void *, size_t);
 	void			*send_arg;
 	char			 identity[TD_MAX_NAME_LEN + 1];
@@ -40,7 +40,7 @@ struct standby {
 	bool			 complete;	/* ... put in place whole */
 	uint32_t		 ncpus;
 	uint32_t		 seconds;	/* the last START's, 0: its own */
-	struct standby_reply	*waiter;	/* who waits for an ANSWER */
+	struct standbytab_reply	*waiter;	/* who waits for an ANSWER */
 	uint32_t		 req;		/* ... to this request */
 	bool			 ready;		/* READY to req: waits for GO */
 	bool			 snapping;	/* req is a SNAPSHOT: its waiter
@@ -51,19 +51,20 @@ struct standby {
 	uint32_t		 armed_kb;	/* its ring per CPU */
 	long long		 window_ms;	/* how far back it reaches, -1 */
 	char			 arming[TD_MAX_NAME_LEN + 1]; /* ARM's, waits */
-	struct standby		*prev, *next;
+	struct standbytab_entry	*prev, *next;
 };
 
-static struct standby	*standby_list_head;
-static uint32_t		 standby_reqs;	/* the last request's number */
+static struct standbytab_entry	*standbytab_list_head;
+/* the last request's number */
+static uint32_t		 standbytab_reqs;
 
-static void	standby_take_file(struct standby *);
+static void	standbytab_take_file(struct standbytab_entry *);
 
 /* A line to r. */
-static void standby_line(struct standby_reply *, const char *, ...)
+static void standbytab_line(struct standbytab_reply *, const char *, ...)
     __attribute__((format(printf, 2, 3)));
 static void
-standby_line(struct standby_reply *r, const char *fmt, ...)
+standbytab_line(struct standbytab_reply *r, const char *fmt, ...)
 {
 	char line[TD_MAX_ERROR_LEN + 256];
 	va_list ap;
@@ -81,7 +82,7 @@ standby_line(struct standby_reply *r, const char *fmt, ...)
  * and peer=).  keep: a byte left as it is (the clocks' separator).
  */
 static void
-standby_plain(char *s, char keep)
+standbytab_plain(char *s, char keep)
 {
 	unsigned char *p;
 
@@ -90,12 +91,12 @@ standby_plain(char *s, char keep)
 			*p = '_';
 }
 
-struct standby *
-standby_add(const char *identity, const char *peer,
+struct standbytab_entry *
+standbytab_add(const char *identity, const char *peer,
     const struct td_standby *st, int (*send)(void *, const void *, size_t),
     void *arg)
 {
-	struct standby *sb = xcalloc(1, sizeof *sb);
+	struct standbytab_entry *sb = xcalloc(1, sizeof *sb);
 	size_t i, n;
 
 	sb->send = send;
@@ -110,8 +111,8 @@ standby_add(const char *identity, const char *peer,
 	   field each (the allowance: event globs, commas, no spaces) */
 	output_sanitize(sb->host);
 	output_sanitize(sb->recording);
-	standby_plain(sb->kernel, '\0');
-	standby_plain(sb->clocks, ' ');
+	standbytab_plain(sb->kernel, '\0');
+	standbytab_plain(sb->clocks, ' ');
 	for (i = 0, n = 0; st->allow[i] != '\0'; i++)
 		if (st->allow[i] != ' ')
 			sb->allow[n++] = strchr("abcdefghijklmnopqrstuvwxyz"
@@ -122,10 +123,10 @@ standby_add(const char *identity, const char *peer,
 	sb->max_duration = st->max_duration;
 	sb->ncpus = st->ncpus;
 	sb->version = st->version;
-	sb->next = standby_list_head;
+	sb->next = standbytab_list_head;
 	if (sb->next != NULL)
 		sb->next->prev = sb;
-	standby_list_head = sb;
+	standbytab_list_head = sb;
 	log_info("standby %s (%s): host %s, %u CPUs, kernel %s%s%s", identity,
 	    peer, sb->host, sb->ncpus, sb->kernel,
 	    sb->recording[0] != '\0' ? ", recording " : "", sb->recording);
@@ -133,12 +134,12 @@ standby_add(const char *identity, const char *peer,
 }
 
 int
-standby_count(const char *identity)
+standbytab_count(const char *identity)
 {
-	struct standby *sb;
+	struct standbytab_entry *sb;
 	int n = 0;
 
-	for (sb = standby_list_head; sb != NULL; sb = sb->next)
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next)
 		if (strcmp(sb->identity, identity) == 0)
 			n++;
 	return n;
@@ -146,22 +147,22 @@ standby_count(const char *identity)
 
 /* Give up sb's waiter, with a line saying why (NULL: none). */
 static void
-standby_release(struct standby *sb, const char *why)
+standbytab_release(struct standbytab_entry *sb, const char *why)
 {
-	struct standby_reply *r = sb->waiter;
+	struct standbytab_reply *r = sb->waiter;
 
 	if (r == NULL)
 		return;
 	sb->waiter = NULL;
 	sb->snapping = false;
 	if (why != NULL)
-		standby_line(r, "%s %s", why, sb->identity);
+		standbytab_line(r, "%s %s", why, sb->identity);
 	r->settle(r->arg);
 }
 
 /* GO for START req to sb: 0, or -1 (its connection is going). */
 static int
-standby_send_go(struct standby *sb, uint32_t req)
+standbytab_send_go(struct standbytab_entry *sb, uint32_t req)
 {
 	struct td_buf f;
 	int r;
@@ -179,26 +180,26 @@ standby_send_go(struct standby *sb, uint32_t req)
  * a GO goes to each in this one pass, and r hears of them.
  */
 static void
-standby_go(struct standby_reply *r, uint32_t req)
+standbytab_go(struct standbytab_reply *r, uint32_t req)
 {
-	struct standby *sb, *next;
+	struct standbytab_entry *sb, *next;
 	int n = 0;
 
-	for (sb = standby_list_head; sb != NULL; sb = sb->next)
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next)
 		if (sb->waiter == r && sb->req == req && !sb->ready)
 			return;		/* not all ready yet */
-	for (sb = standby_list_head; sb != NULL; sb = next) {
+	for (sb = standbytab_list_head; sb != NULL; sb = next) {
 		next = sb->next;
 		if (sb->waiter != r || sb->req != req)
 			continue;
 		sb->ready = false;
 		n++;
-		if (standby_send_go(sb, req) == -1)
-			standby_release(sb, "error cannot queue GO to");
+		if (standbytab_send_go(sb, req) == -1)
+			standbytab_release(sb, "error cannot queue GO to");
 		else if (sb->snapping)
-			standby_line(r, "go %s", sb->identity);
+			standbytab_line(r, "go %s", sb->identity);
 		else
-			standby_release(sb, "go");
+			standbytab_release(sb, "go");
 	}
 	if (n > 0)
 		log_info("control: GO to %d standby agents (request %" PRIu32
@@ -206,34 +207,34 @@ standby_go(struct standby_reply *r, uint32_t req)
 }
 
 void
-standby_remove(struct standby *sb)
+standbytab_remove(struct standbytab_entry *sb)
 {
 	if (sb == NULL)
 		return;
-	struct standby_reply *r = sb->waiter;
+	struct standbytab_reply *r = sb->waiter;
 	uint32_t req = sb->req;
 
 	log_info("standby %s (%s): gone", sb->identity, sb->peer);
-	standby_release(sb, "lost");
+	standbytab_release(sb, "lost");
 	if (sb->prev != NULL)
 		sb->prev->next = sb->next;
 	else
-		standby_list_head = sb->next;
+		standbytab_list_head = sb->next;
 	if (sb->next != NULL)
 		sb->next->prev = sb->prev;
 	free(sb->file);
 	free(sb);
 	if (r != NULL)
-		standby_go(r, req);	/* it was the last not READY */
+		standbytab_go(r, req);	/* it was the last not READY */
 }
 
 void
-standby_answer(struct standby *sb, const struct td_answer *a)
+standbytab_answer(struct standbytab_entry *sb, const struct td_answer *a)
 {
 	char text[TD_MAX_ERROR_LEN + 1];
 	bool mine = sb->waiter != NULL && a->req == sb->req;
 
-	struct standby_reply *r = sb->waiter;
+	struct standbytab_reply *r = sb->waiter;
 
 	snprintf(text, sizeof text, "%s", a->text);
 	switch (a->what) {
@@ -246,7 +247,7 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 		log_info("standby %s: started recording %s", sb->identity,
 		    text);
 		if (mine)
-			standby_line(sb->waiter, "started %s %s",
+			standbytab_line(sb->waiter, "started %s %s",
 			    sb->identity, text);
 		/* answered for good once READY (or gone) */
 		return;
@@ -254,32 +255,32 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 		if (!mine) {
 			/* nobody waits with it (tdctl gone, or its time
 			   up): it goes at once */
-			standby_send_go(sb, a->req);
+			standbytab_send_go(sb, a->req);
 			return;
 		}
 		log_info("standby %s: recording %s ready", sb->identity,
 		    sb->recording);
 		sb->ready = true;
-		standby_go(sb->waiter, sb->req);
+		standbytab_go(sb->waiter, sb->req);
 		return;
 	case TD_ANSWER_REFUSED:
 		snprintf(sb->refused, sizeof sb->refused, "%.79s", text);
 		log_warnx("standby %s: refused: %s", sb->identity, text);
 		if (mine)
-			standby_line(sb->waiter, "refused %s %s",
+			standbytab_line(sb->waiter, "refused %s %s",
 			    sb->identity, text);
 		break;
 	case TD_ANSWER_FINISHED:
 		log_info("standby %s: finished %s", sb->identity, text);
 		if (sb->file == NULL)
-			standby_take_file(sb);
+			standbytab_take_file(sb);
 		sb->recording[0] = '\0';
 		/* its file, put in place before the agent heard DONE */
 		if (mine)
-			standby_line(sb->waiter, "finished %s %s",
+			standbytab_line(sb->waiter, "finished %s %s",
 			    sb->identity, text);
 		if (mine && sb->file != NULL)
-			standby_line(sb->waiter, "%s %s %s", sb->complete ?
+			standbytab_line(sb->waiter, "%s %s %s", sb->complete ?
 			    "file" : "incomplete", sb->identity, sb->file);
 		free(sb->file);
 		sb->file = NULL;
@@ -288,9 +289,9 @@ standby_answer(struct standby *sb, const struct td_answer *a)
 	if (mine) {
 		sb->ready = false;
 		sb->snapping = false;
-		standby_release(sb, NULL);
+		standbytab_release(sb, NULL);
 		/* it may have been the last of a START not READY */
-		standby_go(r, a->req);
+		standbytab_go(r, a->req);
 	}
 }
 
@@ -304,11 +305,11 @@ standby_answer(struct standby *sb, const struct td_answer *a)
  * finishes then names one file, and every file is named once.
  */
 static void
-standby_take_file(struct standby *sb)
+standbytab_take_file(struct standbytab_entry *sb)
 {
-	struct standby *o;
+	struct standbytab_entry *o;
 
-	for (o = standby_list_head; o != NULL; o = o->next) {
+	for (o = standbytab_list_head; o != NULL; o = o->next) {
 		if (o == sb || o->file == NULL ||
 		    strcmp(o->identity, sb->identity) != 0 ||
 		    strcmp(o->recording, sb->recording) != 0)
@@ -321,12 +322,12 @@ standby_take_file(struct standby *sb)
 }
 
 void
-standby_file(const char *identity, const char *name, const char *path,
+standbytab_file(const char *identity, const char *name, const char *path,
     bool complete)
 {
-	struct standby *sb, *to = NULL;
+	struct standbytab_entry *sb, *to = NULL;
 
-	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next) {
 		if (strcmp(sb->identity, identity) != 0 ||
 		    sb->recording[0] == '\0' ||
 		    strcmp(sb->recording, name) != 0)
@@ -345,7 +346,7 @@ standby_file(const char *identity, const char *name, const char *path,
 
 /* sb's state as the list shows it. */
 static const char *
-standby_state(const struct standby *sb)
+standbytab_state(const struct standbytab_entry *sb)
 {
 	if (sb->recording[0] != '\0')
 		return "recording";
@@ -353,13 +354,13 @@ standby_state(const struct standby *sb)
 }
 
 void
-standby_list(struct td_buf *out)
+standbytab_list(struct td_buf *out)
 {
-	struct standby *sb;
+	struct standbytab_entry *sb;
 	char clocks[TD_STANDBY_CLOCKS + 1];
 	size_t i;
 
-	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next) {
 		/* one field: the clocks joined by commas */
 		snprintf(clocks, sizeof clocks, "%s", sb->clocks);
 		for (i = 0; clocks[i] != '\0'; i++)
@@ -369,7 +370,7 @@ standby_list(struct td_buf *out)
 		td_buf_printf(out, "agent %s host=%s state=%s cpus=%u "
 		    "kernel=%s clocks=%s recording=%s peer=%s allow=%s "
 		    "max-buffer=%" PRIu32 " max-duration=%" PRIu32 " armed=%s",
-		    sb->identity, sb->host, standby_state(sb), sb->ncpus,
+		    sb->identity, sb->host, standbytab_state(sb), sb->ncpus,
 		    sb->kernel, clocks[0] ? clocks : "-",
 		    sb->recording[0] ? sb->recording : "-", sb->peer,
 		    sb->allow[0] ? sb->allow : "-", sb->max_buffer,
@@ -386,16 +387,16 @@ standby_list(struct td_buf *out)
 }
 
 void
-standby_each(void (*fn)(const struct standby_info *, void *), void *arg)
+standbytab_each(void (*fn)(const struct standbytab_info *, void *), void *arg)
 {
-	struct standby_info i;
-	struct standby *sb;
+	struct standbytab_info i;
+	struct standbytab_entry *sb;
 
-	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next) {
 		i.identity = sb->identity;
 		i.host = sb->host;
 		i.peer = sb->peer;
-		i.state = standby_state(sb);
+		i.state = standbytab_state(sb);
 		i.recording = sb->recording;
 		i.ncpus = sb->ncpus;
 		i.seconds = sb->seconds;
@@ -407,41 +408,41 @@ standby_each(void (*fn)(const struct standby_info *, void *), void *arg)
 
 /* Whether sb is one of pattern's. */
 static bool
-standby_matches(const struct standby *sb, const char *pattern)
+standbytab_matches(const struct standbytab_entry *sb, const char *pattern)
 {
 	return fnmatch(pattern, sb->identity, 0) == 0 ||
 	    fnmatch(pattern, sb->host, 0) == 0;
 }
 
 int
-standby_start(const char *pattern, struct td_start *req,
-    struct standby_reply *cl)
+standbytab_start(const char *pattern, struct td_start *req,
+    struct standbytab_reply *cl)
 {
-	struct standby *sb;
+	struct standbytab_entry *sb;
 	struct td_buf f;
 	int n = 0;
 
-	req->req = ++standby_reqs;
+	req->req = ++standbytab_reqs;
 	if (req->name[0] == '\0')
 		snprintf(req->name, sizeof req->name, "ctl%" PRIu32,
 		    req->req);
 	td_buf_init(&f, TD_FRAME_HEADER + TD_MAX_STANDBY_MSG);
 	if (td_msg_pack_start(&f, req) == -1) {
-		standby_line(cl, "error the request does not fit a START");
+		standbytab_line(cl, "error the request does not fit a START");
 		td_buf_free(&f);
 		return 0;
 	}
 	/* every START in this one pass of the loop */
-	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
-		if (!standby_matches(sb, pattern))
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next) {
+		if (!standbytab_matches(sb, pattern))
 			continue;
 		if (sb->recording[0] != '\0' || sb->waiter != NULL) {
-			standby_line(cl, "busy %s %s", sb->identity,
+			standbytab_line(cl, "busy %s %s", sb->identity,
 			    sb->recording[0] ? sb->recording : "(answering)");
 			continue;
 		}
 		if (sb->send(sb->send_arg, f.data, f.len) == -1) {
-			standby_line(cl, "error %s cannot queue START",
+			standbytab_line(cl, "error %s cannot queue START",
 			    sb->identity);
 			continue;
 		}
@@ -458,22 +459,24 @@ standby_start(const char *pattern, struct td_start *req,
 }
 
 int
-standby_stop(const char *pattern, const char *name, struct standby_reply *cl)
+standbytab_stop(const char *pattern, const char *name,
+    struct standbytab_reply *cl)
 {
-	struct standby *sb;
+	struct standbytab_entry *sb;
 	struct td_buf f;
-	uint32_t req = ++standby_reqs;
+	uint32_t req = ++standbytab_reqs;
 	int n = 0;
 
 	td_buf_init(&f, TD_FRAME_HEADER + 4);
 	td_msg_pack_stop(&f, req);
-	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
-		if (!standby_matches(sb, pattern) ||
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next) {
+		if (!standbytab_matches(sb, pattern) ||
 		    sb->recording[0] == '\0' ||
 		    (name[0] != '\0' && strcmp(name, sb->recording) != 0))
 			continue;
 		if (sb->waiter != NULL) {
-			standby_line(cl, "busy %s (answering)", sb->identity);
+			standbytab_line(cl, "busy %s (answering)",
+			    sb->identity);
 			continue;
 		}
 		if (sb->send(sb->send_arg, f.data, f.len) == -1)
@@ -489,11 +492,11 @@ standby_stop(const char *pattern, const char *name, struct standby_reply *cl)
 }
 
 void
-standby_forget(struct standby_reply *cl, bool say)
+standbytab_forget(struct standbytab_reply *cl, bool say)
 {
-	struct standby *sb;
+	struct standbytab_entry *sb;
 
-	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next) {
 		if (sb->waiter != cl)
 			continue;
 		sb->waiter = NULL;
@@ -502,60 +505,62 @@ standby_forget(struct standby_reply *cl, bool say)
 			/* set up and waiting: it goes, with or without the
 			   others (and whether or not anyone still listens) */
 			sb->ready = false;
-			if (standby_send_go(sb, sb->req) == 0 && say)
-				standby_line(cl, "go %s (not all were ready in "
-				    "time)", sb->identity);
+			if (standbytab_send_go(sb, sb->req) == 0 && say)
+				standbytab_line(cl, "go %s (not all were "
+				    "ready in time)", sb->identity);
 		} else if (say)
-			standby_line(cl, "timeout %s", sb->identity);
+			standbytab_line(cl, "timeout %s", sb->identity);
 	}
 }
 
 /* A frame f to sb, made by pack: 0, or -1. */
 static int
-standby_send_buf(struct standby *sb, struct td_buf *f)
+standbytab_send_buf(struct standbytab_entry *sb, struct td_buf *f)
 {
 	return sb->send(sb->send_arg, f->data, f->len);
 }
 
 /* Whether sb is busy: recording, or answering someone. */
 static bool
-standby_busy(const struct standby *sb)
+standbytab_busy(const struct standbytab_entry *sb)
 {
 	return sb->recording[0] != '\0' || sb->waiter != NULL;
 }
 
 int
-standby_arm(const char *pattern, struct td_arm *a, bool self,
-    uint32_t holdoff, struct standby_reply *cl)
+standbytab_arm(const char *pattern, struct td_arm *a, bool self,
+    uint32_t holdoff, struct standbytab_reply *cl)
 {
-	struct standby *sb;
+	struct standbytab_entry *sb;
 	struct td_buf f;
 	int n = 0;
 
-	a->req = ++standby_reqs;
+	a->req = ++standbytab_reqs;
 	if (a->name[0] == '\0')
 		snprintf(a->name, sizeof a->name, "flight");
 	td_buf_init(&f, TD_FRAME_HEADER + TD_MAX_ARM_MSG);
 	if (td_msg_pack_arm(&f, a) == -1) {
-		standby_line(cl, "error the request does not fit an ARM");
+		standbytab_line(cl, "error the request does not fit an ARM");
 		td_buf_free(&f);
 		return 0;
 	}
 	flight_group_set(a->name, self, holdoff);
-	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
-		if (!standby_matches(sb, pattern))
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next) {
+		if (!standbytab_matches(sb, pattern))
 			continue;
 		if (sb->version < 3) {
-			standby_line(cl, "refused %s cannot be armed (a tdagent "
-			    "older than the flight recorder)", sb->identity);
+			standbytab_line(cl, "refused %s cannot be armed (a "
+			    "tdagent older than the flight recorder)",
+			    sb->identity);
 			continue;
 		}
 		if (sb->waiter != NULL) {
-			standby_line(cl, "busy %s (answering)", sb->identity);
+			standbytab_line(cl, "busy %s (answering)",
+			    sb->identity);
 			continue;
 		}
-		if (standby_send_buf(sb, &f) == -1) {
-			standby_line(cl, "error %s cannot queue ARM",
+		if (standbytab_send_buf(sb, &f) == -1) {
+			standbytab_line(cl, "error %s cannot queue ARM",
 			    sb->identity);
 			continue;
 		}
@@ -572,23 +577,24 @@ standby_arm(const char *pattern, struct td_arm *a, bool self,
 }
 
 int
-standby_disarm(const char *pattern, struct standby_reply *cl)
+standbytab_disarm(const char *pattern, struct standbytab_reply *cl)
 {
-	struct standby *sb;
+	struct standbytab_entry *sb;
 	struct td_buf f;
-	uint32_t req = ++standby_reqs;
+	uint32_t req = ++standbytab_reqs;
 	int n = 0;
 
 	td_buf_init(&f, TD_FRAME_HEADER + 4);
 	td_msg_pack_disarm(&f, req);
-	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
-		if (!standby_matches(sb, pattern) || sb->armed[0] == '\0')
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next) {
+		if (!standbytab_matches(sb, pattern) || sb->armed[0] == '\0')
 			continue;
 		if (sb->waiter != NULL) {
-			standby_line(cl, "busy %s (answering)", sb->identity);
+			standbytab_line(cl, "busy %s (answering)",
+			    sb->identity);
 			continue;
 		}
-		if (standby_send_buf(sb, &f) == -1)
+		if (standbytab_send_buf(sb, &f) == -1)
 			continue;
 		sb->waiter = cl;
 		sb->req = req;
@@ -603,8 +609,8 @@ standby_disarm(const char *pattern, struct standby_reply *cl)
  * waiter cl, or NULL: nobody waits, its GO goes at once.
  */
 static int
-standby_send_snapshot(struct standby *sb, struct td_snapshot *s,
-    struct standby_reply *cl)
+standbytab_send_snapshot(struct standbytab_entry *sb, struct td_snapshot *s,
+    struct standbytab_reply *cl)
 {
 	struct td_snapshot one = *s;
 	struct td_buf f;
@@ -616,7 +622,7 @@ standby_send_snapshot(struct standby *sb, struct td_snapshot *s,
 	td_buf_init(&f, TD_FRAME_HEADER + 18 + 2 * TD_MAX_NAME_LEN);
 	r = td_msg_pack_snapshot(&f, &one);
 	if (r == 0)
-		r = standby_send_buf(sb, &f);
+		r = standbytab_send_buf(sb, &f);
 	td_buf_free(&f);
 	if (r == 0 && one.why != TD_SNAP_REARM) {
 		sb->waiter = cl;
@@ -627,28 +633,28 @@ standby_send_snapshot(struct standby *sb, struct td_snapshot *s,
 }
 
 int
-standby_snapshot(const char *pattern, const char *name,
-    struct standby_reply *cl)
+standbytab_snapshot(const char *pattern, const char *name,
+    struct standbytab_reply *cl)
 {
 	struct td_snapshot s;
-	struct standby *sb;
+	struct standbytab_entry *sb;
 	int n = 0;
 
 	memset(&s, 0, sizeof s);
-	s.req = ++standby_reqs;
+	s.req = ++standbytab_reqs;
 	s.why = TD_SNAP_OPERATOR;
 	snprintf(s.name, sizeof s.name, "%s", name);
 	/* every SNAPSHOT in this one pass: the rings freeze together */
-	for (sb = standby_list_head; sb != NULL; sb = sb->next) {
-		if (!standby_matches(sb, pattern) || sb->armed[0] == '\0')
+	for (sb = standbytab_list_head; sb != NULL; sb = sb->next) {
+		if (!standbytab_matches(sb, pattern) || sb->armed[0] == '\0')
 			continue;
-		if (standby_busy(sb)) {
-			standby_line(cl, "busy %s %s", sb->identity,
+		if (standbytab_busy(sb)) {
+			standbytab_line(cl, "busy %s %s", sb->identity,
 			    sb->recording[0] ? sb->recording : "(answering)");
 			continue;
 		}
-		if (standby_send_snapshot(sb, &s, cl) == -1) {
-			standby_line(cl, "error %s cannot queue SNAPSHOT",
+		if (standbytab_send_snapshot(sb, &s, cl) == -1) {
+			standbytab_line(cl, "error %s cannot queue SNAPSHOT",
 			    sb->identity);
 			continue;
 		}
@@ -660,7 +666,7 @@ standby_snapshot(const char *pattern, const char *name,
 }
 
 void
-standby_armed(struct standby *sb, const struct td_armed *a)
+standbytab_armed(struct standbytab_entry *sb, const struct td_armed *a)
 {
 	bool mine = sb->waiter != NULL && a->req == sb->req && a->req != 0;
 	char text[TD_MAX_ERROR_LEN + 1];
@@ -678,21 +684,22 @@ standby_armed(struct standby *sb, const struct td_armed *a)
 		sb->armed_kb = (uint32_t)strtoul(strrchr(text, ' ') != NULL ?
 		    strrchr(text, ' ') + 1 : "0", NULL, 10);
 		log_info("standby %s: armed '%s'", sb->identity, sb->armed);
-		standby_line(sb->waiter, "armed %s %s", sb->identity,
+		standbytab_line(sb->waiter, "armed %s %s", sb->identity,
 		    sb->armed);
 		break;
 	case TD_ARMED_FAILED:
 		log_warnx("standby %s: arming refused: %s", sb->identity,
 		    text);
 		if (mine)
-			standby_line(sb->waiter, "refused %s %s", sb->identity,
-			    text);
+			standbytab_line(sb->waiter, "refused %s %s",
+			    sb->identity, text);
 		break;
 	case TD_ARMED_DISARMED:
 		log_info("standby %s: disarmed '%s'", sb->identity, sb->armed);
 		sb->armed[0] = '\0';
 		if (mine)
-			standby_line(sb->waiter, "disarmed %s", sb->identity);
+			standbytab_line(sb->waiter, "disarmed %s",
+			    sb->identity);
 		break;
 	case TD_ARMED_WINDOW:
 		/* "NAME MS", with each KEEPALIVE */
@@ -713,16 +720,16 @@ standby_armed(struct standby *sb, const struct td_armed *a)
 	}
 	if (mine) {
 		sb->arming[0] = '\0';
-		standby_release(sb, NULL);
+		standbytab_release(sb, NULL);
 	}
 }
 
 void
-standby_triggered(struct standby *sb, const struct td_triggered *t)
+standbytab_triggered(struct standbytab_entry *sb, const struct td_triggered *t)
 {
 	struct td_snapshot s;
 	struct timespec real, mono;
-	struct standby *o;
+	struct standbytab_entry *o;
 	bool self;
 	int n = 0;
 
@@ -743,22 +750,22 @@ standby_triggered(struct standby *sb, const struct td_triggered *t)
 		log_info("standby %s: trigger of '%s' within its hold-off: "
 		    "counted, re-armed", sb->identity, sb->armed);
 		s.why = TD_SNAP_REARM;
-		standby_send_snapshot(sb, &s, NULL);
+		standbytab_send_snapshot(sb, &s, NULL);
 		return;
 	}
 	flight_trigger_clock(sb->armed, t->clock_ns);
-	s.req = ++standby_reqs;
+	s.req = ++standbytab_reqs;
 	s.why = TD_SNAP_TRIGGER;
 	snprintf(s.host, sizeof s.host, "%s", sb->identity);
-	for (o = standby_list_head; o != NULL; o = o->next) {
+	for (o = standbytab_list_head; o != NULL; o = o->next) {
 		if (strcmp(o->armed, sb->armed) != 0 || (self && o != sb))
 			continue;
-		if (standby_busy(o) && o != sb) {
+		if (standbytab_busy(o) && o != sb) {
 			log_warnx("standby %s: busy, not in snapshot '%s'",
 			    o->identity, s.name);
 			continue;
 		}
-		if (standby_send_snapshot(o, &s, NULL) == 0)
+		if (standbytab_send_snapshot(o, &s, NULL) == 0)
 			n++;
 	}
 	log_info("control: snapshot '%s' of %d armed agents (trigger on %s)",

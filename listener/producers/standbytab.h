@@ -1,18 +1,18 @@
 /*
- * standby.h: the table of standby agents (tdagent --standby) and what the
+ * standbytab.h: the table of standby agents (tdagent --standby) and what the
  * control socket asks of them (docs/tdproto.md "Standby").
  *
  * A session whose first frame is STANDBY becomes one entry here, small
  * (no recording, no buffer of its own: its connection's are the only
  * ones), until the session is freed.  START and STOP go out through the
  * send callback the session gave; each agent's ANSWER comes back through
- * standby_answer() and goes, as one line, to the reply callbacks of the
+ * standbytab_answer() and goes, as one line, to the reply callbacks of the
  * one who asked (a control client, control.c), which hears when its last
  * agent answered.  Nothing here calls session.c or control.c but through
  * those callbacks.  Loop thread only.
  */
-#ifndef TD_STANDBY_H
-#define TD_STANDBY_H
+#ifndef TD_STANDBYTAB_H
+#define TD_STANDBYTAB_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,10 +26,10 @@ struct td_buf;
 struct td_standby;
 struct td_start;
 
-struct standby;
+struct standbytab_entry;
 
 /* Where the answers to a request go (owned by the asker). */
-struct standby_reply {
+struct standbytab_reply {
 	void	(*line)(void *arg, const char *text);	/* one line */
 	void	(*settle)(void *arg);	/* one agent is done */
 	void	*arg;
@@ -39,15 +39,16 @@ struct standby_reply {
  * A standby agent st (identity, from peer) from now on; send(arg, p, n)
  * queues a whole frame to it: 0, or -1.
  */
-struct standby	*standby_add(const char *identity, const char *peer,
-		    const struct td_standby *st,
+struct standbytab_entry *standbytab_add(const char *identity,
+		    const char *peer, const struct td_standby *st,
 		    int (*send)(void *arg, const void *p, size_t n), void *arg);
 /* Standby agents of identity now. */
-int		 standby_count(const char *identity);
+int		 standbytab_count(const char *identity);
 /* Its session is going: the entry goes, its control client is told. */
-void		 standby_remove(struct standby *sb);
+void		 standbytab_remove(struct standbytab_entry *sb);
 /* The agent's ANSWER: logged, and to the control client waiting. */
-void		 standby_answer(struct standby *sb, const struct td_answer *a);
+void		 standbytab_answer(struct standbytab_entry *sb,
+		    const struct td_answer *a);
 
 /*
  * A file of identity's recording name was put in place (complete, or kept
@@ -55,12 +56,12 @@ void		 standby_answer(struct standby *sb, const struct td_answer *a);
  * (of several of that identity recording that name, one of them: each
  * FINISHED names one file, each file once).
  */
-void		 standby_file(const char *identity, const char *name,
+void		 standbytab_file(const char *identity, const char *name,
 		    const char *path, bool complete);
 /* One line per standby agent into out (the control socket's "list"). */
-void		 standby_list(struct td_buf *out);
+void		 standbytab_list(struct td_buf *out);
 /* One standby agent as the status page shows it (valid during the call). */
-struct standby_info {
+struct standbytab_info {
 	const char	*identity;
 	const char	*host;		/* as it says, sanitized */
 	const char	*peer;
@@ -73,18 +74,18 @@ struct standby_info {
 	long long	 armed_since;	/* time(), when armed */
 };
 /* fn(info, arg) for each standby agent; fn adds or removes none. */
-void		 standby_each(void (*fn)(const struct standby_info *, void *),
-		    void *arg);
+void		 standbytab_each(void (*fn)(const struct standbytab_info *,
+		    void *), void *arg);
 /*
  * START req to every idle agent whose identity or host name matches
  * pattern (fnmatch), all in this one call; busy ones get a line.  Returns
  * the agents that will answer cl.
  */
-int		 standby_start(const char *pattern, struct td_start *req,
-		    struct standby_reply *r);
+int		 standbytab_start(const char *pattern, struct td_start *req,
+		    struct standbytab_reply *r);
 /* STOP to the recording agents matching pattern and name ("": any). */
-int		 standby_stop(const char *pattern, const char *name,
-		    struct standby_reply *r);
+int		 standbytab_stop(const char *pattern, const char *name,
+		    struct standbytab_reply *r);
 /*
  * The flight recorder (docs/flight-recorder.md; groups: flight.c).  ARM a
  * to the agents matching pattern that can be armed (version 3), the group
@@ -93,16 +94,18 @@ int		 standby_stop(const char *pattern, const char *name,
  * answering as a START's recording does (STARTED, READY, FINISHED and its
  * file).  Each returns the agents that will answer cl.
  */
-int		 standby_arm(const char *pattern, struct td_arm *a, bool self,
-		    uint32_t holdoff, struct standby_reply *cl);
-int		 standby_disarm(const char *pattern, struct standby_reply *cl);
-int		 standby_snapshot(const char *pattern, const char *name,
-		    struct standby_reply *cl);
+int		 standbytab_arm(const char *pattern, struct td_arm *a,
+		    bool self, uint32_t holdoff, struct standbytab_reply *cl);
+int		 standbytab_disarm(const char *pattern,
+		    struct standbytab_reply *cl);
+int		 standbytab_snapshot(const char *pattern, const char *name,
+		    struct standbytab_reply *cl);
 /* The agent's ARMED and TRIGGERED (a trigger's snapshot, or held off). */
-void		 standby_armed(struct standby *sb, const struct td_armed *a);
-void		 standby_triggered(struct standby *sb,
+void		 standbytab_armed(struct standbytab_entry *sb,
+		    const struct td_armed *a);
+void		 standbytab_triggered(struct standbytab_entry *sb,
 		    const struct td_triggered *t);
 /* r goes or gave up: no agent answers it any more ("timeout" lines). */
-void		 standby_forget(struct standby_reply *r, bool say);
+void		 standbytab_forget(struct standbytab_reply *r, bool say);
 
 #endif
