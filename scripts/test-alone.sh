@@ -1,10 +1,10 @@
 #!/bin/sh
 # test-alone.sh LOCKDIR TEST...: scripts/test.sh's test runner (make
-# check's SH_LOG_COMPILER in both lanes).  The e2e scripts of
+# check's SH_LOG_COMPILER in every worker).  The e2e scripts of
 # TD_ALONE_TESTS (Makefile.am's ALONE_TESTS: many agents or sessions
 # against handshake timeouts, 20 files' stamps compared) run alone, but
-# under valgrind: no test of the other lane runs beside them.  Others run
-# side by side.  Two locks, so that a waiting lone test is not passed
+# under valgrind: no test of another worker (nor its distcheck or fuzz
+# job: test.sh's beside()) runs beside them.  Others run side by side.  Two locks, so that a waiting lone test is not passed
 # over: "gate" is taken by every test before it starts (by a lone one for
 # its whole run), "run" shared by the others and exclusively by a lone one.
 set -u
