@@ -13,13 +13,13 @@
 #   distcheck  "make distcheck" (the tarball builds out of tree and runs
 #              the unit tests and two e2e scripts, DISTCHECK_TESTS);
 #   fuzz       a short libFuzzer run of every decoder.
-# One worker builds build-asan and runs its unit tests, the other the
-# plain unit and e2e tests meanwhile; then both take jobs off one queue,
-# the longest first (scripts/test-costs: each job's measured seconds), so
-# that neither waits long for the other at the end.  A job of the ASan
-# build waits for it.  The e2e scripts of ALONE_TESTS run alone
-# (scripts/test-alone.sh), and so do distcheck and the fuzzers, which no
-# lone test runs beside; the lists are Makefile.am's.  TD_WORKERS=N runs
+# One worker builds build-asan, the other runs the plain unit and e2e
+# tests meanwhile; then both take jobs off one queue (make_queue): the
+# lone tests under ASan first, then the longest first (scripts/test-costs:
+# each job's measured seconds), so that neither waits long for the other
+# at the end.  A job of the ASan build waits for it.  The e2e scripts of
+# ALONE_TESTS run alone (scripts/test-alone.sh): no other test, nor
+# distcheck or the fuzzers, runs beside them; the lists are Makefile.am's.  TD_WORKERS=N runs
 # N workers (default 2): the e2e scripts mostly wait (under valgrind
 # their waits are 10 times as long), a third one keeps the cores busier.
 # Each worker's output follows in order, then each stage's time; the last
@@ -110,38 +110,49 @@ beside() {
 	) 8> "$R/gate" 9> "$R/run"
 }
 
-# make_queue: the jobs the workers share, $R/jobs, "SECONDS KIND NAME" one
-# a line, the longest first (LPT: the last jobs, the shortest, fill the
-# gaps): distcheck, fuzz, each e2e script under ASan (asan) and each of
-# VALGRIND_TESTS under valgrind (vg).  SECONDS from scripts/test-costs
-# (KIND NAME SECONDS lines, # comments); a job it does not list counts
-# 60 s.
+# make_queue: the jobs the workers share, $R/jobs, "FIRST SECONDS KIND
+# NAME" one a line: the ASan unit tests (asan-unit), each e2e script
+# under ASan (asan), each of VALGRIND_TESTS under valgrind (vg),
+# distcheck and fuzz.  The lone tests' ASan jobs (FIRST 0) come first: a
+# lone test waits for the job the other worker is running to end, and
+# each such wait idles a worker, once here for all of them (while the
+# ASan build is made, the other worker takes the shortest jobs: see
+# job_next).  Then the longest first (LPT: the last jobs, the shortest,
+# fill the gaps).  SECONDS from scripts/test-costs (KIND NAME SECONDS
+# lines, # comments); a job it does not list counts 60 s.
 make_queue() {
+	alone=$(make -C "$top/build" -s alone-tests)
 	{
+		echo "asan-unit -"
 		echo "distcheck -"
 		echo "fuzz -"
 		make -C "$top/build" -s e2e-tests | tr ' ' '\n' | grep . |
 		    sed 's/^/asan /'
 		make -C "$top/build" -s valgrind-tests | tr ' ' '\n' | grep . |
 		    sed 's/^/vg /'
-	} | awk '{ sub(/#.*/, "") } NR == FNR { if (NF == 3) c[$1 " " $2] = $3; next }
-	    { k = $1 " " $2; print (k in c ? c[k] : 60), k }' \
-	    "$top/scripts/test-costs" - | sort -s -k1,1nr > "$R/jobs"
+	} | awk -v alone=" $alone " '{ sub(/#.*/, "") }
+	    NR == FNR { if (NF == 3) c[$1 " " $2] = $3; next }
+	    { k = $1 " " $2
+	      first = ($1 == "asan" && index(alone, " " $2 " ")) ? 0 : 1
+	      print first, (k in c ? c[k] : 60), k }' \
+	    "$top/scripts/test-costs" - | sort -s -k1,1n -k2,2nr > "$R/jobs"
 }
 
-# job_next: the first job of $R/jobs this worker may run, taken off it
-# ("KIND NAME"): one of the ASan build (asan, distcheck) once that is
-# built or failed ($R/asan.done).  Exits 1 when none is left, 2 when those
-# left wait for the ASan build.
+# job_next: the next job of $R/jobs this worker may run, taken off it
+# ("KIND NAME"): the first once the ASan build is built or failed
+# ($R/asan.done); until then the last of those that do not need it (vg,
+# fuzz), the shortest, so that the lone tests then wait little.  Exits 1
+# when none is left, 2 when those left wait for the ASan build.
 job_next() {
 	(
 	flock 7
 	[ -s "$R/jobs" ] || exit 1
 	n=1
 	[ -f "$R/asan.done" ] ||
-	    n=$(awk '$2 == "vg" || $2 == "fuzz" { print NR; exit }' "$R/jobs")
+	    n=$(awk '$3 == "vg" || $3 == "fuzz" { n = NR } END { print n }' \
+	    "$R/jobs")
 	[ -n "$n" ] || exit 2
-	sed -n "${n}p" "$R/jobs" | cut -d' ' -f2-
+	sed -n "${n}p" "$R/jobs" | cut -d' ' -f3-
 	sed -i "${n}d" "$R/jobs"
 	) 7> "$R/jobs.lock"
 }
@@ -188,9 +199,14 @@ run_job() {
 	b=${2##*/}
 	b=${b%.sh}
 	case $1 in
-	asan)
+	asan|asan-unit)
 		if [ -f "$R/asan.failed" ]; then
-			echo "asan $2" >> "$R/notrun"
+			echo "$1 $2" >> "$R/notrun"
+			return
+		fi
+		if [ "$1" = asan-unit ]; then
+			beside check "asan-unit" build-asan TESTS='$(UNIT_TESTS)' \
+			    TEST_SUITE_LOG="asan-unit-suite.log"
 			return
 		fi
 		check "asan-$b" build-asan TESTS="$2" \
@@ -222,16 +238,12 @@ worker() {
 	done
 }
 
-# worker_asan: builds build-asan, then (the queue's ASan jobs may start)
-# runs its unit tests, then takes jobs
+# worker_asan: builds build-asan (then the queue's ASan jobs may start),
+# then takes jobs
 worker_asan() {
-	if build "build-asan" build-asan --enable-sanitizers; then
-		touch "$R/asan.done"
-		beside check "asan-unit" build-asan TESTS='$(UNIT_TESTS)' \
-		    TEST_SUITE_LOG="asan-unit-suite.log"
-	else
-		touch "$R/asan.failed" "$R/asan.done"
-	fi
+	build "build-asan" build-asan --enable-sanitizers ||
+	    touch "$R/asan.failed"
+	touch "$R/asan.done"
 	worker
 }
 
