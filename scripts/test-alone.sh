@@ -24,9 +24,13 @@ case " $alone " in
 	flock 8 && flock -s 9 && flock -u 8 ;;
 esac
 # the test and what it starts do not hold the locks; LOCKDIR/times gets
-# each script's start, end and exit status (seconds since the epoch)
+# each script's start, end (seconds since the epoch), exit status and run
+# (the build directory make runs it in, or vg under valgrind: the numbers
+# scripts/test-costs wants)
 s=$(date +%s)
 sh "$@" 8>&- 9>&-
 r=$?
-echo "$name $s $(date +%s) $r" >> "$dir/times"
+run=$(basename "$(pwd)")
+[ "${TD_VALGRIND:-0}" = 0 ] || run=vg
+echo "$name $s $(date +%s) $r $run" >> "$dir/times"
 exit $r

@@ -38,7 +38,8 @@ fi
 TD_GUEST_CACHE=$top/build/tests/guest-kernel
 export TD_GUEST_CACHE
 # in build-suite/: per stage NAME.check (make's output) and NAME.res
-# ("PASS FAIL SKIP SECONDS"), per lane lane-NAME.out, and times
+# ("PASS FAIL SKIP SECONDS"), per worker worker-NAME.out, jobs (the
+# queue), and times
 R=$top/build-suite
 rm -rf "$R"
 mkdir -p "$R"
@@ -53,7 +54,7 @@ failed_logs() {
 }
 
 # result NAME PASS FAIL SKIP START: write NAME.res, and say so as it
-# happens (fd 3: the lanes' own output is shown at the end, in order)
+# happens (fd 3: the workers' own output is shown at the end, in order)
 result() {
 	echo "$2 $3 $4 $(($(date +%s) - $5))" > "$R/$1.res"
 	echo "-- $1 done: $2 passed, $3 failed after $(($(date +%s) - $5)) s" >&3
@@ -312,6 +313,6 @@ for n in build build-asan asan distcheck fuzz plain-unit plain-e2e valgrind; do
 	fail=$((fail + f))
 	skip=$((skip + k))
 done
-echo "each e2e script's start, end and status: $R/times"
+echo "each e2e script's start, end, status and run: $R/times"
 echo "tests: $pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]
