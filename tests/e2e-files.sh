@@ -159,20 +159,26 @@ start_listener "$WORK/l2.log" -d "$OUT2" --max-per-identity 1000 \
     exit 99
 feed web1 good b
 eq "web1 finishes recording b" $? 0
-# other finishes 300 short recordings (the table held 256 in all)
+# other finishes N short recordings, more than an identity's share of the
+# table (TD_MAX_FINISHED_PER_IDENTITY, 32): its first ones go, web1's b
+# stays.  300 (the table held 256 in all once); under valgrind 40, the
+# same pushing out: there each recording's 5.5 MB of metadata through
+# memcheck takes the listener seconds (300: most of the script's 400-600 s)
+N=300
+[ "${TD_VALGRIND:-0}" = 0 ] || N=40
 "$B/tests/tdload" -h 127.0.0.1 -p "$LPORT" --cert "$P/other.pem" \
-    --key "$P/other.key" --ca "$P/ca.pem" -n 300 --ramp 4 \
+    --key "$P/other.key" --ca "$P/ca.pem" -n $N --ramp 4 \
     --timeout $((300 * SLOW)) "$WORK/src.dat" > "$WORK/load.out" \
     2> "$WORK/load.err" &
 lpid=$!
 wait $lpid
-eq "other finishes 300 recordings" $? 0
-eq "300 DONEs" "$(grep -c '^ok ' "$WORK/load.out")" 300
+eq "other finishes $N recordings" $? 0
+eq "$N DONEs" "$(grep -c '^ok ' "$WORK/load.out")" $N
 grep -v '^ok ' "$WORK/load.out" | head -20 | sed 's/^/# tdload: /'
 sed 's/^/# tdload: /' "$WORK/load.err" | tail -5
 # tdload's recording ids: its pid, then the connection's number
 first=$(printf '%x' $((lpid << 32)))
-last=$(printf '%x' $(((lpid << 32) + 299)))
+last=$(printf '%x' $(((lpid << 32) + N - 1)))
 feed web1 resume-done b
 eq "web1 is still told DONE for b" $? 0
 feed other resume-done "$last"
@@ -180,8 +186,8 @@ eq "other's last recording is remembered" $? 0
 feed other resume-unknown "$first"
 eq "other's first made room for its own later ones" $? 0
 stop_listener
-eq "the file keeps the 1 + 300 lines" \
-    "$(wc -l < "$OUT2/.tdlisten-finished")" 301
+eq "the file keeps the 1 + $N lines" \
+    "$(wc -l < "$OUT2/.tdlisten-finished")" $((N + 1))
 start_listener "$WORK/l3.log" -d "$OUT2" \
     --cert "$P/listener.pem" --key "$P/listener.key" --ca "$P/ca.pem" ||
     exit 99
