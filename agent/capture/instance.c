@@ -698,6 +698,38 @@ instance_read_top(struct instance *in, const char *file, size_t *size)
 }
 
 /* Path of an instance file. */
+/*
+ * How far back the ring of each CPU reaches, in ms ("now ts" less "oldest
+ * event ts" of per_cpu/cpuN/stats): the longest of them (longest) or the
+ * shortest; -1 when no CPU holds an event.
+ */
+long long
+instance_reach_ms(struct instance *in, int ncpus, bool longest)
+{
+	long long best = -1, ms;
+	double oldest, now;
+	char file[64], *t, *p;
+	int cpu;
+
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		snprintf(file, sizeof file, "per_cpu/cpu%d/stats", cpu);
+		if ((t = instance_read(in, file, NULL)) == NULL)
+			continue;
+		oldest = now = -1;
+		if ((p = strstr(t, "oldest event ts:")) != NULL)
+			oldest = strtod(p + 16, NULL);
+		if ((p = strstr(t, "now ts:")) != NULL)
+			now = strtod(p + 7, NULL);
+		free(t);
+		if (oldest <= 0 || now < oldest)
+			continue;
+		ms = (long long)((now - oldest) * 1000);
+		if (best == -1 || (longest ? ms > best : ms < best))
+			best = ms;
+	}
+	return best;
+}
+
 char *
 instance_path(struct instance *in, const char *file)
 {

@@ -73,6 +73,8 @@ char		*instance_read_top(struct instance *in, const char *file,
 		    size_t *size);
 /* Path of a file in the instance; caller frees. */
 char		*instance_path(struct instance *in, const char *file);
+/* How far back the CPUs' rings reach, ms: the longest or the shortest. */
+long long	 instance_reach_ms(struct instance *in, int ncpus, bool longest);
 /* Clock in use, e.g. "local"; owned by the instance. */
 const char	*instance_clock(struct instance *in);
 /* "SYSTEM:EVENT" lines of the enabled events (set_event). */

@@ -570,30 +570,7 @@ armed_fired(struct armed *ar)
 long long
 armed_window_ms(struct armed *ar, int ncpus)
 {
-	long long best = -1, ms;
-	double oldest, now;
-	char file[64], *t, *p;
-	int cpu;
-
-	for (cpu = 0; cpu < ncpus; cpu++) {
-		snprintf(file, sizeof file, "per_cpu/cpu%d/stats", cpu);
-		t = tracefs_instance_file_read(instance_tracefs(ar->in), file,
-		    NULL);
-		if (t == NULL)
-			continue;
-		oldest = now = -1;
-		if ((p = strstr(t, "oldest event ts:")) != NULL)
-			oldest = strtod(p + 16, NULL);
-		if ((p = strstr(t, "now ts:")) != NULL)
-			now = strtod(p + 7, NULL);
-		free(t);
-		if (oldest <= 0 || now < oldest)
-			continue;
-		ms = (long long)((now - oldest) * 1000);
-		if (best == -1 || ms < best)
-			best = ms;
-	}
-	return best;
+	return instance_reach_ms(ar->in, ncpus, false);
 }
 
 int

@@ -108,28 +108,9 @@ armsync_due(const struct armsync *as, uint64_t now_ms)
 static long long
 armsync_window_ms(struct armsync *as)
 {
-	long long best = -1, ms;
-	double oldest, now;
-	char file[64], *t, *p;
-	int cpu;
+	long long ms = instance_reach_ms(as->ring, as->ncpus, true);
 
-	for (cpu = 0; cpu < as->ncpus; cpu++) {
-		snprintf(file, sizeof file, "per_cpu/cpu%d/stats", cpu);
-		if ((t = instance_read(as->ring, file, NULL)) == NULL)
-			continue;
-		oldest = now = -1;
-		if ((p = strstr(t, "oldest event ts:")) != NULL)
-			oldest = strtod(p + 16, NULL);
-		if ((p = strstr(t, "now ts:")) != NULL)
-			now = strtod(p + 7, NULL);
-		free(t);
-		if (oldest <= 0 || now < oldest)
-			continue;
-		ms = (long long)((now - oldest) * 1000) + 1;
-		if (ms > best)
-			best = ms;
-	}
-	return best;
+	return ms < 0 ? -1 : ms + 1;
 }
 
 int
