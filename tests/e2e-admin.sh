@@ -52,7 +52,9 @@ stop_listener
 # reconnect and gives up after --reconnect-wait; the next tdlisten takes
 # the recording up and, its agent gone, keeps it as a readable
 # .incomplete.dat after --resume-wait
-start_listener "$WORK/l3.log" -d "$WORK/out3" --insecure || exit 99
+HPORT=$(free_port) || exit 99
+start_listener "$WORK/l3.log" -d "$WORK/out3" --insecure \
+    --http "127.0.0.1:$HPORT" || exit 99
 # (-s 600: the recording is still going when the listener goes, however
 # slowly it started; stopped once the listener is gone, the agent tries
 # --reconnect-wait 1 s more to deliver, then gives up)
@@ -63,7 +65,16 @@ apid=$!
 # flushes them), so from then on the partial file is worth keeping
 wait_recording "$apid"
 wait_session "$WORK/l3.log"
-sleep 0.5
+# and until events came in (a listener slowed by valgrind and a loaded
+# machine may take seconds for the first pages; with none, there is
+# nothing worth keeping and the file is rightly dropped)
+received_events() {
+	curl -s --max-time $((5 * SLOW)) "http://127.0.0.1:$HPORT/metrics" |
+	    awk '$1 == "tdlisten_received_events_total" && $2 > 0 { f = 1 }
+		END { exit !f }'
+}
+wait_until $((400 * SLOW)) received_events
+check "events came in before the SIGTERM" received_events
 kill -TERM "$LPID"
 i=0
 while kill -0 "$LPID" 2>/dev/null && [ $i -lt $((100 * SLOW)) ]; do
