@@ -203,21 +203,41 @@ check "tdagent 2: fewer bytes received than for the first" \
 # away; past 128 MiB within 60 s (TD_HCACHE_WRITE_MAX) no more is
 # written for web3, while web4's next recording still gets every section
 # from the cache, its count exact
+# (the window is the listener's, from web3's first write: every feed that
+# ended within 60 s of the loop's start wrote inside it.  Under valgrind
+# the feeds are slow enough that fewer than 128 MiB may be offered in that
+# window: then the cap is not reached and is judged by the plain and ASan
+# runs, and said so)
+thrown_now() {
+	grep -c "session web3 .*a section was not what the agent offered: not kept" "$WORK/la.log"
+}
+t0=$(date +%s)
+early=0 early_feeds=0
 i=0
 while [ $i -lt 40 ]; do
 	feed web3 good $((100 + i)) lie || fail "lie $i: not DONE"
 	i=$((i + 1))
+	if [ $(($(date +%s) - t0)) -lt 60 ]; then
+		early=$(thrown_now)
+		early_feeds=$i
+	fi
 done
-thrown=$(grep -c "session web3 .*a section was not what the agent offered: not kept" "$WORK/la.log")
+thrown=$(thrown_now)
 refused=$(grep -c "session web3 .*header cache: section 19 not kept: 'web3' had [0-9]* bytes written within 60 s (at most 134217728)" "$WORK/la.log")
 ks=$(trace-cmd dump --kallsyms -i "$WORK/src.dat" 2>/dev/null | wc -c)
-echo "# row 10: $thrown kallsyms of about $ks bytes written and thrown away, $refused refused"
+echo "# row 10: $thrown kallsyms of about $ks bytes written and thrown away, $refused refused; $early_feeds feeds in the first 60 s, $early written"
 eq "row 10: every lie either written and thrown away or refused" \
     $((thrown + refused)) 40
-check "row 10: the cache stopped writing for web3 ($refused refused)" \
-    test "$refused" -ge 1
-check "row 10: at most 128 MiB written for web3 ($thrown x $ks bytes)" \
-    test $((thrown * ks)) -le 134217728
+check "row 10: at most 128 MiB written for web3 within 60 s ($early x $ks bytes)" \
+    test $((early * ks)) -le 134217728
+if [ $((early_feeds * ks)) -gt 134217728 ]; then
+	check "row 10: the cache stopped writing for web3 ($refused refused)" \
+	    test "$refused" -ge 1
+else
+	echo "# row 10: only $early_feeds feeds in 60 s (under 128 MiB): the cap was not reached in this run, not judged here"
+	[ "${TD_VALGRIND:-0}" != 0 ] ||
+	    fail "row 10: $early_feeds feeds in 60 s outside valgrind: too slow to reach the cap"
+fi
 rec 3
 eq "tdagent 3: the same count of dd's events" "$n3" "$n1"
 eq "tdagent 3: the listener had all its sections, as for tdagent 2" \
