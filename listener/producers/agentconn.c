@@ -92,6 +92,7 @@ struct agentconn {
 	bool			 out_blocked;	/* replies unread: no reads */
 	bool			 rec_wait;	/* a cut copies: no reads */
 	struct event		*later;		/* its next turn (agentconn_later) */
+	bool			 eof;		/* the agent closed: read what came */
 	char			 peer[128];
 };
 
@@ -295,8 +296,8 @@ agentconn_later_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct agentconn *c = arg;
 
-	if (c->state == C_OPEN && c->bev != NULL &&
-	    (bufferevent_get_enabled(c->bev) & EV_READ))
+	if (c->state == C_OPEN && c->bev != NULL && (c->eof ||
+	    (bufferevent_get_enabled(c->bev) & EV_READ)))
 		agentconn_read_cb(c->bev, c);
 }
 
@@ -441,6 +442,11 @@ agentconn_read_cb(struct bufferevent *bev, void *arg)
 				if (sockio_pump(bev, c->big, agentconn_label(c)))
 					agentconn_later(c);
 				continue;
+			}
+			if (c->eof) {
+				agentconn_lost(c, "connection closed before "
+				    "the end of the recording");
+				return;		/* c is gone */
 			}
 			/* wake up only when it is all in */
 			agentconn_read_low(c, want);
@@ -624,6 +630,19 @@ agentconn_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
+		/*
+		 * What the agent sent before it closed is read first: with
+		 * turns of their own (agentconn_later) the close can be seen
+		 * while frames still wait in the input, and a recording whose
+		 * agent never comes back must keep them.
+		 */
+		if (!c->eof && session_phase(c->s) == SESSION_STREAM &&
+		    evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+			c->eof = true;
+			if (!evtimer_pending(c->later, NULL))
+				agentconn_later(c);
+			return;
+		}
 		agentconn_lost(c, "connection closed before the end of the "
 		    "recording");
 		return;
